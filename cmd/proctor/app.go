@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"proctor/config"
+	"proctor/storage"
+	"proctor/storage/artifact"
+	"proctor/vault"
+)
+
+// App is the wired set of services a command uses.
+type App struct {
+	Config    *config.Config
+	Log       *slog.Logger
+	DB        *storage.DB
+	Artifacts artifact.Store
+	Vault     *vault.Vault
+	// ArtifactHandler serves signed URLs of the local store; nil on S3.
+	ArtifactHandler http.Handler
+}
+
+// commonFlags are the settings every verb accepts as flags over the environment.
+type commonFlags struct {
+	dataDir, databaseURL, artifactsURL, addr, baseURL string
+}
+
+func (f *commonFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.dataDir, "data-dir", "", "data folder (PROCTOR_DATA_DIR, default ./data)")
+	fs.StringVar(&f.databaseURL, "database-url", "", "database URL (PROCTOR_DATABASE_URL)")
+	fs.StringVar(&f.artifactsURL, "artifacts-url", "", "artifact store URL (PROCTOR_ARTIFACTS_URL)")
+	fs.StringVar(&f.addr, "addr", "", "listen address (PROCTOR_ADDR)")
+	fs.StringVar(&f.baseURL, "base-url", "", "public base URL (PROCTOR_BASE_URL)")
+}
+
+func (f *commonFlags) overrides() map[string]string {
+	return map[string]string{
+		config.EnvDataDir: f.dataDir, config.EnvDatabaseURL: f.databaseURL,
+		config.EnvArtifactsURL: f.artifactsURL, config.EnvAddr: f.addr, config.EnvBaseURL: f.baseURL,
+	}
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func (p *Program) newFlagSet(name string) (*flag.FlagSet, *commonFlags) {
+	fs := flag.NewFlagSet("proctor "+name, flag.ContinueOnError)
+	fs.SetOutput(p.Stderr)
+	cf := &commonFlags{}
+	cf.register(fs)
+	return fs, cf
+}
+
+// parseFlags parses args, turning flag mistakes into usage errors.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usagef("%v", err)
+	}
+	return nil
+}
+
+// openApp loads the configuration and opens the database (migrating it when
+// migrate is set), the artifact store and the vault.
+func (p *Program) openApp(ctx context.Context, cf *commonFlags, migrate bool) (*App, error) {
+	cfg, err := config.Load(p.Getenv, cf.overrides())
+	if err != nil {
+		return nil, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	if err := cfg.EnsureSecretKey(); err != nil {
+		return nil, err
+	}
+	log := newLogger(p.Stderr, cfg)
+	v, err := vault.New(cfg.SecretKey)
+	if err != nil {
+		return nil, err
+	}
+	app := &App{Config: cfg, Log: log, Vault: v}
+	if app.DB, err = storage.Open(ctx, cfg.Database); err != nil {
+		return nil, err
+	}
+	if migrate {
+		if _, err := app.DB.Migrate(ctx, log); err != nil {
+			app.Close()
+			return nil, err
+		}
+	}
+	if err := app.openArtifacts(ctx, migrate); err != nil {
+		app.Close()
+		return nil, err
+	}
+	return app, nil
+}
+
+func (app *App) openArtifacts(ctx context.Context, create bool) error {
+	cfg := app.Config
+	switch cfg.Artifacts.Kind {
+	case config.ArtifactsS3:
+		s3, err := artifact.NewS3(ctx, artifact.S3Config{
+			Endpoint: cfg.S3.Endpoint, AccessKey: cfg.S3.AccessKey, SecretKey: cfg.S3.SecretKey,
+			Region: cfg.S3.Region, UseSSL: cfg.S3.UseSSL, Bucket: cfg.Artifacts.Bucket, Prefix: cfg.Artifacts.Prefix,
+		})
+		if err != nil {
+			return fmt.Errorf("open artifact store: %w", err)
+		}
+		if create {
+			if err := s3.EnsureBucket(ctx); err != nil {
+				return fmt.Errorf("open artifact store: %w", err)
+			}
+		}
+		app.Artifacts = s3
+	default:
+		signer := artifact.NewURLSigner(app.Vault.SigningKey())
+		local, err := artifact.NewLocal(cfg.Artifacts.Dir, signer, cfg.BaseURL)
+		if err != nil {
+			return fmt.Errorf("open artifact store: %w", err)
+		}
+		app.Artifacts = local
+		app.ArtifactHandler = artifact.NewLocalHandler(local, signer)
+	}
+	return nil
+}
+
+// Close releases the services in reverse order of opening.
+func (app *App) Close() {
+	if c, ok := app.Artifacts.(io.Closer); ok {
+		c.Close()
+	}
+	if app.DB != nil {
+		app.DB.Close()
+	}
+}
+
+func newLogger(w io.Writer, cfg *config.Config) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,126 @@
+// Command proctor is Proctor's one binary: the web server with an embedded
+// worker, migrations, benchmark import and admin verbs. main only wires.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"proctor/models"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	p := &Program{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	os.Exit(p.Run(ctx, os.Args[1:]))
+}
+
+// Program is the whole command line program, parameterised so tests can run it
+// in-process with their own environment, streams and a free port.
+type Program struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	// Ready, when set, receives the server's base URL once it listens.
+	Ready chan<- string
+}
+
+// Exit codes scripts can rely on.
+const (
+	exitOK       = 0
+	exitError    = 1 // the command failed
+	exitUsage    = 2 // bad flags or arguments
+	exitNotFound = 3 // the named thing does not exist
+	exitConflict = 4 // it already exists or the state forbids the change
+)
+
+type command struct {
+	name    string
+	summary string
+	run     func(p *Program, ctx context.Context, args []string) error
+}
+
+func (p *Program) commands() []command {
+	return []command{
+		{"serve", "run the web UI, the JSON API and an embedded worker", (*Program).serve},
+		{"migrate", "apply database and queue migrations, then exit", (*Program).migrate},
+		{"import", "import a benchmark: import --format FORMAT --name SLUG FILE [--subset NAME=FILE …]", (*Program).importBenchmark},
+		{"benchmark", "inspect benchmarks: benchmark list | benchmark show SLUG [--json]", (*Program).benchmark},
+		{"user", "manage users: user create [--admin] [--password-stdin] EMAIL | user list", (*Program).user},
+	}
+}
+
+// Run executes one subcommand and returns the process exit code.
+func (p *Program) Run(ctx context.Context, args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		p.usage(p.Stdout)
+		return exitOK
+	}
+	for _, c := range p.commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(p, ctx, args[1:])
+		if err == nil {
+			return exitOK
+		}
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintf(p.Stderr, "proctor %s: %s\n", c.name, oneLine(err))
+		var ue usageError
+		if errors.As(err, &ue) {
+			return exitUsage
+		}
+		switch models.ErrorCode(err) {
+		case models.ENOTFOUND:
+			return exitNotFound
+		case models.ECONFLICT:
+			return exitConflict
+		case models.EINVALID:
+			return exitUsage
+		}
+		return exitError
+	}
+	fmt.Fprintf(p.Stderr, "proctor: unknown command %q (run \"proctor help\")\n", args[0])
+	return exitUsage
+}
+
+func (p *Program) usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: proctor COMMAND [flags]")
+	fmt.Fprintln(w)
+	for _, c := range p.commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Settings come from PROCTOR_* environment variables (see README.md); flags override them.")
+}
+
+// usageError marks a mistake in the command line itself.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// oneLine renders an error for the terminal: the client-safe message for
+// application errors (with the field), the full chain otherwise; config
+// errors keep one line per bad value.
+func oneLine(err error) string {
+	var me *models.Error
+	if errors.As(err, &me) && me.Code != models.EINTERNAL {
+		if me.Field != "" {
+			return me.Field + ": " + me.Message
+		}
+		return me.Message
+	}
+	return strings.TrimSpace(err.Error())
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"proctor/handlers"
+	"proctor/static"
+)
+
+// serve runs the web server until the context ends, then shuts down in a fixed
+// order: HTTP server first (finishing in-flight requests), then the queue and
+// browser (added by the runner), then the artifact store and the database.
+func (p *Program) serve(ctx context.Context, args []string) error {
+	fs, cf := p.newFlagSet("serve")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	app, err := p.openApp(ctx, cf, true)
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+
+	srv, err := handlers.New(handlers.Options{
+		BaseURL:       app.Config.BaseURL,
+		SecureCookies: len(app.Config.BaseURL) > 8 && app.Config.BaseURL[:8] == "https://",
+	}, handlers.Deps{
+		Store: app.DB, Artifacts: app.Artifacts, ArtifactHandler: app.ArtifactHandler,
+		Static: static.Files(), Logger: app.Log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", app.Config.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", app.Config.Addr, err)
+	}
+	httpServer := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	url := "http://" + ln.Addr().String()
+	app.Log.Info("serving", "addr", ln.Addr().String(), "url", url, "base_url", app.Config.BaseURL,
+		"database", app.DB.Dialect(), "artifacts", app.Config.Artifacts.Kind)
+	if p.Ready != nil {
+		p.Ready <- url
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- httpServer.Serve(ln) }()
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	app.Log.Info("shutting down: http server")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := httpServer.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		app.Log.Warn("http server shutdown", "error", err.Error())
+	}
+	app.Log.Info("shutting down: artifact store and database")
+	return nil
+}
+
+// migrate applies migrations and reports what it did.
+func (p *Program) migrate(ctx context.Context, args []string) error {
+	fs, cf := p.newFlagSet("migrate")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	app, err := p.openApp(ctx, cf, false)
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	status, err := app.DB.Migrate(ctx, app.Log)
+	if err != nil {
+		return err
+	}
+	if s3, ok := app.Artifacts.(interface{ EnsureBucket(context.Context) error }); ok {
+		if err := s3.EnsureBucket(ctx); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(p.Stdout, "database (%s) at migration %d; applied %d now; queue migrations applied now: %d\n",
+		app.DB.Dialect(), status.Current, len(status.Applied), len(status.RiverApplied))
+	return nil
+}

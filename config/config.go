@@ -1,0 +1,291 @@
+// Package config reads Proctor's settings from the environment (flags may
+// override them) and validates them once at start, reporting every bad value.
+package config
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"proctor/storage"
+	"proctor/vault"
+)
+
+// Environment variable names.
+const (
+	EnvAddr            = "PROCTOR_ADDR"
+	EnvBaseURL         = "PROCTOR_BASE_URL"
+	EnvDataDir         = "PROCTOR_DATA_DIR"
+	EnvDatabaseURL     = "PROCTOR_DATABASE_URL"
+	EnvArtifactsURL    = "PROCTOR_ARTIFACTS_URL"
+	EnvS3Endpoint      = "PROCTOR_S3_ENDPOINT"
+	EnvS3AccessKey     = "PROCTOR_S3_ACCESS_KEY"
+	EnvS3SecretKey     = "PROCTOR_S3_SECRET_KEY"
+	EnvS3Region        = "PROCTOR_S3_REGION"
+	EnvS3UseSSL        = "PROCTOR_S3_USE_SSL"
+	EnvSecretKey       = "PROCTOR_SECRET_KEY"
+	EnvAgentAllowHosts = "PROCTOR_AGENT_ALLOW_HOSTS"
+	EnvLogLevel        = "PROCTOR_LOG_LEVEL"
+	EnvLogFormat       = "PROCTOR_LOG_FORMAT"
+)
+
+// Artifact store kinds.
+const (
+	ArtifactsLocal = "local"
+	ArtifactsS3    = "s3"
+)
+
+// ArtifactsLocation is a parsed PROCTOR_ARTIFACTS_URL.
+type ArtifactsLocation struct {
+	Kind   string // ArtifactsLocal or ArtifactsS3
+	Dir    string // local folder
+	Bucket string // S3 bucket
+	Prefix string // S3 key prefix, without a trailing slash
+}
+
+// S3 holds the S3-compatible endpoint's settings.
+type S3 struct {
+	Endpoint  string
+	AccessKey string
+	SecretKey string
+	Region    string
+	UseSSL    bool
+}
+
+// Config is Proctor's validated configuration.
+type Config struct {
+	Addr            string
+	BaseURL         string
+	DataDir         string
+	Database        storage.DatabaseLocation
+	Artifacts       ArtifactsLocation
+	S3              S3
+	SecretKey       string
+	SecretKeyFile   string // where a generated key lives when PROCTOR_SECRET_KEY is unset
+	AgentAllowHosts []string
+	LogLevel        slog.Level
+	LogFormat       string // text or json
+}
+
+// Load reads the configuration from getenv, with overrides (keyed by environment
+// variable name, e.g. from flags) taking precedence. Every bad value is reported,
+// one per line. The secret key is not generated here; call EnsureSecretKey.
+func Load(getenv func(string) string, overrides map[string]string) (*Config, error) {
+	get := func(name string) string {
+		if v, ok := overrides[name]; ok && v != "" {
+			return v
+		}
+		return strings.TrimSpace(getenv(name))
+	}
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{name}, args...)...))
+	}
+	c := &Config{
+		Addr:      orDefault(get(EnvAddr), "127.0.0.1:8080"),
+		DataDir:   orDefault(get(EnvDataDir), "data"),
+		SecretKey: get(EnvSecretKey),
+		LogFormat: orDefault(get(EnvLogFormat), "text"),
+	}
+	if host, port, err := net.SplitHostPort(c.Addr); err != nil {
+		bad(EnvAddr, "%q is not host:port: %v", c.Addr, err)
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		bad(EnvAddr, "%q has an invalid port", c.Addr)
+	} else {
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "localhost"
+		}
+		c.BaseURL = "http://" + net.JoinHostPort(host, port)
+	}
+	if v := get(EnvBaseURL); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			bad(EnvBaseURL, "%q must be an http(s) origin such as https://proctor.example.org", v)
+		} else {
+			c.BaseURL = strings.TrimRight(v, "/")
+		}
+	}
+	c.SecretKeyFile = filepath.Join(c.DataDir, "secret.key")
+
+	dbURL := orDefault(get(EnvDatabaseURL), "sqlite:"+filepath.Join(c.DataDir, "proctor.db"))
+	if loc, err := storage.ParseDatabaseURL(dbURL); err != nil {
+		bad(EnvDatabaseURL, "%v", err)
+	} else {
+		c.Database = loc
+	}
+
+	artURL := orDefault(get(EnvArtifactsURL), "file:"+filepath.Join(c.DataDir, "artifacts"))
+	if loc, err := ParseArtifactsURL(artURL); err != nil {
+		bad(EnvArtifactsURL, "%v", err)
+	} else {
+		c.Artifacts = loc
+	}
+	c.S3 = S3{
+		Endpoint:  get(EnvS3Endpoint),
+		AccessKey: get(EnvS3AccessKey),
+		SecretKey: get(EnvS3SecretKey),
+		Region:    orDefault(get(EnvS3Region), "us-east-1"),
+	}
+	if v := get(EnvS3UseSSL); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			bad(EnvS3UseSSL, "%q is not a boolean (true or false)", v)
+		}
+		c.S3.UseSSL = b
+	} else {
+		c.S3.UseSSL = true
+	}
+	if c.Artifacts.Kind == ArtifactsS3 {
+		if c.S3.Endpoint == "" {
+			bad(EnvS3Endpoint, "required when %s is an s3:// URL", EnvArtifactsURL)
+		} else if strings.Contains(c.S3.Endpoint, "://") || strings.Contains(c.S3.Endpoint, "/") {
+			bad(EnvS3Endpoint, "%q must be host[:port] without a scheme or path (use %s for TLS)", c.S3.Endpoint, EnvS3UseSSL)
+		}
+		if c.S3.AccessKey == "" {
+			bad(EnvS3AccessKey, "required when %s is an s3:// URL", EnvArtifactsURL)
+		}
+		if c.S3.SecretKey == "" {
+			bad(EnvS3SecretKey, "required when %s is an s3:// URL", EnvArtifactsURL)
+		}
+	}
+
+	if c.SecretKey != "" && len(c.SecretKey) < vault.MinSecretLength {
+		bad(EnvSecretKey, "must be at least %d characters, got %d", vault.MinSecretLength, len(c.SecretKey))
+	}
+
+	for _, h := range strings.Split(get(EnvAgentAllowHosts), ",") {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "" {
+			continue
+		}
+		if strings.ContainsAny(h, "/:@ ") && net.ParseIP(h) == nil {
+			bad(EnvAgentAllowHosts, "%q must be a host name or IP address, without scheme or port", h)
+			continue
+		}
+		c.AgentAllowHosts = append(c.AgentAllowHosts, h)
+	}
+
+	switch lvl := strings.ToLower(orDefault(get(EnvLogLevel), "info")); lvl {
+	case "debug":
+		c.LogLevel = slog.LevelDebug
+	case "info":
+		c.LogLevel = slog.LevelInfo
+	case "warn", "warning":
+		c.LogLevel = slog.LevelWarn
+	case "error":
+		c.LogLevel = slog.LevelError
+	default:
+		bad(EnvLogLevel, "%q must be debug, info, warn or error", lvl)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad(EnvLogFormat, "%q must be text or json", c.LogFormat)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// ParseArtifactsURL accepts file:///absolute/dir, file:relative/dir and
+// s3://BUCKET/PREFIX.
+func ParseArtifactsURL(raw string) (ArtifactsLocation, error) {
+	switch {
+	case strings.HasPrefix(raw, "file://"):
+		u, err := url.Parse(raw)
+		if err != nil || u.Host != "" || u.Path == "" {
+			return ArtifactsLocation{}, fmt.Errorf("%q: use file:///absolute/dir (three slashes) or file:relative/dir", raw)
+		}
+		return ArtifactsLocation{Kind: ArtifactsLocal, Dir: u.Path}, nil
+	case strings.HasPrefix(raw, "file:"):
+		p := strings.TrimPrefix(raw, "file:")
+		if p == "" {
+			return ArtifactsLocation{}, fmt.Errorf("%q names no folder", raw)
+		}
+		return ArtifactsLocation{Kind: ArtifactsLocal, Dir: filepath.Clean(p)}, nil
+	case strings.HasPrefix(raw, "s3://"):
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			return ArtifactsLocation{}, fmt.Errorf("%q: expected s3://BUCKET/PREFIX", raw)
+		}
+		if !validBucket(u.Host) {
+			return ArtifactsLocation{}, fmt.Errorf("%q: %q is not a valid bucket name (3–63 lower-case letters, digits, dots, hyphens)", raw, u.Host)
+		}
+		prefix := strings.Trim(u.Path, "/")
+		if strings.Contains(prefix, "//") || strings.Contains("/"+prefix+"/", "/../") {
+			return ArtifactsLocation{}, fmt.Errorf("%q: the prefix %q is not a clean path", raw, prefix)
+		}
+		return ArtifactsLocation{Kind: ArtifactsS3, Bucket: u.Host, Prefix: prefix}, nil
+	}
+	return ArtifactsLocation{}, fmt.Errorf("%q: expected file:DIR, file:///ABSOLUTE/DIR or s3://BUCKET/PREFIX", raw)
+}
+
+func validBucket(b string) bool {
+	if len(b) < 3 || len(b) > 63 {
+		return false
+	}
+	for _, r := range b {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return b[0] != '-' && b[0] != '.' && b[len(b)-1] != '-' && b[len(b)-1] != '.'
+}
+
+// EnsureSecretKey fills SecretKey: from the environment when set, else from the
+// key file in the data folder, generating that file (mode 0600) on first start.
+func (c *Config) EnsureSecretKey() error {
+	if c.SecretKey != "" {
+		return nil
+	}
+	b, err := os.ReadFile(c.SecretKeyFile)
+	switch {
+	case err == nil:
+		key := strings.TrimSpace(string(b))
+		if len(key) < vault.MinSecretLength {
+			return fmt.Errorf("%s: the key file holds %d characters, at least %d are needed", c.SecretKeyFile, len(key), vault.MinSecretLength)
+		}
+		c.SecretKey = key
+		return nil
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("read secret key %s: %w", c.SecretKeyFile, err)
+	}
+	raw := make([]byte, 48)
+	if _, err := rand.Read(raw); err != nil {
+		return fmt.Errorf("generate secret key: %w", err)
+	}
+	key := base64.RawURLEncoding.EncodeToString(raw)
+	if err := os.MkdirAll(filepath.Dir(c.SecretKeyFile), 0o700); err != nil {
+		return fmt.Errorf("create data folder: %w", err)
+	}
+	f, err := os.OpenFile(c.SecretKeyFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return c.EnsureSecretKey() // another process won the race; read its key
+	}
+	if err != nil {
+		return fmt.Errorf("write secret key %s: %w", c.SecretKeyFile, err)
+	}
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		f.Close()
+		return fmt.Errorf("write secret key %s: %w", c.SecretKeyFile, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write secret key %s: %w", c.SecretKeyFile, err)
+	}
+	c.SecretKey = key
+	return nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,87 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"proctor/config"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+
+	t.Run("Defaults", func(t *testing.T) {
+		c, err := config.Load(env(nil), nil)
+		require.NoError(t, err)
+		require.Equal(t, "127.0.0.1:8080", c.Addr)
+		require.Equal(t, "http://127.0.0.1:8080", c.BaseURL)
+		require.Equal(t, "sqlite", c.Database.Dialect)
+		require.Equal(t, filepath.Join("data", "proctor.db"), c.Database.Path)
+		require.Equal(t, config.ArtifactsLocation{Kind: "local", Dir: filepath.Join("data", "artifacts")}, c.Artifacts)
+	})
+	t.Run("OverridesWin", func(t *testing.T) {
+		c, err := config.Load(env(map[string]string{config.EnvAddr: "127.0.0.1:1"}), map[string]string{config.EnvAddr: "127.0.0.1:2"})
+		require.NoError(t, err)
+		require.Equal(t, "127.0.0.1:2", c.Addr)
+	})
+	t.Run("S3", func(t *testing.T) {
+		c, err := config.Load(env(map[string]string{
+			config.EnvArtifactsURL: "s3://proctor-artifacts/runs/",
+			config.EnvS3Endpoint:   "127.0.0.1:9000",
+			config.EnvS3AccessKey:  "k",
+			config.EnvS3SecretKey:  "s",
+			config.EnvS3UseSSL:     "false",
+		}), nil)
+		require.NoError(t, err)
+		require.Equal(t, config.ArtifactsLocation{Kind: "s3", Bucket: "proctor-artifacts", Prefix: "runs"}, c.Artifacts)
+		require.False(t, c.S3.UseSSL)
+	})
+	t.Run("EveryBadValueReported", func(t *testing.T) {
+		_, err := config.Load(env(map[string]string{
+			config.EnvAddr:         "nonsense",
+			config.EnvBaseURL:      "ftp://x",
+			config.EnvDatabaseURL:  "mysql://x",
+			config.EnvArtifactsURL: "s3://UPPER",
+			config.EnvS3UseSSL:     "maybe",
+			config.EnvSecretKey:    "short",
+			config.EnvLogLevel:     "loud",
+		}), nil)
+		require.Error(t, err)
+		lines := strings.Split(err.Error(), "\n")
+		for _, name := range []string{config.EnvAddr, config.EnvBaseURL, config.EnvDatabaseURL, config.EnvArtifactsURL, config.EnvS3UseSSL, config.EnvSecretKey, config.EnvLogLevel} {
+			found := false
+			for _, l := range lines {
+				found = found || strings.HasPrefix(l, name+": ")
+			}
+			require.True(t, found, "no error line for %s in %q", name, err)
+		}
+	})
+	t.Run("S3NeedsCredentials", func(t *testing.T) {
+		_, err := config.Load(env(map[string]string{config.EnvArtifactsURL: "s3://bucket"}), nil)
+		require.ErrorContains(t, err, config.EnvS3Endpoint+": required")
+		require.ErrorContains(t, err, config.EnvS3AccessKey+": required")
+	})
+}
+
+func TestConfig_EnsureSecretKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c, err := config.Load(env(map[string]string{config.EnvDataDir: dir}), nil)
+	require.NoError(t, err)
+	require.NoError(t, c.EnsureSecretKey())
+	require.GreaterOrEqual(t, len(c.SecretKey), 32)
+	info, err := os.Stat(filepath.Join(dir, "secret.key"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	again, err := config.Load(env(map[string]string{config.EnvDataDir: dir}), nil)
+	require.NoError(t, err)
+	require.NoError(t, again.EnsureSecretKey())
+	require.Equal(t, c.SecretKey, again.SecretKey, "the generated key is reused on the next start")
+}

@@ -1,0 +1,95 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"proctor/models"
+)
+
+// apiRoutes registers /api/v1. Every API route answers JSON, errors included:
+// {"error":{"code","message"}}.
+func (s *Server) apiRoutes(g *echo.Group) {
+	g.GET("", s.apiIndex)
+	s.apiAccountRoutes(g)
+	s.apiTeamRoutes(g)
+	s.apiAgentRoutes(g)
+	s.apiBenchmarkRoutes(g)
+}
+
+func (s *Server) apiIndex(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"name": "proctor", "version": "v1", "docs": "/docs/api.md"})
+}
+
+// maxJSONBody caps API request bodies that are decoded as JSON.
+const maxJSONBody = 1 << 20
+
+// bindJSON decodes a JSON request body strictly: unknown fields, trailing data
+// and oversized bodies are EINVALID or ETOOLARGE with a message saying where.
+func bindJSON(c echo.Context, v any) error {
+	body := http.MaxBytesReader(c.Response(), c.Request().Body, maxJSONBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooLarge *http.MaxBytesError
+		var syntax *json.SyntaxError
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &tooLarge):
+			return models.Errorf(models.ETOOLARGE, "The JSON body is larger than %d bytes.", maxJSONBody)
+		case errors.Is(err, io.EOF):
+			return models.Errorf(models.EINVALID, "The request body must be a JSON object.")
+		case errors.As(err, &syntax):
+			return models.Errorf(models.EINVALID, "The JSON body is malformed at byte %d.", syntax.Offset)
+		case errors.As(err, &typeErr):
+			return &models.Error{Code: models.EINVALID, Field: typeErr.Field, Message: fmt.Sprintf("field %q must be %s", typeErr.Field, typeErr.Type)}
+		}
+		return models.Errorf(models.EINVALID, "The JSON body is invalid: %s.", err.Error())
+	}
+	if dec.More() {
+		return models.Errorf(models.EINVALID, "The request body must hold exactly one JSON object.")
+	}
+	return nil
+}
+
+// Page bounds for listings.
+const (
+	defaultPerPage = 50
+	maxPerPage     = 200
+)
+
+// pageParams reads ?page= (from 1) and ?per_page= with bounds; EINVALID otherwise.
+func pageParams(c echo.Context) (page, perPage int, err error) {
+	page, perPage = 1, defaultPerPage
+	if v := c.QueryParam("page"); v != "" {
+		if page, err = strconv.Atoi(v); err != nil || page < 1 {
+			return 0, 0, &models.Error{Code: models.EINVALID, Field: "page", Message: "page must be a positive integer"}
+		}
+	}
+	if v := c.QueryParam("per_page"); v != "" {
+		if perPage, err = strconv.Atoi(v); err != nil || perPage < 1 || perPage > maxPerPage {
+			return 0, 0, &models.Error{Code: models.EINVALID, Field: "per_page", Message: fmt.Sprintf("per_page must be between 1 and %d", maxPerPage)}
+		}
+	}
+	return page, perPage, nil
+}
+
+// listResponse is the envelope of every API listing.
+type listResponse struct {
+	Items   any  `json:"items"`
+	Page    int  `json:"page"`
+	PerPage int  `json:"per_page"`
+	Total   int  `json:"total"`
+	HasMore bool `json:"has_more"`
+}
+
+func (s *Server) apiAccountRoutes(g *echo.Group)   {}
+func (s *Server) apiTeamRoutes(g *echo.Group)      {}
+func (s *Server) apiAgentRoutes(g *echo.Group)     {}
+func (s *Server) apiBenchmarkRoutes(g *echo.Group) {}

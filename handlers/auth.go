@@ -1,0 +1,124 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/a-h/templ"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"proctor/models"
+	"proctor/storage"
+	"proctor/web"
+)
+
+// AccountStore is what sign-up, log-in and sessions need.
+type AccountStore interface {
+	CreateUser(ctx context.Context, email, name, password string, admin bool) (*models.User, error)
+	Authenticate(ctx context.Context, email, password string) (*models.User, error)
+	CreateSession(ctx context.Context, userID int64, userAgent, ip string) (string, *models.Session, error)
+	SessionUser(ctx context.Context, token string) (*models.Session, *models.User, error)
+	DeleteSession(ctx context.Context, token string) error
+	Audit(ctx context.Context, action, subject, details, ip string, teamID *int64) error
+}
+
+func (s *Server) showSignup(c echo.Context) error {
+	if currentUser(c) != nil {
+		return c.Redirect(http.StatusSeeOther, "/account")
+	}
+	return s.render(c, http.StatusOK, web.SignupPage(s.page(c, "Sign up"), web.NewForm()))
+}
+
+func (s *Server) signup(c echo.Context) error {
+	f := formOf(c, "name", "email")
+	if !s.limiter.allow("signup:" + c.RealIP()) {
+		return models.Errorf(models.ERATELIMIT, "Too many sign-ups from your address; try again in a minute.")
+	}
+	ctx := c.Request().Context()
+	u, err := s.store.CreateUser(ctx, c.FormValue("email"), c.FormValue("name"), c.FormValue("password"), false)
+	if err != nil {
+		return s.formError(c, err, web.SignupPage(s.page(c, "Sign up"), f.WithError(err)))
+	}
+	if err := s.startSession(c, u); err != nil {
+		return err
+	}
+	return redirect(c, "/account?notice=signed-up")
+}
+
+func (s *Server) showLogin(c echo.Context) error {
+	if currentUser(c) != nil {
+		return c.Redirect(http.StatusSeeOther, safeNext(c.QueryParam("next")))
+	}
+	f := web.NewForm()
+	f.Values["next"] = safeNext(c.QueryParam("next"))
+	return s.render(c, http.StatusOK, web.LoginPage(s.page(c, "Log in"), f))
+}
+
+func (s *Server) login(c echo.Context) error {
+	f := formOf(c, "email", "next")
+	email := strings.ToLower(strings.TrimSpace(c.FormValue("email")))
+	if !s.limiter.allow("login-ip:"+c.RealIP(), "login-email:"+email) {
+		err := models.Errorf(models.ERATELIMIT, "Too many attempts. Wait a minute and try again.")
+		return s.formError(c, err, web.LoginPage(s.page(c, "Log in"), f.WithError(err)))
+	}
+	u, err := s.store.Authenticate(c.Request().Context(), email, c.FormValue("password"))
+	if err != nil {
+		return s.formError(c, err, web.LoginPage(s.page(c, "Log in"), f.WithError(err)))
+	}
+	if err := s.startSession(c, u); err != nil {
+		return err
+	}
+	next := safeNext(c.FormValue("next"))
+	if next == "/" {
+		next = "/?notice=signed-in"
+	}
+	return redirect(c, next)
+}
+
+func (s *Server) logout(c echo.Context) error {
+	if cookie, err := c.Request().Cookie(sessionCookie); err == nil {
+		if err := s.store.DeleteSession(c.Request().Context(), cookie.Value); err != nil {
+			return err
+		}
+	}
+	s.clearCookie(c, sessionCookie)
+	return redirect(c, "/?notice=signed-out")
+}
+
+func (s *Server) startSession(c echo.Context, u *models.User) error {
+	ctx := c.Request().Context()
+	if cookie, err := c.Request().Cookie(sessionCookie); err == nil {
+		_ = s.store.DeleteSession(ctx, cookie.Value) // no session fixation
+	}
+	token, _, err := s.store.CreateSession(ctx, u.ID, c.Request().UserAgent(), c.RealIP())
+	if err != nil {
+		return err
+	}
+	s.setCookie(c, sessionCookie, token, storage.SessionTTL)
+	return nil
+}
+
+// formOf copies the named submitted values into a form for re-rendering.
+// Passwords are never echoed back.
+func formOf(c echo.Context, names ...string) web.Form {
+	f := web.NewForm()
+	for _, n := range names {
+		f.Values[n] = c.FormValue(n)
+	}
+	return f
+}
+
+// formError re-renders a form with its error when the error is the user's to fix,
+// with the matching status; anything else goes to the error handler.
+func (s *Server) formError(c echo.Context, err error, page templ.Component) error {
+	switch models.ErrorCode(err) {
+	case models.EINVALID, models.ECONFLICT, models.EUNAUTHORIZED, models.ERATELIMIT, models.ETOOLARGE:
+		return s.render(c, statusOf(models.ErrorCode(err)), page)
+	}
+	return err
+}
+
+func loginURL(next string) string { return "/login?next=" + url.QueryEscape(safeNext(next)) }

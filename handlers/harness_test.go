@@ -1,0 +1,149 @@
+package handlers_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"proctor/handlers"
+	"proctor/models"
+	"proctor/static"
+	"proctor/storage"
+	"proctor/storage/storagetest"
+)
+
+// testBundle is a running server over a real, migrated SQLite database.
+type testBundle struct {
+	srv   *httptest.Server
+	db    *storage.DB
+	admin *client
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	db := storagetest.OpenSQLite(t)
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{
+		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	b := &testBundle{srv: srv, db: db}
+	b.admin = b.newUser(t, "admin@example.org", true)
+	return b
+}
+
+// client is a browser-like HTTP client with its own cookie jar.
+type client struct {
+	t     *testing.T
+	base  string
+	http  *http.Client
+	user  *models.User
+	token string // API bearer token when set
+}
+
+// anonymous returns a client with no session.
+func (b *testBundle) anonymous(t *testing.T) *client {
+	jar, _ := cookiejar.New(nil)
+	return &client{t: t, base: b.srv.URL, http: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// newUser creates a user in the database and signs them in through the login form.
+func (b *testBundle) newUser(t *testing.T, email string, admin bool) *client {
+	t.Helper()
+	u, err := b.db.CreateUser(context.Background(), email, strings.Split(email, "@")[0], "correct horse battery", admin)
+	require.NoError(t, err)
+	c := b.anonymous(t)
+	c.user = u
+	res := c.postForm("/login", url.Values{"email": {email}, "password": {"correct horse battery"}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode, "login of %s", email)
+	return c
+}
+
+var csrfPattern = regexp.MustCompile(`name="_csrf" value="([^"]+)"|name="csrf-token" content="([^"]+)"`)
+
+// csrf fetches a page and returns the CSRF token it carries.
+func (c *client) csrf() string {
+	c.t.Helper()
+	res := c.get("/")
+	body := readBody(c.t, res)
+	m := csrfPattern.FindStringSubmatch(body)
+	require.NotNil(c.t, m, "no CSRF token on the page")
+	if m[1] != "" {
+		return m[1]
+	}
+	return m[2]
+}
+
+func (c *client) do(req *http.Request) *http.Response {
+	c.t.Helper()
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	res, err := c.http.Do(req)
+	require.NoError(c.t, err)
+	c.t.Cleanup(func() { res.Body.Close() })
+	return res
+}
+
+func (c *client) get(path string) *http.Response {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, c.base+path, nil)
+	require.NoError(c.t, err)
+	return c.do(req)
+}
+
+// postForm submits a form with a valid CSRF token (unless one is given).
+func (c *client) postForm(path string, form url.Values) *http.Response {
+	c.t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	if form.Get("_csrf") == "" && c.token == "" {
+		form.Set("_csrf", c.csrf())
+	}
+	req, err := http.NewRequest(http.MethodPost, c.base+path, strings.NewReader(form.Encode()))
+	require.NoError(c.t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return c.do(req)
+}
+
+// api sends a JSON request with the client's bearer token.
+func (c *client) api(method, path string, body any) *http.Response {
+	c.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(c.t, err)
+		r = strings.NewReader(string(b))
+	}
+	req, err := http.NewRequest(method, c.base+path, r)
+	require.NoError(c.t, err)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return c.do(req)
+}
+
+func readBody(t *testing.T, res *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// decodeJSON reads a JSON response body into v.
+func decodeJSON(t *testing.T, res *http.Response, v any) {
+	t.Helper()
+	require.NoError(t, json.NewDecoder(res.Body).Decode(v))
+}

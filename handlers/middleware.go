@@ -1,0 +1,208 @@
+package handlers
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"proctor/models"
+	"proctor/storage"
+)
+
+const (
+	sessionCookie = "proctor_session"
+	csrfCookie    = "proctor_csrf"
+	csrfField     = "_csrf"
+	csrfHeader    = "X-CSRF-Token"
+
+	ctxSession = "proctor.session"
+	ctxUser    = "proctor.user"
+	ctxCSRF    = "proctor.csrf"
+	ctxBearer  = "proctor.bearer"
+)
+
+// requestLogger returns the request-scoped logger carrying the request id.
+func (s *Server) requestLogger(c echo.Context) *slog.Logger {
+	return s.log.With("request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+}
+
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		req, res := c.Request(), c.Response()
+		level := slog.LevelInfo
+		if res.Status >= 500 {
+			level = slog.LevelError
+		}
+		if strings.HasPrefix(req.URL.Path, "/static/") || req.URL.Path == "/healthz" {
+			level = slog.LevelDebug
+		}
+		s.requestLogger(c).Log(req.Context(), level, "request",
+			"method", req.Method, "path", req.URL.Path, "status", res.Status,
+			"bytes", res.Size, "duration_ms", time.Since(start).Milliseconds(), "user_id", models.ActorFrom(req.Context()).UserID)
+		return nil
+	}
+}
+
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+			}
+		}()
+		return next(c)
+	}
+}
+
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob: https: http:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		return next(c)
+	}
+}
+
+// authenticate resolves the caller from an API bearer token or a session cookie
+// and puts the actor into the request context.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		ctx := req.Context()
+		if auth := req.Header.Get(echo.HeaderAuthorization); auth != "" {
+			token, ok := strings.CutPrefix(auth, "Bearer ")
+			if !ok || token == "" {
+				return models.Errorf(models.EUNAUTHORIZED, "Authorization must be \"Bearer <token>\".")
+			}
+			u, err := s.store.TokenUser(ctx, strings.TrimSpace(token))
+			if err != nil {
+				return err
+			}
+			c.Set(ctxUser, u)
+			c.Set(ctxBearer, true)
+			c.SetRequest(req.WithContext(models.WithActor(ctx, actorOf(u))))
+			return next(c)
+		}
+		if cookie, err := req.Cookie(sessionCookie); err == nil && cookie.Value != "" {
+			sess, u, err := s.store.SessionUser(ctx, cookie.Value)
+			switch models.ErrorCode(err) {
+			case "":
+				c.Set(ctxSession, sess)
+				c.Set(ctxUser, u)
+				c.Set(ctxCSRF, sess.CSRFToken)
+				c.SetRequest(req.WithContext(models.WithActor(ctx, actorOf(u))))
+			case models.EUNAUTHORIZED:
+				s.clearCookie(c, sessionCookie)
+			default:
+				return err
+			}
+		}
+		return next(c)
+	}
+}
+
+func actorOf(u *models.User) models.Actor {
+	return models.Actor{UserID: u.ID, Email: u.Email, Name: u.Name, IsAdmin: u.IsAdmin}
+}
+
+// checkCSRF requires a token on every state-changing request made with cookies:
+// the session's token when signed in, else a double-submit cookie. Bearer-token
+// API calls carry no ambient credentials and are exempt.
+func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Get(ctxBearer) == true {
+			return next(c)
+		}
+		token, _ := c.Get(ctxCSRF).(string)
+		if token == "" {
+			if cookie, err := c.Request().Cookie(csrfCookie); err == nil && len(cookie.Value) >= 32 {
+				token = cookie.Value
+			} else {
+				token, _ = storage.NewToken("")
+				s.setCookie(c, csrfCookie, token, 0)
+			}
+			c.Set(ctxCSRF, token)
+		}
+		switch c.Request().Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			return next(c)
+		}
+		sent := c.Request().Header.Get(csrfHeader)
+		if sent == "" {
+			sent = c.FormValue(csrfField)
+		}
+		if sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(token)) != 1 {
+			return models.Errorf(models.EFORBIDDEN, "The form has expired or did not come from this site. Reload the page and try again.")
+		}
+		return next(c)
+	}
+}
+
+func (s *Server) setCookie(c echo.Context, name, value string, maxAge time.Duration) {
+	c.SetCookie(&http.Cookie{
+		Name: name, Value: value, Path: "/", HttpOnly: true, Secure: s.opts.SecureCookies,
+		SameSite: http.SameSiteLaxMode, MaxAge: int(maxAge.Seconds()),
+	})
+}
+
+func (s *Server) clearCookie(c echo.Context, name string) {
+	c.SetCookie(&http.Cookie{Name: name, Value: "", Path: "/", HttpOnly: true, Secure: s.opts.SecureCookies, SameSite: http.SameSiteLaxMode, MaxAge: -1})
+}
+
+// currentUser returns the signed-in user or nil.
+func currentUser(c echo.Context) *models.User {
+	u, _ := c.Get(ctxUser).(*models.User)
+	return u
+}
+
+// requireUser sends anonymous page visitors to the login page and answers API
+// calls with 401.
+func requireUser(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if currentUser(c) == nil {
+			if isAPI(c) || c.Request().Method != http.MethodGet {
+				return models.Errorf(models.EUNAUTHORIZED, "You must be signed in.")
+			}
+			return c.Redirect(http.StatusSeeOther, loginURL(c.Request().URL.RequestURI()))
+		}
+		return next(c)
+	}
+}
+
+// requireAdmin answers 401 to anonymous callers and 403 to signed-in non-admins.
+func requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
+	return requireUser(func(c echo.Context) error {
+		if !currentUser(c).IsAdmin {
+			return models.Errorf(models.EFORBIDDEN, "Only administrators may see this page.")
+		}
+		return next(c)
+	})
+}
+
+func isAPI(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/api/") }
+
+func isHTMX(c echo.Context) bool { return c.Request().Header.Get("HX-Request") == "true" }
+
+// safeNext keeps post-login redirects on this site.
+func safeNext(next string) string {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}

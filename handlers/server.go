@@ -1,0 +1,116 @@
+// Package handlers is Proctor's HTTP layer: the Echo server, routes, middleware,
+// sessions and CSRF, the JSON API and the one error handler. Handlers parse the
+// request, call one store method and render; permissions are enforced by the
+// store from the actor in the request context.
+package handlers
+
+import (
+	"context"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+)
+
+// Options are the server's settings.
+type Options struct {
+	BaseURL string
+	// SecureCookies marks cookies Secure; on when BaseURL is https.
+	SecureCookies bool
+	// MaxImportBytes caps benchmark uploads through the admin form.
+	MaxImportBytes int64
+	// LoginAttemptsPerMinute limits password attempts per client address and email.
+	LoginAttemptsPerMinute int
+}
+
+// Pinger is a dependency /readyz checks.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Deps are the services the server uses; main wires them.
+type Deps struct {
+	Store     Store
+	Artifacts Pinger
+	// ArtifactHandler serves signed local artifact URLs under /artifacts/; nil for S3.
+	ArtifactHandler http.Handler
+	Static          fs.FS
+	Logger          *slog.Logger
+	Now             func() time.Time
+}
+
+// Store is everything the handlers need from storage, one small interface per feature.
+type Store interface {
+	Pinger
+	AccountStore
+	TeamStore
+	TokenStore
+	AgentStore
+	BenchmarkStore
+}
+
+// isUploadRoute reports whether a route applies its own, larger body limit.
+func isUploadRoute(path string) bool {
+	switch path {
+	case "/admin/benchmarks/import", "/api/v1/benchmarks/import":
+		return true
+	}
+	return false
+}
+
+// Server is Proctor's web server.
+type Server struct {
+	echo    *echo.Echo
+	store   Store
+	deps    Deps
+	opts    Options
+	log     *slog.Logger
+	assets  *assets
+	limiter *attemptLimiter
+}
+
+// New builds the server and its routes.
+func New(opts Options, deps Deps) (*Server, error) {
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if opts.MaxImportBytes == 0 {
+		opts.MaxImportBytes = 256 << 20
+	}
+	if opts.LoginAttemptsPerMinute == 0 {
+		opts.LoginAttemptsPerMinute = 10
+	}
+	a, err := newAssets(deps.Static)
+	if err != nil {
+		return nil, err
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	s := &Server{
+		echo: e, store: deps.Store, deps: deps, opts: opts, log: deps.Logger, assets: a,
+		limiter: newAttemptLimiter(opts.LoginAttemptsPerMinute, time.Minute, deps.Now),
+	}
+	e.HTTPErrorHandler = s.handleError
+	e.Pre(middleware.RemoveTrailingSlashWithConfig(middleware.TrailingSlashConfig{RedirectCode: http.StatusMovedPermanently}))
+	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{TargetHeader: echo.HeaderXRequestID}))
+	e.Use(s.logRequests)
+	e.Use(s.recoverPanics)
+	e.Use(securityHeaders)
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
+		Limit:   "2M",
+		Skipper: func(c echo.Context) bool { return isUploadRoute(c.Path()) },
+	}))
+	e.Use(s.authenticate)
+	e.Use(s.checkCSRF)
+	s.routes()
+	return s, nil
+}
+
+// ServeHTTP makes the server an http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// Routes lists the registered routes (method and path), for tests and docs.
+func (s *Server) Routes() []*echo.Route { return s.echo.Routes() }

@@ -1,0 +1,85 @@
+// Package models holds Proctor's domain types and the pure rules around them.
+// It imports nothing else from the project.
+package models
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes shared by every layer; handlers map them to HTTP statuses in one place.
+const (
+	EINVALID      = "invalid"        // the input is malformed or breaks a rule
+	ENOTFOUND     = "not_found"      // the thing does not exist or is not visible to the caller
+	ECONFLICT     = "conflict"       // the thing already exists or the state forbids the change
+	EUNAUTHORIZED = "unauthorized"   // no valid credentials
+	EFORBIDDEN    = "forbidden"      // credentials are valid but lack the permission
+	ETOOLARGE     = "too_large"      // the input exceeds a size limit
+	ERATELIMIT    = "rate_limited"   // too many attempts; try again later
+	EUNAVAILABLE  = "unavailable"    // a dependency is not reachable
+	EINTERNAL     = "internal_error" // a bug or an unexpected failure; details are logged, not shown
+)
+
+// Error is an application error: Code and Message are safe to show to a client,
+// Field names the offending input when there is one, and Err keeps the internal cause.
+type Error struct {
+	Code    string
+	Message string
+	Field   string
+	Err     error
+}
+
+// Error returns the message with the field and the internal cause, for logs.
+func (e *Error) Error() string {
+	msg := e.Message
+	if e.Field != "" {
+		msg = e.Field + ": " + msg
+	}
+	if e.Err != nil {
+		return msg + ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap exposes the internal cause to errors.Is and errors.As.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an Error with a client-safe formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// FieldError builds an EINVALID error attached to one input field.
+func FieldError(field, format string, args ...any) *Error {
+	return &Error{Code: EINVALID, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, EINTERNAL otherwise.
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	if err == nil {
+		return ""
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the client-safe message of err; internal errors get a generic one.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "An internal error occurred."
+}
+
+// ErrorField returns the offending field of err, if any.
+func ErrorField(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Field
+	}
+	return ""
+}

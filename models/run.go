@@ -1,0 +1,186 @@
+package models
+
+import "time"
+
+// Run statuses.
+const (
+	RunQueued     = "queued"
+	RunRunning    = "running"
+	RunEvaluating = "evaluating"
+	RunCompleted  = "completed"
+	RunFailed     = "failed"
+	RunCanceled   = "canceled"
+)
+
+// Run origins, shown as a badge on the leaderboard.
+const (
+	OriginExecuted   = "executed"   // executed by Proctor
+	OriginUploaded   = "uploaded"   // uploaded through the submission portal
+	OriginReproduced = "reproduced" // uploaded, then reproduced by admins
+)
+
+// Run is one agent's pass over a benchmark subset. AgentSnapshot freezes the agent
+// configuration the run used, so later edits of the agent do not change it.
+type Run struct {
+	ID                  int64
+	TeamID              int64
+	AgentID             int64
+	VersionID           int64
+	SubsetName          string
+	Status              string
+	Origin              string
+	AgentSnapshot       string // JSON, secrets excluded
+	MaxSteps            int
+	MaxEpisodeSeconds   int
+	MaxAgentCallSeconds int
+	MaxCost             *float64
+	Parallelism         int
+	Notes               string
+	Published           bool
+	Verified            bool
+	CreatedBy           *int64
+	CreatedAt           time.Time
+	StartedAt           *time.Time
+	FinishedAt          *time.Time
+	RescoredAt          *time.Time
+
+	TasksTotal int
+	TasksDone  int
+	Successes  int
+	Failures   int
+	Errors     int
+	ScoreSum   float64
+	StepsSum   int
+	TokensIn   int64
+	TokensOut  int64
+	Cost       float64
+
+	Agent   *Agent            `gorm:"foreignKey:AgentID"`
+	Team    *Team             `gorm:"foreignKey:TeamID"`
+	Version *BenchmarkVersion `gorm:"foreignKey:VersionID"`
+}
+
+// Attempt outcomes.
+const (
+	OutcomeSuccess = "success"
+	OutcomeFailure = "failure"
+	OutcomeError   = "error"
+)
+
+// Attempt statuses.
+const (
+	AttemptPending    = "pending"
+	AttemptRunning    = "running"
+	AttemptEvaluating = "evaluating"
+	AttemptDone       = "done"
+)
+
+// Error classes say whose fault an errored attempt was.
+const (
+	ErrorClassAgent       = "agent"
+	ErrorClassEnvironment = "environment"
+	ErrorClassPlatform    = "platform"
+	ErrorClassBudget      = "budget"
+	ErrorClassTimeout     = "timeout"
+)
+
+// Attempt is one task inside a run.
+type Attempt struct {
+	ID           int64
+	RunID        int64
+	TaskID       int64
+	Status       string
+	Outcome      string
+	ErrorClass   string
+	ErrorMessage string
+	Score        *float64
+	Steps        int
+	TokensIn     int64
+	TokensOut    int64
+	Cost         float64
+	StartedAt    *time.Time
+	FinishedAt   *time.Time
+	DurationMS   int64
+	FinalAnswer  string // JSON
+	HARKey       string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+
+	Task *Task `gorm:"foreignKey:TaskID"`
+}
+
+// Step is one observe–ask–act cycle of an attempt. Artifacts are stored before the
+// row that points at them.
+type Step struct {
+	ID              int64
+	AttemptID       int64
+	Index           int    `gorm:"column:step_index"`
+	Action          string // JSON
+	Thought         string
+	URL             string
+	Title           string
+	Tabs            string // JSON
+	ScreenshotKey   string
+	ThumbnailKey    string
+	AXTreeKey       string
+	Error           string
+	BlockedRequests string // JSON
+	ObserveMS       int64
+	AgentMS         int64
+	ActMS           int64
+	TokensIn        int64
+	TokensOut       int64
+	Cost            float64
+	CreatedAt       time.Time
+}
+
+// Evaluation is one evaluator's verdict on an attempt. Re-scoring adds rows and
+// never overwrites history; IsPrimary marks the verdict that sets the outcome.
+type Evaluation struct {
+	ID               int64
+	AttemptID        int64
+	Evaluator        string // e.g. webarena-verified, llm-judge:<model>:<prompt-version>
+	EvaluatorVersion string
+	IsPrimary        bool
+	InputsChecksum   string
+	Verdict          string // success | failure | error
+	Score            *float64
+	JudgeScore       *int   // 1–5 where the evaluator gives one
+	Details          string // JSON
+	CreatedAt        time.Time
+
+	RubricJudgments []RubricJudgment `gorm:"foreignKey:EvaluationID"`
+}
+
+// RubricJudgment is an evaluation's pass/fail on one rubric item.
+type RubricJudgment struct {
+	ID           int64
+	EvaluationID int64
+	RubricItemID int64
+	Passed       bool
+	Rationale    string
+}
+
+// LeaderboardEntry is a precomputed leaderboard row for one run on one subset,
+// recomputed whenever the run's evaluations change.
+type LeaderboardEntry struct {
+	ID          int64
+	RunID       int64
+	BenchmarkID int64
+	VersionID   int64
+	SubsetName  string
+	Restricted  bool // a full run shown on a subset board, restricted to its tasks
+	Tasks       int
+	Successes   int
+	SuccessRate float64
+	CILow       float64
+	CIHigh      float64
+	JudgeScore  *float64
+	RubricScore *float64
+	PerfectRate *float64
+	Efficiency  *float64
+	MeanSteps   float64
+	CostPerTask float64
+	Tokens      int64
+	ComputedAt  time.Time
+}

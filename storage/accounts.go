@@ -1,0 +1,224 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+	"gorm.io/gorm"
+
+	"proctor/models"
+)
+
+// SessionTTL is how long an idle session stays valid.
+const SessionTTL = 30 * 24 * time.Hour
+
+// NewToken returns a random URL-safe token with the given prefix and the
+// SHA-256 hex of it, which is what the database stores.
+func NewToken(prefix string) (plain, hash string) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("crypto/rand failed: %v", err)) // the OS RNG never fails on Linux
+	}
+	plain = prefix + base64.RawURLEncoding.EncodeToString(b)
+	return plain, HashToken(plain)
+}
+
+// HashToken returns the SHA-256 hex of a token.
+func HashToken(plain string) string {
+	sum := sha256.Sum256([]byte(plain))
+	return hex.EncodeToString(sum[:])
+}
+
+// CreateUser registers a user with a bcrypt-hashed password. EINVALID for a bad
+// email or password, ECONFLICT when the email is taken.
+func (db *DB) CreateUser(ctx context.Context, email, name, password string, admin bool) (*models.User, error) {
+	email, err := models.NormalizeEmail(email)
+	if err != nil {
+		return nil, err
+	}
+	if err := models.ValidatePassword(password); err != nil {
+		return nil, err
+	}
+	name = strings.TrimSpace(name)
+	if len(name) > 100 {
+		return nil, models.FieldError("name", "name must be at most 100 characters")
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return nil, fmt.Errorf("hash password: %w", err)
+	}
+	u := &models.User{Email: email, Name: name, PasswordHash: string(hash), IsAdmin: admin}
+	if err := db.q(ctx).Create(u).Error; err != nil {
+		if models.ErrorCode(wrap(err, "user")) == models.ECONFLICT {
+			return nil, &models.Error{Code: models.ECONFLICT, Field: "email", Message: "an account with this email already exists"}
+		}
+		return nil, wrap(err, "user")
+	}
+	return u, nil
+}
+
+// SetUserPassword replaces a user's password (used by `proctor user create` on an
+// existing account). EINVALID for a weak password, ENOTFOUND for an unknown email.
+func (db *DB) SetUserPassword(ctx context.Context, email, password string, admin bool) (*models.User, error) {
+	if err := models.ValidatePassword(password); err != nil {
+		return nil, err
+	}
+	email, err := models.NormalizeEmail(email)
+	if err != nil {
+		return nil, err
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return nil, fmt.Errorf("hash password: %w", err)
+	}
+	var u models.User
+	err = db.tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Where("email = ?", email).First(&u).Error; err != nil {
+			return wrap(err, "user")
+		}
+		return tx.Model(&u).Updates(map[string]any{"password_hash": string(hash), "is_admin": admin || u.IsAdmin}).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// Authenticate checks an email and password; EUNAUTHORIZED with one message for
+// every failure, so the response does not reveal which accounts exist.
+func (db *DB) Authenticate(ctx context.Context, email, password string) (*models.User, error) {
+	fail := models.Errorf(models.EUNAUTHORIZED, "Email or password is incorrect.")
+	email = strings.ToLower(strings.TrimSpace(email))
+	var u models.User
+	err := db.q(ctx).Where("email = ?", email).First(&u).Error
+	if err != nil {
+		// Spend the same time as a real comparison to keep timing uniform.
+		_ = bcrypt.CompareHashAndPassword(db.dummyPasswordHash(), []byte(password))
+		if models.ErrorCode(wrap(err, "user")) == models.ENOTFOUND {
+			return nil, fail
+		}
+		return nil, wrap(err, "user")
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+		return nil, fail
+	}
+	return &u, nil
+}
+
+// UserByID loads a user; ENOTFOUND when missing.
+func (db *DB) UserByID(ctx context.Context, id int64) (*models.User, error) {
+	var u models.User
+	if err := db.q(ctx).First(&u, id).Error; err != nil {
+		return nil, wrap(err, "user")
+	}
+	return &u, nil
+}
+
+// UserByEmail loads a user by email; ENOTFOUND when missing.
+func (db *DB) UserByEmail(ctx context.Context, email string) (*models.User, error) {
+	var u models.User
+	if err := db.q(ctx).Where("email = ?", strings.ToLower(strings.TrimSpace(email))).First(&u).Error; err != nil {
+		return nil, wrap(err, "user")
+	}
+	return &u, nil
+}
+
+// CreateSession starts a session for a user and returns the cookie token.
+func (db *DB) CreateSession(ctx context.Context, userID int64, userAgent, ip string) (string, *models.Session, error) {
+	plain, hash := NewToken("")
+	csrf, _ := NewToken("")
+	now := db.now()
+	s := &models.Session{
+		ID: hash, UserID: userID, CSRFToken: csrf, UserAgent: truncate(userAgent, 300), IP: ip,
+		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(SessionTTL),
+	}
+	if err := db.q(ctx).Create(s).Error; err != nil {
+		return "", nil, wrap(err, "session")
+	}
+	return plain, s, nil
+}
+
+// SessionUser resolves a session cookie token to its session and user, sliding the
+// expiry at most once a minute. EUNAUTHORIZED when unknown or expired.
+func (db *DB) SessionUser(ctx context.Context, token string) (*models.Session, *models.User, error) {
+	if token == "" {
+		return nil, nil, models.Errorf(models.EUNAUTHORIZED, "Not signed in.")
+	}
+	var s models.Session
+	err := db.q(ctx).Where("id = ?", HashToken(token)).First(&s).Error
+	if err != nil {
+		if models.ErrorCode(wrap(err, "session")) == models.ENOTFOUND {
+			return nil, nil, models.Errorf(models.EUNAUTHORIZED, "Your session has ended; sign in again.")
+		}
+		return nil, nil, wrap(err, "session")
+	}
+	now := db.now()
+	if now.After(s.ExpiresAt) {
+		db.q(ctx).Delete(&s)
+		return nil, nil, models.Errorf(models.EUNAUTHORIZED, "Your session has ended; sign in again.")
+	}
+	if now.Sub(s.LastSeenAt) > time.Minute {
+		s.LastSeenAt, s.ExpiresAt = now, now.Add(SessionTTL)
+		if err := db.q(ctx).Model(&s).Updates(map[string]any{"last_seen_at": s.LastSeenAt, "expires_at": s.ExpiresAt}).Error; err != nil {
+			return nil, nil, wrap(err, "session")
+		}
+	}
+	u, err := db.UserByID(ctx, s.UserID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &s, u, nil
+}
+
+// DeleteSession ends a session (log out).
+func (db *DB) DeleteSession(ctx context.Context, token string) error {
+	return wrap(db.q(ctx).Where("id = ?", HashToken(token)).Delete(&models.Session{}).Error, "session")
+}
+
+// DeleteExpiredSessions removes sessions past their expiry and returns how many.
+func (db *DB) DeleteExpiredSessions(ctx context.Context) (int64, error) {
+	res := db.q(ctx).Where("expires_at < ?", db.now()).Delete(&models.Session{})
+	return res.RowsAffected, wrap(res.Error, "sessions")
+}
+
+// Audit records a security-relevant action by the context's actor.
+func (db *DB) Audit(ctx context.Context, action, subject, details, ip string, teamID *int64) error {
+	a := models.ActorFrom(ctx)
+	ev := &models.AuditEvent{Action: action, Subject: subject, Details: details, IP: ip, TeamID: teamID, CreatedAt: db.now()}
+	if a.UserID != 0 {
+		ev.UserID = &a.UserID
+	}
+	return wrap(db.q(ctx).Create(ev).Error, "audit event")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// dummyPasswordHash returns a real bcrypt hash to compare against when the email
+// is unknown, computed once per process.
+func (db *DB) dummyPasswordHash() []byte {
+	db.dummyOnce.Do(func() {
+		db.dummyHash, _ = bcrypt.GenerateFromPassword([]byte("proctor-timing-equaliser"), bcrypt.DefaultCost)
+	})
+	return db.dummyHash
+}
+
+// ListUsers returns every user by id; admins only.
+func (db *DB) ListUsers(ctx context.Context) ([]models.User, error) {
+	if _, err := models.RequireAdmin(ctx); err != nil {
+		return nil, err
+	}
+	var out []models.User
+	return out, wrap(db.q(ctx).Order("id").Find(&out).Error, "users")
+}

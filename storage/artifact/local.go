@@ -1,0 +1,480 @@
+package artifact
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const (
+	// metaDir holds one JSON file per artifact, mirroring the key tree, so
+	// that metadata can never collide with a key (keys may not start with
+	// reservedPrefix).
+	metaDir = reservedPrefix + "meta"
+	// tmpPrefix names the temporary files written before the atomic rename.
+	tmpPrefix = reservedPrefix + "tmp-"
+
+	dirPerm  = 0o750
+	filePerm = 0o640
+)
+
+// Local is a Store on the local file system. All access goes through an
+// os.Root, so neither a key nor a symlink planted in the directory can reach
+// a file outside it.
+//
+// A key is a file path, so the local driver cannot hold both "a" and "a/b"
+// (S3 can); the second Put fails.
+type Local struct {
+	dir     string
+	root    *os.Root
+	signer  URLSigner
+	baseURL string
+
+	// locks serialise the data+metadata pair of a key within this process,
+	// so a reader never pairs one writer's bytes with another's content type.
+	locks [64]sync.Mutex
+	// pruneMu serialises the removal of empty directories; see prune.
+	pruneMu sync.Mutex
+}
+
+var _ Store = (*Local)(nil)
+
+type localMeta struct {
+	ContentType string `json:"content_type"`
+}
+
+// NewLocal opens (creating if needed) a local store in dir; URL returns links
+// of the form baseURL + "/artifacts/<key>?expires=…&sig=…" (relative when
+// baseURL is ""), served by NewLocalHandler. It fails if signer has no key.
+func NewLocal(dir string, signer URLSigner, baseURL string) (*Local, error) {
+	if dir == "" {
+		return nil, errors.New("artifact: local: empty directory")
+	}
+	if len(signer.key) == 0 {
+		return nil, errors.New("artifact: local: URL signer has no key")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("artifact: local %q: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, dirPerm); err != nil {
+		return nil, fmt.Errorf("artifact: local: %w", err)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("artifact: local: %w", err)
+	}
+	if err := root.MkdirAll(metaDir, dirPerm); err != nil {
+		_ = root.Close()
+		return nil, fmt.Errorf("artifact: local %q: %w", abs, err)
+	}
+	return &Local{
+		dir:     abs,
+		root:    root,
+		signer:  signer,
+		baseURL: strings.TrimRight(baseURL, "/"),
+	}, nil
+}
+
+// Close releases the directory handle; the Local must not be used afterwards.
+func (l *Local) Close() error {
+	return l.root.Close()
+}
+
+// Put writes r to key atomically (temporary file, fsync, rename); see Store.
+func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
+	if err := l.checkKey(key); err != nil {
+		return err
+	}
+	if err := l.put(ctx, key, r, size, orDefaultContentType(contentType)); err != nil {
+		l.prune(path.Dir(key)) // directories made for a failed Put
+		l.prune(path.Dir(metaPath(key)))
+		return fmt.Errorf("artifact: put %q: %w", key, err)
+	}
+	return nil
+}
+
+func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
+	if size < -1 {
+		return fmt.Errorf("negative size %d", size)
+	}
+	if fi, err := l.root.Lstat(key); err == nil && fi.IsDir() {
+		return errors.New("key is a directory (a prefix of other keys)")
+	}
+	dataTmp, err := l.writeTemp(path.Dir(key), func(f *os.File) error {
+		src := io.Reader(ctxReader{ctx: ctx, r: r})
+		if size >= 0 {
+			src = io.LimitReader(src, size)
+		}
+		n, err := io.Copy(f, src)
+		if err != nil {
+			return err
+		}
+		if size >= 0 && n < size {
+			return fmt.Errorf("read %d of %d bytes: %w", n, size, io.ErrUnexpectedEOF)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = l.root.Remove(dataTmp) }() // no-op once renamed
+
+	meta, err := json.Marshal(localMeta{ContentType: contentType})
+	if err != nil {
+		return err
+	}
+	metaTmp, err := l.writeTemp(path.Dir(metaPath(key)), func(f *os.File) error {
+		_, err := f.Write(meta)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = l.root.Remove(metaTmp) }()
+
+	mu := l.lock(key)
+	defer mu.Unlock()
+	// Metadata first: the data file decides whether the key exists, so a
+	// crash in between leaves the old artifact with the new content type at
+	// worst, never a visible artifact without metadata.
+	if err := l.root.Rename(metaTmp, metaPath(key)); err != nil {
+		return err
+	}
+	if err := l.root.Rename(dataTmp, key); err != nil {
+		return err
+	}
+	if err := l.syncDir(path.Dir(metaPath(key))); err != nil {
+		return err
+	}
+	return l.syncDir(path.Dir(key))
+}
+
+// writeTemp creates a fresh temporary file in dir (inside the root), fills it
+// with fill, fsyncs and closes it, and returns its name.
+func (l *Local) writeTemp(dir string, fill func(*os.File) error) (string, error) {
+	var (
+		name string
+		f    *os.File
+		err  error
+	)
+	// A concurrent Delete may prune dir between MkdirAll and OpenFile; retry.
+	for attempt := 0; ; attempt++ {
+		if err := l.root.MkdirAll(dir, dirPerm); err != nil {
+			return "", err
+		}
+		name = path.Join(dir, tmpPrefix+randomHex())
+		f, err = l.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) || attempt == 3 {
+			return "", err
+		}
+	}
+	err = fill(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = l.root.Remove(name)
+		return "", err
+	}
+	return name, nil
+}
+
+func (l *Local) syncDir(dir string) error {
+	d, err := l.root.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Get opens key; see Store.
+func (l *Local) Get(ctx context.Context, key string) (io.ReadCloser, Info, error) {
+	f, info, err := l.open(key)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	return f, info, nil
+}
+
+// open returns the file itself so the HTTP handler can seek in it.
+func (l *Local) open(key string) (*os.File, Info, error) {
+	if err := l.checkKey(key); err != nil {
+		return nil, Info{}, err
+	}
+	mu := l.lock(key)
+	defer mu.Unlock()
+	f, err := l.root.Open(key)
+	if err != nil {
+		return nil, Info{}, fmt.Errorf("artifact: get %q: %w", key, mapNotExist(err))
+	}
+	info, err := l.describe(key, f.Stat)
+	if err != nil {
+		_ = f.Close()
+		return nil, Info{}, fmt.Errorf("artifact: get %q: %w", key, err)
+	}
+	return f, info, nil
+}
+
+// Stat describes key; see Store.
+func (l *Local) Stat(ctx context.Context, key string) (Info, error) {
+	if err := l.checkKey(key); err != nil {
+		return Info{}, err
+	}
+	mu := l.lock(key)
+	defer mu.Unlock()
+	info, err := l.describe(key, func() (fs.FileInfo, error) { return l.root.Stat(key) })
+	if err != nil {
+		return Info{}, fmt.Errorf("artifact: stat %q: %w", key, err)
+	}
+	return info, nil
+}
+
+func (l *Local) describe(key string, stat func() (fs.FileInfo, error)) (Info, error) {
+	fi, err := stat()
+	if err != nil {
+		return Info{}, mapNotExist(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return Info{}, ErrNotFound
+	}
+	ct, err := l.contentType(key)
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{Key: key, Size: fi.Size(), ContentType: ct, ModTime: fi.ModTime()}, nil
+}
+
+func (l *Local) contentType(key string) (string, error) {
+	b, err := l.root.ReadFile(metaPath(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return defaultContentType, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var m localMeta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return "", fmt.Errorf("metadata: %w", err)
+	}
+	return orDefaultContentType(m.ContentType), nil
+}
+
+// Delete removes key and its metadata; see Store.
+func (l *Local) Delete(ctx context.Context, key string) error {
+	if err := l.checkKey(key); err != nil {
+		return err
+	}
+	if err := l.delete(key); err != nil {
+		return fmt.Errorf("artifact: delete %q: %w", key, err)
+	}
+	l.prune(path.Dir(key))
+	l.prune(path.Dir(metaPath(key)))
+	return nil
+}
+
+func (l *Local) delete(key string) error {
+	mu := l.lock(key)
+	defer mu.Unlock()
+	fi, err := l.root.Lstat(key)
+	if err != nil {
+		if errors.Is(mapNotExist(err), ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	if fi.IsDir() {
+		return nil // a directory is a key prefix, not an artifact
+	}
+	if err := l.root.Remove(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := l.root.Remove(metaPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// prune removes dir and its parents while they are empty directories, so
+// deleted runs leave no directory skeletons behind. Failure just stops it.
+//
+// os.Root has no rmdir-only call, and Remove would also delete a file or a
+// symlink, so prune checks with Lstat first. pruneMu makes that check
+// reliable: only prune removes directories, and nothing else can put a file
+// where a directory stands.
+func (l *Local) prune(dir string) {
+	l.pruneMu.Lock()
+	defer l.pruneMu.Unlock()
+	for dir != "." && dir != metaDir {
+		fi, err := l.root.Lstat(dir)
+		if err != nil || !fi.IsDir() || l.root.Remove(dir) != nil {
+			return
+		}
+		dir = path.Dir(dir)
+	}
+}
+
+// List walks only the directory the prefix points into; see Store.
+func (l *Local) List(ctx context.Context, prefix string) ([]Info, error) {
+	if err := validatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	start := "."
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		start = prefix[:i]
+	}
+	var out []Info
+	err := fs.WalkDir(l.root.FS(), start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == start && errors.Is(mapNotExist(err), ErrNotFound) {
+				return fs.SkipAll // nothing under this prefix
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), reservedPrefix) {
+			if d.IsDir() {
+				return fs.SkipDir // the metadata tree
+			}
+			return nil // a temporary file
+		}
+		if d.IsDir() {
+			if p != start && p != "." && !strings.HasPrefix(p+"/", prefix) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !strings.HasPrefix(p, prefix) {
+			return nil
+		}
+		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted while we walked
+		}
+		if err != nil {
+			return err
+		}
+		out = append(out, Info{Key: p, Size: fi.Size(), ModTime: fi.ModTime()})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("artifact: list %q: %w", prefix, err)
+	}
+	slices.SortFunc(out, func(a, b Info) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+// URL returns a link to NewLocalHandler signed until now+ttl; see Store.
+func (l *Local) URL(ctx context.Context, key string, ttl time.Duration) (string, error) {
+	if err := l.checkKey(key); err != nil {
+		return "", err
+	}
+	if err := checkTTL(ttl); err != nil {
+		return "", fmt.Errorf("artifact: url %q: %w", key, err)
+	}
+	expires := time.Now().Add(ttl)
+	q := url.Values{}
+	q.Set("expires", strconv.FormatInt(expires.Unix(), 10))
+	q.Set("sig", l.signer.Sign(key, expires))
+	return l.baseURL + "/artifacts/" + escapeKey(key) + "?" + q.Encode(), nil
+}
+
+// Ping checks that the directory is still the one that was opened; see Store.
+func (l *Local) Ping(ctx context.Context) error {
+	opened, err := l.root.Stat(".")
+	if err != nil {
+		return fmt.Errorf("artifact: ping %q: %w", l.dir, err)
+	}
+	now, err := os.Stat(l.dir)
+	if err != nil {
+		return fmt.Errorf("artifact: ping: %w", err)
+	}
+	if !os.SameFile(opened, now) {
+		return fmt.Errorf("artifact: ping: %q was replaced after it was opened", l.dir)
+	}
+	return nil
+}
+
+// checkKey is ValidateKey plus a belt-and-braces check on the OS path; the
+// os.Root is the real guard against escapes.
+func (l *Local) checkKey(key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if !filepath.IsLocal(filepath.FromSlash(key)) {
+		return fmt.Errorf("artifact: %w %q: not a local path", ErrInvalidKey, shorten(key))
+	}
+	return nil
+}
+
+func (l *Local) lock(key string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	mu := &l.locks[h.Sum32()%uint32(len(l.locks))]
+	mu.Lock()
+	return mu
+}
+
+func metaPath(key string) string {
+	return metaDir + "/" + key + ".json"
+}
+
+// mapNotExist turns "no such file" and "a parent is a file" into ErrNotFound.
+func mapNotExist(err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return ErrNotFound
+	}
+	return err
+}
+
+func escapeKey(key string) string {
+	segs := strings.Split(key, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+func randomHex() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never returns an error (crypto/rand, Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+// ctxReader stops a long copy when the context is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

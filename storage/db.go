@@ -1,0 +1,177 @@
+// Package storage opens Proctor's database (SQLite or PostgreSQL), applies its
+// migrations and holds every query. It maps database errors to models error codes.
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" database/sql driver
+
+	"proctor/migrations"
+	"proctor/models"
+)
+
+// DB is an open Proctor database.
+type DB struct {
+	gorm    *gorm.DB
+	sql     *sql.DB
+	pool    *pgxpool.Pool // PostgreSQL only; River's pgx driver shares it
+	dialect string
+	now     func() time.Time
+
+	dummyOnce sync.Once
+	dummyHash []byte
+}
+
+// DatabaseLocation is a parsed PROCTOR_DATABASE_URL.
+type DatabaseLocation struct {
+	Dialect string // migrations.SQLite or migrations.Postgres
+	Path    string // SQLite file path
+	DSN     string // PostgreSQL connection string
+}
+
+// ParseDatabaseURL accepts sqlite:///absolute/path.db, sqlite:relative/path.db and
+// postgres:// (or postgresql://) URLs.
+func ParseDatabaseURL(raw string) (DatabaseLocation, error) {
+	switch {
+	case strings.HasPrefix(raw, "sqlite://"):
+		u, err := url.Parse(raw)
+		if err != nil {
+			return DatabaseLocation{}, fmt.Errorf("%q is not a valid URL: %v", raw, err)
+		}
+		if u.Host != "" {
+			return DatabaseLocation{}, fmt.Errorf("%q: use sqlite:///absolute/path.db (three slashes) or sqlite:relative/path.db", raw)
+		}
+		if u.Path == "" || u.Path == "/" {
+			return DatabaseLocation{}, fmt.Errorf("%q names no database file", raw)
+		}
+		return DatabaseLocation{Dialect: migrations.SQLite, Path: u.Path}, nil
+	case strings.HasPrefix(raw, "sqlite:"):
+		p := strings.TrimPrefix(raw, "sqlite:")
+		if p == "" || strings.ContainsAny(p, "?#") {
+			return DatabaseLocation{}, fmt.Errorf("%q: expected sqlite:relative/path.db", raw)
+		}
+		return DatabaseLocation{Dialect: migrations.SQLite, Path: filepath.Clean(p)}, nil
+	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
+		if _, err := pgxpool.ParseConfig(raw); err != nil {
+			return DatabaseLocation{}, fmt.Errorf("%q is not a valid PostgreSQL URL: %v", redactURL(raw), err)
+		}
+		return DatabaseLocation{Dialect: migrations.Postgres, DSN: raw}, nil
+	}
+	return DatabaseLocation{}, fmt.Errorf("%q: expected sqlite:PATH, sqlite:///ABSOLUTE/PATH or postgres://…", redactURL(raw))
+}
+
+// redactURL hides a password in a connection URL so it never reaches logs.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	return u.Redacted()
+}
+
+// Open connects to the database at loc. SQLite gets WAL, a busy timeout, foreign
+// keys and a single writer connection; PostgreSQL gets a pgx pool.
+func Open(ctx context.Context, loc DatabaseLocation) (*DB, error) {
+	gcfg := &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+		TranslateError:         true,
+	}
+	db := &DB{dialect: loc.Dialect, now: func() time.Time { return time.Now().UTC() }}
+	switch loc.Dialect {
+	case migrations.SQLite:
+		if dir := filepath.Dir(loc.Path); dir != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("open database: create folder %s: %w", dir, err)
+			}
+		}
+		dsn := "file:" + loc.Path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)" +
+			"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite"
+		sqlDB, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("open database %s: %w", loc.Path, err)
+		}
+		// One writer: SQLite serialises writes anyway, and a single connection
+		// avoids SQLITE_BUSY between our own goroutines.
+		sqlDB.SetMaxOpenConns(1)
+		sqlDB.SetConnMaxIdleTime(0)
+		db.sql = sqlDB
+		gdb, err := gorm.Open(sqlite.New(sqlite.Config{Conn: sqlDB}), gcfg)
+		if err != nil {
+			sqlDB.Close()
+			return nil, fmt.Errorf("open database %s: %w", loc.Path, err)
+		}
+		db.gorm = gdb
+	case migrations.Postgres:
+		pool, err := pgxpool.New(ctx, loc.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("open database %s: %w", redactURL(loc.DSN), err)
+		}
+		db.pool = pool
+		db.sql = stdlib.OpenDBFromPool(pool)
+		gdb, err := gorm.Open(postgres.New(postgres.Config{Conn: db.sql}), gcfg)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open database %s: %w", redactURL(loc.DSN), err)
+		}
+		db.gorm = gdb
+	default:
+		return nil, fmt.Errorf("open database: unknown dialect %q", loc.Dialect)
+	}
+	if err := db.Ping(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Dialect returns migrations.SQLite or migrations.Postgres.
+func (db *DB) Dialect() string { return db.dialect }
+
+// SQL returns the underlying connection pool (River's SQLite driver shares it).
+func (db *DB) SQL() *sql.DB { return db.sql }
+
+// PgxPool returns the PostgreSQL pool, or nil on SQLite.
+func (db *DB) PgxPool() *pgxpool.Pool { return db.pool }
+
+// Gorm returns the GORM handle for packages that build on storage (the runner).
+func (db *DB) Gorm() *gorm.DB { return db.gorm }
+
+// Ping checks that the database answers; EUNAVAILABLE otherwise.
+func (db *DB) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := db.sql.PingContext(ctx); err != nil {
+		return &models.Error{Code: models.EUNAVAILABLE, Message: "database is not reachable", Err: err}
+	}
+	return nil
+}
+
+// Close releases the connections.
+func (db *DB) Close() error {
+	var errs []error
+	if db.sql != nil {
+		errs = append(errs, db.sql.Close())
+	}
+	if db.pool != nil {
+		db.pool.Close()
+	}
+	return errors.Join(errs...)
+}
