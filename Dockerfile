@@ -47,7 +47,8 @@ RUN /opt/playwright-driver/node /opt/playwright-driver/package/cli.js --version 
  && mkdir -p /data && chown proctor:proctor /data
 ENV PLAYWRIGHT_DRIVER_PATH=/opt/playwright-driver \
     PROCTOR_CHROMIUM_PATH=/usr/bin/chromium \
-    PROCTOR_ADDR=0.0.0.0:8080
+    PROCTOR_ADDR=0.0.0.0:8080 \
+    PROCTOR_DATA_DIR=/data
 USER proctor
 VOLUME /data
 WORKDIR /data

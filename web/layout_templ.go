@@ -193,7 +193,7 @@ func Layout(p Page) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "<li><a href=\"/login\">Log in</a></li><li><a href=\"/signup\" role=\"button\">Sign up</a></li>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "<li><a href=\"/login\">Log in</a></li><li><a href=\"/signup\" class=\"cta\">Sign up</a></li>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

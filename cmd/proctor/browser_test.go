@@ -1,0 +1,78 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/mxschmitt/playwright-go"
+	"github.com/stretchr/testify/require"
+
+	"proctor/runner"
+	"proctor/storage/storagetest"
+)
+
+// launchBrowser starts Chromium for a test, or skips (fails under
+// PROCTOR_TEST_REQUIRE=browser) when the driver or Chromium is missing.
+func launchBrowser(t *testing.T) *runner.Browser {
+	t.Helper()
+	opts := runner.BrowserOptionsFromEnv(os.Getenv)
+	err := opts.Check()
+	storagetest.SkipUnlessAvailable(t, "browser", err == nil, "browser suite needs Chromium and the Playwright driver (make deps): "+errString(err))
+	b, err := runner.LaunchBrowser(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// screenshotDir is where browser tests save screenshots: PROCTOR_TEST_SCREENSHOTS
+// when set (to look at them), else the test's temporary folder.
+func screenshotDir(t *testing.T) string {
+	if d := os.Getenv("PROCTOR_TEST_SCREENSHOTS"); d != "" {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		return d
+	}
+	return t.TempDir()
+}
+
+func shot(t *testing.T, page playwright.Page, name string) {
+	t.Helper()
+	_, err := page.Screenshot(playwright.PageScreenshotOptions{Path: playwright.String(filepath.Join(screenshotDir(t), name+".png")), FullPage: playwright.Bool(true)})
+	require.NoError(t, err)
+}
+
+// TestBrowser_SignupTeamAgent is what a new team does first: sign up, create a
+// team, register an agent and see it listed.
+func TestBrowser_SignupTeamAgent(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	base := env.serve(t)
+	b := launchBrowser(t)
+	bctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{
+		Viewport: &playwright.Size{Width: 1200, Height: 900},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { bctx.Close() })
+	page, err := bctx.NewPage()
+	require.NoError(t, err)
+	expect := playwright.NewPlaywrightAssertions()
+
+	_, err = page.Goto(base + "/")
+	require.NoError(t, err)
+	shot(t, page, "home")
+	require.NoError(t, page.GetByRole("link", playwright.PageGetByRoleOptions{Name: "Sign up"}).Click())
+	require.NoError(t, page.GetByLabel("Name").Fill("Grace"))
+	require.NoError(t, page.GetByLabel("Email").Fill("grace@example.org"))
+	require.NoError(t, page.GetByLabel("Password (at least 10 characters)").Fill("a long enough password"))
+	shot(t, page, "signup")
+	require.NoError(t, page.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Sign up"}).Click())
+	require.NoError(t, expect.Locator(page.GetByTestId("nav-account")).ToHaveText("Grace"))
+	shot(t, page, "account")
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// testEnv is an environment pointing every verb at a scratch data folder.
+type testEnv map[string]string
+
+func newTestEnv(t *testing.T) testEnv {
+	dir := t.TempDir()
+	return testEnv{
+		"PROCTOR_DATA_DIR":     dir,
+		"PROCTOR_DATABASE_URL": "sqlite:" + filepath.Join(dir, "proctor.db"),
+		"PROCTOR_ADDR":         "127.0.0.1:0",
+		"PROCTOR_LOG_LEVEL":    "warn",
+	}
+}
+
+// run executes one verb in-process and returns its exit code and output.
+func (e testEnv) run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	p := &Program{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return e[k] }}
+	code = p.Run(context.Background(), args)
+	return code, out.String(), errb.String()
+}
+
+// serve starts `proctor serve` in-process on a free port and stops it (and waits
+// for the graceful shutdown) when the test ends.
+func (e testEnv) serve(t *testing.T) string {
+	t.Helper()
+	ready := make(chan string, 1)
+	var errb syncBuffer
+	p := &Program{Stdin: strings.NewReader(""), Stdout: &errb, Stderr: &errb, Getenv: func(k string) string { return e[k] }, Ready: ready}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- p.Run(ctx, []string{"serve"}) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			require.Equal(t, 0, code, "serve exit code; output:\n%s", errb.String())
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not shut down within 30s")
+		}
+	})
+	select {
+	case url := <-ready:
+		return url
+	case code := <-done:
+		t.Fatalf("serve exited with %d before listening:\n%s", code, errb.String())
+	}
+	return ""
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func TestServe(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	url := env.serve(t)
+	for _, path := range []string{"/healthz", "/readyz", "/"} {
+		res, err := http.Get(url + path)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode, path)
+	}
+	key, err := os.Stat(filepath.Join(env["PROCTOR_DATA_DIR"], "secret.key"))
+	require.NoError(t, err, "the secret key is generated on first start")
+	require.Equal(t, os.FileMode(0o600), key.Mode().Perm())
+}
+
+func TestProgram_BadConfig(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	env["PROCTOR_DATABASE_URL"] = "mysql://nope"
+	env["PROCTOR_SECRET_KEY"] = "short"
+	code, _, stderr := env.run(t, "", "migrate")
+	require.Equal(t, exitError, code)
+	require.Contains(t, stderr, "PROCTOR_DATABASE_URL: ")
+	require.Contains(t, stderr, "PROCTOR_SECRET_KEY: must be at least 32 characters")
+}
+
+func TestProgram_Usage(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	code, _, stderr := env.run(t, "", "frobnicate")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, `unknown command "frobnicate"`)
+	code, stdout, _ := env.run(t, "", "help")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, stdout, "serve")
+}
+
+func TestProgram_Migrate(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	code, stdout, stderr := env.run(t, "", "migrate")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "applied 1 now")
+	code, stdout, _ = env.run(t, "", "migrate")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, stdout, "applied 0 now")
+}
+
+func TestProgram_UserCreate(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+
+	t.Run("GeneratedPassword", func(t *testing.T) {
+		code, stdout, stderr := env.run(t, "", "user", "create", "--admin", "root@example.org")
+		require.Equal(t, exitOK, code, stderr)
+		require.Contains(t, stdout, "created admin root@example.org")
+		require.Contains(t, stdout, "one-time password: ")
+	})
+	t.Run("PasswordFromStdin", func(t *testing.T) {
+		code, stdout, stderr := env.run(t, "a long enough password\n", "user", "create", "--password-stdin", "ops@example.org")
+		require.Equal(t, exitOK, code, stderr)
+		require.NotContains(t, stdout, "one-time password")
+	})
+	t.Run("Duplicate", func(t *testing.T) {
+		code, _, stderr := env.run(t, "", "user", "create", "root@example.org")
+		require.Equal(t, exitConflict, code)
+		require.Contains(t, stderr, "already exists")
+	})
+	t.Run("WeakPassword", func(t *testing.T) {
+		code, _, stderr := env.run(t, "short\n", "user", "create", "--password-stdin", "weak@example.org")
+		require.Equal(t, exitUsage, code)
+		require.Contains(t, stderr, "password: password must be at least 10 characters")
+	})
+	t.Run("BadEmail", func(t *testing.T) {
+		code, _, stderr := env.run(t, "", "user", "create", "nope")
+		require.Equal(t, exitUsage, code)
+		require.Contains(t, stderr, "is not a valid email address")
+	})
+	t.Run("List", func(t *testing.T) {
+		code, stdout, _ := env.run(t, "", "user", "list")
+		require.Equal(t, exitOK, code)
+		require.Contains(t, stdout, "root@example.org")
+	})
+}

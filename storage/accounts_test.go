@@ -1,0 +1,65 @@
+package storage_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"proctor/models"
+	"proctor/storage"
+	"proctor/storage/storagetest"
+)
+
+func TestStore_Accounts(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		u, err := db.CreateUser(ctx, " Ada@Example.org ", "Ada", "a long enough password", false)
+		require.NoError(t, err)
+		require.Equal(t, "ada@example.org", u.Email)
+		require.NotContains(t, u.PasswordHash, "a long enough password")
+
+		t.Run("ECONFLICT", func(t *testing.T) {
+			_, err := db.CreateUser(ctx, "ada@example.org", "", "another long password", false)
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+			require.Equal(t, "email", models.ErrorField(err))
+		})
+		t.Run("EINVALID", func(t *testing.T) {
+			_, err := db.CreateUser(ctx, "bad", "", "a long enough password", false)
+			require.Equal(t, models.EINVALID, models.ErrorCode(err))
+			_, err = db.CreateUser(ctx, "ok@example.org", "", "short", false)
+			require.Equal(t, "password", models.ErrorField(err))
+		})
+		t.Run("Authenticate", func(t *testing.T) {
+			got, err := db.Authenticate(ctx, "ADA@example.org", "a long enough password")
+			require.NoError(t, err)
+			require.Equal(t, u.ID, got.ID)
+			_, err = db.Authenticate(ctx, "ada@example.org", "wrong password")
+			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
+			_, errUnknown := db.Authenticate(ctx, "nobody@example.org", "wrong password")
+			require.Equal(t, models.ErrorMessage(err), models.ErrorMessage(errUnknown), "unknown accounts fail the same way")
+		})
+		t.Run("Sessions", func(t *testing.T) {
+			token, sess, err := db.CreateSession(ctx, u.ID, "test", "127.0.0.1")
+			require.NoError(t, err)
+			require.NotEqual(t, token, sess.ID, "only the token's hash is stored")
+			gotSess, gotUser, err := db.SessionUser(ctx, token)
+			require.NoError(t, err)
+			require.Equal(t, u.ID, gotUser.ID)
+			require.Equal(t, sess.CSRFToken, gotSess.CSRFToken)
+			require.NoError(t, db.DeleteSession(ctx, token))
+			_, _, err = db.SessionUser(ctx, token)
+			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
+		})
+		t.Run("ListUsersAdminOnly", func(t *testing.T) {
+			_, err := db.ListUsers(ctx)
+			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
+			_, err = db.ListUsers(models.WithActor(ctx, models.Actor{UserID: u.ID}))
+			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
+			users, err := db.ListUsers(models.WithActor(ctx, models.SystemActor()))
+			require.NoError(t, err)
+			require.Len(t, users, 1)
+		})
+	})
+}
