@@ -1,12 +1,19 @@
 package handlers_test
 
 import (
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"proctor/handlers"
+	"proctor/static"
+	"proctor/storage/storagetest"
 )
 
 func TestAuth(t *testing.T) {
@@ -78,9 +85,22 @@ func TestAuth(t *testing.T) {
 
 func TestLoginRateLimit(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	_ = b
-	// The limit in setup is high; this test builds its own server with the default.
+	db := storagetest.OpenSQLite(t)
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 3}, handlers.Deps{
+		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	b := &testBundle{srv: srv, db: db}
+	c := b.anonymous(t)
+	for i := 0; i < 3; i++ {
+		res := c.postForm("/login", url.Values{"email": {"victim@example.org"}, "password": {"guess number " + string(rune('a'+i))}})
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	}
+	res := c.postForm("/login", url.Values{"email": {"victim@example.org"}, "password": {"one guess too many"}})
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
+	require.Contains(t, readBody(t, res), "Too many attempts")
 }
 
 func TestHealth(t *testing.T) {

@@ -33,21 +33,21 @@ type Dataset struct {
 	Tasks    []models.Task
 	Subsets  []Subset   // named subsets sorted by name; "full" is implicit and never listed
 	Sites    []SiteSpec // every site the tasks use, sorted by name
-	Checksum string     // SHA-256 hex of the canonical encoding of tasks and subsets
+	Checksum string     // SHA-256 hex of the canonical encoding of what was imported (checksum.go)
 }
 
 // Subset is a named set of tasks of a Dataset.
 type Subset struct {
-	Name        string
-	Description string
+	Name        string   // a slug, never "full"
+	Description string   // may be empty
 	Checksum    string   // SHA-256 hex of the sorted task ids as compact JSON
 	ExternalIDs []string // in dataset order
 }
 
 // SubsetFile is a subset given beside the benchmark file (--subset NAME=FILE).
 type SubsetFile struct {
-	Name string
-	R    io.Reader
+	Name string    // the subset's name, a slug
+	R    io.Reader // the subset file: {"description", "task_ids", "checksum"}
 }
 
 // SiteSpec is a site the tasks use and the placeholder standing for its URL.
@@ -77,7 +77,8 @@ type parsed struct {
 	name        string
 	description string
 	tasks       []models.Task
-	where       []string // where each task came from ("task 17", "line 4"), for messages
+	where       []string // how messages name each task ("task 17", "line 4 (task t7)")
+	pos         []string // where each task sits in the file ("index 3", "line 4")
 	subsets     []Subset // subsets declared inside the benchmark file
 	subsetWhere []string
 }
@@ -127,7 +128,7 @@ func finish(format string, p *parsed, subsetFiles []SubsetFile, lim limits) (*Da
 	for i := range p.tasks {
 		id := p.tasks[i].ExternalID
 		if first, dup := index[id]; dup {
-			return nil, models.Errorf(models.EINVALID, "%s: duplicate task id %s (first at %s)", p.where[i], quoteID(id), p.where[first])
+			return nil, models.Errorf(models.EINVALID, "%s: duplicate task id: at %s and %s", p.where[i], p.pos[first], p.pos[i])
 		}
 		index[id] = i
 		p.tasks[i].Position = i

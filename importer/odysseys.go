@@ -83,6 +83,7 @@ func parseOdysseys(raws []json.RawMessage) (*parsed, error) {
 			RubricItems: items,
 		})
 		p.where = append(p.where, where)
+		p.pos = append(p.pos, fmt.Sprintf("index %d", i))
 	}
 	return p, nil
 }

@@ -94,12 +94,8 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func parseProctor(r io.Reader, lim limits) (*parsed, error) {
 	cr := &countingReader{r: io.LimitReader(r, lim.input+1)}
 	sc := bufio.NewScanner(cr)
-	initial := 64 << 10
-	if lim.line+2 < initial {
-		initial = lim.line + 2
-	}
 	// +2 leaves room for the "\r\n" ending so the limit applies to the content.
-	sc.Buffer(make([]byte, 0, initial), lim.line+2)
+	sc.Buffer(make([]byte, 0, min(64<<10, lim.line+2)), lim.line+2)
 
 	p := &parsed{}
 	explicitEvaluator := ""
@@ -139,6 +135,7 @@ func parseProctor(r io.Reader, lim limits) (*parsed, error) {
 		}
 		p.tasks = append(p.tasks, task)
 		p.where = append(p.where, where)
+		p.pos = append(p.pos, fmt.Sprintf("line %d", lineNo))
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {

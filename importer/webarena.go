@@ -2,6 +2,7 @@ package importer
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,6 +101,7 @@ func parseWebArena(raws []json.RawMessage) (*parsed, error) {
 			ReferenceAnswers: answers,
 		})
 		p.where = append(p.where, where)
+		p.pos = append(p.pos, fmt.Sprintf("index %d", i))
 	}
 	return p, nil
 }

@@ -77,6 +77,7 @@ func parseWebArenaVerified(raws []json.RawMessage) (*parsed, error) {
 			EvalSpec:       evalSpec,
 		})
 		p.where = append(p.where, where)
+		p.pos = append(p.pos, fmt.Sprintf("index %d", i))
 	}
 	return p, nil
 }
@@ -165,13 +166,17 @@ func checkStartURLs(where string, urls []string) error {
 }
 
 // metadataJSON builds a task's public metadata from the fields present in the
-// input (absent ones are left out, null ones kept), as canonical JSON.
+// input (absent ones are left out, null ones kept), as canonical JSON; "" when
+// none is present.
 func metadataJSON(fields map[string]json.RawMessage) (string, error) {
 	m := make(map[string]json.RawMessage, len(fields))
 	for k, v := range fields {
 		if len(bytes.TrimSpace(v)) > 0 {
 			m[k] = v
 		}
+	}
+	if len(m) == 0 {
+		return "", nil
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
