@@ -88,8 +88,3 @@ type listResponse struct {
 	Total   int  `json:"total"`
 	HasMore bool `json:"has_more"`
 }
-
-func (s *Server) apiAccountRoutes(g *echo.Group)   {}
-func (s *Server) apiTeamRoutes(g *echo.Group)      {}
-func (s *Server) apiAgentRoutes(g *echo.Group)     {}
-func (s *Server) apiBenchmarkRoutes(g *echo.Group) {}

@@ -22,18 +22,19 @@ type AccountStore interface {
 	CreateSession(ctx context.Context, userID int64, userAgent, ip string) (string, *models.Session, error)
 	SessionUser(ctx context.Context, token string) (*models.Session, *models.User, error)
 	DeleteSession(ctx context.Context, token string) error
-	Audit(ctx context.Context, action, subject, details, ip string, teamID *int64) error
 }
 
 func (s *Server) showSignup(c echo.Context) error {
 	if currentUser(c) != nil {
 		return c.Redirect(http.StatusSeeOther, "/account")
 	}
-	return s.render(c, http.StatusOK, web.SignupPage(s.page(c, "Sign up"), web.NewForm()))
+	f := web.NewForm()
+	f.Values["next"] = safeNext(c.QueryParam("next"))
+	return s.render(c, http.StatusOK, web.SignupPage(s.page(c, "Sign up"), f))
 }
 
 func (s *Server) signup(c echo.Context) error {
-	f := formOf(c, "name", "email")
+	f := formOf(c, "name", "email", "next")
 	if !s.limiter.allow("signup:" + c.RealIP()) {
 		return models.Errorf(models.ERATELIMIT, "Too many sign-ups from your address; try again in a minute.")
 	}
@@ -44,6 +45,9 @@ func (s *Server) signup(c echo.Context) error {
 	}
 	if err := s.startSession(c, u); err != nil {
 		return err
+	}
+	if next := safeNext(c.FormValue("next")); next != "/" {
+		return redirect(c, next)
 	}
 	return redirect(c, "/account?notice=signed-up")
 }

@@ -2,15 +2,123 @@ package handlers
 
 import (
 	"context"
+	"net/http"
+	"net/url"
 
 	"github.com/labstack/echo/v4"
 
+	"proctor/importer"
 	"proctor/models"
+	"proctor/web"
 )
 
-// BenchmarkStore is what the benchmark pages need.
+// BenchmarkStore is what the benchmark pages, the admin pages and the benchmark
+// API need. Every method enforces visibility and permissions itself.
 type BenchmarkStore interface {
 	ListBenchmarks(ctx context.Context) ([]models.BenchmarkListItem, error)
+	BenchmarkDetail(ctx context.Context, slug string) (*models.BenchmarkDetail, error)
+	BenchmarkSummary(ctx context.Context, slug string) (*models.BenchmarkSummary, error)
+	BrowseTasks(ctx context.Context, slug string, f models.TaskFilter) (*models.TaskPage, error)
+	ListTasks(ctx context.Context, slug string, f models.TaskFilter) ([]models.Task, int, error)
+	TaskByExternalID(ctx context.Context, slug, externalID string) (*models.Task, error)
+	ImportBenchmark(ctx context.Context, slug string, ds *importer.Dataset, sourceName string) (models.ImportResult, error)
+	AdminBenchmarks(ctx context.Context) ([]models.AdminBenchmark, error)
+	ListSites(ctx context.Context, slug string) ([]models.Site, error)
+	UpdateSite(ctx context.Context, slug, siteName, siteURL, resetURL string, maxConcurrency int) (*models.Site, error)
+	SetBenchmarkPublished(ctx context.Context, slug string, published bool) error
 }
 
-func (s *Server) benchmarkRoutes(e *echo.Echo) {}
+// benchmarkRoutes registers the public benchmark pages (unpublished benchmarks
+// answer 404 to non-admins) and the admin pages.
+func (s *Server) benchmarkRoutes(e *echo.Echo) {
+	e.GET("/benchmarks", s.listBenchmarks)
+	e.GET("/benchmarks/:slug", s.showBenchmark)
+	e.GET("/benchmarks/:slug/tasks", s.browseTasks)
+	e.GET("/benchmarks/:slug/tasks/:taskID", s.showTask)
+	s.adminRoutes(e)
+}
+
+func (s *Server) listBenchmarks(c echo.Context) error {
+	list, err := s.store.ListBenchmarks(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, web.BenchmarksPage(s.page(c, "Benchmarks"), list))
+}
+
+func (s *Server) showBenchmark(c echo.Context) error {
+	d, err := s.store.BenchmarkDetail(c.Request().Context(), pathParam(c, "slug"))
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, web.BenchmarkPage(s.page(c, d.Benchmark.Name), d))
+}
+
+// browseTasks is the task browser. An htmx request from its own form or
+// pagination gets only the results fragment; boosted navigation and history
+// restores get the whole page.
+func (s *Server) browseTasks(c echo.Context) error {
+	f, err := taskFilterOf(c)
+	if err != nil {
+		return err
+	}
+	tp, err := s.store.BrowseTasks(c.Request().Context(), pathParam(c, "slug"), f)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Add("Vary", "HX-Request")
+	if wantsFragment(c) {
+		return s.render(c, http.StatusOK, web.TaskResults(tp))
+	}
+	return s.render(c, http.StatusOK, web.TasksPage(s.page(c, "Tasks of "+tp.Benchmark.Name), tp))
+}
+
+func (s *Server) showTask(c echo.Context) error {
+	slug, id := pathParam(c, "slug"), pathParam(c, "taskID")
+	t, err := s.store.TaskByExternalID(c.Request().Context(), slug, id)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, web.TaskDetailPage(s.page(c, "Task "+t.ExternalID), slug, t))
+}
+
+// wantsFragment reports whether an htmx request asks for a part of the page
+// rather than a whole page.
+func wantsFragment(c echo.Context) bool {
+	h := c.Request().Header
+	return isHTMX(c) && h.Get("HX-Boosted") != "true" && h.Get("HX-History-Restore-Request") != "true"
+}
+
+// taskFilterOf reads the task browser's query parameters: site, task_type,
+// difficulty, domain, attribute, subset, q, page and per_page.
+func taskFilterOf(c echo.Context) (models.TaskFilter, error) {
+	page, perPage, err := pageParams(c)
+	if err != nil {
+		return models.TaskFilter{}, err
+	}
+	return models.TaskFilter{
+		Site:       c.QueryParam("site"),
+		TaskType:   c.QueryParam("task_type"),
+		Difficulty: c.QueryParam("difficulty"),
+		Domain:     c.QueryParam("domain"),
+		Attribute:  c.QueryParam("attribute"),
+		Subset:     c.QueryParam("subset"),
+		Query:      c.QueryParam("q"),
+		Page:       page,
+		PerPage:    perPage,
+	}.Normalized(), nil
+}
+
+// pathParam returns a path parameter decoded. Echo routes on the raw path when
+// the URL holds escapes such as %2F (then parameters arrive still escaped) and on
+// the decoded path otherwise; this way task ids with any character round-trip.
+func pathParam(c echo.Context, name string) string {
+	v := c.Param(name)
+	if c.Request().URL.RawPath == "" {
+		return v
+	}
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
+}

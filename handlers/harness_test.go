@@ -17,9 +17,11 @@ import (
 
 	"proctor/handlers"
 	"proctor/models"
+	"proctor/netguard"
 	"proctor/static"
 	"proctor/storage"
 	"proctor/storage/storagetest"
+	"proctor/vault"
 )
 
 // testBundle is a running server over a real, migrated SQLite database.
@@ -27,18 +29,22 @@ type testBundle struct {
 	srv   *httptest.Server
 	db    *storage.DB
 	admin *client
+	app   *handlers.Server
 }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	db := storagetest.OpenSQLite(t)
+	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
+	require.NoError(t, err)
+	db.UseAgentDeps(sealer, netguard.New(nil, nil)) // tests use IP literals: no DNS
 	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{
 		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	b := &testBundle{srv: srv, db: db}
+	b := &testBundle{srv: srv, db: db, app: h}
 	b.admin = b.newUser(t, "admin@example.org", true)
 	return b
 }
@@ -49,13 +55,25 @@ type client struct {
 	base  string
 	http  *http.Client
 	user  *models.User
-	token string // API bearer token when set
+	token string           // API bearer token when set
+	app   *handlers.Server // for recording which routes each kind of caller reached
+}
+
+// role names the kind of caller for route coverage: anonymous, user or admin.
+func (c *client) role() string {
+	switch {
+	case c.user == nil:
+		return "anonymous"
+	case c.user.IsAdmin:
+		return "admin"
+	}
+	return "user"
 }
 
 // anonymous returns a client with no session.
 func (b *testBundle) anonymous(t *testing.T) *client {
 	jar, _ := cookiejar.New(nil)
-	return &client{t: t, base: b.srv.URL, http: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &client{t: t, base: b.srv.URL, app: b.app, http: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
 // newUser creates a user in the database and signs them in through the login form.
@@ -90,6 +108,9 @@ func (c *client) do(req *http.Request) *http.Response {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	if c.app != nil {
+		coverage.record(c.app.RoutePattern(req.Method, req.URL.Path), req.Method, c.role())
+	}
 	res, err := c.http.Do(req)
 	require.NoError(c.t, err)
 	c.t.Cleanup(func() { res.Body.Close() })
@@ -106,9 +127,7 @@ func (c *client) get(path string) *http.Response {
 // postForm submits a form with a valid CSRF token (unless one is given).
 func (c *client) postForm(path string, form url.Values) *http.Response {
 	c.t.Helper()
-	if form == nil {
-		form = url.Values{}
-	}
+	form = cloneValues(form) // the caller's values may be reused for other clients
 	if form.Get("_csrf") == "" && c.token == "" {
 		form.Set("_csrf", c.csrf())
 	}
@@ -146,4 +165,12 @@ func readBody(t *testing.T, res *http.Response) string {
 func decodeJSON(t *testing.T, res *http.Response, v any) {
 	t.Helper()
 	require.NoError(t, json.NewDecoder(res.Body).Decode(v))
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
 }

@@ -10,6 +10,8 @@ type Actor struct {
 	Email   string
 	Name    string
 	IsAdmin bool
+	// IP is the client address of the request, for the audit log.
+	IP string
 	// System marks trusted internal callers (CLI verbs run by the operator, jobs).
 	System bool
 }

@@ -236,3 +236,117 @@ type BenchmarkListItem struct {
 	Sites       int
 	Published   bool
 }
+
+// Task browser page sizes.
+const (
+	DefaultTasksPerPage = 50
+	MaxTasksPerPage     = 200
+)
+
+// Normalized returns the filter with its text trimmed and its page bounds applied:
+// page from 1, per page DefaultTasksPerPage when unset, at most MaxTasksPerPage.
+func (f TaskFilter) Normalized() TaskFilter {
+	f.Site = strings.TrimSpace(f.Site)
+	f.TaskType = strings.TrimSpace(f.TaskType)
+	f.Difficulty = strings.TrimSpace(f.Difficulty)
+	f.Domain = strings.TrimSpace(f.Domain)
+	f.Attribute = strings.TrimSpace(f.Attribute)
+	f.Subset = strings.TrimSpace(f.Subset)
+	f.Query = strings.TrimSpace(f.Query)
+	if f.Subset == SubsetFull {
+		f.Subset = ""
+	}
+	if f.Page < 1 {
+		f.Page = 1
+	}
+	if f.PerPage < 1 {
+		f.PerPage = DefaultTasksPerPage
+	}
+	if f.PerPage > MaxTasksPerPage {
+		f.PerPage = MaxTasksPerPage
+	}
+	return f
+}
+
+// Active reports whether any filter other than the page is set.
+func (f TaskFilter) Active() bool {
+	return f.Site != "" || f.TaskType != "" || f.Difficulty != "" || f.Domain != "" ||
+		f.Attribute != "" || f.Subset != "" || f.Query != ""
+}
+
+// HideSecrets blanks the hidden fields (evaluation spec, reference answers and
+// reference actions) so the task can be shown to someone who may not see them.
+func (t *Task) HideSecrets() {
+	t.EvalSpec, t.ReferenceAnswers, t.ReferenceActions = "", "", ""
+}
+
+// HasSecrets reports whether any hidden field is set.
+func (t *Task) HasSecrets() bool {
+	return t.EvalSpec != "" || t.ReferenceAnswers != "" || t.ReferenceActions != ""
+}
+
+// ImportResult is what an import did: the benchmark, the version the input maps
+// to, and whether that version was created (false: identical input, unchanged).
+type ImportResult struct {
+	Benchmark *Benchmark
+	Version   *BenchmarkVersion
+	Created   bool
+}
+
+// BenchmarkFacets lists the distinct values the task browser can filter by.
+type BenchmarkFacets struct {
+	Sites        []string
+	TaskTypes    []string
+	Difficulties []string
+	Domains      []string
+	Attributes   []string
+	Subsets      []string
+}
+
+// BenchmarkDetail is what the benchmark page shows: the benchmark, its summary,
+// its sites and how many tasks use each site (multi-site tasks included).
+type BenchmarkDetail struct {
+	Benchmark Benchmark
+	Summary   BenchmarkSummary
+	Sites     []Site
+	SiteTasks map[string]int
+}
+
+// TaskPage is one page of the task browser: the filter as applied, the values it
+// can take, the matching tasks and how many match in all.
+type TaskPage struct {
+	Benchmark Benchmark
+	Facets    BenchmarkFacets
+	Filter    TaskFilter
+	Tasks     []Task
+	Total     int
+}
+
+// HasPrev reports whether there is a page before this one.
+func (p TaskPage) HasPrev() bool { return p.Filter.Page > 1 }
+
+// HasNext reports whether there is a page after this one.
+func (p TaskPage) HasNext() bool { return p.Filter.Page*p.Filter.PerPage < p.Total }
+
+// First is the 1-based position of the first task shown, 0 when none is.
+func (p TaskPage) First() int {
+	if len(p.Tasks) == 0 {
+		return 0
+	}
+	return (p.Filter.Page-1)*p.Filter.PerPage + 1
+}
+
+// Last is the 1-based position of the last task shown.
+func (p TaskPage) Last() int { return (p.Filter.Page-1)*p.Filter.PerPage + len(p.Tasks) }
+
+// AdminBenchmark is a benchmark with every version it has, newest first, for the
+// admin dashboard.
+type AdminBenchmark struct {
+	Benchmark Benchmark
+	Versions  []BenchmarkVersion
+}
+
+// IsCurrent reports whether v is the benchmark's current version.
+func (a AdminBenchmark) IsCurrent(v BenchmarkVersion) bool {
+	return a.Benchmark.CurrentVersionID != nil && *a.Benchmark.CurrentVersionID == v.ID
+}

@@ -188,14 +188,16 @@ func (db *DB) DeleteExpiredSessions(ctx context.Context) (int64, error) {
 	return res.RowsAffected, wrap(res.Error, "sessions")
 }
 
-// Audit records a security-relevant action by the context's actor.
-func (db *DB) Audit(ctx context.Context, action, subject, details, ip string, teamID *int64) error {
+// auditTx records a security-relevant action by the context's actor (user and
+// client address) inside tx, so the event and the change it describes are
+// written together.
+func (db *DB) auditTx(ctx context.Context, tx *gorm.DB, action, subject, details string, teamID *int64) error {
 	a := models.ActorFrom(ctx)
-	ev := &models.AuditEvent{Action: action, Subject: subject, Details: details, IP: ip, TeamID: teamID, CreatedAt: db.now()}
+	ev := &models.AuditEvent{Action: action, Subject: subject, Details: details, IP: a.IP, TeamID: teamID, CreatedAt: db.now()}
 	if a.UserID != 0 {
 		ev.UserID = &a.UserID
 	}
-	return wrap(db.q(ctx).Create(ev).Error, "audit event")
+	return wrap(tx.Create(ev).Error, "audit event")
 }
 
 func truncate(s string, n int) string {

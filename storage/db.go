@@ -36,6 +36,9 @@ type DB struct {
 
 	dummyOnce sync.Once
 	dummyHash []byte
+
+	agentSecrets AgentSecrets // seals agent secrets; set by UseAgentDeps
+	hostGuard    HostGuard    // checks agent endpoint URLs; set by UseAgentDeps
 }
 
 // DatabaseLocation is a parsed PROCTOR_DATABASE_URL.

@@ -5,7 +5,10 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
+
+	"github.com/a-h/templ"
 
 	"proctor/models"
 )
@@ -93,3 +96,11 @@ func FormatTimePtr(t *time.Time) string {
 
 // Itoa formats an integer for templates.
 func Itoa[T ~int | ~int64](n T) string { return fmt.Sprint(n) }
+
+// withNext links to an auth page that returns to next afterwards.
+func withNext(path, next string) templ.SafeURL {
+	if next == "" || next == "/" {
+		return templ.SafeURL(path)
+	}
+	return templ.SafeURL(path + "?next=" + url.QueryEscape(next))
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"proctor/config"
+	"proctor/netguard"
 	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/vault"
@@ -85,6 +86,7 @@ func (p *Program) openApp(ctx context.Context, cf *commonFlags, migrate bool) (*
 	if app.DB, err = storage.Open(ctx, cfg.Database); err != nil {
 		return nil, err
 	}
+	app.DB.UseAgentDeps(v, netguard.New(cfg.AgentAllowHosts, nil))
 	if migrate {
 		if _, err := app.DB.Migrate(ctx, log); err != nil {
 			app.Close()

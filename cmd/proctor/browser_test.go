@@ -75,4 +75,39 @@ func TestBrowser_SignupTeamAgent(t *testing.T) {
 	require.NoError(t, page.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Sign up"}).Click())
 	require.NoError(t, expect.Locator(page.GetByTestId("nav-account")).ToHaveText("Grace"))
 	shot(t, page, "account")
+
+	// Create a team.
+	require.NoError(t, page.GetByRole("link", playwright.PageGetByRoleOptions{Name: "Teams", Exact: playwright.Bool(true)}).Click())
+	form := page.GetByTestId("create-team-form")
+	require.NoError(t, form.GetByLabel("Name", playwright.LocatorGetByLabelOptions{Exact: playwright.Bool(true)}).Fill("Browser Lab"))
+	require.NoError(t, form.GetByLabel("Description (optional)").Fill("Agents that browse."))
+	require.NoError(t, form.GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Create team"}).Click())
+	require.NoError(t, expect.Locator(page.GetByTestId("team-name")).ToHaveText("Browser Lab"))
+	shot(t, page, "team")
+
+	// Register an agent with a secret.
+	require.NoError(t, page.GetByTestId("team-agents-link").Click())
+	require.NoError(t, page.GetByTestId("new-agent-link").Click())
+	form = page.GetByTestId("agent-form")
+	require.NoError(t, form.GetByLabel("Name", playwright.LocatorGetByLabelOptions{Exact: playwright.Bool(true)}).Fill("Scripted Walker"))
+	require.NoError(t, form.GetByLabel("Description (optional)").Fill("Replays a fixed script."))
+	_, err = form.GetByLabel("Kind").SelectOption(playwright.SelectOptionValues{Values: &[]string{"replay"}})
+	require.NoError(t, err)
+	require.NoError(t, form.GetByLabel("Model (optional)").Fill("none"))
+	require.NoError(t, form.GetByLabel("Secret name 1").Fill("SCRIPT_TOKEN"))
+	require.NoError(t, form.GetByLabel("Secret value 1").Fill("super-secret-value-123"))
+	shot(t, page, "agent-form")
+	require.NoError(t, form.GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Register agent"}).Click())
+	require.NoError(t, expect.Locator(page.GetByTestId("agent-name")).ToHaveText("Scripted Walker"))
+	require.NoError(t, expect.Locator(page.GetByTestId("secret-status-SCRIPT_TOKEN")).ToHaveText("set"))
+	content, err := page.Content()
+	require.NoError(t, err)
+	require.NotContains(t, content, "super-secret-value-123", "secrets are never rendered back")
+	shot(t, page, "agent")
+
+	// The agent is listed on the team's agent page.
+	require.NoError(t, page.GetByRole("link", playwright.PageGetByRoleOptions{Name: "Agents", Exact: playwright.Bool(true)}).First().Click())
+	require.NoError(t, expect.Locator(page.GetByTestId("agent-row")).ToHaveCount(1))
+	require.NoError(t, expect.Locator(page.GetByTestId("agent-row")).ToContainText("Scripted Walker"))
+	shot(t, page, "agents")
 }

@@ -1,0 +1,273 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"proctor/importer"
+	"proctor/models"
+	"proctor/web"
+)
+
+// importFormMemory is how much of a multipart upload is held in memory; larger
+// file parts are spooled to temporary files that net/http removes afterwards.
+const importFormMemory = 8 << 20
+
+// adminRoutes registers the admin pages; every one is for administrators only
+// (anonymous page visits go to the login page, other users get 403). The
+// storage methods check the same again.
+func (s *Server) adminRoutes(e *echo.Echo) {
+	e.Pre(s.limitImportBody)
+	e.GET("/admin", s.showAdmin, requireAdmin)
+	e.GET("/admin/benchmarks/import", s.showImport, requireAdmin)
+	e.POST("/admin/benchmarks/import", s.importBenchmark, requireAdmin)
+	e.GET("/admin/benchmarks/:slug/sites", s.showSites, requireAdmin)
+	e.POST("/admin/benchmarks/:slug/sites/:site", s.updateSite, requireAdmin)
+	e.POST("/admin/benchmarks/:slug/publish", s.publishBenchmark, requireAdmin)
+}
+
+// limitImportBody caps the import uploads, which skip the global 2 MB body limit,
+// at Options.MaxImportBytes. It runs before routing so the cap is in place
+// before anything (the CSRF check included) reads the body.
+func (s *Server) limitImportBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.Method == http.MethodPost && isUploadRoute(req.URL.Path) {
+			if req.ContentLength > s.opts.MaxImportBytes {
+				return tooLargeUpload(s.opts.MaxImportBytes)
+			}
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.opts.MaxImportBytes)
+		}
+		return next(c)
+	}
+}
+
+func tooLargeUpload(limit int64) error {
+	return &models.Error{Code: models.ETOOLARGE, Field: "dataset",
+		Message: fmt.Sprintf("The upload is larger than %d MiB.", limit>>20)}
+}
+
+func (s *Server) showAdmin(c echo.Context) error {
+	items, err := s.store.AdminBenchmarks(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, web.AdminPage(s.page(c, "Administration"), items))
+}
+
+func (s *Server) showImport(c echo.Context) error {
+	f := web.NewForm()
+	f.Values["format"] = models.FormatWebArenaVerified
+	return s.render(c, http.StatusOK, web.ImportPage(s.page(c, "Import a benchmark"), f))
+}
+
+// importBenchmark imports an uploaded benchmark and goes to its page; errors
+// re-render the form with the message next to the field at fault.
+func (s *Server) importBenchmark(c echo.Context) error {
+	up, err := s.readImport(c)
+	form := func() web.Form {
+		names := []string{"format", "slug"}
+		for i := 1; i <= web.ImportSubsetSlots; i++ {
+			names = append(names, "subset_name_"+strconv.Itoa(i))
+		}
+		return formOf(c, names...)
+	}
+	if err != nil {
+		return s.formError(c, err, web.ImportPage(s.page(c, "Import a benchmark"), form().WithError(err)))
+	}
+	defer up.close()
+	if _, err := s.store.ImportBenchmark(c.Request().Context(), up.slug, up.dataset, up.source); err != nil {
+		return s.formError(c, err, web.ImportPage(s.page(c, "Import a benchmark"), form().WithError(err)))
+	}
+	return redirect(c, "/benchmarks/"+url.PathEscape(up.slug)+"?notice=imported")
+}
+
+// importUpload is a parsed import form.
+type importUpload struct {
+	slug    string
+	source  string // the dataset's file name
+	dataset *importer.Dataset
+	files   []multipart.File
+}
+
+func (u *importUpload) close() {
+	for _, f := range u.files {
+		f.Close()
+	}
+}
+
+// readImport reads the multipart import form shared by the admin page and the
+// API — format, slug, dataset and up to web.ImportSubsetSlots pairs of
+// subset_name_N / subset_file_N — and parses the files, streaming them from the
+// request's parts. Errors name the form field at fault.
+func (s *Server) readImport(c echo.Context) (*importUpload, error) {
+	req := c.Request()
+	if err := req.ParseMultipartForm(importFormMemory); err != nil {
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			return nil, tooLargeUpload(s.opts.MaxImportBytes)
+		case errors.Is(err, http.ErrNotMultipart), errors.Is(err, http.ErrMissingBoundary):
+			return nil, models.Errorf(models.EINVALID, "Send the import as multipart/form-data.")
+		}
+		return nil, &models.Error{Code: models.EINVALID, Message: "The upload could not be read.", Err: err}
+	}
+	up := &importUpload{}
+	ok := false
+	defer func() {
+		if !ok {
+			up.close()
+		}
+	}()
+	format := strings.TrimSpace(c.FormValue("format"))
+	if !slices.Contains(models.ImportFormats(), format) {
+		return nil, models.FieldError("format", "choose one of %s", strings.Join(models.ImportFormats(), ", "))
+	}
+	up.slug = strings.TrimSpace(c.FormValue("slug"))
+	switch {
+	case up.slug == "":
+		return nil, models.FieldError("slug", "enter the benchmark's slug, e.g. %s", format)
+	case !models.ValidSlug(up.slug):
+		return nil, models.FieldError("slug", "use 1 to 64 lower-case letters, digits and hyphens")
+	}
+	dataset, err := up.open(c, "dataset")
+	if err != nil {
+		return nil, err
+	}
+	if dataset == nil {
+		return nil, models.FieldError("dataset", "choose the benchmark file to import")
+	}
+
+	var subsets []importer.SubsetFile
+	fieldOf := map[string]string{}
+	for i := 1; i <= web.ImportSubsetSlots; i++ {
+		nameField, fileField := "subset_name_"+strconv.Itoa(i), "subset_file_"+strconv.Itoa(i)
+		name := strings.TrimSpace(c.FormValue(nameField))
+		file, err := up.open(c, fileField)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case name == "" && file == nil:
+			continue
+		case name == "":
+			return nil, models.FieldError(nameField, "name this subset (lower-case letters, digits and hyphens)")
+		case file == nil:
+			return nil, models.FieldError(fileField, "choose the file of subset %q", name)
+		case name == models.SubsetFull || !models.ValidSlug(name):
+			return nil, models.FieldError(nameField, "%q is not a valid subset name: use lower-case letters, digits and hyphens (not %q)", name, models.SubsetFull)
+		}
+		if _, dup := fieldOf[name]; dup {
+			return nil, models.FieldError(nameField, "subset %q is given twice", name)
+		}
+		fieldOf[name] = fileField
+		subsets = append(subsets, importer.SubsetFile{Name: name, R: file})
+	}
+	up.dataset, err = importer.Parse(format, dataset, subsets)
+	if err != nil {
+		return nil, importFieldError(err, fieldOf)
+	}
+	ok = true
+	return up, nil
+}
+
+// open opens an uploaded file part; nil when the field holds no file. The
+// dataset's file name is kept as the version's source name.
+func (u *importUpload) open(c echo.Context, field string) (multipart.File, error) {
+	fh, err := c.FormFile(field)
+	if errors.Is(err, http.ErrMissingFile) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &models.Error{Code: models.EINVALID, Field: field, Message: "the file could not be read", Err: err}
+	}
+	f, err := fh.Open()
+	if err != nil {
+		return nil, &models.Error{Code: models.EINVALID, Field: field, Message: "the file could not be read", Err: err}
+	}
+	u.files = append(u.files, f)
+	if field == "dataset" {
+		u.source = filepath.Base(filepath.Clean("/" + fh.Filename))
+	}
+	return f, nil
+}
+
+// importFieldError attaches an importer error to the form field it is about: a
+// subset's file when the message names that subset, else the dataset.
+func importFieldError(err error, fieldOf map[string]string) error {
+	var me *models.Error
+	if !errors.As(err, &me) || me.Field != "" {
+		return err
+	}
+	cp := *me
+	cp.Field = "dataset"
+	for name, field := range fieldOf {
+		if strings.HasPrefix(me.Message, fmt.Sprintf("subset %q", name)) {
+			cp.Field = field
+		}
+	}
+	return &cp
+}
+
+func (s *Server) showSites(c echo.Context) error {
+	slug := pathParam(c, "slug")
+	sites, err := s.store.ListSites(c.Request().Context(), slug)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, web.SitesPage(s.page(c, "Sites of "+slug), slug, sites, "", web.NewForm()))
+}
+
+// updateSite saves one site's URL, reset URL and concurrency cap; errors
+// re-render the page with the message next to the field of that site's form.
+func (s *Server) updateSite(c echo.Context) error {
+	ctx := c.Request().Context()
+	slug, site := pathParam(c, "slug"), pathParam(c, "site")
+	f := formOf(c, "url", "reset_url", "max_concurrency")
+	_, err := s.saveSite(c, slug, site)
+	if err != nil {
+		if models.ErrorCode(err) != models.EINVALID {
+			return err
+		}
+		sites, lerr := s.store.ListSites(ctx, slug)
+		if lerr != nil {
+			return lerr
+		}
+		return s.formError(c, err, web.SitesPage(s.page(c, "Sites of "+slug), slug, sites, site, f.WithError(err)))
+	}
+	return redirect(c, "/admin/benchmarks/"+url.PathEscape(slug)+"/sites?notice=saved")
+}
+
+func (s *Server) saveSite(c echo.Context, slug, site string) (*models.Site, error) {
+	limit := 0
+	if v := strings.TrimSpace(c.FormValue("max_concurrency")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, models.FieldError("max_concurrency", "%q is not a whole number", v)
+		}
+		limit = n
+	}
+	return s.store.UpdateSite(c.Request().Context(), slug, site, c.FormValue("url"), c.FormValue("reset_url"), limit)
+}
+
+// publishBenchmark sets whether non-admins can see a benchmark (published=true
+// or false) and goes back to the dashboard.
+func (s *Server) publishBenchmark(c echo.Context) error {
+	published, err := strconv.ParseBool(c.FormValue("published"))
+	if err != nil {
+		return models.FieldError("published", "published must be true or false")
+	}
+	if err := s.store.SetBenchmarkPublished(c.Request().Context(), pathParam(c, "slug"), published); err != nil {
+		return err
+	}
+	return redirect(c, "/admin?notice=saved")
+}
