@@ -111,3 +111,57 @@ func TestBrowser_SignupTeamAgent(t *testing.T) {
 	require.NoError(t, expect.Locator(page.GetByTestId("agent-row")).ToContainText("Scripted Walker"))
 	shot(t, page, "agents")
 }
+
+// TestBrowser_AdminImportsAndBrowses is an administrator's first visit: log in,
+// import WebArena-Verified with its hard subset through the admin form, then
+// filter the task browser and open a task with its hidden evaluation.
+func TestBrowser_AdminImportsAndBrowses(t *testing.T) {
+	t.Parallel()
+	data := cliDataDir(t)
+	env := newTestEnv(t)
+	code, _, stderr := env.run(t, "an admin passphrase\n", "user", "create", "--admin", "--password-stdin", "--name", "Ada", "ada@example.org")
+	require.Equal(t, 0, code, stderr)
+	base := env.serve(t)
+	b := launchBrowser(t)
+	bctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 900}})
+	require.NoError(t, err)
+	t.Cleanup(func() { bctx.Close() })
+	page, err := bctx.NewPage()
+	require.NoError(t, err)
+	expect := playwright.NewPlaywrightAssertions()
+
+	_, err = page.Goto(base + "/admin")
+	require.NoError(t, err)
+	require.NoError(t, page.GetByLabel("Email").Fill("ada@example.org"))
+	require.NoError(t, page.GetByLabel("Password").Fill("an admin passphrase"))
+	require.NoError(t, page.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Log in"}).Click())
+	require.NoError(t, page.GetByTestId("import-link").Click())
+
+	form := page.GetByTestId("import-form")
+	_, err = form.GetByLabel("Format").SelectOption(playwright.SelectOptionValues{Values: &[]string{"webarena-verified"}})
+	require.NoError(t, err)
+	require.NoError(t, form.GetByLabel("Slug", playwright.LocatorGetByLabelOptions{Exact: playwright.Bool(false)}).Fill("webarena-verified"))
+	require.NoError(t, form.GetByLabel("Dataset file").SetInputFiles(filepath.Join(data, "webarena-verified", "webarena-verified.json")))
+	require.NoError(t, form.GetByLabel("Subset name 1").Fill("hard"))
+	require.NoError(t, form.GetByLabel("Subset file 1").SetInputFiles(filepath.Join(data, "webarena-verified", "subsets", "webarena-verified-hard.json")))
+	shot(t, page, "admin-import")
+	require.NoError(t, form.GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Import"}).Click())
+	require.NoError(t, expect.Locator(page.GetByTestId("benchmark-tasks")).ToHaveText("812"))
+	require.NoError(t, expect.Locator(page.GetByTestId("subset-hard")).ToContainText("258"))
+	shot(t, page, "benchmark")
+
+	require.NoError(t, page.GetByTestId("browse-tasks").Click())
+	_, err = page.GetByTestId("filter-site").SelectOption(playwright.SelectOptionValues{Values: &[]string{"gitlab"}})
+	require.NoError(t, err)
+	_, err = page.GetByTestId("filter-subset").SelectOption(playwright.SelectOptionValues{Values: &[]string{"hard"}})
+	require.NoError(t, err)
+	require.NoError(t, page.GetByTestId("task-filters").GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Filter"}).Click())
+	// 57 gitlab-only hard tasks plus 24 multi-site hard tasks that include gitlab.
+	require.NoError(t, expect.Locator(page.GetByTestId("task-count")).ToContainText("of 81 tasks"))
+	shot(t, page, "tasks-gitlab-hard")
+
+	require.NoError(t, page.GetByTestId("task-table").Locator("tbody tr a").First().Click())
+	require.NoError(t, expect.Locator(page.GetByTestId("hidden-evaluation")).ToBeVisible())
+	require.NoError(t, expect.Locator(page.GetByTestId("task-eval-spec")).ToContainText("AgentResponseEvaluator"))
+	shot(t, page, "task-admin")
+}
