@@ -12,31 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/importer"
+	"proctor/internal/testenv"
 	"proctor/models"
 )
 
-// dataDir finds ../shared/data beside the repository by walking up from the
-// working directory; tests that need it skip when it is absent.
-func dataDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		candidate := filepath.Join(dir, "shared", "data")
-		if st, err := os.Stat(candidate); err == nil && st.IsDir() {
-			return candidate
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("shared/data not found: real-data tests need ../shared/data")
-		}
-		dir = parent
-	}
-}
-
 func readData(t *testing.T, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dataDir(t), filepath.FromSlash(rel)))
+	b, err := os.ReadFile(filepath.Join(testenv.SharedDataDir(t), filepath.FromSlash(rel)))
 	require.NoError(t, err)
 	return b
 }

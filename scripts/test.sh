@@ -45,7 +45,7 @@ export PROCTOR_TEST_DATABASE_URL PROCTOR_TEST_S3_ENDPOINT PROCTOR_TEST_S3_ACCESS
 
 # Tests fail instead of skipping when one of these is missing: CI must not skip
 # the Postgres, S3 or browser suites.
-export PROCTOR_TEST_REQUIRE=postgres,s3,browser
+export PROCTOR_TEST_REQUIRE=postgres,s3,browser,shared-data
 export PLAYWRIGHT_DRIVER_PATH=$root/.cache/playwright-driver
 export PROCTOR_CHROMIUM_PATH=/usr/bin/chromium
 echo "PROCTOR_TEST_DATABASE_URL=$PROCTOR_TEST_DATABASE_URL"

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/importer"
+	"proctor/internal/testenv"
 	"proctor/models"
 	"proctor/storage"
 	"proctor/storage/storagetest"
@@ -460,32 +461,9 @@ func TestStore_UpdateSite(t *testing.T) {
 	})
 }
 
-// sharedDataDir finds ../shared/data beside the repository root (the folder
-// holding go.mod); tests that need it skip when it is absent.
-func sharedDataDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root not found: real-data tests need ../shared/data")
-		}
-		dir = parent
-	}
-	data := filepath.Join(dir, "..", "shared", "data")
-	if st, err := os.Stat(data); err != nil || !st.IsDir() {
-		t.Skip("../shared/data is absent: real-data tests need it")
-	}
-	return data
-}
-
 func TestStore_ImportWebArenaVerified(t *testing.T) {
 	t.Parallel()
-	data := sharedDataDir(t)
+	data := testenv.SharedDataDir(t)
 	open := func(rel string) *os.File {
 		f, err := os.Open(filepath.Join(data, filepath.FromSlash(rel)))
 		require.NoError(t, err)

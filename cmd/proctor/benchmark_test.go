@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"proctor/internal/testenv"
 	"proctor/models"
 )
 
@@ -59,32 +60,9 @@ func requireOneLineError(t *testing.T, wantCode int, want string, code int, stdo
 	require.Contains(t, stderr, want)
 }
 
-// cliDataDir returns ../shared/data beside the repository root (the folder with
-// go.mod), skipping when it is absent.
-func cliDataDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root not found: real-data tests need ../shared/data")
-		}
-		dir = parent
-	}
-	data := filepath.Join(dir, "..", "shared", "data")
-	if st, err := os.Stat(data); err != nil || !st.IsDir() {
-		t.Skip("../shared/data is absent: real-data import tests need it")
-	}
-	return data
-}
-
 func TestImport_WebArenaVerified(t *testing.T) {
 	t.Parallel()
-	data := cliDataDir(t)
+	data := testenv.SharedDataDir(t)
 	file := filepath.Join(data, "webarena-verified", "webarena-verified.json")
 	hard := filepath.Join(data, "webarena-verified", "subsets", "webarena-verified-hard.json")
 	cli := newBenchCLI(t)
@@ -137,7 +115,7 @@ func TestImport_WebArenaVerified(t *testing.T) {
 
 func TestImport_TamperedSubsetWritesNothing(t *testing.T) {
 	t.Parallel()
-	data := cliDataDir(t)
+	data := testenv.SharedDataDir(t)
 	raw, err := os.ReadFile(filepath.Join(data, "webarena-verified", "subsets", "webarena-verified-hard.json"))
 	require.NoError(t, err)
 	var sub map[string]any
@@ -161,7 +139,7 @@ func TestImport_TamperedSubsetWritesNothing(t *testing.T) {
 
 func TestImport_WebArena(t *testing.T) {
 	t.Parallel()
-	data := cliDataDir(t)
+	data := testenv.SharedDataDir(t)
 	cli := newBenchCLI(t)
 	code, out, errOut := cli.run("import", "--format", "webarena", "--name", "webarena", filepath.Join(data, "webarena", "test.raw.json"))
 	require.Equal(t, exitOK, code, errOut)
@@ -174,7 +152,7 @@ func TestImport_WebArena(t *testing.T) {
 
 func TestImport_Odysseys(t *testing.T) {
 	t.Parallel()
-	data := cliDataDir(t)
+	data := testenv.SharedDataDir(t)
 	for _, name := range []string{"odysseys-sample.json", "odysseys-weighted-sample.json"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -249,7 +227,7 @@ func TestImport_Errors(t *testing.T) {
 		code, out, errOut := cli.run("import", "--format", "proctor", "--name", "tiny", fixture)
 		require.Equal(t, exitOK, code, errOut)
 		require.Equal(t, "imported tiny version 1: 2 tasks, 0 subsets\n", out)
-		data := cliDataDir(t)
+		data := testenv.SharedDataDir(t)
 		code, out, errOut = cli.run("import", "--format", "odysseys", "--name", "tiny", filepath.Join(data, "odysseys", "odysseys-sample.json"))
 		requireOneLineError(t, exitConflict, `benchmark "tiny" holds proctor data`, code, out, errOut)
 	})

@@ -8,8 +8,8 @@ import (
 	"github.com/mxschmitt/playwright-go"
 	"github.com/stretchr/testify/require"
 
+	"proctor/internal/testenv"
 	"proctor/runner"
-	"proctor/storage/storagetest"
 )
 
 // launchBrowser starts Chromium for a test, or skips (fails under
@@ -18,7 +18,7 @@ func launchBrowser(t *testing.T) *runner.Browser {
 	t.Helper()
 	opts := runner.BrowserOptionsFromEnv(os.Getenv)
 	err := opts.Check()
-	storagetest.SkipUnlessAvailable(t, "browser", err == nil, "browser suite needs Chromium and the Playwright driver (make deps): "+errString(err))
+	testenv.SkipUnlessAvailable(t, "browser", err == nil, "browser suite needs Chromium and the Playwright driver (make deps): "+errString(err))
 	b, err := runner.LaunchBrowser(opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
@@ -117,7 +117,7 @@ func TestBrowser_SignupTeamAgent(t *testing.T) {
 // filter the task browser and open a task with its hidden evaluation.
 func TestBrowser_AdminImportsAndBrowses(t *testing.T) {
 	t.Parallel()
-	data := cliDataDir(t)
+	data := testenv.SharedDataDir(t)
 	env := newTestEnv(t)
 	code, _, stderr := env.run(t, "an admin passphrase\n", "user", "create", "--admin", "--password-stdin", "--name", "Ada", "ada@example.org")
 	require.Equal(t, 0, code, stderr)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/stretchr/testify/require"
+
+	"proctor/internal/testenv"
 )
 
 const s3SkipReason = "PROCTOR_TEST_S3_ENDPOINT not set: S3 suite needs a real S3 server (make test starts versitygw)"
@@ -31,20 +33,8 @@ func s3TestConfig(t *testing.T) S3Config {
 	if cfg.Endpoint != "" {
 		reason = "PROCTOR_TEST_S3_ACCESS_KEY or PROCTOR_TEST_S3_SECRET_KEY not set: the S3 suite needs credentials for PROCTOR_TEST_S3_ENDPOINT"
 	}
-	if required("s3") {
-		t.Fatal("PROCTOR_TEST_REQUIRE includes s3 but " + reason)
-	}
-	t.Skip(reason)
+	testenv.SkipUnlessAvailable(t, "s3", false, reason)
 	return S3Config{}
-}
-
-func required(suite string) bool {
-	for s := range strings.SplitSeq(os.Getenv("PROCTOR_TEST_REQUIRE"), ",") {
-		if strings.EqualFold(strings.TrimSpace(s), suite) {
-			return true
-		}
-	}
-	return false
 }
 
 // setupS3 returns a store in a bucket of its own, removed after the test.

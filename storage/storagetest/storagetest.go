@@ -12,35 +12,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"proctor/internal/testenv"
 	"proctor/storage"
 )
-
-// Required reports whether env PROCTOR_TEST_REQUIRE (a comma list such as
-// "postgres,s3,browser") demands the named suite; CI sets it so that suites fail
-// instead of skipping when their service is missing.
-func Required(suite string) bool {
-	return slices.Contains(strings.Split(os.Getenv("PROCTOR_TEST_REQUIRE"), ","), suite)
-}
-
-// SkipUnlessAvailable skips (or, when the suite is required, fails) a test whose
-// service is not configured.
-func SkipUnlessAvailable(t testing.TB, suite string, available bool, why string) {
-	t.Helper()
-	if available {
-		return
-	}
-	if Required(suite) {
-		t.Fatalf("%s suite required by PROCTOR_TEST_REQUIRE but unavailable: %s", suite, why)
-	}
-	t.Skip(why)
-}
 
 // Driver names a database backend a suite runs against.
 type Driver struct {
@@ -77,7 +56,7 @@ func OpenSQLite(t testing.TB) *storage.DB {
 func OpenPostgres(t testing.TB) *storage.DB {
 	t.Helper()
 	base := os.Getenv("PROCTOR_TEST_DATABASE_URL")
-	SkipUnlessAvailable(t, "postgres", base != "", "PROCTOR_TEST_DATABASE_URL not set: PostgreSQL suite needs a server (make test starts one)")
+	testenv.SkipUnlessAvailable(t, "postgres", base != "", "PROCTOR_TEST_DATABASE_URL not set: PostgreSQL suite needs a server (make test starts one)")
 	ctx := context.Background()
 	schema := "t_" + randomHex(t, 8)
 	conn, err := pgx.Connect(ctx, base)
