@@ -83,12 +83,7 @@ func TestAuthz_Agents(t *testing.T) {
 		unauth, forbidden, notFound = http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound
 	)
 	editForm := url.Values{"name": {"Edited {n}"}, "kind": {"http"}, "endpoint_url": {publicEndpoint}}
-	for _, tc := range []struct {
-		method, path string
-		form         url.Values // page form, or
-		json         string     // API body; {n} is a unique number
-		want         map[string]int
-	}{
+	for _, tc := range []authzCase{
 		// Pages.
 		{method: "GET", path: "/agents", want: all(ok)},
 		{method: "GET", path: "/agents?page=0", want: all(http.StatusBadRequest)},
@@ -118,30 +113,14 @@ func TestAuthz_Agents(t *testing.T) {
 			t.Run(tc.method+" "+tc.path+" as "+actor, func(t *testing.T) {
 				n := strconv.FormatInt(seq.Add(1), 10)
 				a := f.createAgent(t, "Agent "+n)
-				path := strings.ReplaceAll(tc.path, "{agent}", a.Slug)
-				var res *http.Response
-				switch {
-				case strings.HasPrefix(path, "/api/"):
-					body := strings.ReplaceAll(tc.json, "{n}", n)
-					c := apiClients[actor]
-					if actor == "anonymous" && tc.method != http.MethodGet {
-						res = anonymousAPI(t, c, tc.method, path, body)
-						break
-					}
-					var payload any
-					if body != "" {
-						payload = json.RawMessage(body)
-					}
-					res = c.api(tc.method, path, payload)
-				case tc.method == http.MethodGet:
-					res = clients[actor].get(path)
-				default:
-					form := url.Values{}
-					for k, v := range tc.form {
-						form.Set(k, strings.ReplaceAll(v[0], "{n}", n))
-					}
-					res = clients[actor].postForm(path, form)
+				row := tc
+				row.path = strings.ReplaceAll(tc.path, "{agent}", a.Slug)
+				c := clients[actor]
+				if strings.HasPrefix(row.path, "/api/") {
+					c = apiClients[actor]
 				}
+				res := c.send(row, n)
+				path := row.path
 				body := readBody(t, res)
 				require.Equal(t, want, res.StatusCode, "%s %s as %s: %s", tc.method, path, actor, body)
 				require.NotContains(t, body, agentSecret)

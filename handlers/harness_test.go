@@ -174,3 +174,37 @@ func cloneValues(v url.Values) url.Values {
 	}
 	return out
 }
+
+// authzCase is one row of a permission table: a request and the status each
+// kind of caller must get. In path, form values and json, "{n}" becomes a number
+// unique to the row and caller, so rows can create things without colliding.
+type authzCase struct {
+	method, path string
+	form         url.Values // a page form (POST), or
+	json         string     // an API body
+	want         map[string]int
+}
+
+// send performs a table row as this client: API paths as JSON (with the client's
+// bearer token, if any), page GETs as GETs, other page requests as forms.
+func (c *client) send(tc authzCase, n string) *http.Response {
+	c.t.Helper()
+	path := strings.ReplaceAll(tc.path, "{n}", n)
+	switch {
+	case strings.HasPrefix(path, "/api/"):
+		var payload any
+		if tc.json != "" {
+			payload = json.RawMessage(strings.ReplaceAll(tc.json, "{n}", n))
+		}
+		return c.api(tc.method, path, payload)
+	case tc.method == http.MethodGet:
+		return c.get(path)
+	}
+	form := url.Values{}
+	for k, vs := range tc.form {
+		for _, v := range vs {
+			form.Add(k, strings.ReplaceAll(v, "{n}", n))
+		}
+	}
+	return c.postForm(path, form)
+}
