@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -49,6 +50,9 @@ func bindJSON(c echo.Context, v any) error {
 			return models.Errorf(models.EINVALID, "The JSON body is malformed at byte %d.", syntax.Offset)
 		case errors.As(err, &typeErr):
 			return &models.Error{Code: models.EINVALID, Field: typeErr.Field, Message: fmt.Sprintf("field %q must be %s", typeErr.Field, typeErr.Type)}
+		}
+		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return &models.Error{Code: models.EINVALID, Field: strings.Trim(field, `"`), Message: "unknown field " + field}
 		}
 		return models.Errorf(models.EINVALID, "The JSON body is invalid: %s.", err.Error())
 	}

@@ -117,17 +117,25 @@ func apiTaskOf(ctx context.Context, t models.Task) apiTask {
 	return out
 }
 
+// apiListBenchmarks pages through the benchmarks in memory: a deployment hosts
+// a handful, never enough to need a query per page.
 func (s *Server) apiListBenchmarks(c echo.Context) error {
+	page, perPage, err := pageParams(c)
+	if err != nil {
+		return err
+	}
 	list, err := s.store.ListBenchmarks(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	items := make([]apiBenchmark, len(list))
-	for i, b := range list {
-		items[i] = apiBenchmark{Slug: b.Slug, Name: b.Name, Description: b.Description, Format: b.Format,
-			Version: b.Version, Tasks: b.Tasks, Subsets: b.Subsets, Sites: b.Sites, Published: b.Published}
+	from := min((page-1)*perPage, len(list))
+	to := min(from+perPage, len(list))
+	items := make([]apiBenchmark, 0, to-from)
+	for _, b := range list[from:to] {
+		items = append(items, apiBenchmark{Slug: b.Slug, Name: b.Name, Description: b.Description, Format: b.Format,
+			Version: b.Version, Tasks: b.Tasks, Subsets: b.Subsets, Sites: b.Sites, Published: b.Published})
 	}
-	return c.JSON(http.StatusOK, listResponse{Items: items, Page: 1, PerPage: len(items), Total: len(items)})
+	return c.JSON(http.StatusOK, listResponse{Items: items, Page: page, PerPage: perPage, Total: len(list), HasMore: to < len(list)})
 }
 
 func (s *Server) apiShowBenchmark(c echo.Context) error {

@@ -127,3 +127,25 @@ func TestErrors(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
 	require.JSONEq(t, `{"error":{"code":"not_found","message":"There is nothing at this address."}}`, readBody(t, res))
 }
+
+func TestAPI_ErrorsNameTheField(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := withToken(t, b, b.admin)
+	res := c.api(http.MethodPost, "/api/v1/teams", map[string]any{"name": "Lab", "bogus": 1})
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	require.JSONEq(t, `{"error":{"code":"invalid","field":"bogus","message":"unknown field \"bogus\""}}`, readBody(t, res))
+
+	res = c.api(http.MethodPost, "/api/v1/teams", map[string]any{"name": ""})
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	var got struct {
+		Error struct{ Code, Field, Message string }
+	}
+	decodeJSON(t, res, &got)
+	require.Equal(t, "invalid", got.Error.Code)
+	require.Equal(t, "name", got.Error.Field)
+
+	res = c.api(http.MethodGet, "/api/v1/benchmarks?per_page=0", nil)
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	require.Contains(t, readBody(t, res), `"field":"per_page"`)
+}

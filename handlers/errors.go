@@ -85,7 +85,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 	case c.Request().Method == http.MethodHead:
 		renderErr = c.NoContent(status)
 	case isAPI(c):
-		renderErr = c.JSON(status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+		body := map[string]string{"code": code, "message": msg}
+		if field := models.ErrorField(err); field != "" {
+			body["field"] = field
+		}
+		renderErr = c.JSON(status, map[string]any{"error": body})
 	case isHTMX(c):
 		renderErr = s.render(c, status, web.ErrorFragment(msg))
 	default:
