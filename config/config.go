@@ -33,6 +33,7 @@ const (
 	EnvS3UseSSL        = "PROCTOR_S3_USE_SSL"
 	EnvSecretKey       = "PROCTOR_SECRET_KEY"
 	EnvAgentAllowHosts = "PROCTOR_AGENT_ALLOW_HOSTS"
+	EnvTrustedProxies  = "PROCTOR_TRUSTED_PROXIES"
 	EnvLogLevel        = "PROCTOR_LOG_LEVEL"
 	EnvLogFormat       = "PROCTOR_LOG_FORMAT"
 )
@@ -71,8 +72,11 @@ type Config struct {
 	SecretKey       string
 	SecretKeyFile   string // where a generated key lives when PROCTOR_SECRET_KEY is unset
 	AgentAllowHosts []string
-	LogLevel        slog.Level
-	LogFormat       string // text or json
+	// TrustedProxies are the networks whose X-Forwarded-For header is believed
+	// when working out a client's address; empty means only the direct peer counts.
+	TrustedProxies []*net.IPNet
+	LogLevel       slog.Level
+	LogFormat      string // text or json
 }
 
 // Load reads the configuration from getenv, with overrides (keyed by environment
@@ -171,6 +175,26 @@ func Load(getenv func(string) string, overrides map[string]string) (*Config, err
 			continue
 		}
 		c.AgentAllowHosts = append(c.AgentAllowHosts, h)
+	}
+
+	for _, p := range strings.Split(get(EnvTrustedProxies), ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if !strings.Contains(p, "/") {
+			if ip := net.ParseIP(p); ip != nil && ip.To4() != nil {
+				p += "/32"
+			} else {
+				p += "/128"
+			}
+		}
+		_, ipnet, err := net.ParseCIDR(p)
+		if err != nil {
+			bad(EnvTrustedProxies, "%q is not an IP address or CIDR range", p)
+			continue
+		}
+		c.TrustedProxies = append(c.TrustedProxies, ipnet)
 	}
 
 	switch lvl := strings.ToLower(orDefault(get(EnvLogLevel), "info")); lvl {

@@ -44,17 +44,18 @@ func TestLoad(t *testing.T) {
 	})
 	t.Run("EveryBadValueReported", func(t *testing.T) {
 		_, err := config.Load(env(map[string]string{
-			config.EnvAddr:         "nonsense",
-			config.EnvBaseURL:      "ftp://x",
-			config.EnvDatabaseURL:  "mysql://x",
-			config.EnvArtifactsURL: "s3://UPPER",
-			config.EnvS3UseSSL:     "maybe",
-			config.EnvSecretKey:    "short",
-			config.EnvLogLevel:     "loud",
+			config.EnvAddr:           "nonsense",
+			config.EnvBaseURL:        "ftp://x",
+			config.EnvDatabaseURL:    "mysql://x",
+			config.EnvArtifactsURL:   "s3://UPPER",
+			config.EnvS3UseSSL:       "maybe",
+			config.EnvSecretKey:      "short",
+			config.EnvLogLevel:       "loud",
+			config.EnvTrustedProxies: "10.0.0.0/8, not-an-ip",
 		}), nil)
 		require.Error(t, err)
 		lines := strings.Split(err.Error(), "\n")
-		for _, name := range []string{config.EnvAddr, config.EnvBaseURL, config.EnvDatabaseURL, config.EnvArtifactsURL, config.EnvS3UseSSL, config.EnvSecretKey, config.EnvLogLevel} {
+		for _, name := range []string{config.EnvAddr, config.EnvBaseURL, config.EnvDatabaseURL, config.EnvArtifactsURL, config.EnvS3UseSSL, config.EnvSecretKey, config.EnvLogLevel, config.EnvTrustedProxies} {
 			found := false
 			for _, l := range lines {
 				found = found || strings.HasPrefix(l, name+": ")

@@ -51,6 +51,45 @@ func (s *Server) limitImportBody(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// guardUploads refuses upload POSTs from anyone but an administrator before a
+// byte of the body is read, then parses the multipart form with bounded memory
+// (larger parts spool to temporary files) so that the CSRF check can read its
+// field without loading the upload.
+func (s *Server) guardUploads(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !isUpload(c) {
+			return next(c)
+		}
+		u := currentUser(c)
+		switch {
+		case u == nil:
+			return models.Errorf(models.EUNAUTHORIZED, "You must be signed in.")
+		case !u.IsAdmin:
+			return models.Errorf(models.EFORBIDDEN, "Only administrators may import benchmarks.")
+		}
+		if err := s.parseUploadForm(c.Request()); err != nil {
+			return err
+		}
+		return next(c)
+	}
+}
+
+// parseUploadForm parses a multipart upload once (later calls are no-ops),
+// holding at most importFormMemory in memory.
+func (s *Server) parseUploadForm(req *http.Request) error {
+	err := req.ParseMultipartForm(importFormMemory)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &tooLarge):
+		return tooLargeUpload(s.opts.MaxImportBytes)
+	case errors.Is(err, http.ErrNotMultipart), errors.Is(err, http.ErrMissingBoundary):
+		return models.Errorf(models.EINVALID, "Send the import as multipart/form-data.")
+	}
+	return &models.Error{Code: models.EINVALID, Message: "The upload could not be read.", Err: err}
+}
+
 func tooLargeUpload(limit int64) error {
 	return &models.Error{Code: models.ETOOLARGE, Field: "dataset",
 		Message: fmt.Sprintf("The upload is larger than %d MiB.", limit>>20)}
@@ -110,16 +149,8 @@ func (u *importUpload) close() {
 // subset_name_N / subset_file_N — and parses the files, streaming them from the
 // request's parts. Errors name the form field at fault.
 func (s *Server) readImport(c echo.Context) (*importUpload, error) {
-	req := c.Request()
-	if err := req.ParseMultipartForm(importFormMemory); err != nil {
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-			return nil, tooLargeUpload(s.opts.MaxImportBytes)
-		case errors.Is(err, http.ErrNotMultipart), errors.Is(err, http.ErrMissingBoundary):
-			return nil, models.Errorf(models.EINVALID, "Send the import as multipart/form-data.")
-		}
-		return nil, &models.Error{Code: models.EINVALID, Message: "The upload could not be read.", Err: err}
+	if err := s.parseUploadForm(c.Request()); err != nil {
+		return nil, err
 	}
 	up := &importUpload{}
 	ok := false

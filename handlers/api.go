@@ -62,18 +62,19 @@ func bindJSON(c echo.Context, v any) error {
 	return nil
 }
 
-// Page bounds for listings.
+// Page bounds for listings; maxPage keeps offsets far from overflow.
 const (
 	defaultPerPage = 50
 	maxPerPage     = 200
+	maxPage        = 1_000_000
 )
 
 // pageParams reads ?page= (from 1) and ?per_page= with bounds; EINVALID otherwise.
 func pageParams(c echo.Context) (page, perPage int, err error) {
 	page, perPage = 1, defaultPerPage
 	if v := c.QueryParam("page"); v != "" {
-		if page, err = strconv.Atoi(v); err != nil || page < 1 {
-			return 0, 0, &models.Error{Code: models.EINVALID, Field: "page", Message: "page must be a positive integer"}
+		if page, err = strconv.Atoi(v); err != nil || page < 1 || page > maxPage {
+			return 0, 0, &models.Error{Code: models.EINVALID, Field: "page", Message: fmt.Sprintf("page must be an integer from 1 to %d", maxPage)}
 		}
 	}
 	if v := c.QueryParam("per_page"); v != "" {

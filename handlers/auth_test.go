@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -148,4 +150,87 @@ func TestAPI_ErrorsNameTheField(t *testing.T) {
 	res = c.api(http.MethodGet, "/api/v1/benchmarks?per_page=0", nil)
 	require.Equal(t, http.StatusBadRequest, res.StatusCode)
 	require.Contains(t, readBody(t, res), `"field":"per_page"`)
+
+	for _, path := range []string{"/api/v1/benchmarks", "/api/v1/teams", "/api/v1/agents", "/teams", "/agents"} {
+		res = c.api(http.MethodGet, path+"?page=4611686018427387905", nil)
+		require.Equal(t, http.StatusBadRequest, res.StatusCode, path)
+	}
 }
+
+func TestSafeNext(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for next, want := range map[string]string{
+		"/teams/lab":           "/teams/lab",
+		"/benchmarks?site=x":   "/benchmarks?site=x",
+		"//evil.example/":      "/",
+		"/\\evil.example":      "/",
+		"/\t/evil.example":     "/",
+		"/\n/evil.example":     "/",
+		"https://evil.example": "/",
+		"javascript:alert(1)":  "/",
+		"evil.example":         "/",
+	} {
+		c := b.anonymous(t)
+		res := c.postForm("/login", url.Values{"email": {"admin@example.org"}, "password": {"correct horse battery"}, "next": {next}})
+		require.Equal(t, http.StatusSeeOther, res.StatusCode, next)
+		loc := res.Header.Get("Location")
+		if want == "/" {
+			require.Equal(t, "/?notice=signed-in", loc, "next=%q", next)
+		} else {
+			require.Equal(t, want, loc, "next=%q", next)
+		}
+	}
+}
+
+// TestClientAddress: without trusted proxies a forged X-Forwarded-For changes
+// nothing, so the login limit still applies to the real peer.
+func TestClientAddress_ForwardedForIgnored(t *testing.T) {
+	t.Parallel()
+	db := storagetest.OpenSQLite(t)
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 2}, handlers.Deps{
+		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c := (&testBundle{srv: srv, db: db}).anonymous(t)
+	var codes []int
+	for i := 0; i < 4; i++ {
+		form := url.Values{"email": {"victim" + strconv.Itoa(i) + "@example.org"}, "password": {"guess guess guess"}, "_csrf": {c.csrf()}}
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/login", strings.NewReader(form.Encode()))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Forwarded-For", "203.0.113."+strconv.Itoa(i))
+		codes = append(codes, c.do(req).StatusCode)
+	}
+	require.Equal(t, []int{401, 401, 429, 429}, codes)
+}
+
+func TestRequestLog_HidesInviteTokens(t *testing.T) {
+	t.Parallel()
+	db := storagetest.OpenSQLite(t)
+	var logs syncBuffer
+	h, err := handlers.New(handlers.Options{}, handlers.Deps{
+		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c := (&testBundle{srv: srv, db: db}).anonymous(t)
+	c.get("/invites/inv_secretsecretsecret")
+	require.Contains(t, logs.String(), "path=/invites/:token")
+	require.NotContains(t, logs.String(), "inv_secretsecretsecret")
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -47,8 +48,12 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		if strings.HasPrefix(req.URL.Path, "/static/") || req.URL.Path == "/healthz" {
 			level = slog.LevelDebug
 		}
+		path := req.URL.Path
+		if strings.Contains(c.Path(), ":token") {
+			path = c.Path() // invitation links are credentials: log the route, not the token
+		}
 		s.requestLogger(c).Log(req.Context(), level, "request",
-			"method", req.Method, "path", req.URL.Path, "status", res.Status,
+			"method", req.Method, "path", path, "status", res.Status,
 			"bytes", res.Size, "duration_ms", time.Since(start).Milliseconds(), "user_id", models.ActorFrom(req.Context()).UserID)
 		return nil
 	}
@@ -204,9 +209,20 @@ func isAPI(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path,
 
 func isHTMX(c echo.Context) bool { return c.Request().Header.Get("HX-Request") == "true" }
 
-// safeNext keeps post-login redirects on this site.
+// safeNext keeps post-login redirects on this site: only a path that starts
+// with a single slash, with no scheme, host, backslash or control character
+// (browsers drop tabs and newlines, so "/\t/evil.example" would leave the site).
 func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if next == "" || next[0] != '/' || strings.HasPrefix(next, "//") {
+		return "/"
+	}
+	for _, r := range next {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return "/"
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || strings.HasPrefix(u.Path, "//") {
 		return "/"
 	}
 	return next

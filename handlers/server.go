@@ -8,6 +8,7 @@ import (
 	"context"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -24,6 +25,10 @@ type Options struct {
 	MaxImportBytes int64
 	// LoginAttemptsPerMinute limits password attempts per client address and email.
 	LoginAttemptsPerMinute int
+	// TrustedProxies are the networks whose X-Forwarded-For is believed; without
+	// any, the client address is the TCP peer and forwarding headers are ignored,
+	// so nobody can dodge rate limits or forge audit addresses with a header.
+	TrustedProxies []*net.IPNet
 }
 
 // Pinger is a dependency /readyz checks.
@@ -52,7 +57,13 @@ type Store interface {
 	BenchmarkStore
 }
 
-// isUploadRoute reports whether a route applies its own, larger body limit.
+// isUpload reports whether a request is an upload POST, which skips the global
+// body limit for the larger one that limitImportBody applies before routing.
+func isUpload(c echo.Context) bool {
+	return c.Request().Method == http.MethodPost && isUploadRoute(c.Path())
+}
+
+// isUploadRoute reports whether a route pattern or path takes large uploads.
 func isUploadRoute(path string) bool {
 	switch path {
 	case "/admin/benchmarks/import", "/api/v1/benchmarks/import":
@@ -94,6 +105,14 @@ func New(opts Options, deps Deps) (*Server, error) {
 		limiter: newAttemptLimiter(opts.LoginAttemptsPerMinute, time.Minute, deps.Now),
 	}
 	e.HTTPErrorHandler = s.handleError
+	e.IPExtractor = echo.ExtractIPDirect()
+	if len(opts.TrustedProxies) > 0 {
+		trust := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, n := range opts.TrustedProxies {
+			trust = append(trust, echo.TrustIPRange(n))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
+	}
 	e.Pre(middleware.RemoveTrailingSlashWithConfig(middleware.TrailingSlashConfig{RedirectCode: http.StatusMovedPermanently}))
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{TargetHeader: echo.HeaderXRequestID}))
 	e.Use(s.logRequests)
@@ -101,9 +120,10 @@ func New(opts Options, deps Deps) (*Server, error) {
 	e.Use(securityHeaders)
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
 		Limit:   "2M",
-		Skipper: func(c echo.Context) bool { return isUploadRoute(c.Path()) },
+		Skipper: func(c echo.Context) bool { return isUpload(c) },
 	}))
 	e.Use(s.authenticate)
+	e.Use(s.guardUploads)
 	e.Use(s.checkCSRF)
 	s.routes()
 	return s, nil

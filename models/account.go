@@ -144,10 +144,11 @@ func NormalizeEmail(email string) (string, error) {
 	return email, nil
 }
 
-// Password length bounds.
+// Password length bounds, in bytes. bcrypt reads at most 72 bytes, so longer
+// passwords are refused rather than silently truncated.
 const (
 	MinPasswordLength = 10
-	MaxPasswordLength = 128
+	MaxPasswordLength = 72
 )
 
 // ValidatePassword enforces the password policy; EINVALID otherwise.
@@ -156,7 +157,7 @@ func ValidatePassword(pw string) error {
 	case len(pw) < MinPasswordLength:
 		return FieldError("password", "password must be at least %d characters", MinPasswordLength)
 	case len(pw) > MaxPasswordLength:
-		return FieldError("password", "password must be at most %d characters", MaxPasswordLength)
+		return FieldError("password", "password must be at most %d bytes", MaxPasswordLength)
 	}
 	return nil
 }

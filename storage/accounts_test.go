@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -29,6 +30,9 @@ func TestStore_Accounts(t *testing.T) {
 			_, err := db.CreateUser(ctx, "bad", "", "a long enough password", false)
 			require.Equal(t, models.EINVALID, models.ErrorCode(err))
 			_, err = db.CreateUser(ctx, "ok@example.org", "", "short", false)
+			require.Equal(t, "password", models.ErrorField(err))
+			_, err = db.CreateUser(ctx, "ok@example.org", "", strings.Repeat("long passphrase ", 6), false)
+			require.Equal(t, models.EINVALID, models.ErrorCode(err), "bcrypt reads only 72 bytes: longer is refused, not truncated")
 			require.Equal(t, "password", models.ErrorField(err))
 		})
 		t.Run("Authenticate", func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"proctor/handlers"
@@ -27,8 +28,9 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 	defer app.Close()
 
 	srv, err := handlers.New(handlers.Options{
-		BaseURL:       app.Config.BaseURL,
-		SecureCookies: len(app.Config.BaseURL) > 8 && app.Config.BaseURL[:8] == "https://",
+		BaseURL:        app.Config.BaseURL,
+		SecureCookies:  strings.HasPrefix(app.Config.BaseURL, "https://"),
+		TrustedProxies: app.Config.TrustedProxies,
 	}, handlers.Deps{
 		Store: app.DB, Artifacts: app.Artifacts, ArtifactHandler: app.ArtifactHandler,
 		Static: static.Files(), Logger: app.Log,
@@ -43,7 +45,9 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 	httpServer := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		// Bounds slow uploads; a 256 MiB benchmark import needs well under this.
+		ReadTimeout: 15 * time.Minute,
+		IdleTimeout: 120 * time.Second,
 	}
 	url := "http://" + ln.Addr().String()
 	app.Log.Info("serving", "addr", ln.Addr().String(), "url", url, "base_url", app.Config.BaseURL,
