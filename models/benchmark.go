@@ -102,11 +102,14 @@ type Site struct {
 // Task is one benchmark task. EvalSpec, ReferenceAnswers and ReferenceActions are
 // hidden: they never reach agents, teams or public pages.
 type Task struct {
-	ID               int64
-	VersionID        int64
-	ExternalID       string
-	Position         int
-	Intent           string
+	ID         int64
+	VersionID  int64
+	ExternalID string
+	Position   int
+	Intent     string
+	// SearchText is the intent folded to lower case in Go, so that searching is
+	// case-insensitive for all of Unicode on SQLite too (its LOWER folds ASCII only).
+	SearchText       string
 	IntentTemplate   string
 	StartURLs        JSONStrings
 	Sites            JSONStrings

@@ -171,6 +171,22 @@ func (db *DB) updateAgent(ctx context.Context, teamSlug, agentSlug string, chang
 		if err := q.First(&row).Error; err != nil {
 			return wrap(err, "agent")
 		}
+		// Apply the change again to the row as it is now, so a concurrent edit
+		// of other fields is kept rather than overwritten by the earlier read.
+		fresh := row
+		if err := change(&fresh); err != nil {
+			return err
+		}
+		fresh.ID, fresh.TeamID, fresh.Slug, fresh.Team = row.ID, row.TeamID, row.Slug, nil
+		if err := fresh.Validate(); err != nil {
+			return err
+		}
+		if fresh.EndpointURL != next.EndpointURL {
+			// The endpoint changed underneath us and was not checked against SSRF.
+			return models.Errorf(models.ECONFLICT, "The agent was changed by someone else while saving; reload and try again.")
+		}
+		next = fresh
+		next.UpdatedAt = now
 		stored, err := db.openAgentSecrets(&row)
 		if err != nil {
 			return err
@@ -269,7 +285,7 @@ func (db *DB) ListAgents(ctx context.Context, teamSlug string) (*TeamAgents, err
 		return nil, err
 	}
 	var out []models.Agent
-	if err := db.q(ctx).Select(agentColumns).Where("team_id = ?", team.ID).Order("name, id").Find(&out).Error; err != nil {
+	if err := db.q(ctx).Select(agentColumns).Where("team_id = ?", team.ID).Order("LOWER(name), id").Find(&out).Error; err != nil {
 		return nil, wrap(err, "agents")
 	}
 	manage, err := db.agentManager(ctx)
@@ -322,7 +338,7 @@ func (db *DB) ListAllAgents(ctx context.Context, page, perPage int) ([]models.Ag
 		return nil, 0, wrap(err, "agents")
 	}
 	var out []models.Agent
-	err := db.q(ctx).Select(agentColumns).Preload("Team").Order("agents.name, agents.id").
+	err := db.q(ctx).Select(agentColumns).Preload("Team").Order("LOWER(agents.name), agents.id").
 		Offset((page - 1) * perPage).Limit(perPage).Find(&out).Error
 	if err != nil {
 		return nil, 0, wrap(err, "agents")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -394,5 +395,50 @@ func TestStore_ListAgents(t *testing.T) {
 			require.Empty(t, list[0].EndpointURL)
 			require.Equal(t, "lab", list[0].Team.Slug)
 		})
+	})
+}
+
+// TestStore_PatchAgentConcurrent: two edits of different fields that overlap both
+// survive; the slower one re-applies its change to the row as it is at commit.
+func TestStore_PatchAgentConcurrent(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newAgentFixture(t, db)
+		a := &models.Agent{Name: "Walker", Kind: models.AgentHTTP, EndpointURL: "https://agent.example.com/step"}
+		require.NoError(t, db.CreateAgent(f.member, "lab", a, nil))
+
+		// A guard whose next lookup blocks until released, holding the first
+		// edit between its checks and its transaction.
+		v, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
+		require.NoError(t, err)
+		var block atomic.Bool
+		entered, release := make(chan struct{}), make(chan struct{})
+		g := netguard.New(nil, nil)
+		g.LookupIP = func(context.Context, string) ([]net.IP, error) {
+			if block.CompareAndSwap(true, false) {
+				close(entered)
+				<-release
+			}
+			return []net.IP{net.ParseIP("93.184.216.34")}, nil
+		}
+		db.UseAgentDeps(v, g)
+
+		renamed, described := "Renamed", "Now with retries"
+		block.Store(true)
+		done := make(chan error, 1)
+		go func() {
+			_, err := db.PatchAgent(f.member, "lab", a.Slug, &models.AgentPatch{Name: &renamed}, nil, nil)
+			done <- err
+		}()
+		<-entered
+		_, err = db.PatchAgent(f.member, "lab", a.Slug, &models.AgentPatch{Description: &described}, nil, nil)
+		require.NoError(t, err)
+		close(release)
+		require.NoError(t, <-done)
+
+		got, err := db.AgentBySlug(f.member, "lab", a.Slug)
+		require.NoError(t, err)
+		require.Equal(t, renamed, got.Name)
+		require.Equal(t, described, got.Description, "the overlapping edit is kept")
 	})
 }

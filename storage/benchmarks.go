@@ -179,6 +179,7 @@ func insertTasks(tx *gorm.DB, versionID int64, ds *importer.Dataset) error {
 		t.ID = 0
 		t.VersionID = versionID
 		t.Position = i
+		t.SearchText = strings.ToLower(t.Intent)
 		if t.SiteKey == "" {
 			t.SiteKey = models.SiteKeyOf(t.Sites)
 		}
@@ -700,7 +701,7 @@ func filteredTasks(q *gorm.DB, versionID int64, f models.TaskFilter) *gorm.DB {
 			WHERE st.task_id = t.id AND s.version_id = ? AND s.name = ?)`, versionID, f.Subset)
 	}
 	if f.Query != "" {
-		tx = tx.Where("LOWER(t.intent) LIKE ? ESCAPE '!'", likePattern(f.Query))
+		tx = tx.Where("t.search_text LIKE ? ESCAPE '!'", likePattern(f.Query))
 	}
 	return tx
 }

@@ -495,3 +495,22 @@ func TestStore_ImportWebArenaVerified(t *testing.T) {
 		t.Logf("identical re-import checked in %v", time.Since(start))
 	})
 }
+
+// TestStore_SearchIsUnicodeCaseInsensitive: the intent search folds case for all
+// of Unicode on both databases (SQLite's LOWER folds ASCII only).
+func TestStore_SearchIsUnicodeCaseInsensitive(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		ds := parseBenchFixture(t, `{"id": "e1", "intent": "Order an Éclair for the ÜBER team", "start_urls": ["__SHOPPING__"]}
+{"id": "e2", "intent": "Order a croissant", "start_urls": ["__SHOPPING__"]}
+`)
+		_, err := db.ImportBenchmark(benchSystemCtx(), "bakery", ds, "bakery.jsonl")
+		require.NoError(t, err)
+		for _, q := range []string{"éclair", "ÉCLAIR", "Éclair", "über", "ÜBER TEAM"} {
+			tasks, total, err := db.ListTasks(context.Background(), "bakery", models.TaskFilter{Query: q})
+			require.NoError(t, err, q)
+			require.Equal(t, 1, total, q)
+			require.Equal(t, "e1", tasks[0].ExternalID, q)
+		}
+	})
+}

@@ -149,6 +149,7 @@ CREATE TABLE tasks (
     external_id       TEXT NOT NULL,
     position          INTEGER NOT NULL,
     intent            TEXT NOT NULL,
+    search_text       TEXT NOT NULL DEFAULT '',
     intent_template   TEXT NOT NULL DEFAULT '',
     start_urls        TEXT NOT NULL DEFAULT '[]',
     sites             TEXT NOT NULL DEFAULT '[]',
