@@ -3,19 +3,17 @@ package handlers
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
 	"proctor/models"
-	"proctor/storage"
 	"proctor/web"
 )
 
 // TokenStore is what API-token authentication and the account pages need.
 type TokenStore interface {
 	TokenUser(ctx context.Context, token string) (*models.User, error)
-	AccountOverview(ctx context.Context) (*storage.Account, error)
+	AccountOverview(ctx context.Context) (*models.Account, error)
 	CreateAPIToken(ctx context.Context, name string) (*models.APIToken, string, error)
 	ListAPITokens(ctx context.Context) ([]models.APIToken, error)
 	RevokeAPIToken(ctx context.Context, id int64) (*models.APIToken, error)
@@ -57,7 +55,7 @@ func (s *Server) createToken(c echo.Context) error {
 }
 
 func (s *Server) revokeToken(c echo.Context) error {
-	id, err := tokenIDParam(c)
+	id, err := int64Param(c, "id")
 	if err != nil {
 		return err
 	}
@@ -65,13 +63,4 @@ func (s *Server) revokeToken(c echo.Context) error {
 		return err
 	}
 	return redirect(c, "/account?notice=saved")
-}
-
-// tokenIDParam reads the :id path parameter; ENOTFOUND when it is not an id.
-func tokenIDParam(c echo.Context) (int64, error) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, models.Errorf(models.ENOTFOUND, "Token %q not found.", c.Param("id"))
-	}
-	return id, nil
 }

@@ -26,7 +26,7 @@ func actorCtx(c *client) context.Context {
 // withToken returns a copy of c that authenticates with a new API token.
 func withToken(t *testing.T, b *testBundle, c *client) *client {
 	t.Helper()
-	unique, _ := storage.NewToken("")
+	unique, _ := models.NewToken("")
 	_, plain, err := b.db.CreateAPIToken(actorCtx(c), "test "+unique[:10])
 	require.NoError(t, err)
 	cp := *c

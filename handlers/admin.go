@@ -194,8 +194,9 @@ func (s *Server) readImport(c echo.Context) (*importUpload, error) {
 			return nil, models.FieldError(nameField, "name this subset (lower-case letters, digits and hyphens)")
 		case file == nil:
 			return nil, models.FieldError(fileField, "choose the file of subset %q", name)
-		case name == models.SubsetFull || !models.ValidSlug(name):
-			return nil, models.FieldError(nameField, "%q is not a valid subset name: use lower-case letters, digits and hyphens (not %q)", name, models.SubsetFull)
+		}
+		if err := models.ValidateSubsetName(name); err != nil {
+			return nil, models.FieldError(nameField, "%s", models.ErrorMessage(err))
 		}
 		if _, dup := fieldOf[name]; dup {
 			return nil, models.FieldError(nameField, "subset %q is given twice", name)

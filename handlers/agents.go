@@ -9,13 +9,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"proctor/models"
-	"proctor/storage"
 	"proctor/web"
 )
 
 // AgentStore is what the agent pages and the agent API need from storage.
 type AgentStore interface {
-	ListAgents(ctx context.Context, teamSlug string) (*storage.TeamAgents, error)
+	ListAgents(ctx context.Context, teamSlug string) (*models.TeamAgents, error)
 	ListAllAgents(ctx context.Context, page, perPage int) ([]models.Agent, int, error)
 	AgentBySlug(ctx context.Context, teamSlug, agentSlug string) (*models.Agent, error)
 	AgentTeam(ctx context.Context, teamSlug string) (*models.Team, error)

@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"proctor/models"
-	"proctor/storage"
 )
 
 // apiAccountRoutes registers the caller's own account and API tokens.
@@ -152,7 +151,7 @@ func (s *Server) apiCreateToken(c echo.Context) error {
 }
 
 func (s *Server) apiRevokeToken(c echo.Context) error {
-	id, err := tokenIDParam(c)
+	id, err := int64Param(c, "id")
 	if err != nil {
 		return err
 	}
@@ -203,7 +202,7 @@ func (s *Server) apiShowTeam(c echo.Context) error {
 	return c.JSON(http.StatusOK, toAPITeamDetail(d))
 }
 
-func toAPITeamDetail(d *storage.TeamDetail) apiTeamDetail {
+func toAPITeamDetail(d *models.TeamDetail) apiTeamDetail {
 	out := apiTeamDetail{apiTeam: toAPITeam(d.Team)}
 	if d.MembersVisible {
 		members := make([]apiMember, 0, len(d.Members))
@@ -237,7 +236,7 @@ func (s *Server) apiCreateInvite(c echo.Context) error {
 }
 
 func (s *Server) apiRemoveMember(c echo.Context) error {
-	userID, err := userIDParam(c)
+	userID, err := int64Param(c, "userID")
 	if err != nil {
 		return err
 	}

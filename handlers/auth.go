@@ -2,16 +2,13 @@ package handlers
 
 import (
 	"context"
-
-	"github.com/a-h/templ"
 	"net/http"
 	"net/url"
-	"strings"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"proctor/models"
-	"proctor/storage"
 	"proctor/web"
 )
 
@@ -63,7 +60,7 @@ func (s *Server) showLogin(c echo.Context) error {
 
 func (s *Server) login(c echo.Context) error {
 	f := formOf(c, "email", "next")
-	email := strings.ToLower(strings.TrimSpace(c.FormValue("email")))
+	email := models.CanonicalEmail(c.FormValue("email"))
 	if !s.limiter.allow("login-ip:"+c.RealIP(), "login-email:"+email) {
 		err := models.Errorf(models.ERATELIMIT, "Too many attempts. Wait a minute and try again.")
 		return s.formError(c, err, web.LoginPage(s.page(c, "Log in"), f.WithError(err)))
@@ -101,7 +98,7 @@ func (s *Server) startSession(c echo.Context, u *models.User) error {
 	if err != nil {
 		return err
 	}
-	s.setCookie(c, sessionCookie, token, storage.SessionTTL)
+	s.setCookie(c, sessionCookie, token, models.SessionTTL)
 	return nil
 }
 

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"net/http"
-	"net/url"
 
 	"github.com/labstack/echo/v4"
 
@@ -107,18 +106,4 @@ func taskFilterOf(c echo.Context) (models.TaskFilter, error) {
 		Page:       page,
 		PerPage:    perPage,
 	}.Normalized(), nil
-}
-
-// pathParam returns a path parameter decoded. Echo routes on the raw path when
-// the URL holds escapes such as %2F (then parameters arrive still escaped) and on
-// the decoded path otherwise; this way task ids with any character round-trip.
-func pathParam(c echo.Context, name string) string {
-	v := c.Param(name)
-	if c.Request().URL.RawPath == "" {
-		return v
-	}
-	if u, err := url.PathUnescape(v); err == nil {
-		return u
-	}
-	return v
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"proctor/models"
-	"proctor/storage"
 )
 
 const (
@@ -144,7 +143,7 @@ func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 			if cookie, err := c.Request().Cookie(csrfCookie); err == nil && len(cookie.Value) >= 32 {
 				token = cookie.Value
 			} else {
-				token, _ = storage.NewToken("")
+				token, _ = models.NewToken("")
 				s.setCookie(c, csrfCookie, token, 0)
 			}
 			c.Set(ctxCSRF, token)

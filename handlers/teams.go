@@ -4,22 +4,20 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
 	"proctor/models"
-	"proctor/storage"
 	"proctor/web"
 )
 
 // TeamStore is what the team pages and the team API need from storage.
 type TeamStore interface {
-	ListTeams(ctx context.Context, page, perPage int) ([]storage.TeamSummary, int, error)
+	ListTeams(ctx context.Context, page, perPage int) ([]models.TeamSummary, int, error)
 	CreateTeam(ctx context.Context, name, slug, description string) (*models.Team, error)
-	TeamDetails(ctx context.Context, slug string) (*storage.TeamDetail, error)
-	CreateTeamInvite(ctx context.Context, slug, role string) (*storage.InviteDetail, string, error)
-	InviteByToken(ctx context.Context, token string) (*storage.InviteDetail, error)
+	TeamDetails(ctx context.Context, slug string) (*models.TeamDetail, error)
+	CreateTeamInvite(ctx context.Context, slug, role string) (*models.InviteDetail, string, error)
+	InviteByToken(ctx context.Context, token string) (*models.InviteDetail, error)
 	AcceptTeamInvite(ctx context.Context, token string) (*models.Team, error)
 	RemoveTeamMember(ctx context.Context, slug string, userID int64) error
 	LeaveTeam(ctx context.Context, slug string) error
@@ -128,7 +126,7 @@ func (s *Server) leaveTeam(c echo.Context) error {
 
 func (s *Server) removeMember(c echo.Context) error {
 	slug := c.Param("slug")
-	userID, err := userIDParam(c)
+	userID, err := int64Param(c, "userID")
 	if err != nil {
 		return err
 	}
@@ -140,7 +138,7 @@ func (s *Server) removeMember(c echo.Context) error {
 
 func (s *Server) changeMemberRole(c echo.Context) error {
 	slug := c.Param("slug")
-	userID, err := userIDParam(c)
+	userID, err := int64Param(c, "userID")
 	if err != nil {
 		return err
 	}
@@ -166,13 +164,4 @@ func (s *Server) acceptInvite(c echo.Context) error {
 		return err
 	}
 	return redirect(c, "/teams/"+url.PathEscape(t.Slug)+"?notice=joined")
-}
-
-// userIDParam reads the :userID path parameter; ENOTFOUND when it is not an id.
-func userIDParam(c echo.Context) (int64, error) {
-	id, err := strconv.ParseInt(c.Param("userID"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, models.Errorf(models.ENOTFOUND, "Member %q not found.", c.Param("userID"))
-	}
-	return id, nil
 }

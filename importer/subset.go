@@ -133,13 +133,10 @@ func decimalID(id string) (int64, bool) {
 	return v, true
 }
 
-// checkSubsetName enforces slug names and keeps "full" for the implicit subset.
+// checkSubsetName applies models.ValidateSubsetName, naming where the subset came from.
 func checkSubsetName(name, where string) error {
-	if name == models.SubsetFull {
-		return invalid(where, "the name %q is reserved for the implicit subset of every task", models.SubsetFull)
-	}
-	if !models.ValidSlug(name) {
-		return invalid(where, "%q is not a valid subset name: use lower-case letters, digits and hyphens", name)
+	if err := models.ValidateSubsetName(name); err != nil {
+		return invalid(where, "%s", models.ErrorMessage(err))
 	}
 	return nil
 }

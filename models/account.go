@@ -84,6 +84,14 @@ type APIToken struct {
 	RevokedAt  *time.Time
 }
 
+// Account is what the account page shows: the user, their teams and their tokens.
+type Account struct {
+	User *User
+	// Memberships of the user, each with its Team, by team name.
+	Memberships []Membership
+	Tokens      []APIToken
+}
+
 // AuditEvent records who did what and when, for security-relevant actions.
 type AuditEvent struct {
 	ID        int64
@@ -134,9 +142,16 @@ func Slugify(name string) string {
 	return s
 }
 
-// NormalizeEmail validates an address and returns it lower-cased; EINVALID otherwise.
+// CanonicalEmail is the form emails are stored and looked up in: trimmed and
+// lower-cased. It does not validate; NormalizeEmail does.
+func CanonicalEmail(email string) string {
+	return strings.ToLower(strings.TrimSpace(email))
+}
+
+// NormalizeEmail validates an address and returns it in canonical form; EINVALID
+// otherwise.
 func NormalizeEmail(email string) (string, error) {
-	email = strings.ToLower(strings.TrimSpace(email))
+	email = CanonicalEmail(email)
 	addr, err := mail.ParseAddress(email)
 	if err != nil || addr.Address != email || len(email) > 254 {
 		return "", FieldError("email", "%q is not a valid email address", email)

@@ -2,7 +2,6 @@ package models
 
 import (
 	"encoding/json"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -46,6 +45,14 @@ type Agent struct {
 	// CanManage is set by storage when the caller may edit the agent (a member of
 	// its team or an admin); the endpoint URL is blanked for everyone else.
 	CanManage bool `gorm:"-"`
+}
+
+// TeamAgents is a team's agent registry as one caller sees it.
+type TeamAgents struct {
+	Team   *Team
+	Agents []Agent
+	// CanManage is true for the team's members and administrators.
+	CanManage bool
 }
 
 // Limits on agent secrets.
@@ -251,8 +258,8 @@ func (a *Agent) Validate() error {
 		if len(link) > 2000 {
 			return FieldError(field, "the link must be at most 2000 characters")
 		}
-		if u, err := url.Parse(link); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return FieldError(field, "%q is not an http(s) link", link)
+		if _, err := ParseHTTPURL(link, "link"); err != nil {
+			return FieldError(field, "%s", ErrorMessage(err))
 		}
 	}
 	switch a.Kind {
@@ -268,12 +275,8 @@ func (a *Agent) Validate() error {
 		return FieldError("endpoint_url", "the endpoint URL must be at most 2000 characters")
 	}
 	if a.EndpointURL != "" {
-		u, err := url.Parse(a.EndpointURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return FieldError("endpoint_url", "%q is not an http or https URL", a.EndpointURL)
-		}
-		if u.User != nil {
-			return FieldError("endpoint_url", "credentials in the endpoint URL are not allowed; store them as secrets")
+		if _, err := ParseHTTPURL(a.EndpointURL, "endpoint URL"); err != nil {
+			return FieldError("endpoint_url", "%s", ErrorMessage(err))
 		}
 	}
 	if a.Config != "" {

@@ -47,6 +47,18 @@ const (
 // SubsetFull names the implicit subset holding every task of a version.
 const SubsetFull = "full"
 
+// ValidateSubsetName checks the name of a named subset: a slug, and not "full",
+// which every version has implicitly. EINVALID on the field "subset" otherwise.
+func ValidateSubsetName(name string) error {
+	if name == SubsetFull {
+		return FieldError("subset", "the name %q is reserved for the implicit subset of every task", SubsetFull)
+	}
+	if !ValidSlug(name) {
+		return FieldError("subset", "%q is not a valid subset name: use lower-case letters, digits and hyphens", name)
+	}
+	return nil
+}
+
 // MultiSite is the site key of a task that spans more than one site.
 const MultiSite = "multi-site"
 

@@ -103,8 +103,12 @@ type Attempt struct {
 	DurationMS   int64
 	FinalAnswer  string // JSON
 	HARKey       string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// Tries counts episode starts; a restarted episode (worker lost, environment
+	// retry) starts clean under a new namespace and artifact prefix.
+	Tries     int
+	Namespace string // the sandbox/site namespace of the current try
+	CreatedAt time.Time
+	UpdatedAt time.Time
 
 	Task *Task `gorm:"foreignKey:TaskID"`
 }

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 
@@ -116,23 +115,11 @@ func (g *Guard) Allowed(host string) bool { return g.allow[canonicalHost(host)] 
 // resolves to must be public. Refusals are EINVALID errors on the endpoint_url
 // field saying what was refused and why.
 func (g *Guard) CheckURL(ctx context.Context, raw string) error {
-	u, err := url.Parse(strings.TrimSpace(raw))
+	u, err := models.ParseHTTPURL(raw, "endpoint URL")
 	if err != nil {
-		return models.FieldError(Field, "%q is not a valid URL", raw)
-	}
-	if u.Scheme == "" {
-		return models.FieldError(Field, "%q must start with http:// or https://", raw)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return models.FieldError(Field, "%q must use http or https, not %q", raw, u.Scheme)
-	}
-	if u.User != nil {
-		return models.FieldError(Field, "credentials in the endpoint URL are not allowed; store them as secrets")
+		return models.FieldError(Field, "%s", models.ErrorMessage(err))
 	}
 	host := u.Hostname()
-	if host == "" {
-		return models.FieldError(Field, "%q has no host", raw)
-	}
 	if port := u.Port(); port != "" {
 		if _, err := netip.ParseAddrPort("127.0.0.1:" + port); err != nil {
 			return models.FieldError(Field, "%q has an invalid port %q", raw, port)

@@ -2,10 +2,7 @@ package storage
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -15,26 +12,6 @@ import (
 
 	"proctor/models"
 )
-
-// SessionTTL is how long an idle session stays valid.
-const SessionTTL = 30 * 24 * time.Hour
-
-// NewToken returns a random URL-safe token with the given prefix and the
-// SHA-256 hex of it, which is what the database stores.
-func NewToken(prefix string) (plain, hash string) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic(fmt.Sprintf("crypto/rand failed: %v", err)) // the OS RNG never fails on Linux
-	}
-	plain = prefix + base64.RawURLEncoding.EncodeToString(b)
-	return plain, HashToken(plain)
-}
-
-// HashToken returns the SHA-256 hex of a token.
-func HashToken(plain string) string {
-	sum := sha256.Sum256([]byte(plain))
-	return hex.EncodeToString(sum[:])
-}
 
 // CreateUser registers a user with a bcrypt-hashed password. EINVALID for a bad
 // email or password, ECONFLICT when the email is taken.
@@ -64,8 +41,9 @@ func (db *DB) CreateUser(ctx context.Context, email, name, password string, admi
 	return u, nil
 }
 
-// SetUserPassword replaces a user's password (used by `proctor user create` on an
-// existing account). EINVALID for a weak password, ENOTFOUND for an unknown email.
+// SetUserPassword replaces a user's password and, when admin is set, makes the
+// user an administrator (it never demotes); `proctor user set-password` uses it.
+// EINVALID for a weak password or a malformed email, ENOTFOUND for an unknown one.
 func (db *DB) SetUserPassword(ctx context.Context, email, password string, admin bool) (*models.User, error) {
 	if err := models.ValidatePassword(password); err != nil {
 		return nil, err
@@ -81,9 +59,12 @@ func (db *DB) SetUserPassword(ctx context.Context, email, password string, admin
 	var u models.User
 	err = db.tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Where("email = ?", email).First(&u).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return &models.Error{Code: models.ENOTFOUND, Field: "email", Message: fmt.Sprintf("no account has the email %q", email), Err: err}
+			}
 			return wrap(err, "user")
 		}
-		return tx.Model(&u).Updates(map[string]any{"password_hash": string(hash), "is_admin": admin || u.IsAdmin}).Error
+		return wrap(tx.Model(&u).Updates(map[string]any{"password_hash": string(hash), "is_admin": admin || u.IsAdmin}).Error, "user")
 	})
 	if err != nil {
 		return nil, err
@@ -95,7 +76,7 @@ func (db *DB) SetUserPassword(ctx context.Context, email, password string, admin
 // every failure, so the response does not reveal which accounts exist.
 func (db *DB) Authenticate(ctx context.Context, email, password string) (*models.User, error) {
 	fail := models.Errorf(models.EUNAUTHORIZED, "Email or password is incorrect.")
-	email = strings.ToLower(strings.TrimSpace(email))
+	email = models.CanonicalEmail(email)
 	var u models.User
 	err := db.q(ctx).Where("email = ?", email).First(&u).Error
 	if err != nil {
@@ -121,23 +102,14 @@ func (db *DB) UserByID(ctx context.Context, id int64) (*models.User, error) {
 	return &u, nil
 }
 
-// UserByEmail loads a user by email; ENOTFOUND when missing.
-func (db *DB) UserByEmail(ctx context.Context, email string) (*models.User, error) {
-	var u models.User
-	if err := db.q(ctx).Where("email = ?", strings.ToLower(strings.TrimSpace(email))).First(&u).Error; err != nil {
-		return nil, wrap(err, "user")
-	}
-	return &u, nil
-}
-
 // CreateSession starts a session for a user and returns the cookie token.
 func (db *DB) CreateSession(ctx context.Context, userID int64, userAgent, ip string) (string, *models.Session, error) {
-	plain, hash := NewToken("")
-	csrf, _ := NewToken("")
+	plain, hash := models.NewToken("")
+	csrf, _ := models.NewToken("")
 	now := db.now()
 	s := &models.Session{
 		ID: hash, UserID: userID, CSRFToken: csrf, UserAgent: truncate(userAgent, 300), IP: ip,
-		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(SessionTTL),
+		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(models.SessionTTL),
 	}
 	if err := db.q(ctx).Create(s).Error; err != nil {
 		return "", nil, wrap(err, "session")
@@ -152,7 +124,7 @@ func (db *DB) SessionUser(ctx context.Context, token string) (*models.Session, *
 		return nil, nil, models.Errorf(models.EUNAUTHORIZED, "Not signed in.")
 	}
 	var s models.Session
-	err := db.q(ctx).Where("id = ?", HashToken(token)).First(&s).Error
+	err := db.q(ctx).Where("id = ?", models.HashToken(token)).First(&s).Error
 	if err != nil {
 		if models.ErrorCode(wrap(err, "session")) == models.ENOTFOUND {
 			return nil, nil, models.Errorf(models.EUNAUTHORIZED, "Your session has ended; sign in again.")
@@ -165,7 +137,7 @@ func (db *DB) SessionUser(ctx context.Context, token string) (*models.Session, *
 		return nil, nil, models.Errorf(models.EUNAUTHORIZED, "Your session has ended; sign in again.")
 	}
 	if now.Sub(s.LastSeenAt) > time.Minute {
-		s.LastSeenAt, s.ExpiresAt = now, now.Add(SessionTTL)
+		s.LastSeenAt, s.ExpiresAt = now, now.Add(models.SessionTTL)
 		if err := db.q(ctx).Model(&s).Updates(map[string]any{"last_seen_at": s.LastSeenAt, "expires_at": s.ExpiresAt}).Error; err != nil {
 			return nil, nil, wrap(err, "session")
 		}
@@ -179,7 +151,7 @@ func (db *DB) SessionUser(ctx context.Context, token string) (*models.Session, *
 
 // DeleteSession ends a session (log out).
 func (db *DB) DeleteSession(ctx context.Context, token string) error {
-	return wrap(db.q(ctx).Where("id = ?", HashToken(token)).Delete(&models.Session{}).Error, "session")
+	return wrap(db.q(ctx).Where("id = ?", models.HashToken(token)).Delete(&models.Session{}).Error, "session")
 }
 
 // DeleteExpiredSessions removes sessions past their expiry and returns how many.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -65,5 +66,63 @@ func TestStore_Accounts(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, users, 1)
 		})
+	})
+}
+
+func TestStore_SetUserPassword(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		u := acctUser(t, db, "ops@example.org", false)
+
+		got, err := db.SetUserPassword(ctx, " OPS@example.org ", "a brand new password", true)
+		require.NoError(t, err)
+		require.Equal(t, u.ID, got.ID)
+		require.True(t, got.IsAdmin)
+		_, err = db.Authenticate(ctx, "ops@example.org", "correct horse battery")
+		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err), "the old password no longer works")
+		auth, err := db.Authenticate(ctx, "ops@example.org", "a brand new password")
+		require.NoError(t, err)
+		require.True(t, auth.IsAdmin)
+
+		_, err = db.SetUserPassword(ctx, "ops@example.org", "yet another password", false)
+		require.NoError(t, err)
+		auth, err = db.Authenticate(ctx, "ops@example.org", "yet another password")
+		require.NoError(t, err)
+		require.True(t, auth.IsAdmin, "without admin the flag is kept, never removed")
+
+		t.Run("ErrNotFound", func(t *testing.T) {
+			_, err := db.SetUserPassword(ctx, "nobody@example.org", "a brand new password", false)
+			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
+			require.Contains(t, models.ErrorMessage(err), "nobody@example.org")
+		})
+		t.Run("EINVALID", func(t *testing.T) {
+			_, err := db.SetUserPassword(ctx, "ops@example.org", "short", false)
+			require.Equal(t, "password", models.ErrorField(err))
+			_, err = db.SetUserPassword(ctx, "not an email", "a brand new password", false)
+			require.Equal(t, "email", models.ErrorField(err))
+		})
+	})
+}
+
+func TestStore_DeleteExpiredSessions(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		u := acctUser(t, db, "sessions@example.org", false)
+		live, _, err := db.CreateSession(ctx, u.ID, "test", "127.0.0.1")
+		require.NoError(t, err)
+		_, old, err := db.CreateSession(ctx, u.ID, "test", "127.0.0.1")
+		require.NoError(t, err)
+		require.NoError(t, db.Gorm().Model(old).Update("expires_at", time.Now().UTC().Add(-time.Hour)).Error)
+
+		n, err := db.DeleteExpiredSessions(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
+		_, _, err = db.SessionUser(ctx, live)
+		require.NoError(t, err, "live sessions are kept")
+		n, err = db.DeleteExpiredSessions(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n)
 	})
 }

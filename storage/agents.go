@@ -269,17 +269,9 @@ func (db *DB) AgentBySlug(ctx context.Context, teamSlug, agentSlug string) (*mod
 	return &a, nil
 }
 
-// TeamAgents is a team's agent registry as one caller sees it.
-type TeamAgents struct {
-	Team   *models.Team
-	Agents []models.Agent
-	// CanManage is true for the team's members and administrators.
-	CanManage bool
-}
-
 // ListAgents returns a team's agents by name to anyone, redacted as in
 // AgentBySlug. ENOTFOUND for an unknown team.
-func (db *DB) ListAgents(ctx context.Context, teamSlug string) (*TeamAgents, error) {
+func (db *DB) ListAgents(ctx context.Context, teamSlug string) (*models.TeamAgents, error) {
 	team, err := db.TeamBySlug(ctx, teamSlug)
 	if err != nil {
 		return nil, err
@@ -296,7 +288,7 @@ func (db *DB) ListAgents(ctx context.Context, teamSlug string) (*TeamAgents, err
 		out[i].Team = team
 		redactAgent(&out[i], manage)
 	}
-	return &TeamAgents{Team: team, Agents: out, CanManage: manage(team.ID)}, nil
+	return &models.TeamAgents{Team: team, Agents: out, CanManage: manage(team.ID)}, nil
 }
 
 // AgentTeam returns the team when the caller may register agents in it, for the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -225,8 +224,8 @@ func insertTasks(tx *gorm.DB, versionID int64, ds *importer.Dataset) error {
 	for _, s := range ds.Subsets {
 		sub := models.Subset{VersionID: versionID, Name: s.Name, Description: s.Description,
 			Checksum: s.Checksum, TaskCount: len(s.ExternalIDs)}
-		if s.Name == "" || s.Name == models.SubsetFull {
-			return models.Errorf(models.EINVALID, "subset %q: not a valid subset name", s.Name)
+		if err := models.ValidateSubsetName(s.Name); err != nil {
+			return models.Errorf(models.EINVALID, "subset %q: %s", s.Name, models.ErrorMessage(err))
 		}
 		if err := tx.Create(&sub).Error; err != nil {
 			return wrap(err, fmt.Sprintf("subset %q", s.Name))
@@ -419,9 +418,8 @@ func checkHTTPURL(field, raw string) (string, error) {
 	if raw == "" {
 		return "", nil
 	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return "", models.FieldError(field, "%q is not an absolute http(s) URL such as http://shopping.internal:7770", raw)
+	if _, err := models.ParseHTTPURL(raw, "site URL"); err != nil {
+		return "", models.FieldError(field, "%s; a site URL looks like http://shopping.internal:7770", models.ErrorMessage(err))
 	}
 	return strings.TrimRight(raw, "/"), nil
 }
@@ -615,19 +613,9 @@ func (db *DB) BenchmarkDetail(ctx context.Context, slug string) (*models.Benchma
 	return d, nil
 }
 
-// BenchmarkFacets lists the distinct sites (with multi-site when tasks span
-// several), task types, difficulties, domains, attributes and subsets of the
-// current version, sorted, for the task browser's filters. ENOTFOUND like
-// BenchmarkBySlug.
-func (db *DB) BenchmarkFacets(ctx context.Context, slug string) (*models.BenchmarkFacets, error) {
-	q := db.q(ctx)
-	b, err := visibleBenchmark(ctx, q, slug)
-	if err != nil {
-		return nil, err
-	}
-	return facetsOf(q, b)
-}
-
+// facetsOf lists the distinct sites (with multi-site when tasks span several),
+// task types, difficulties, domains, attributes and subsets of b's current
+// version, sorted, for the task browser's filters.
 func facetsOf(q *gorm.DB, b *models.Benchmark) (*models.BenchmarkFacets, error) {
 	f := &models.BenchmarkFacets{}
 	if b.CurrentVersionID == nil {

@@ -343,16 +343,16 @@ func TestStore_ListTasks(t *testing.T) {
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 		})
 		t.Run("Facets", func(t *testing.T) {
-			f, err := db.BenchmarkFacets(ctx, "mini")
+			p, err := db.BrowseTasks(ctx, "mini", models.TaskFilter{})
 			require.NoError(t, err)
-			require.Equal(t, &models.BenchmarkFacets{
+			require.Equal(t, models.BenchmarkFacets{
 				Sites:        []string{"gitlab", "reddit", "shopping", models.MultiSite},
 				TaskTypes:    []string{"action", "qa"},
 				Difficulties: []string{"easy", "hard", "medium"},
 				Domains:      []string{"e-commerce", "software"},
 				Attributes:   []string{"action-based", "multi-website", "multihop", "structured"},
 				Subsets:      []string{"smoke"},
-			}, f)
+			}, p.Facets)
 		})
 		t.Run("Browse", func(t *testing.T) {
 			p, err := db.BrowseTasks(ctx, "mini", models.TaskFilter{Difficulty: "easy", PerPage: 1})

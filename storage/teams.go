@@ -22,40 +22,9 @@ const (
 	maxTeamDescriptionLength = 2000
 )
 
-// TeamSummary is a team with its member count, for listings.
-type TeamSummary struct {
-	models.Team
-	MemberCount int
-}
-
-// TeamDetail is what a team's page shows to the context's actor.
-type TeamDetail struct {
-	Team models.Team
-	// Members (with their User) are filled only when MembersVisible.
-	Members        []models.Membership
-	MembersVisible bool
-	// Viewer is the actor's own membership, nil when the actor is not a member.
-	Viewer *models.Membership
-	// CanManage reports whether the actor may invite, remove and change roles
-	// (an owner of the team or an administrator).
-	CanManage bool
-}
-
-// InviteDetail is an invitation with the team it leads to.
-type InviteDetail struct {
-	Invite models.TeamInvite
-	Team   models.Team
-}
-
 // TeamBySlug loads a team by its slug; ENOTFOUND when there is none.
 func (db *DB) TeamBySlug(ctx context.Context, slug string) (*models.Team, error) {
 	return teamBySlug(db.q(ctx), slug, false)
-}
-
-// MembershipOf returns a user's membership of a team; ENOTFOUND when the user is
-// not a member.
-func (db *DB) MembershipOf(ctx context.Context, teamID, userID int64) (*models.Membership, error) {
-	return membershipOf(db.q(ctx), teamID, userID)
 }
 
 // RequireTeamMember returns the context's actor when it may act as a member of
@@ -65,24 +34,9 @@ func (db *DB) RequireTeamMember(ctx context.Context, teamID int64) (models.Actor
 	return requireTeamRole(ctx, db.q(ctx), teamID, false)
 }
 
-// RequireTeamOwner returns the context's actor when it may act as an owner of the
-// team: EUNAUTHORIZED for anonymous callers, EFORBIDDEN for members who are not
-// owners and for non-members; admins and the system always pass.
-func (db *DB) RequireTeamOwner(ctx context.Context, teamID int64) (models.Actor, error) {
-	return requireTeamRole(ctx, db.q(ctx), teamID, true)
-}
-
-// TeamsOfUser lists the teams a user belongs to, by name.
-func (db *DB) TeamsOfUser(ctx context.Context, userID int64) ([]models.Team, error) {
-	var out []models.Team
-	err := db.q(ctx).Joins("JOIN memberships ON memberships.team_id = teams.id").
-		Where("memberships.user_id = ?", userID).Order("LOWER(teams.name), teams.id").Find(&out).Error
-	return out, wrap(err, "teams")
-}
-
 // ListTeams returns one page (from 1) of every team with its member count, by
 // name, and the total number of teams. Team listings are public.
-func (db *DB) ListTeams(ctx context.Context, page, perPage int) ([]TeamSummary, int, error) {
+func (db *DB) ListTeams(ctx context.Context, page, perPage int) ([]models.TeamSummary, int, error) {
 	if page < 1 || perPage < 1 {
 		return nil, 0, models.Errorf(models.EINVALID, "page and per_page must be positive")
 	}
@@ -90,7 +44,7 @@ func (db *DB) ListTeams(ctx context.Context, page, perPage int) ([]TeamSummary, 
 	if err := db.q(ctx).Model(&models.Team{}).Count(&total).Error; err != nil {
 		return nil, 0, wrap(err, "teams")
 	}
-	out := []TeamSummary{}
+	out := []models.TeamSummary{}
 	err := db.q(ctx).Model(&models.Team{}).
 		Select("teams.*, (SELECT COUNT(*) FROM memberships WHERE memberships.team_id = teams.id) AS member_count").
 		Order("LOWER(teams.name), teams.id").Limit(perPage).Offset((page - 1) * perPage).Scan(&out).Error
@@ -154,14 +108,14 @@ func (db *DB) CreateTeam(ctx context.Context, name, slug, description string) (*
 
 // TeamDetails returns a team as the context's actor may see it: everyone sees the
 // team; members and admins also see the member list. ENOTFOUND for an unknown slug.
-func (db *DB) TeamDetails(ctx context.Context, slug string) (*TeamDetail, error) {
+func (db *DB) TeamDetails(ctx context.Context, slug string) (*models.TeamDetail, error) {
 	q := db.q(ctx)
 	t, err := teamBySlug(q, slug, false)
 	if err != nil {
 		return nil, err
 	}
 	a := models.ActorFrom(ctx)
-	d := &TeamDetail{Team: *t}
+	d := &models.TeamDetail{Team: *t}
 	if a.UserID != 0 {
 		m, err := membershipOf(q, t.ID, a.UserID)
 		switch models.ErrorCode(err) {
@@ -188,14 +142,14 @@ func (db *DB) TeamDetails(ctx context.Context, slug string) (*TeamDetail, error)
 // (member when empty), valid for InviteTTL, and returns it with its plaintext
 // token, which is never stored. EUNAUTHORIZED when nobody is signed in,
 // ENOTFOUND for an unknown team, EFORBIDDEN for non-owners, EINVALID (field role).
-func (db *DB) CreateTeamInvite(ctx context.Context, slug, role string) (*InviteDetail, string, error) {
+func (db *DB) CreateTeamInvite(ctx context.Context, slug, role string) (*models.InviteDetail, string, error) {
 	if role == "" {
 		role = models.RoleMember
 	}
 	if err := validRole(role); err != nil {
 		return nil, "", err
 	}
-	var d InviteDetail
+	var d models.InviteDetail
 	var plain string
 	err := db.tx(ctx, func(tx *gorm.DB) error {
 		t, err := teamBySlug(tx, slug, false)
@@ -210,9 +164,9 @@ func (db *DB) CreateTeamInvite(ctx context.Context, slug, role string) (*InviteD
 			return models.Errorf(models.EFORBIDDEN, "An invitation needs a user as its author; the system actor has no account.")
 		}
 		var hash string
-		plain, hash = NewToken("inv_")
+		plain, hash = models.NewToken("inv_")
 		now := db.now()
-		d = InviteDetail{Team: *t, Invite: models.TeamInvite{TeamID: t.ID, TokenHash: hash, Role: role, CreatedBy: a.UserID, CreatedAt: now, ExpiresAt: now.Add(InviteTTL)}}
+		d = models.InviteDetail{Team: *t, Invite: models.TeamInvite{TeamID: t.ID, TokenHash: hash, Role: role, CreatedBy: a.UserID, CreatedAt: now, ExpiresAt: now.Add(InviteTTL)}}
 		if err := tx.Create(&d.Invite).Error; err != nil {
 			return wrap(err, "invitation")
 		}
@@ -228,7 +182,7 @@ func (db *DB) CreateTeamInvite(ctx context.Context, slug, role string) (*InviteD
 // would check it, so the confirmation page can say what is wrong up front.
 // EUNAUTHORIZED when nobody is signed in, ENOTFOUND for an unknown token,
 // ECONFLICT when it is used or expired or the actor is already a member.
-func (db *DB) InviteByToken(ctx context.Context, token string) (*InviteDetail, error) {
+func (db *DB) InviteByToken(ctx context.Context, token string) (*models.InviteDetail, error) {
 	a, err := models.RequireUser(ctx)
 	if err != nil {
 		return nil, err
@@ -283,9 +237,9 @@ func (db *DB) AcceptTeamInvite(ctx context.Context, token string) (*models.Team,
 
 // checkInvite loads an invitation and its team and checks that actor a may use
 // it; lock takes the team's row lock first (inside a transaction).
-func (db *DB) checkInvite(q *gorm.DB, a models.Actor, token string, lock bool) (*InviteDetail, error) {
-	var d InviteDetail
-	if err := q.Where("token_hash = ?", HashToken(token)).First(&d.Invite).Error; err != nil {
+func (db *DB) checkInvite(q *gorm.DB, a models.Actor, token string, lock bool) (*models.InviteDetail, error) {
+	var d models.InviteDetail
+	if err := q.Where("token_hash = ?", models.HashToken(token)).First(&d.Invite).Error; err != nil {
 		if models.ErrorCode(wrap(err, "invitation")) == models.ENOTFOUND {
 			return nil, models.Errorf(models.ENOTFOUND, "This invitation link is not valid.")
 		}
@@ -419,8 +373,10 @@ func keepAnOwner(tx *gorm.DB, t *models.Team, m *models.Membership, why string) 
 	return nil
 }
 
-// requireTeamRole is RequireTeamMember (ownerOnly false) or RequireTeamOwner
-// (ownerOnly true) on the given query handle, so it also works inside a transaction.
+// requireTeamRole returns the context's actor when it may act as a member of the
+// team (as an owner when ownerOnly): EUNAUTHORIZED for anonymous callers,
+// EFORBIDDEN otherwise; admins and the system always pass. It runs on the given
+// query handle, so it also works inside a transaction.
 func requireTeamRole(ctx context.Context, q *gorm.DB, teamID int64, ownerOnly bool) (models.Actor, error) {
 	a, err := models.RequireUser(ctx)
 	if err != nil || a.Privileged() {

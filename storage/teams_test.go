@@ -13,6 +13,19 @@ import (
 	"proctor/storage/storagetest"
 )
 
+// memberRole returns a user's role in a team, "" when the user is not a member,
+// read from the table itself.
+func memberRole(t *testing.T, db *storage.DB, teamID, userID int64) string {
+	t.Helper()
+	var roles []string
+	require.NoError(t, db.Gorm().Model(&models.Membership{}).
+		Where("team_id = ? AND user_id = ?", teamID, userID).Pluck("role", &roles).Error)
+	if len(roles) == 0 {
+		return ""
+	}
+	return roles[0]
+}
+
 func TestStore_Teams(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
@@ -50,8 +63,6 @@ func TestStore_Teams(t *testing.T) {
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 			_, err = db.TeamDetails(anon, "nope")
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-			_, err = db.MembershipOf(anon, team.ID, stranger.ID)
-			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 		})
 
 		// The owner invites a member through a link.
@@ -61,7 +72,7 @@ func TestStore_Teams(t *testing.T) {
 		require.Equal(t, team.Slug, created.Team.Slug)
 		require.Equal(t, models.RoleMember, inv.Role)
 		require.WithinDuration(t, time.Now().Add(storage.InviteTTL), inv.ExpiresAt, time.Minute)
-		require.Equal(t, storage.HashToken(plain), inv.TokenHash)
+		require.Equal(t, models.HashToken(plain), inv.TokenHash)
 
 		t.Run("InviteOwnersOnly", func(t *testing.T) {
 			_, _, err := db.CreateTeamInvite(anon, team.Slug, "member")
@@ -100,8 +111,7 @@ func TestStore_Teams(t *testing.T) {
 			_, err = db.AcceptTeamInvite(acctCtx(stranger), plain)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			require.Contains(t, models.ErrorMessage(err), "This invitation has expired")
-			_, err = db.MembershipOf(anon, team.ID, stranger.ID)
-			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "nothing half-written")
+			require.Empty(t, memberRole(t, db, team.ID, stranger.ID), "nothing half-written")
 		})
 		t.Run("InviteAlreadyMember", func(t *testing.T) {
 			_, plain, err := db.CreateTeamInvite(acctCtx(owner), team.Slug, "member")
@@ -126,23 +136,7 @@ func TestStore_Teams(t *testing.T) {
 			_, err = db.RequireTeamMember(models.WithActor(anon, models.SystemActor()), team.ID)
 			require.NoError(t, err)
 		})
-		t.Run("RequireTeamOwner", func(t *testing.T) {
-			_, err := db.RequireTeamOwner(anon, team.ID)
-			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-			for _, u := range []*models.User{member, stranger} {
-				_, err = db.RequireTeamOwner(acctCtx(u), team.ID)
-				require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err), u.Email)
-			}
-			for _, ctx := range []context.Context{acctCtx(owner), acctCtx(admin), models.WithActor(anon, models.SystemActor())} {
-				_, err = db.RequireTeamOwner(ctx, team.ID)
-				require.NoError(t, err)
-			}
-		})
-		t.Run("TeamsOfUser", func(t *testing.T) {
-			teams, err := db.TeamsOfUser(anon, member.ID)
-			require.NoError(t, err)
-			require.Len(t, teams, 1)
-			require.Equal(t, team.ID, teams[0].ID)
+		t.Run("AccountMemberships", func(t *testing.T) {
 			acc, err := db.AccountOverview(acctCtx(member))
 			require.NoError(t, err)
 			require.Len(t, acc.Memberships, 1)
@@ -200,9 +194,7 @@ func TestStore_Teams(t *testing.T) {
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 			require.NoError(t, db.SetTeamMemberRole(acctCtx(admin), team.Slug, member.ID, models.RoleOwner))
 			require.NoError(t, db.SetTeamMemberRole(acctCtx(member), team.Slug, owner.ID, models.RoleMember))
-			m, err := db.MembershipOf(anon, team.ID, owner.ID)
-			require.NoError(t, err)
-			require.Equal(t, models.RoleMember, m.Role)
+			require.Equal(t, models.RoleMember, memberRole(t, db, team.ID, owner.ID))
 			// Back to the original roles.
 			require.NoError(t, db.SetTeamMemberRole(acctCtx(member), team.Slug, owner.ID, models.RoleOwner))
 			require.NoError(t, db.SetTeamMemberRole(acctCtx(owner), team.Slug, member.ID, models.RoleMember))
@@ -228,16 +220,13 @@ func TestStore_Teams(t *testing.T) {
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
 
 			require.NoError(t, db.LeaveTeam(acctCtx(member), team.Slug))
-			_, err = db.MembershipOf(anon, team.ID, member.ID)
-			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
+			require.Empty(t, memberRole(t, db, team.ID, member.ID))
 
 			_, plain, err := db.CreateTeamInvite(acctCtx(admin), team.Slug, models.RoleOwner)
 			require.NoError(t, err)
 			_, err = db.AcceptTeamInvite(acctCtx(stranger), plain)
 			require.NoError(t, err)
-			m, err := db.MembershipOf(anon, team.ID, stranger.ID)
-			require.NoError(t, err)
-			require.Equal(t, models.RoleOwner, m.Role)
+			require.Equal(t, models.RoleOwner, memberRole(t, db, team.ID, stranger.ID))
 			require.NoError(t, db.RemoveTeamMember(acctCtx(stranger), team.Slug, owner.ID), "a second owner may remove the first")
 			err = db.RemoveTeamMember(acctCtx(admin), team.Slug, stranger.ID)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "admins cannot empty a team of owners either")

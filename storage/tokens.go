@@ -30,7 +30,7 @@ func (db *DB) TokenUser(ctx context.Context, token string) (*models.User, error)
 		return nil, fail
 	}
 	var t models.APIToken
-	err := db.q(ctx).Where("token_hash = ? AND revoked_at IS NULL", HashToken(token)).First(&t).Error
+	err := db.q(ctx).Where("token_hash = ? AND revoked_at IS NULL", models.HashToken(token)).First(&t).Error
 	if err != nil {
 		if models.ErrorCode(wrap(err, "token")) == models.ENOTFOUND {
 			return nil, fail
@@ -66,7 +66,7 @@ func (db *DB) CreateAPIToken(ctx context.Context, name string) (*models.APIToken
 	case utf8.RuneCountInString(name) > maxTokenNameLength:
 		return nil, "", models.FieldError("name", "name must be at most %d characters", maxTokenNameLength)
 	}
-	plain, hash := NewToken(APITokenPrefix)
+	plain, hash := models.NewToken(APITokenPrefix)
 	t := &models.APIToken{UserID: a.UserID, Name: name, Prefix: plain[:tokenDisplayLength], TokenHash: hash, CreatedAt: db.now()}
 	conflict := &models.Error{Code: models.ECONFLICT, Field: "name", Message: fmt.Sprintf("a token named %q already exists", name)}
 	err = db.tx(ctx, func(tx *gorm.DB) error {
@@ -134,17 +134,9 @@ func (db *DB) RevokeAPIToken(ctx context.Context, id int64) (*models.APIToken, e
 	return &t, nil
 }
 
-// Account is what the account page shows: the user, their teams and their tokens.
-type Account struct {
-	User *models.User
-	// Memberships of the user, each with its Team, by team name.
-	Memberships []models.Membership
-	Tokens      []models.APIToken
-}
-
 // AccountOverview returns the signed-in user's account, teams and API tokens.
 // EUNAUTHORIZED when nobody is signed in, EFORBIDDEN for the system actor.
-func (db *DB) AccountOverview(ctx context.Context) (*Account, error) {
+func (db *DB) AccountOverview(ctx context.Context) (*models.Account, error) {
 	a, err := models.RequireUser(ctx)
 	if err != nil {
 		return nil, err
@@ -156,7 +148,7 @@ func (db *DB) AccountOverview(ctx context.Context) (*Account, error) {
 	if err != nil {
 		return nil, err
 	}
-	acc := &Account{User: u}
+	acc := &models.Account{User: u}
 	err = db.q(ctx).Preload("Team").Joins("JOIN teams ON teams.id = memberships.team_id").
 		Where("memberships.user_id = ?", a.UserID).Order("LOWER(teams.name), teams.id").Find(&acc.Memberships).Error
 	if err != nil {

@@ -50,7 +50,7 @@ func TestStore_APITokens(t *testing.T) {
 		t.Run("StoredHashedNotPlain", func(t *testing.T) {
 			var stored models.APIToken
 			require.NoError(t, db.Gorm().First(&stored, tok.ID).Error)
-			require.Equal(t, storage.HashToken(plain), stored.TokenHash)
+			require.Equal(t, models.HashToken(plain), stored.TokenHash)
 			require.NotContains(t, stored.TokenHash, plain)
 			var n int64
 			require.NoError(t, db.Gorm().Model(&models.APIToken{}).Where("token_hash = ? OR prefix = ? OR name = ?", plain, plain, plain).Count(&n).Error)

@@ -54,7 +54,7 @@ func (p *Program) commands() []command {
 		{"migrate", "apply database and queue migrations, then exit", (*Program).migrate},
 		{"import", "import a benchmark: import --format FORMAT --name SLUG FILE [--subset NAME=FILE …]", (*Program).importBenchmark},
 		{"benchmark", "inspect benchmarks: benchmark list | benchmark show SLUG [--json]", (*Program).benchmark},
-		{"user", "manage users: user create [--admin] [--password-stdin] EMAIL | user list", (*Program).user},
+		{"user", "manage users: user create [--admin] [--password-stdin] EMAIL | user set-password [--admin] [--password-stdin] EMAIL | user list", (*Program).user},
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"proctor/models"
 )
 
 // testEnv is an environment pointing every verb at a scratch data folder.
@@ -64,6 +67,17 @@ func (e testEnv) serve(t *testing.T) string {
 	return ""
 }
 
+// open opens the environment's (migrated) database and artifact store so a
+// test can look at what a verb did; closed when the test ends.
+func (e testEnv) open(t *testing.T) *App {
+	t.Helper()
+	p := &Program{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string { return e[k] }}
+	app, err := p.openApp(context.Background(), &commonFlags{}, false)
+	require.NoError(t, err)
+	t.Cleanup(app.Close)
+	return app
+}
+
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -89,6 +103,32 @@ func TestServe(t *testing.T) {
 	key, err := os.Stat(filepath.Join(env["PROCTOR_DATA_DIR"], "secret.key"))
 	require.NoError(t, err, "the secret key is generated on first start")
 	require.Equal(t, os.FileMode(0o600), key.Mode().Perm())
+}
+
+func TestServe_DeletesExpiredSessions(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	code, _, stderr := env.run(t, "a long enough password\n", "user", "create", "--password-stdin", "ops@example.org")
+	require.Equal(t, exitOK, code, stderr)
+	app := env.open(t)
+	ctx := context.Background()
+	u, err := app.DB.Authenticate(ctx, "ops@example.org", "a long enough password")
+	require.NoError(t, err)
+	_, live, err := app.DB.CreateSession(ctx, u.ID, "test", "127.0.0.1")
+	require.NoError(t, err)
+	_, expired, err := app.DB.CreateSession(ctx, u.ID, "test", "127.0.0.1")
+	require.NoError(t, err)
+	require.NoError(t, app.DB.Gorm().Model(expired).Update("expires_at", time.Now().UTC().Add(-time.Hour)).Error)
+
+	env.serve(t)
+	sessions := func() []string {
+		var ids []string
+		require.NoError(t, app.DB.Gorm().Model(&models.Session{}).Order("id").Pluck("id", &ids).Error)
+		return ids
+	}
+	require.Eventually(t, func() bool { return len(sessions()) == 1 }, 10*time.Second, 10*time.Millisecond,
+		"serve deletes expired sessions when it starts")
+	require.Equal(t, []string{live.ID}, sessions())
 }
 
 func TestProgram_BadConfig(t *testing.T) {
@@ -159,4 +199,49 @@ func TestProgram_UserCreate(t *testing.T) {
 		require.Equal(t, exitOK, code)
 		require.Contains(t, stdout, "root@example.org")
 	})
+}
+
+func TestProgram_UserSetPassword(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	code, _, stderr := env.run(t, "a long enough password\n", "user", "create", "--password-stdin", "ops@example.org")
+	require.Equal(t, exitOK, code, stderr)
+	ctx := context.Background()
+
+	t.Run("GeneratedPassword", func(t *testing.T) {
+		code, stdout, stderr := env.run(t, "", "user", "set-password", "--admin", "OPS@example.org")
+		require.Equal(t, exitOK, code, stderr)
+		require.Contains(t, stdout, "set the password of admin ops@example.org")
+		_, password, ok := strings.Cut(stdout, "one-time password: ")
+		require.True(t, ok, stdout)
+		password, _, _ = strings.Cut(password, "\n")
+		app := env.open(t)
+		u, err := app.DB.Authenticate(ctx, "ops@example.org", password)
+		require.NoError(t, err, "the new password authenticates")
+		require.True(t, u.IsAdmin, "--admin promotes")
+		_, err = app.DB.Authenticate(ctx, "ops@example.org", "a long enough password")
+		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err), "the old one no longer does")
+	})
+	t.Run("PasswordFromStdin", func(t *testing.T) {
+		code, stdout, stderr := env.run(t, "another long password\n", "user", "set-password", "--password-stdin", "ops@example.org")
+		require.Equal(t, exitOK, code, stderr)
+		require.NotContains(t, stdout, "one-time password")
+		_, err := env.open(t).DB.Authenticate(ctx, "ops@example.org", "another long password")
+		require.NoError(t, err)
+	})
+	for _, tc := range []struct {
+		name, stdin string
+		args        []string
+		code        int
+		want        string
+	}{
+		{"UnknownEmail", "", []string{"nobody@example.org"}, exitNotFound, `no account has the email "nobody@example.org"`},
+		{"WeakPassword", "short\n", []string{"--password-stdin", "ops@example.org"}, exitUsage, "password: password must be at least 10 characters"},
+		{"NoEmail", "", nil, exitUsage, "expected exactly one EMAIL argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := env.run(t, tc.stdin, append([]string{"user", "set-password"}, tc.args...)...)
+			requireOneLineError(t, tc.code, tc.want, code, stdout, stderr)
+		})
+	}
 }

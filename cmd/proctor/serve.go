@@ -26,6 +26,10 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer app.Close()
+	// Deferred after Close, so it runs before it: the sweeper is stopped
+	// before the database closes, on every way out.
+	stopSweeper := app.sweepSessions(ctx, sessionSweepInterval)
+	defer stopSweeper()
 
 	srv, err := handlers.New(handlers.Options{
 		BaseURL:        app.Config.BaseURL,
@@ -69,8 +73,46 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 	if err := httpServer.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		app.Log.Warn("http server shutdown", "error", err.Error())
 	}
+	app.Log.Info("shutting down: session sweeper")
+	stopSweeper()
 	app.Log.Info("shutting down: artifact store and database")
 	return nil
+}
+
+// sessionSweepInterval is how often serve deletes expired sessions.
+const sessionSweepInterval = time.Hour
+
+// sweepSessions deletes expired sessions now and then at every interval until
+// ctx ends or the returned stop is called; stop waits for a sweep in progress
+// and may be called more than once.
+func (app *App) sweepSessions(ctx context.Context, every time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			n, err := app.DB.DeleteExpiredSessions(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				app.Log.Warn("delete expired sessions", "error", err.Error())
+			default:
+				app.Log.Debug("deleted expired sessions", "count", n)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // migrate applies migrations and reports what it did.

@@ -271,6 +271,8 @@ CREATE TABLE attempts (
     duration_ms   BIGINT NOT NULL DEFAULT 0,
     final_answer  TEXT NOT NULL DEFAULT '',
     har_key       TEXT NOT NULL DEFAULT '',
+    tries         BIGINT NOT NULL DEFAULT 0,
+    namespace     TEXT NOT NULL DEFAULT '',
     created_at    TIMESTAMPTZ NOT NULL,
     updated_at    TIMESTAMPTZ NOT NULL,
     UNIQUE (run_id, task_id)

@@ -271,6 +271,8 @@ CREATE TABLE attempts (
     duration_ms   INTEGER NOT NULL DEFAULT 0,
     final_answer  TEXT NOT NULL DEFAULT '',
     har_key       TEXT NOT NULL DEFAULT '',
+    tries         INTEGER NOT NULL DEFAULT 0,
+    namespace     TEXT NOT NULL DEFAULT '',
     created_at    DATETIME NOT NULL,
     updated_at    DATETIME NOT NULL,
     UNIQUE (run_id, task_id)

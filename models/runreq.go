@@ -1,0 +1,139 @@
+package models
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// Run budget defaults and bounds.
+const (
+	DefaultMaxSteps            = 30
+	MaxMaxSteps                = 500
+	DefaultMaxEpisodeSeconds   = 600
+	DefaultMaxAgentCallSeconds = 60
+	MaxParallelism             = 32
+)
+
+// RunRequest is what a team asks for when queuing a run.
+type RunRequest struct {
+	TeamSlug            string
+	AgentSlug           string
+	BenchmarkSlug       string
+	Subset              string // "full" or a subset name
+	MaxSteps            int
+	MaxEpisodeSeconds   int
+	MaxAgentCallSeconds int
+	MaxCost             *float64
+	Parallelism         int
+	Notes               string
+}
+
+// Normalize fills defaults and validates the request, naming the field at fault.
+func (r *RunRequest) Normalize() error {
+	r.Subset = strings.TrimSpace(r.Subset)
+	if r.Subset == "" {
+		r.Subset = SubsetFull
+	}
+	if r.AgentSlug == "" {
+		return FieldError("agent", "choose an agent")
+	}
+	if r.BenchmarkSlug == "" {
+		return FieldError("benchmark", "choose a benchmark")
+	}
+	if r.MaxSteps == 0 {
+		r.MaxSteps = DefaultMaxSteps
+	}
+	if r.MaxSteps < 1 || r.MaxSteps > MaxMaxSteps {
+		return FieldError("max_steps", "max steps must be between 1 and %d", MaxMaxSteps)
+	}
+	if r.MaxEpisodeSeconds == 0 {
+		r.MaxEpisodeSeconds = DefaultMaxEpisodeSeconds
+	}
+	if r.MaxEpisodeSeconds < 10 || r.MaxEpisodeSeconds > 6*3600 {
+		return FieldError("max_episode_seconds", "seconds per episode must be between 10 and 21600")
+	}
+	if r.MaxAgentCallSeconds == 0 {
+		r.MaxAgentCallSeconds = DefaultMaxAgentCallSeconds
+	}
+	if r.MaxAgentCallSeconds < 1 || r.MaxAgentCallSeconds > r.MaxEpisodeSeconds {
+		return FieldError("max_agent_call_seconds", "seconds per agent call must be between 1 and the seconds per episode")
+	}
+	if r.MaxCost != nil && *r.MaxCost <= 0 {
+		return FieldError("max_cost", "max cost must be positive, or left empty for no limit")
+	}
+	if r.Parallelism == 0 {
+		r.Parallelism = 1
+	}
+	if r.Parallelism < 1 || r.Parallelism > MaxParallelism {
+		return FieldError("parallelism", "parallelism must be between 1 and %d", MaxParallelism)
+	}
+	if len(r.Notes) > 2000 {
+		return FieldError("notes", "notes must be at most 2000 characters")
+	}
+	return nil
+}
+
+// AgentSnapshot is the agent configuration a run froze when it was queued.
+// Secrets are not copied: the run reads them from the agent when it executes.
+type AgentSnapshot struct {
+	ID          int64           `json:"id"`
+	Slug        string          `json:"slug"`
+	Name        string          `json:"name"`
+	Kind        string          `json:"kind"`
+	Model       string          `json:"model"`
+	Framework   string          `json:"framework"`
+	OpenSource  bool            `json:"open_source"`
+	EndpointURL string          `json:"endpoint_url"`
+	Config      json.RawMessage `json:"config,omitempty"`
+	SecretNames []string        `json:"secret_names,omitempty"`
+}
+
+// SnapshotOf freezes an agent's configuration.
+func SnapshotOf(a *Agent) AgentSnapshot {
+	s := AgentSnapshot{ID: a.ID, Slug: a.Slug, Name: a.Name, Kind: a.Kind, Model: a.Model,
+		Framework: a.Framework, OpenSource: a.OpenSource, EndpointURL: a.EndpointURL, SecretNames: a.SecretNameList()}
+	if strings.TrimSpace(a.Config) != "" && json.Valid([]byte(a.Config)) {
+		s.Config = json.RawMessage(a.Config)
+	}
+	return s
+}
+
+// EpisodeSpec is everything a worker needs to execute one attempt's try.
+type EpisodeSpec struct {
+	Run       Run
+	Attempt   Attempt
+	Task      Task // with hidden fields: the replay agent plays the reference actions
+	Agent     AgentSnapshot
+	Sites     []Site
+	Try       int
+	Namespace string
+}
+
+// RunProgress is a run's live state for its page.
+type RunProgress struct {
+	Run         Run
+	Pending     int
+	Running     int
+	Done        int
+	ErrorsBy    map[string]int // by error class
+	ETA         time.Duration  // zero when unknown
+	AgentName   string
+	TeamSlug    string
+	TeamName    string
+	Benchmark   string
+	BenchmarkID int64
+}
+
+// Percent is the share of attempts done, 0–100.
+func (p RunProgress) Percent() int {
+	if p.Run.TasksTotal == 0 {
+		return 0
+	}
+	return p.Done * 100 / p.Run.TasksTotal
+}
+
+// Finished reports whether the run has reached a final status.
+func (r Run) Finished() bool {
+	return r.Status == RunCompleted || r.Status == RunFailed || r.Status == RunCanceled
+}

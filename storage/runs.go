@@ -1,0 +1,457 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"proctor/migrations"
+	"proctor/models"
+)
+
+
+// sqlTx returns the database/sql transaction under a GORM transaction.
+func sqlTx(tx *gorm.DB) (*sql.Tx, error) {
+	t, ok := tx.Statement.ConnPool.(*sql.Tx)
+	if !ok {
+		return nil, fmt.Errorf("not inside a database/sql transaction (%T)", tx.Statement.ConnPool)
+	}
+	return t, nil
+}
+
+// CreateRun queues a run: the caller must be a member of the agent's team (or an
+// admin), the agent executable, the subset non-empty and the team under its daily
+// quota (0 = unlimited). The Run row and the jobs enqueue inserts are written in
+// one transaction. EINVALID, ENOTFOUND, EFORBIDDEN or ERATELIMIT otherwise.
+func (db *DB) CreateRun(ctx context.Context, req models.RunRequest, dailyQuota int, enqueue func(ctx context.Context, tx *sql.Tx, runID int64) error) (*models.Run, error) {
+	if err := req.Normalize(); err != nil {
+		return nil, err
+	}
+	team, err := db.TeamBySlug(ctx, req.TeamSlug)
+	if err != nil {
+		return nil, err
+	}
+	actor, err := db.RequireTeamMember(ctx, team.ID)
+	if err != nil {
+		return nil, err
+	}
+	var agent models.Agent
+	if err := db.q(ctx).Where("team_id = ? AND slug = ?", team.ID, req.AgentSlug).First(&agent).Error; err != nil {
+		if models.ErrorCode(wrap(err, "agent")) == models.ENOTFOUND {
+			return nil, models.FieldError("agent", "team %s has no agent %q", team.Slug, req.AgentSlug)
+		}
+		return nil, wrap(err, "agent")
+	}
+	if agent.Kind == models.AgentUpload {
+		return nil, models.FieldError("agent", "%s is an upload-only agent: submit its results through the submission portal instead", agent.Name)
+	}
+	bench, err := db.BenchmarkBySlug(ctx, req.BenchmarkSlug)
+	if err != nil {
+		if models.ErrorCode(err) == models.ENOTFOUND {
+			return nil, models.FieldError("benchmark", "there is no benchmark %q", req.BenchmarkSlug)
+		}
+		return nil, err
+	}
+	if bench.CurrentVersionID == nil {
+		return nil, models.FieldError("benchmark", "benchmark %s has no imported tasks", bench.Slug)
+	}
+	versionID := *bench.CurrentVersionID
+	taskIDs, err := db.subsetTaskIDs(ctx, db.q(ctx), versionID, req.Subset)
+	if err != nil {
+		return nil, err
+	}
+	if len(taskIDs) == 0 {
+		return nil, models.FieldError("subset", "subset %q of %s holds no tasks", req.Subset, bench.Slug)
+	}
+	snapshot, err := json.Marshal(models.SnapshotOf(&agent))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot agent: %w", err)
+	}
+	now := db.now()
+	run := &models.Run{
+		TeamID: team.ID, AgentID: agent.ID, VersionID: versionID, SubsetName: req.Subset,
+		Status: models.RunQueued, Origin: models.OriginExecuted, AgentSnapshot: string(snapshot),
+		MaxSteps: req.MaxSteps, MaxEpisodeSeconds: req.MaxEpisodeSeconds, MaxAgentCallSeconds: req.MaxAgentCallSeconds,
+		MaxCost: req.MaxCost, Parallelism: req.Parallelism, Notes: strings.TrimSpace(req.Notes),
+		CreatedAt: now, TasksTotal: len(taskIDs),
+	}
+	if actor.UserID != 0 {
+		run.CreatedBy = &actor.UserID
+	}
+	err = db.tx(ctx, func(tx *gorm.DB) error {
+		if dailyQuota > 0 && !actor.Privileged() {
+			var n int64
+			if err := tx.Model(&models.Run{}).Where("team_id = ? AND created_at > ?", team.ID, now.Add(-24*time.Hour)).Count(&n).Error; err != nil {
+				return wrap(err, "runs")
+			}
+			if n >= int64(dailyQuota) {
+				return models.Errorf(models.ERATELIMIT, "Team %s has queued %d runs in the last 24 hours, its daily quota; try again later or ask an administrator.", team.Slug, n)
+			}
+		}
+		if err := tx.Create(run).Error; err != nil {
+			return wrap(err, "run")
+		}
+		t, err := sqlTx(tx)
+		if err != nil {
+			return err
+		}
+		return enqueue(ctx, t, run.ID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// subsetTaskIDs lists the task ids of a version's subset ("full" = every task).
+func (db *DB) subsetTaskIDs(ctx context.Context, q *gorm.DB, versionID int64, subset string) ([]int64, error) {
+	var ids []int64
+	if subset == models.SubsetFull {
+		err := q.Model(&models.Task{}).Where("version_id = ?", versionID).Order("position").Pluck("id", &ids).Error
+		return ids, wrap(err, "tasks")
+	}
+	var s models.Subset
+	if err := q.Where("version_id = ? AND name = ?", versionID, subset).First(&s).Error; err != nil {
+		if models.ErrorCode(wrap(err, "subset")) == models.ENOTFOUND {
+			return nil, models.FieldError("subset", "there is no subset %q", subset)
+		}
+		return nil, wrap(err, "subset")
+	}
+	err := q.Table("subset_tasks st").Joins("JOIN tasks t ON t.id = st.task_id").
+		Where("st.subset_id = ?", s.ID).Order("t.position").Pluck("t.id", &ids).Error
+	return ids, wrap(err, "subset tasks")
+}
+
+// DispatchRun creates the run's attempts (idempotently: a re-delivered dispatch
+// job adds nothing twice), marks the run running and returns the attempts that
+// still wait for an episode. System actor only (the queue's workers).
+func (db *DB) DispatchRun(ctx context.Context, runID int64, enqueue func(ctx context.Context, tx *sql.Tx, attemptIDs []int64) error) error {
+	if !models.ActorFrom(ctx).System {
+		return models.Errorf(models.EFORBIDDEN, "Only the queue dispatches runs.")
+	}
+	return db.tx(ctx, func(tx *gorm.DB) error {
+		var run models.Run
+		if err := lockRow(tx, db.dialect).First(&run, runID).Error; err != nil {
+			return wrap(err, "run")
+		}
+		if run.Status != models.RunQueued {
+			return nil // canceled before dispatch, or dispatched already
+		}
+		taskIDs, err := db.subsetTaskIDs(ctx, tx, run.VersionID, run.SubsetName)
+		if err != nil {
+			return err
+		}
+		now := db.now()
+		rows := make([]models.Attempt, len(taskIDs))
+		for i, id := range taskIDs {
+			rows[i] = models.Attempt{RunID: run.ID, TaskID: id, Status: models.AttemptPending, CreatedAt: now, UpdatedAt: now}
+		}
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(&rows, 500).Error; err != nil {
+			return wrap(err, "attempts")
+		}
+		if err := tx.Model(&run).Updates(map[string]any{"status": models.RunRunning, "started_at": now, "tasks_total": len(taskIDs)}).Error; err != nil {
+			return wrap(err, "run")
+		}
+		var pending []int64
+		if err := tx.Model(&models.Attempt{}).Where("run_id = ? AND status = ?", run.ID, models.AttemptPending).Order("id").Pluck("id", &pending).Error; err != nil {
+			return wrap(err, "attempts")
+		}
+		t, err := sqlTx(tx)
+		if err != nil {
+			return err
+		}
+		return enqueue(ctx, t, pending)
+	})
+}
+
+// lockRow adds FOR UPDATE on PostgreSQL; SQLite's immediate transactions already
+// serialise writers.
+func lockRow(tx *gorm.DB, dialect string) *gorm.DB {
+	if dialect == migrations.Postgres {
+		return tx.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	return tx
+}
+
+// Claim results.
+const (
+	ClaimOK       = "ok"       // the attempt is ours to run
+	ClaimWait     = "wait"     // the run's parallelism or a site's cap is full: try again soon
+	ClaimFinished = "finished" // the attempt or run no longer needs an episode
+)
+
+// ClaimAttempt starts a try of an attempt if the run's parallelism and every
+// site's concurrency cap allow it (counted across all workers in the database).
+// A new try starts clean: steps of an earlier, interrupted try are deleted. It
+// returns what the worker needs, hidden task fields included. System actor only.
+func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, staleAfter time.Duration) (string, *models.EpisodeSpec, error) {
+	if !models.ActorFrom(ctx).System {
+		return "", nil, models.Errorf(models.EFORBIDDEN, "Only the queue runs episodes.")
+	}
+	status := ClaimFinished
+	var spec models.EpisodeSpec
+	err := db.tx(ctx, func(tx *gorm.DB) error {
+		var a models.Attempt
+		if err := lockRow(tx, db.dialect).First(&a, attemptID).Error; err != nil {
+			return wrap(err, "attempt")
+		}
+		var run models.Run
+		if err := lockRow(tx, db.dialect).First(&run, a.RunID).Error; err != nil {
+			return wrap(err, "run")
+		}
+		if run.Finished() || a.Status == models.AttemptDone || a.Status == models.AttemptEvaluating {
+			return nil
+		}
+		var task models.Task
+		if err := tx.First(&task, a.TaskID).Error; err != nil {
+			return wrap(err, "task")
+		}
+		var sites []models.Site
+		if err := tx.Table("sites").Joins("JOIN benchmark_versions v ON v.benchmark_id = sites.benchmark_id").
+			Where("v.id = ?", run.VersionID).Order("sites.name").Find(&sites).Error; err != nil {
+			return wrap(err, "sites")
+		}
+		now := db.now()
+		// An attempt still marked running whose try is recent belongs to a live
+		// worker; an old one was interrupted (River redelivers the job) and restarts.
+		if a.Status == models.AttemptRunning && a.StartedAt != nil && now.Sub(*a.StartedAt) < staleAfter {
+			status = ClaimWait
+			return nil
+		}
+		var running int64
+		if err := tx.Model(&models.Attempt{}).Where("run_id = ? AND status = ? AND id <> ?", run.ID, models.AttemptRunning, a.ID).Count(&running).Error; err != nil {
+			return wrap(err, "attempts")
+		}
+		if running >= int64(run.Parallelism) {
+			status = ClaimWait
+			return nil
+		}
+		for _, s := range sites {
+			if s.MaxConcurrency <= 0 || !containsString(task.Sites, s.Name) {
+				continue
+			}
+			var busy int64
+			err := tx.Table("attempts a").Joins("JOIN task_sites ts ON ts.task_id = a.task_id").
+				Joins("JOIN runs r ON r.id = a.run_id").
+				Where("a.status = ? AND ts.site = ? AND r.version_id IN (SELECT id FROM benchmark_versions WHERE benchmark_id = ?) AND a.id <> ?",
+					models.AttemptRunning, s.Name, s.BenchmarkID, a.ID).Count(&busy).Error
+			if err != nil {
+				return wrap(err, "site load")
+			}
+			if busy >= int64(s.MaxConcurrency) {
+				status = ClaimWait
+				return nil
+			}
+		}
+		if err := tx.Where("attempt_id = ?", a.ID).Delete(&models.Step{}).Error; err != nil {
+			return wrap(err, "steps")
+		}
+		a.Tries++
+		a.Status, a.StartedAt, a.UpdatedAt = models.AttemptRunning, &now, now
+		a.Namespace = fmt.Sprintf("a%dt%d", a.ID, a.Tries)
+		a.Steps, a.TokensIn, a.TokensOut, a.Cost, a.ErrorClass, a.ErrorMessage, a.HARKey, a.FinalAnswer = 0, 0, 0, 0, "", "", "", ""
+		err := tx.Model(&a).Updates(map[string]any{
+			"tries": a.Tries, "status": a.Status, "started_at": now, "updated_at": now, "namespace": a.Namespace,
+			"steps": 0, "tokens_in": 0, "tokens_out": 0, "cost": 0, "error_class": "", "error_message": "",
+			"har_key": "", "final_answer": "",
+		}).Error
+		if err != nil {
+			return wrap(err, "attempt")
+		}
+		var snap models.AgentSnapshot
+		if err := json.Unmarshal([]byte(run.AgentSnapshot), &snap); err != nil {
+			return fmt.Errorf("run %d: agent snapshot: %w", run.ID, err)
+		}
+		spec = models.EpisodeSpec{Run: run, Attempt: a, Task: task, Agent: snap, Sites: sites, Try: a.Tries, Namespace: a.Namespace}
+		status = ClaimOK
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	if status != ClaimOK {
+		return status, nil, nil
+	}
+	return status, &spec, nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// SaveStep writes one step row; the step's artifacts are already stored.
+func (db *DB) SaveStep(ctx context.Context, s *models.Step) error {
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = db.now()
+	}
+	return wrap(db.q(ctx).Create(s).Error, "step")
+}
+
+// EpisodeOutcome is what a finished episode reports.
+type EpisodeOutcome struct {
+	Steps        int
+	TokensIn     int64
+	TokensOut    int64
+	Cost         float64
+	ErrorClass   string
+	ErrorMessage string
+	FinalAnswer  string // JSON of the final action
+	HARKey       string
+	Duration     time.Duration
+}
+
+// FinishEpisode records an episode's result and, in the same transaction,
+// enqueues its evaluation. A try that is no longer current (the attempt was
+// restarted elsewhere) is ignored. System actor only.
+func (db *DB) FinishEpisode(ctx context.Context, attemptID int64, try int, out EpisodeOutcome, enqueue func(ctx context.Context, tx *sql.Tx) error) error {
+	if !models.ActorFrom(ctx).System {
+		return models.Errorf(models.EFORBIDDEN, "Only the queue finishes episodes.")
+	}
+	return db.tx(ctx, func(tx *gorm.DB) error {
+		var a models.Attempt
+		if err := lockRow(tx, db.dialect).First(&a, attemptID).Error; err != nil {
+			return wrap(err, "attempt")
+		}
+		if a.Tries != try || a.Status != models.AttemptRunning {
+			return nil
+		}
+		now := db.now()
+		err := tx.Model(&a).Updates(map[string]any{
+			"status": models.AttemptEvaluating, "steps": out.Steps, "tokens_in": out.TokensIn, "tokens_out": out.TokensOut,
+			"cost": out.Cost, "error_class": out.ErrorClass, "error_message": truncate(out.ErrorMessage, 2000),
+			"final_answer": out.FinalAnswer, "har_key": out.HARKey, "finished_at": now,
+			"duration_ms": out.Duration.Milliseconds(), "updated_at": now,
+		}).Error
+		if err != nil {
+			return wrap(err, "attempt")
+		}
+		t, err := sqlTx(tx)
+		if err != nil {
+			return err
+		}
+		return enqueue(ctx, t)
+	})
+}
+
+// ReleaseAttempt puts a running attempt back to pending (an environment error
+// to retry, or a worker shutting down), so it is not charged to the agent.
+func (db *DB) ReleaseAttempt(ctx context.Context, attemptID int64, try int) error {
+	res := db.q(ctx).Model(&models.Attempt{}).Where("id = ? AND tries = ? AND status = ?", attemptID, try, models.AttemptRunning).
+		Updates(map[string]any{"status": models.AttemptPending, "updated_at": db.now()})
+	return wrap(res.Error, "attempt")
+}
+
+// EvaluationSpec is what an evaluation job needs about an attempt.
+func (db *DB) EvaluationSpec(ctx context.Context, attemptID int64) (*models.EpisodeSpec, error) {
+	if !models.ActorFrom(ctx).System {
+		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue evaluates attempts.")
+	}
+	var spec models.EpisodeSpec
+	q := db.q(ctx)
+	if err := q.First(&spec.Attempt, attemptID).Error; err != nil {
+		return nil, wrap(err, "attempt")
+	}
+	if err := q.First(&spec.Run, spec.Attempt.RunID).Error; err != nil {
+		return nil, wrap(err, "run")
+	}
+	if err := q.First(&spec.Task, spec.Attempt.TaskID).Error; err != nil {
+		return nil, wrap(err, "task")
+	}
+	if err := q.Table("sites").Joins("JOIN benchmark_versions v ON v.benchmark_id = sites.benchmark_id").
+		Where("v.id = ?", spec.Run.VersionID).Order("sites.name").Find(&spec.Sites).Error; err != nil {
+		return nil, wrap(err, "sites")
+	}
+	spec.Try, spec.Namespace = spec.Attempt.Tries, spec.Attempt.Namespace
+	return &spec, nil
+}
+
+// RecordEvaluation stores an evaluation as the attempt's primary verdict, sets
+// the attempt's outcome, refreshes the run's totals and completes the run when
+// its last attempt is done. It reports whether the run finished. System only.
+func (db *DB) RecordEvaluation(ctx context.Context, attemptID int64, ev *models.Evaluation) (bool, error) {
+	if !models.ActorFrom(ctx).System {
+		return false, models.Errorf(models.EFORBIDDEN, "Only the queue records evaluations.")
+	}
+	finished := false
+	err := db.tx(ctx, func(tx *gorm.DB) error {
+		var a models.Attempt
+		if err := lockRow(tx, db.dialect).First(&a, attemptID).Error; err != nil {
+			return wrap(err, "attempt")
+		}
+		if a.Status != models.AttemptEvaluating {
+			return nil // evaluated already (a redelivered job)
+		}
+		now := db.now()
+		ev.AttemptID, ev.IsPrimary, ev.CreatedAt = a.ID, true, now
+		if err := tx.Model(&models.Evaluation{}).Where("attempt_id = ?", a.ID).Update("is_primary", false).Error; err != nil {
+			return wrap(err, "evaluations")
+		}
+		if err := tx.Create(ev).Error; err != nil {
+			return wrap(err, "evaluation")
+		}
+		outcome := ev.Verdict
+		if a.ErrorClass != "" && outcome != models.OutcomeSuccess {
+			outcome = models.OutcomeError
+		}
+		if err := tx.Model(&a).Updates(map[string]any{"status": models.AttemptDone, "outcome": outcome, "score": ev.Score, "updated_at": now}).Error; err != nil {
+			return wrap(err, "attempt")
+		}
+		var err error
+		finished, err = db.refreshRunTotals(tx, a.RunID)
+		return err
+	})
+	return finished, err
+}
+
+// refreshRunTotals recomputes a run's totals from its attempts and completes it
+// when no attempt is left.
+func (db *DB) refreshRunTotals(tx *gorm.DB, runID int64) (bool, error) {
+	var t struct {
+		Done, Successes, Failures, Errors, Open int
+		ScoreSum                                float64
+		StepsSum                                int
+		TokensIn, TokensOut                     int64
+		Cost                                    float64
+	}
+	err := tx.Model(&models.Attempt{}).Where("run_id = ?", runID).Select(`
+		COALESCE(SUM(CASE WHEN status = 'done' THEN 1 ELSE 0 END), 0) AS done,
+		COALESCE(SUM(CASE WHEN outcome = 'success' THEN 1 ELSE 0 END), 0) AS successes,
+		COALESCE(SUM(CASE WHEN outcome = 'failure' THEN 1 ELSE 0 END), 0) AS failures,
+		COALESCE(SUM(CASE WHEN outcome = 'error' THEN 1 ELSE 0 END), 0) AS errors,
+		COALESCE(SUM(CASE WHEN status <> 'done' THEN 1 ELSE 0 END), 0) AS open,
+		COALESCE(SUM(COALESCE(score, 0)), 0) AS score_sum,
+		COALESCE(SUM(steps), 0) AS steps_sum,
+		COALESCE(SUM(tokens_in), 0) AS tokens_in,
+		COALESCE(SUM(tokens_out), 0) AS tokens_out,
+		COALESCE(SUM(cost), 0) AS cost`).Scan(&t).Error
+	if err != nil {
+		return false, wrap(err, "run totals")
+	}
+	updates := map[string]any{
+		"tasks_done": t.Done, "successes": t.Successes, "failures": t.Failures, "errors": t.Errors,
+		"score_sum": t.ScoreSum, "steps_sum": t.StepsSum, "tokens_in": t.TokensIn, "tokens_out": t.TokensOut, "cost": t.Cost,
+	}
+	finished := false
+	if t.Open == 0 {
+		var run models.Run
+		if err := tx.Select("status").First(&run, runID).Error; err != nil {
+			return false, wrap(err, "run")
+		}
+		if !run.Finished() {
+			updates["status"], updates["finished_at"] = models.RunCompleted, db.now()
+			finished = true
+		}
+	}
+	return finished, wrap(tx.Model(&models.Run{}).Where("id = ?", runID).Updates(updates).Error, "run")
+}
