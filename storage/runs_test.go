@@ -1,0 +1,196 @@
+package storage_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"proctor/models"
+	"proctor/storage"
+	"proctor/storage/storagetest"
+)
+
+// runFixture is a database with the mini benchmark, a team with a replay agent,
+// a member, an outsider with an agent of their own, and a recording enqueuer.
+type runFixture struct {
+	db               *storage.DB
+	member, outsider context.Context
+	system           context.Context
+	enqueued         []int64
+}
+
+func newRunFixture(t *testing.T, db *storage.DB) *runFixture {
+	t.Helper()
+	af := newAgentFixture(t, db)
+	importBenchFixture(t, db)
+	require.NoError(t, db.CreateAgent(af.member, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay}, nil))
+	require.NoError(t, db.CreateAgent(af.member, "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
+	require.NoError(t, db.CreateAgent(af.stranger, "other", &models.Agent{Name: "Theirs", Kind: models.AgentReplay}, nil))
+	return &runFixture{db: db, member: af.member, outsider: af.stranger, system: af.system}
+}
+
+func (f *runFixture) queue(t *testing.T, ctx context.Context, req models.RunRequest, quota int) (*models.Run, error) {
+	t.Helper()
+	return f.db.CreateRun(ctx, req, quota, func(ctx context.Context, tx *sql.Tx, runID int64) error {
+		require.NotNil(t, tx, "the job is inserted inside the run's transaction")
+		f.enqueued = append(f.enqueued, runID)
+		return nil
+	})
+}
+
+func TestStore_CreateRun(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newRunFixture(t, db)
+		req := models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini"}
+
+		run, err := f.queue(t, f.member, req, 0)
+		require.NoError(t, err)
+		require.Equal(t, models.RunQueued, run.Status)
+		require.Equal(t, models.SubsetFull, run.SubsetName)
+		require.Equal(t, models.DefaultMaxSteps, run.MaxSteps)
+		require.Equal(t, 4, run.TasksTotal)
+		require.Contains(t, run.AgentSnapshot, `"slug":"walker"`)
+		require.Equal(t, []int64{run.ID}, f.enqueued)
+
+		t.Run("SnapshotSurvivesAgentEdits", func(t *testing.T) {
+			model := "edited-model"
+			_, err := db.PatchAgent(f.member, "lab", "walker", &models.AgentPatch{Model: &model}, nil, nil)
+			require.NoError(t, err)
+			var got models.Run
+			require.NoError(t, db.Gorm().First(&got, run.ID).Error)
+			require.NotContains(t, got.AgentSnapshot, "edited-model")
+		})
+		for name, tc := range map[string]struct {
+			ctx   context.Context
+			req   models.RunRequest
+			code  string
+			field string
+		}{
+			"Anonymous":        {context.Background(), req, models.EUNAUTHORIZED, ""},
+			"OtherTeam":        {f.outsider, req, models.EFORBIDDEN, ""},
+			"OtherTeamsAgent":  {f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "theirs", BenchmarkSlug: "mini"}, models.EINVALID, "agent"},
+			"UploadOnlyAgent":  {f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "uploader", BenchmarkSlug: "mini"}, models.EINVALID, "agent"},
+			"UnknownBenchmark": {f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "nope"}, models.EINVALID, "benchmark"},
+			"UnknownSubset":    {f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini", Subset: "nope"}, models.EINVALID, "subset"},
+			"BadBudget":        {f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini", MaxSteps: 100000}, models.EINVALID, "max_steps"},
+			"BadParallelism":   {f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini", Parallelism: -1}, models.EINVALID, "parallelism"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				before := len(f.enqueued)
+				_, err := f.queue(t, tc.ctx, tc.req, 0)
+				require.Equal(t, tc.code, models.ErrorCode(err), "%v", err)
+				require.Equal(t, tc.field, models.ErrorField(err))
+				require.Len(t, f.enqueued, before, "nothing enqueued")
+			})
+		}
+		t.Run("Quota", func(t *testing.T) {
+			_, err := f.queue(t, f.member, req, 1)
+			require.Equal(t, models.ERATELIMIT, models.ErrorCode(err))
+			require.Contains(t, models.ErrorMessage(err), "daily quota")
+		})
+		t.Run("EnqueueFailureWritesNothing", func(t *testing.T) {
+			var before int64
+			require.NoError(t, db.Gorm().Model(&models.Run{}).Count(&before).Error)
+			_, err := db.CreateRun(f.member, req, 0, func(context.Context, *sql.Tx, int64) error { return context.DeadlineExceeded })
+			require.Error(t, err)
+			var after int64
+			require.NoError(t, db.Gorm().Model(&models.Run{}).Count(&after).Error)
+			require.Equal(t, before, after)
+		})
+	})
+}
+
+func TestStore_RunLifecycle(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newRunFixture(t, db)
+		run, err := f.queue(t, f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini", Parallelism: 2}, 0)
+		require.NoError(t, err)
+
+		var episodes []int64
+		dispatch := func() {
+			require.NoError(t, db.DispatchRun(f.system, run.ID, func(_ context.Context, _ *sql.Tx, ids []int64) error {
+				episodes = ids
+				return nil
+			}))
+		}
+		require.Error(t, db.DispatchRun(f.member, run.ID, nil), "only the queue dispatches")
+		dispatch()
+		require.Len(t, episodes, 4)
+		episodes = nil
+		dispatch() // redelivered: the first delivery's transaction already enqueued everything
+		require.Empty(t, episodes)
+
+		stale := time.Hour
+		status, spec, err := db.ClaimAttempt(f.system, episodes0(t, db, run.ID)[0], stale)
+		require.NoError(t, err)
+		require.Equal(t, storage.ClaimOK, status)
+		require.Equal(t, 1, spec.Try)
+		require.NotEmpty(t, spec.Namespace)
+		require.Equal(t, "walker", spec.Agent.Slug)
+		ids := episodes0(t, db, run.ID)
+		status, _, err = db.ClaimAttempt(f.system, ids[1], stale)
+		require.NoError(t, err)
+		require.Equal(t, storage.ClaimOK, status)
+		status, _, err = db.ClaimAttempt(f.system, ids[2], stale)
+		require.NoError(t, err)
+		require.Equal(t, storage.ClaimWait, status, "parallelism 2 is full")
+
+		// A step of the first try, then a restart (stale claim) starts clean.
+		require.NoError(t, db.SaveStep(f.system, &models.Step{AttemptID: ids[0], Index: 0, URL: "http://x"}))
+		status, spec, err = db.ClaimAttempt(f.system, ids[0], 0)
+		require.NoError(t, err)
+		require.Equal(t, storage.ClaimOK, status)
+		require.Equal(t, 2, spec.Try)
+		var steps int64
+		require.NoError(t, db.Gorm().Model(&models.Step{}).Where("attempt_id = ?", ids[0]).Count(&steps).Error)
+		require.Zero(t, steps, "a restarted try starts without the old steps")
+
+		// A stale try's result is ignored; the current one is recorded.
+		var evals []int64
+		enqueueEval := func(id int64) func(context.Context, *sql.Tx) error {
+			return func(context.Context, *sql.Tx) error { evals = append(evals, id); return nil }
+		}
+		require.NoError(t, db.FinishEpisode(f.system, ids[0], 1, storage.EpisodeOutcome{Steps: 9}, enqueueEval(ids[0])))
+		require.Empty(t, evals)
+		finishAll := func(id int64, try int, verdict string) bool {
+			require.NoError(t, db.FinishEpisode(f.system, id, try, storage.EpisodeOutcome{Steps: 3, Cost: 0.5}, enqueueEval(id)))
+			score := 0.0
+			if verdict == models.OutcomeSuccess {
+				score = 1
+			}
+			done, err := db.RecordEvaluation(f.system, id, &models.Evaluation{Evaluator: "test", Verdict: verdict, Score: &score})
+			require.NoError(t, err)
+			return done
+		}
+		require.False(t, finishAll(ids[0], 2, models.OutcomeSuccess))
+		require.False(t, finishAll(ids[1], 1, models.OutcomeFailure))
+		for _, id := range ids[2:] {
+			status, spec, err := db.ClaimAttempt(f.system, id, stale)
+			require.NoError(t, err)
+			require.Equal(t, storage.ClaimOK, status)
+			last := finishAll(id, spec.Try, models.OutcomeSuccess)
+			require.Equal(t, id == ids[len(ids)-1], last)
+		}
+		var got models.Run
+		require.NoError(t, db.Gorm().First(&got, run.ID).Error)
+		require.Equal(t, models.RunCompleted, got.Status)
+		require.Equal(t, 4, got.TasksDone)
+		require.Equal(t, 3, got.Successes)
+		require.Equal(t, 1, got.Failures)
+		require.InDelta(t, 2.0, got.Cost, 1e-9)
+		require.Len(t, evals, 4)
+	})
+}
+
+// episodes0 lists a run's attempt ids in order.
+func episodes0(t *testing.T, db *storage.DB, runID int64) []int64 {
+	t.Helper()
+	var ids []int64
+	require.NoError(t, db.Gorm().Model(&models.Attempt{}).Where("run_id = ?", runID).Order("id").Pluck("id", &ids).Error)
+	return ids
+}
