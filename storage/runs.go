@@ -15,7 +15,6 @@ import (
 	"proctor/models"
 )
 
-
 // sqlTx returns the database/sql transaction under a GORM transaction.
 func sqlTx(tx *gorm.DB) (*sql.Tx, error) {
 	t, ok := tx.Statement.ConnPool.(*sql.Tx)
