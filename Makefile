@@ -29,9 +29,11 @@ generate:
 build: deps-web
 	go build -o $(BIN) ./cmd/proctor
 
-## run: build and serve (serve applies the migrations itself). ARGS are passed on.
+## run: build, migrate, seed the bundled sandbox benchmark, serve. ARGS are passed on.
 run: build
 	scripts/deps.sh browser
+	./$(BIN) migrate
+	./$(BIN) seed
 	PLAYWRIGHT_DRIVER_PATH=$(DRIVER_DIR) PROCTOR_CHROMIUM_PATH=/usr/bin/chromium \
 		exec ./$(BIN) serve $(ARGS)
 

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"proctor/storage"
 	"proctor/vault"
@@ -34,6 +35,10 @@ const (
 	EnvSecretKey       = "PROCTOR_SECRET_KEY"
 	EnvAgentAllowHosts = "PROCTOR_AGENT_ALLOW_HOSTS"
 	EnvTrustedProxies  = "PROCTOR_TRUSTED_PROXIES"
+	EnvEpisodes        = "PROCTOR_EPISODES"
+	EnvRunQuota        = "PROCTOR_RUN_QUOTA"
+	EnvRescueAfter     = "PROCTOR_RESCUE_AFTER"
+	EnvEnvRetries      = "PROCTOR_ENVIRONMENT_RETRIES"
 	EnvLogLevel        = "PROCTOR_LOG_LEVEL"
 	EnvLogFormat       = "PROCTOR_LOG_FORMAT"
 )
@@ -77,6 +82,17 @@ type Config struct {
 	TrustedProxies []*net.IPNet
 	LogLevel       slog.Level
 	LogFormat      string // text or json
+
+	// Episodes is how many episodes this process runs at once (serve's embedded
+	// worker; `proctor worker --browsers N` overrides it).
+	Episodes int
+	// RunQuota caps the runs a team may queue per 24 hours; 0 = unlimited.
+	RunQuota int
+	// RescueAfter is how long a job may look stuck before another worker takes
+	// it over, e.g. after its worker was killed.
+	RescueAfter time.Duration
+	// EnvironmentRetries is how often an attempt whose sites failed is retried.
+	EnvironmentRetries int
 }
 
 // Load reads the configuration from getenv, with overrides (keyed by environment
@@ -195,6 +211,31 @@ func Load(getenv func(string) string, overrides map[string]string) (*Config, err
 			continue
 		}
 		c.TrustedProxies = append(c.TrustedProxies, ipnet)
+	}
+
+	intVar := func(name string, def, min, max int) int {
+		v := get(name)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < min || n > max {
+			bad(name, "%q must be a whole number from %d to %d", v, min, max)
+			return def
+		}
+		return n
+	}
+	c.Episodes = intVar(EnvEpisodes, 2, 0, 64)
+	c.RunQuota = intVar(EnvRunQuota, 20, 0, 1_000_000)
+	c.EnvironmentRetries = intVar(EnvEnvRetries, 2, 0, 10)
+	c.RescueAfter = 20 * time.Minute
+	if v := get(EnvRescueAfter); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 5*time.Second {
+			bad(EnvRescueAfter, "%q must be a duration of at least 5s, such as 20m", v)
+		} else {
+			c.RescueAfter = d
+		}
 	}
 
 	switch lvl := strings.ToLower(orDefault(get(EnvLogLevel), "info")); lvl {

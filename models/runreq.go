@@ -108,6 +108,7 @@ type EpisodeSpec struct {
 	Sites     []Site
 	Try       int
 	Namespace string
+	Evaluator string // the benchmark's evaluator kind (models.Evaluator…)
 }
 
 // RunProgress is a run's live state for its page.

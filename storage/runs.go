@@ -371,8 +371,28 @@ func (db *DB) EvaluationSpec(ctx context.Context, attemptID int64) (*models.Epis
 		Where("v.id = ?", spec.Run.VersionID).Order("sites.name").Find(&spec.Sites).Error; err != nil {
 		return nil, wrap(err, "sites")
 	}
+	var evaluators []string
+	if err := q.Table("benchmarks b").Joins("JOIN benchmark_versions v ON v.benchmark_id = b.id").
+		Where("v.id = ?", spec.Run.VersionID).Pluck("b.evaluator", &evaluators).Error; err != nil {
+		return nil, wrap(err, "benchmark")
+	}
+	if len(evaluators) > 0 {
+		spec.Evaluator = evaluators[0]
+	}
 	spec.Try, spec.Namespace = spec.Attempt.Tries, spec.Attempt.Namespace
 	return &spec, nil
+}
+
+// RunStatus returns a run's status, for episodes watching for cancellation.
+func (db *DB) RunStatus(ctx context.Context, runID int64) (string, error) {
+	var status []string
+	if err := db.q(ctx).Model(&models.Run{}).Where("id = ?", runID).Pluck("status", &status).Error; err != nil {
+		return "", wrap(err, "run")
+	}
+	if len(status) == 0 {
+		return "", models.Errorf(models.ENOTFOUND, "Run not found.")
+	}
+	return status[0], nil
 }
 
 // RecordEvaluation stores an evaluation as the attempt's primary verdict, sets

@@ -11,6 +11,8 @@ import (
 
 	"proctor/config"
 	"proctor/netguard"
+	"proctor/runner"
+	"proctor/runner/episode"
 	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/vault"
@@ -145,4 +147,19 @@ func newLogger(w io.Writer, cfg *config.Config) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// newRunner builds the queue and workers of this process; episodes 0 makes it
+// insert jobs only.
+func (p *Program) newRunner(app *App, episodes int) (*runner.Runner, error) {
+	guard := netguard.New(app.Config.AgentAllowHosts, nil)
+	return runner.New(runner.Config{
+		DB: app.DB, Artifacts: app.Artifacts, Logger: app.Log,
+		Browser:     episode.BrowserOptionsFromEnv(p.Getenv),
+		AgentClient: guard.Client,
+		Options: runner.Options{
+			Episodes: episodes, DailyRunQuota: app.Config.RunQuota,
+			RescueAfter: app.Config.RescueAfter, EnvironmentRetries: app.Config.EnvironmentRetries,
+		},
+	})
 }

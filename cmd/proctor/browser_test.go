@@ -9,17 +9,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/internal/testenv"
-	"proctor/runner"
+	"proctor/runner/episode"
 )
 
 // launchBrowser starts Chromium for a test, or skips (fails under
 // PROCTOR_TEST_REQUIRE=browser) when the driver or Chromium is missing.
-func launchBrowser(t *testing.T) *runner.Browser {
+func launchBrowser(t *testing.T) *episode.Browser {
 	t.Helper()
-	opts := runner.BrowserOptionsFromEnv(os.Getenv)
+	opts := episode.BrowserOptionsFromEnv(os.Getenv)
 	err := opts.Check()
 	testenv.SkipUnlessAvailable(t, "browser", err == nil, "browser suite needs Chromium and the Playwright driver (make deps): "+errString(err))
-	b, err := runner.LaunchBrowser(opts)
+	b, err := episode.LaunchBrowser(opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	return b

@@ -51,7 +51,9 @@ type command struct {
 func (p *Program) commands() []command {
 	return []command{
 		{"serve", "run the web UI, the JSON API and an embedded worker", (*Program).serve},
+		{"worker", "run queued jobs only: worker [--browsers N]", (*Program).worker},
 		{"migrate", "apply database and queue migrations, then exit", (*Program).migrate},
+		{"seed", "import the bundled sandbox benchmark and point its sites at this server", (*Program).seed},
 		{"import", "import a benchmark: import --format FORMAT --name SLUG FILE [--subset NAME=FILE …]", (*Program).importBenchmark},
 		{"benchmark", "inspect benchmarks: benchmark list | benchmark show SLUG [--json]", (*Program).benchmark},
 		{"user", "manage users: user create [--admin] [--password-stdin] EMAIL | user set-password [--admin] [--password-stdin] EMAIL | user list", (*Program).user},

@@ -105,7 +105,7 @@ func TestServe(t *testing.T) {
 	require.Equal(t, os.FileMode(0o600), key.Mode().Perm())
 }
 
-func TestServe_DeletesExpiredSessions(t *testing.T) {
+func TestServe_HousekeepingDeletesExpiredSessions(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
 	code, _, stderr := env.run(t, "a long enough password\n", "user", "create", "--password-stdin", "ops@example.org")
@@ -127,7 +127,7 @@ func TestServe_DeletesExpiredSessions(t *testing.T) {
 		return ids
 	}
 	require.Eventually(t, func() bool { return len(sessions()) == 1 }, 10*time.Second, 10*time.Millisecond,
-		"serve deletes expired sessions when it starts")
+		"the housekeeping job deletes expired sessions when the worker starts")
 	require.Equal(t, []string{live.ID}, sessions())
 }
 

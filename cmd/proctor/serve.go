@@ -7,9 +7,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"proctor/handlers"
+	"proctor/sandbox"
 	"proctor/static"
 )
 
@@ -26,10 +28,24 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer app.Close()
-	// Deferred after Close, so it runs before it: the sweeper is stopped
-	// before the database closes, on every way out.
-	stopSweeper := app.sweepSessions(ctx, sessionSweepInterval)
-	defer stopSweeper()
+	run, err := p.newRunner(app, app.Config.Episodes)
+	if err != nil {
+		return err
+	}
+	if err := run.Start(ctx); err != nil {
+		return err
+	}
+	// Deferred after Close, so it runs before it: on every way out the queue and
+	// the browser stop before the artifact store and the database close.
+	stopRunner := func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := run.Stop(stopCtx); err != nil {
+			app.Log.Warn("queue shutdown", "error", err.Error())
+		}
+	}
+	var stopOnce sync.Once
+	defer stopOnce.Do(stopRunner)
 
 	srv, err := handlers.New(handlers.Options{
 		BaseURL:        app.Config.BaseURL,
@@ -46,8 +62,15 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", app.Config.Addr, err)
 	}
+	// The bundled sandbox sites are served beside the application, not through
+	// it: they are the agents' websites, with their own forms and headers.
+	box := sandbox.New(sandbox.Options{})
+	defer box.Close()
+	mux := http.NewServeMux()
+	mux.Handle(sandbox.PathPrefix, box)
+	mux.Handle("/", srv)
 	httpServer := &http.Server{
-		Handler:           srv,
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		// Bounds slow uploads; a 256 MiB benchmark import needs well under this.
 		ReadTimeout: 15 * time.Minute,
@@ -55,7 +78,7 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 	}
 	url := "http://" + ln.Addr().String()
 	app.Log.Info("serving", "addr", ln.Addr().String(), "url", url, "base_url", app.Config.BaseURL,
-		"database", app.DB.Dialect(), "artifacts", app.Config.Artifacts.Kind)
+		"database", app.DB.Dialect(), "artifacts", app.Config.Artifacts.Kind, "episodes", app.Config.Episodes)
 	if p.Ready != nil {
 		p.Ready <- url
 	}
@@ -73,46 +96,10 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 	if err := httpServer.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		app.Log.Warn("http server shutdown", "error", err.Error())
 	}
-	app.Log.Info("shutting down: session sweeper")
-	stopSweeper()
+	app.Log.Info("shutting down: queue and browser")
+	stopOnce.Do(stopRunner)
 	app.Log.Info("shutting down: artifact store and database")
 	return nil
-}
-
-// sessionSweepInterval is how often serve deletes expired sessions.
-const sessionSweepInterval = time.Hour
-
-// sweepSessions deletes expired sessions now and then at every interval until
-// ctx ends or the returned stop is called; stop waits for a sweep in progress
-// and may be called more than once.
-func (app *App) sweepSessions(ctx context.Context, every time.Duration) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			n, err := app.DB.DeleteExpiredSessions(ctx)
-			switch {
-			case ctx.Err() != nil:
-				return
-			case err != nil:
-				app.Log.Warn("delete expired sessions", "error", err.Error())
-			default:
-				app.Log.Debug("deleted expired sessions", "count", n)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
 }
 
 // migrate applies migrations and reports what it did.

@@ -1,6 +1,4 @@
-// Package runner executes benchmark runs: River jobs and workers, browser
-// episodes driven through playwright-go, and agent clients.
-package runner
+package episode
 
 import (
 	"errors"

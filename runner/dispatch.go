@@ -1,0 +1,40 @@
+package runner
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/riverqueue/river"
+
+	"proctor/models"
+)
+
+// dispatchWorker turns a queued run into attempts and episode jobs.
+type dispatchWorker struct {
+	river.WorkerDefaults[DispatchArgs]
+	r *Runner
+}
+
+// Work creates the run's attempts and enqueues their episodes in one transaction.
+func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs]) error {
+	ctx = models.WithActor(ctx, models.SystemActor())
+	return w.r.db.DispatchRun(ctx, job.Args.RunID, func(ctx context.Context, tx *sql.Tx, attemptIDs []int64) error {
+		return w.r.queue.insertEpisodes(ctx, tx, job.Args.RunID, attemptIDs)
+	})
+}
+
+// housekeepingWorker removes what expires: sessions past their end.
+type housekeepingWorker struct {
+	river.WorkerDefaults[HousekeepingArgs]
+	r *Runner
+}
+
+// Work deletes expired sessions.
+func (w *housekeepingWorker) Work(ctx context.Context, _ *river.Job[HousekeepingArgs]) error {
+	n, err := w.r.db.DeleteExpiredSessions(ctx)
+	if err != nil {
+		return err
+	}
+	w.r.log.Debug("housekeeping", "expired_sessions", n)
+	return nil
+}

@@ -1,0 +1,172 @@
+package runner
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"proctor/models"
+	"proctor/runner/agent"
+	"proctor/runner/episode"
+	"proctor/storage"
+)
+
+// episodeWorker runs one attempt's try in the browser.
+type episodeWorker struct {
+	river.WorkerDefaults[EpisodeArgs]
+	r *Runner
+}
+
+// Timeout lets an episode run for its budget plus time to store its results;
+// the episode enforces the budget itself.
+func (w *episodeWorker) Timeout(*river.Job[EpisodeArgs]) time.Duration { return -1 }
+
+// Work claims the attempt (or snoozes while the run's parallelism or a site's
+// cap is full), runs the episode and records its outcome with the evaluation
+// job in one transaction.
+func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) error {
+	r := w.r
+	ctx = models.WithActor(ctx, models.SystemActor())
+	status, spec, err := r.db.ClaimAttempt(ctx, job.Args.AttemptID, r.opts.RescueAfter)
+	if err != nil {
+		return err
+	}
+	switch status {
+	case storage.ClaimWait:
+		return river.JobSnooze(time.Second)
+	case storage.ClaimFinished:
+		return nil
+	}
+	log := r.log.With("run_id", spec.Run.ID, "attempt_id", spec.Attempt.ID, "try", spec.Try)
+	out, err := r.runEpisode(ctx, spec, log)
+	if err != nil {
+		if errors.Is(err, errRunCanceled) {
+			return nil // canceling the run already closed its attempts
+		}
+		if ctx.Err() != nil {
+			// Shutting down or the run was canceled: hand the attempt back.
+			_ = r.db.ReleaseAttempt(context.WithoutCancel(ctx), spec.Attempt.ID, spec.Try)
+			return err
+		}
+		log.Error("episode failed in the platform", "error", err.Error())
+		out = storage.EpisodeOutcome{ErrorClass: models.ErrorClassPlatform, ErrorMessage: err.Error()}
+	}
+	if out.ErrorClass == models.ErrorClassEnvironment && spec.Try < r.opts.EnvironmentRetries+1 {
+		log.Warn("environment error: retrying the attempt", "error", out.ErrorMessage)
+		if err := r.db.ReleaseAttempt(ctx, spec.Attempt.ID, spec.Try); err != nil {
+			return err
+		}
+		return river.JobSnooze(2 * time.Second)
+	}
+	return r.db.FinishEpisode(ctx, spec.Attempt.ID, spec.Try, out, func(ctx context.Context, tx *sql.Tx) error {
+		return r.queue.insertEvaluation(ctx, tx, spec.Attempt.ID)
+	})
+}
+
+// runEpisode prepares the agent and the sites, runs the browser episode while
+// watching for the run's cancellation, and summarises the result.
+func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, log *slog.Logger) (storage.EpisodeOutcome, error) {
+	sites, err := resolveSites(spec.Sites, spec.Namespace)
+	if err != nil {
+		return storage.EpisodeOutcome{ErrorClass: models.ErrorClassEnvironment, ErrorMessage: err.Error()}, nil
+	}
+	secrets, err := r.db.AgentSecrets(ctx, spec.Agent.ID)
+	if err != nil {
+		return storage.EpisodeOutcome{}, fmt.Errorf("agent secrets: %w", err)
+	}
+	callTimeout := time.Duration(spec.Run.MaxAgentCallSeconds) * time.Second
+	ag, err := agent.New(agent.Config{
+		Kind: spec.Agent.Kind, EndpointURL: spec.Agent.EndpointURL, Model: spec.Agent.Model,
+		Secrets: secrets, Settings: spec.Agent.Config,
+		ReferenceActions: json.RawMessage(sites.resolve(spec.Task.ReferenceActions)),
+		HTTPClient:       r.agentHTTPClient(callTimeout), CallTimeout: callTimeout,
+	})
+	if err != nil {
+		return storage.EpisodeOutcome{ErrorClass: models.ErrorClassAgent, ErrorMessage: models.ErrorMessage(err)}, nil
+	}
+	b, err := r.sharedBrowser()
+	if err != nil {
+		return storage.EpisodeOutcome{}, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go r.watchCancellation(ctx, cancel, spec.Run.ID)
+
+	res, err := episode.Run(ctx, b, episode.Episode{
+		RunID: spec.Run.ID, AttemptID: spec.Attempt.ID,
+		Task: models.StepTask{
+			ID: spec.Task.ExternalID, Goal: spec.Task.Intent,
+			StartURLs: sites.resolveAll(spec.Task.StartURLs), Sites: spec.Task.Sites,
+		},
+		AllowedOrigins: sites.allowed,
+		Agent:          ag,
+		Budget: episode.Budget{
+			MaxSteps: spec.Run.MaxSteps, MaxDuration: time.Duration(spec.Run.MaxEpisodeSeconds) * time.Second,
+			MaxAgentCall: callTimeout, MaxCost: spec.Run.MaxCost,
+		},
+		Artifacts: r.artifacts,
+		Prefix:    fmt.Sprintf("runs/%d/attempts/%d/try-%d", spec.Run.ID, spec.Attempt.ID, spec.Try),
+		Steps:     stepSink{db: r.db, attemptID: spec.Attempt.ID},
+		Logger:    r.log,
+	})
+	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errRunCanceled) {
+			return storage.EpisodeOutcome{}, cause
+		}
+		return storage.EpisodeOutcome{}, err
+	}
+	final := ""
+	if res.Final != nil {
+		b, _ := json.Marshal(res.Final)
+		final = string(b)
+	}
+	log.Info("episode finished", "steps", res.Steps, "error_class", res.ErrorClass, "duration_ms", res.Duration.Milliseconds())
+	return storage.EpisodeOutcome{
+		Steps: res.Steps, TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, Cost: res.Usage.Cost,
+		ErrorClass: res.ErrorClass, ErrorMessage: res.ErrorMessage, FinalAnswer: final, HARKey: res.HARKey,
+		Duration: res.Duration,
+	}, nil
+}
+
+// errRunCanceled ends episodes of a run that was canceled.
+var errRunCanceled = errors.New("the run was canceled")
+
+// watchCancellation stops an episode within seconds of its run being canceled.
+func (r *Runner) watchCancellation(ctx context.Context, cancel context.CancelCauseFunc, runID int64) {
+	t := time.NewTicker(r.opts.CancelPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			status, err := r.db.RunStatus(ctx, runID)
+			if err == nil && status == models.RunCanceled {
+				cancel(errRunCanceled)
+				return
+			}
+		}
+	}
+}
+
+// agentHTTPClient is the SSRF-guarded client agents call through.
+func (r *Runner) agentHTTPClient(timeout time.Duration) *http.Client { return r.agentClient(timeout) }
+
+// stepSink persists steps for the episode.
+type stepSink struct {
+	db        *storage.DB
+	attemptID int64
+}
+
+// SaveStep writes the step row of this attempt.
+func (s stepSink) SaveStep(ctx context.Context, step *models.Step) error {
+	step.AttemptID = s.attemptID
+	return s.db.SaveStep(ctx, step)
+}

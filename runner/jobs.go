@@ -1,0 +1,41 @@
+package runner
+
+// Job kinds and queues. Every job is idempotent: a redelivered job (a worker
+// died, a retry) finds the rows it already wrote and does nothing twice.
+const (
+	QueueDispatch     = "dispatch"
+	QueueEpisode      = "episode"
+	QueueEvaluate     = "evaluate"
+	QueueHousekeeping = "housekeeping"
+)
+
+// DispatchArgs creates a run's attempts and enqueues their episodes.
+type DispatchArgs struct {
+	RunID int64 `json:"run_id"`
+}
+
+// Kind names the job in the queue.
+func (DispatchArgs) Kind() string { return "dispatch_run" }
+
+// EpisodeArgs runs one attempt in the browser.
+type EpisodeArgs struct {
+	AttemptID int64 `json:"attempt_id"`
+	RunID     int64 `json:"run_id"`
+}
+
+// Kind names the job in the queue.
+func (EpisodeArgs) Kind() string { return "episode" }
+
+// EvaluateArgs evaluates one attempt's try.
+type EvaluateArgs struct {
+	AttemptID int64 `json:"attempt_id"`
+}
+
+// Kind names the job in the queue.
+func (EvaluateArgs) Kind() string { return "evaluate" }
+
+// HousekeepingArgs removes expired sessions and other leftovers.
+type HousekeepingArgs struct{}
+
+// Kind names the job in the queue.
+func (HousekeepingArgs) Kind() string { return "housekeeping" }

@@ -1,0 +1,156 @@
+package runner
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+
+	"proctor/migrations"
+	"proctor/models"
+	"proctor/storage"
+)
+
+// Options configure the queue in this process.
+type Options struct {
+	// Episodes is how many episodes this process runs at once (one browser, one
+	// context each); 0 makes the process insert jobs only (no worker).
+	Episodes int
+	// DailyRunQuota caps the runs a team may queue in 24 hours; 0 = unlimited.
+	DailyRunQuota int
+	// RescueAfter is how long a job may look stuck before another worker takes it
+	// over (a killed worker's episodes restart after this).
+	RescueAfter time.Duration
+	// EnvironmentRetries is how often an attempt whose sites failed is retried
+	// before the failure counts (never against the agent).
+	EnvironmentRetries int
+	// CancelPoll is how often running episodes check whether their run was canceled.
+	CancelPoll time.Duration
+	Logger     *slog.Logger
+}
+
+// workClient is the part of a River client that runs jobs.
+type workClient interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
+// Queue is Proctor's job queue: River on the app's own database.
+type Queue struct {
+	db       *storage.DB
+	opts     Options
+	inserter *river.Client[*sql.Tx] // inserts jobs inside GORM's transactions
+	worker   workClient             // nil in insert-only processes
+	log      *slog.Logger
+}
+
+// NewQueue builds the River clients for the database's dialect: the SQLite
+// driver in the embedded default, pgx on PostgreSQL (with a database/sql client
+// for transactional inserts through GORM's connection).
+func NewQueue(db *storage.DB, workers *river.Workers, opts Options) (*Queue, error) {
+	if opts.RescueAfter == 0 {
+		opts.RescueAfter = 20 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.CancelPoll == 0 {
+		opts.CancelPoll = 2 * time.Second
+	}
+	q := &Queue{db: db, opts: opts, log: opts.Logger}
+	cfg := &river.Config{
+		Logger:               opts.Logger.With("component", "river"),
+		RescueStuckJobsAfter: opts.RescueAfter,
+		JobTimeout:           -1, // episode workers set their own timeouts
+		MaxAttempts:          10,
+	}
+	if opts.Episodes > 0 {
+		cfg.Workers = workers
+		cfg.Queues = map[string]river.QueueConfig{
+			QueueDispatch:     {MaxWorkers: 2},
+			QueueEpisode:      {MaxWorkers: opts.Episodes},
+			QueueEvaluate:     {MaxWorkers: 2},
+			QueueHousekeeping: {MaxWorkers: 1},
+		}
+		cfg.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
+			func() (river.JobArgs, *river.InsertOpts) {
+				return HousekeepingArgs{}, &river.InsertOpts{Queue: QueueHousekeeping}
+			}, &river.PeriodicJobOpts{RunOnStart: true})}
+		if db.Dialect() == migrations.SQLite {
+			cfg.FetchPollInterval = 200 * time.Millisecond
+		}
+	}
+	var err error
+	switch db.Dialect() {
+	case migrations.SQLite:
+		q.inserter, err = river.NewClient(riversqlite.New(db.SQL()), cfg)
+		if err == nil && opts.Episodes > 0 {
+			q.worker = q.inserter
+		}
+	case migrations.Postgres:
+		q.inserter, err = river.NewClient(riverdatabasesql.New(db.SQL()), &river.Config{Logger: cfg.Logger})
+		if err == nil && opts.Episodes > 0 {
+			q.worker, err = river.NewClient(riverpgxv5.New(db.PgxPool()), cfg)
+		}
+	default:
+		err = fmt.Errorf("no queue driver for dialect %q", db.Dialect())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	return q, nil
+}
+
+// Start starts working jobs (a no-op for insert-only processes).
+func (q *Queue) Start(ctx context.Context) error {
+	if q.worker == nil {
+		return nil
+	}
+	return q.worker.Start(ctx)
+}
+
+// Stop stops fetching jobs and waits for the running ones to finish or to
+// notice their cancelled contexts.
+func (q *Queue) Stop(ctx context.Context) error {
+	if q.worker == nil {
+		return nil
+	}
+	if err := q.worker.Stop(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// QueueRun creates a run and its dispatch job in one transaction.
+func (q *Queue) QueueRun(ctx context.Context, req models.RunRequest) (*models.Run, error) {
+	return q.db.CreateRun(ctx, req, q.opts.DailyRunQuota, func(ctx context.Context, tx *sql.Tx, runID int64) error {
+		_, err := q.inserter.InsertTx(ctx, tx, DispatchArgs{RunID: runID}, &river.InsertOpts{Queue: QueueDispatch})
+		return err
+	})
+}
+
+// insertEpisodes enqueues one episode job per attempt inside tx.
+func (q *Queue) insertEpisodes(ctx context.Context, tx *sql.Tx, runID int64, attemptIDs []int64) error {
+	if len(attemptIDs) == 0 {
+		return nil
+	}
+	params := make([]river.InsertManyParams, len(attemptIDs))
+	for i, id := range attemptIDs {
+		params[i] = river.InsertManyParams{Args: EpisodeArgs{AttemptID: id, RunID: runID}, InsertOpts: &river.InsertOpts{Queue: QueueEpisode}}
+	}
+	_, err := q.inserter.InsertManyTx(ctx, tx, params)
+	return err
+}
+
+// insertEvaluation enqueues an attempt's evaluation inside tx.
+func (q *Queue) insertEvaluation(ctx context.Context, tx *sql.Tx, attemptID int64) error {
+	_, err := q.inserter.InsertTx(ctx, tx, EvaluateArgs{AttemptID: attemptID}, &river.InsertOpts{Queue: QueueEvaluate})
+	return err
+}

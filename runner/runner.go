@@ -1,0 +1,105 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"proctor/models"
+	"proctor/runner/episode"
+	"proctor/storage"
+	"proctor/storage/artifact"
+)
+
+// Config wires a Runner.
+type Config struct {
+	DB        *storage.DB
+	Artifacts artifact.Store
+	Options   Options
+	// Browser locates the Playwright driver and Chromium; the browser starts on
+	// the first episode, so insert-only processes and idle servers never launch it.
+	Browser episode.BrowserOptions
+	// AgentClient returns the HTTP client agents are called through: the
+	// SSRF-guarded client of netguard, which re-checks addresses at connect time.
+	AgentClient func(timeout time.Duration) *http.Client
+	Logger      *slog.Logger
+}
+
+// Runner executes runs: it owns the queue, the workers and this process's browser.
+type Runner struct {
+	db          *storage.DB
+	artifacts   artifact.Store
+	queue       *Queue
+	opts        Options
+	log         *slog.Logger
+	agentClient func(timeout time.Duration) *http.Client
+	browserMu   sync.Mutex
+	browserOp   episode.BrowserOptions
+	browser     *episode.Browser
+}
+
+// New builds the runner and its queue.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.AgentClient == nil {
+		return nil, errors.New("runner: AgentClient is required (the SSRF-guarded client agents are called through)")
+	}
+	r := &Runner{db: cfg.DB, artifacts: cfg.Artifacts, log: cfg.Logger, browserOp: cfg.Browser, agentClient: cfg.AgentClient}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &dispatchWorker{r: r})
+	river.AddWorker(workers, &episodeWorker{r: r})
+	river.AddWorker(workers, &evaluateWorker{r: r})
+	river.AddWorker(workers, &housekeepingWorker{r: r})
+	opts := cfg.Options
+	opts.Logger = cfg.Logger
+	q, err := NewQueue(cfg.DB, workers, opts)
+	if err != nil {
+		return nil, err
+	}
+	r.queue, r.opts = q, q.opts
+	return r, nil
+}
+
+// Start starts the workers of this process.
+func (r *Runner) Start(ctx context.Context) error { return r.queue.Start(ctx) }
+
+// Stop stops the workers (in-flight episodes see their contexts cancelled),
+// then closes the browser.
+func (r *Runner) Stop(ctx context.Context) error {
+	err := r.queue.Stop(ctx)
+	r.browserMu.Lock()
+	defer r.browserMu.Unlock()
+	if r.browser != nil {
+		err = errors.Join(err, r.browser.Close())
+		r.browser = nil
+	}
+	return err
+}
+
+// QueueRun queues a run for the context's actor.
+func (r *Runner) QueueRun(ctx context.Context, req models.RunRequest) (*models.Run, error) {
+	return r.queue.QueueRun(ctx, req)
+}
+
+// sharedBrowser launches this process's Chromium on first use.
+func (r *Runner) sharedBrowser() (*episode.Browser, error) {
+	r.browserMu.Lock()
+	defer r.browserMu.Unlock()
+	if r.browser != nil {
+		return r.browser, nil
+	}
+	b, err := episode.LaunchBrowser(r.browserOp)
+	if err != nil {
+		return nil, fmt.Errorf("launch browser: %w", err)
+	}
+	r.browser = b
+	return b, nil
+}

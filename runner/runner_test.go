@@ -1,0 +1,143 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"proctor/importer"
+	"proctor/internal/testenv"
+	"proctor/models"
+	"proctor/netguard"
+	"proctor/runner"
+	"proctor/runner/episode"
+	"proctor/sandbox"
+	"proctor/storage"
+	"proctor/storage/artifact"
+	"proctor/storage/storagetest"
+	"proctor/vault"
+)
+
+// runBundle is a database with the sandbox benchmark served by a test server,
+// a team with a replay agent, and a runner with a real browser.
+type runBundle struct {
+	db        *storage.DB
+	artifacts artifact.Store
+	runner    *runner.Runner
+	member    context.Context
+	system    context.Context
+}
+
+func browserOptions(t *testing.T) episode.BrowserOptions {
+	t.Helper()
+	opts := episode.BrowserOptionsFromEnv(os.Getenv)
+	err := opts.Check()
+	why := "episode tests need Chromium and the Playwright driver (make deps)"
+	if err != nil {
+		why += ": " + err.Error()
+	}
+	testenv.SkipUnlessAvailable(t, "browser", err == nil, why)
+	return opts
+}
+
+func setupRun(t *testing.T, db *storage.DB, episodes int) *runBundle {
+	t.Helper()
+	opts := browserOptions(t)
+	ctx := context.Background()
+	system := models.WithActor(ctx, models.SystemActor())
+	v, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
+	require.NoError(t, err)
+	db.UseAgentDeps(v, netguard.New(nil, nil))
+
+	box := sandbox.New(sandbox.Options{})
+	srv := httptest.NewServer(box)
+	t.Cleanup(srv.Close)
+	ds, err := importer.Parse(models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
+	require.NoError(t, err)
+	_, err = db.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl")
+	require.NoError(t, err)
+	for site, url := range sandbox.SiteURLs(srv.URL) {
+		_, err := db.UpdateSite(system, sandbox.Slug, site, url, "", 0)
+		require.NoError(t, err)
+	}
+
+	u, err := db.CreateUser(ctx, "runner@example.org", "Runner", "correct horse battery", false)
+	require.NoError(t, err)
+	member := models.WithActor(ctx, models.Actor{UserID: u.ID, Email: u.Email})
+	_, err = db.CreateTeam(member, "Lab", "lab", "")
+	require.NoError(t, err)
+	require.NoError(t, db.CreateAgent(member, "lab", &models.Agent{Name: "Replayer", Kind: models.AgentReplay}, nil))
+
+	store, err := artifact.NewLocal(filepath.Join(t.TempDir(), "artifacts"), artifact.NewURLSigner([]byte(strings.Repeat("s", 32))), "http://proctor.test")
+	require.NoError(t, err)
+	r, err := runner.New(runner.Config{
+		DB: db, Artifacts: store, Browser: opts,
+		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
+		Options:     runner.Options{Episodes: episodes, CancelPoll: 200 * time.Millisecond},
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(ctx))
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, r.Stop(stopCtx))
+	})
+	return &runBundle{db: db, artifacts: store, runner: r, member: member, system: system}
+}
+
+// waitRun waits until the run reaches a final status and returns it.
+func (b *runBundle) waitRun(t *testing.T, runID int64, limit time.Duration) models.Run {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		status, err := b.db.RunStatus(b.system, runID)
+		require.NoError(t, err)
+		return status == models.RunCompleted || status == models.RunFailed || status == models.RunCanceled
+	}, limit, 100*time.Millisecond, "run %d did not finish within %s", runID, limit)
+	var run models.Run
+	require.NoError(t, b.db.Gorm().First(&run, runID).Error)
+	return run
+}
+
+// TestRunner_SandboxReplay runs every sandbox task in Chromium with the replay
+// agent, on SQLite and PostgreSQL: every reference script passes its
+// deterministic check, and every step's artifacts exist.
+func TestRunner_SandboxReplay(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		b := setupRun(t, db, 4)
+		run, err := b.runner.QueueRun(b.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "replayer", BenchmarkSlug: sandbox.Slug, Parallelism: 4})
+		require.NoError(t, err)
+		got := b.waitRun(t, run.ID, 5*time.Minute)
+		require.Equal(t, models.RunCompleted, got.Status)
+
+		var attempts []models.Attempt
+		require.NoError(t, db.Gorm().Preload("Task").Where("run_id = ?", run.ID).Find(&attempts).Error)
+		require.Len(t, attempts, got.TasksTotal)
+		for _, a := range attempts {
+			t.Logf("task %s: %d steps in %d ms", a.Task.ExternalID, a.Steps, a.DurationMS)
+			require.Equal(t, models.OutcomeSuccess, a.Outcome, "task %s: %s %s", a.Task.ExternalID, a.ErrorClass, a.ErrorMessage)
+			require.NotEmpty(t, a.HARKey, "task %s", a.Task.ExternalID)
+			var steps []models.Step
+			require.NoError(t, db.Gorm().Where("attempt_id = ?", a.ID).Order("step_index").Find(&steps).Error)
+			require.Len(t, steps, a.Steps, "task %s", a.Task.ExternalID)
+			for i, s := range steps {
+				t.Logf("  step %d: observe %d ms, agent %d ms, act %d ms: %s", i, s.ObserveMS, s.AgentMS, s.ActMS, s.Action)
+				require.Equal(t, i, s.Index)
+				_, err := b.artifacts.Stat(context.Background(), s.ScreenshotKey)
+				require.NoError(t, err, "task %s step %d screenshot", a.Task.ExternalID, i)
+			}
+		}
+		require.Equal(t, got.TasksTotal, got.Successes)
+	})
+}
