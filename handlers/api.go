@@ -22,6 +22,7 @@ func (s *Server) apiRoutes(g *echo.Group) {
 	s.apiTeamRoutes(g)
 	s.apiAgentRoutes(g)
 	s.apiBenchmarkRoutes(g)
+	s.apiRunRoutes(g)
 }
 
 func (s *Server) apiIndex(c echo.Context) error {

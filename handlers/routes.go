@@ -26,6 +26,7 @@ func (s *Server) routes() {
 	s.teamRoutes(e)
 	s.agentRoutes(e)
 	s.benchmarkRoutes(e)
+	s.runRoutes(e)
 
 	api := e.Group("/api/v1")
 	s.apiRoutes(api)

@@ -45,6 +45,11 @@ type Deps struct {
 	Static          fs.FS
 	Logger          *slog.Logger
 	Now             func() time.Time
+
+	// ArtifactURLs signs the screenshot links of timelines; nil shows none.
+	ArtifactURLs ArtifactURLSigner
+	// Runs queues runs; nil when this process has no queue (queuing answers 503).
+	Runs RunQueue
 }
 
 // Store is everything the handlers need from storage, one small interface per feature.
@@ -55,6 +60,7 @@ type Store interface {
 	TokenStore
 	AgentStore
 	BenchmarkStore
+	RunStore
 }
 
 // isUpload reports whether a request is an upload POST, which skips the global

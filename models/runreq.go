@@ -54,7 +54,7 @@ func (r *RunRequest) Normalize() error {
 		return FieldError("max_episode_seconds", "seconds per episode must be between 10 and 21600")
 	}
 	if r.MaxAgentCallSeconds == 0 {
-		r.MaxAgentCallSeconds = DefaultMaxAgentCallSeconds
+		r.MaxAgentCallSeconds = min(DefaultMaxAgentCallSeconds, r.MaxEpisodeSeconds)
 	}
 	if r.MaxAgentCallSeconds < 1 || r.MaxAgentCallSeconds > r.MaxEpisodeSeconds {
 		return FieldError("max_agent_call_seconds", "seconds per agent call must be between 1 and the seconds per episode")

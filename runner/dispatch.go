@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/riverqueue/river"
 
@@ -18,9 +17,7 @@ type dispatchWorker struct {
 // Work creates the run's attempts and enqueues their episodes in one transaction.
 func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs]) error {
 	ctx = models.WithActor(ctx, models.SystemActor())
-	return w.r.db.DispatchRun(ctx, job.Args.RunID, func(ctx context.Context, tx *sql.Tx, attemptIDs []int64) error {
-		return w.r.queue.insertEpisodes(ctx, tx, job.Args.RunID, attemptIDs)
-	})
+	return w.r.db.DispatchRun(ctx, job.Args.RunID, w.r.queue.insertEpisodes)
 }
 
 // housekeepingWorker removes what expires: sessions past their end.

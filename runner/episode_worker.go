@@ -24,9 +24,17 @@ type episodeWorker struct {
 	r *Runner
 }
 
-// Timeout lets an episode run for its budget plus time to store its results;
-// the episode enforces the budget itself.
-func (w *episodeWorker) Timeout(*river.Job[EpisodeArgs]) time.Duration { return -1 }
+// Timeout is the run's episode budget plus a grace period for starting the
+// browser context, storing the HAR and recording the outcome (half the budget,
+// between 15 and 90 seconds). The episode enforces the budget itself; a job
+// whose worker died is rescued once it has outlived this.
+func (w *episodeWorker) Timeout(job *river.Job[EpisodeArgs]) time.Duration {
+	budget := time.Duration(job.Args.MaxSeconds) * time.Second
+	if budget <= 0 {
+		budget = time.Duration(models.DefaultMaxEpisodeSeconds) * time.Second
+	}
+	return budget + min(max(budget/2, 15*time.Second), 90*time.Second)
+}
 
 // Work claims the attempt (or snoozes while the run's parallelism or a site's
 // cap is full), runs the episode and records its outcome with the evaluation

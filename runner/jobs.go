@@ -17,10 +17,13 @@ type DispatchArgs struct {
 // Kind names the job in the queue.
 func (DispatchArgs) Kind() string { return "dispatch_run" }
 
-// EpisodeArgs runs one attempt in the browser.
+// EpisodeArgs runs one attempt in the browser. MaxSeconds is the run's episode
+// budget: the job's timeout derives from it, so that a job whose worker died is
+// rescued once it has clearly outlived its budget.
 type EpisodeArgs struct {
-	AttemptID int64 `json:"attempt_id"`
-	RunID     int64 `json:"run_id"`
+	AttemptID  int64 `json:"attempt_id"`
+	RunID      int64 `json:"run_id"`
+	MaxSeconds int   `json:"max_seconds"`
 }
 
 // Kind names the job in the queue.

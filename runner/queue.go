@@ -68,8 +68,10 @@ func NewQueue(db *storage.DB, workers *river.Workers, opts Options) (*Queue, err
 	cfg := &river.Config{
 		Logger:               opts.Logger.With("component", "river"),
 		RescueStuckJobsAfter: opts.RescueAfter,
-		JobTimeout:           -1, // episode workers set their own timeouts
-		MaxAttempts:          10,
+		// Jobs without a timeout are never rescued, so every job has one; the
+		// episode worker derives its own from the run's budget.
+		JobTimeout:  min(5*time.Minute, opts.RescueAfter),
+		MaxAttempts: 10,
 	}
 	if opts.Episodes > 0 {
 		cfg.Workers = workers
@@ -130,20 +132,35 @@ func (q *Queue) Stop(ctx context.Context) error {
 
 // QueueRun creates a run and its dispatch job in one transaction.
 func (q *Queue) QueueRun(ctx context.Context, req models.RunRequest) (*models.Run, error) {
-	return q.db.CreateRun(ctx, req, q.opts.DailyRunQuota, func(ctx context.Context, tx *sql.Tx, runID int64) error {
-		_, err := q.inserter.InsertTx(ctx, tx, DispatchArgs{RunID: runID}, &river.InsertOpts{Queue: QueueDispatch})
-		return err
+	return q.db.CreateRun(ctx, req, q.opts.DailyRunQuota, q.insertDispatch)
+}
+
+// RerunRun queues a new run with an earlier run's configuration and agent snapshot.
+func (q *Queue) RerunRun(ctx context.Context, runID int64) (*models.Run, error) {
+	return q.db.CreateRunFrom(ctx, runID, q.opts.DailyRunQuota, q.insertDispatch)
+}
+
+// RetryAttempts re-enqueues a run's attempts that ended in error.
+func (q *Queue) RetryAttempts(ctx context.Context, runID int64) (int, error) {
+	return q.db.ResetErroredAttempts(ctx, runID, func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error {
+		return q.insertEpisodes(ctx, tx, run, attemptIDs)
 	})
 }
 
+func (q *Queue) insertDispatch(ctx context.Context, tx *sql.Tx, runID int64) error {
+	_, err := q.inserter.InsertTx(ctx, tx, DispatchArgs{RunID: runID}, &river.InsertOpts{Queue: QueueDispatch})
+	return err
+}
+
 // insertEpisodes enqueues one episode job per attempt inside tx.
-func (q *Queue) insertEpisodes(ctx context.Context, tx *sql.Tx, runID int64, attemptIDs []int64) error {
+func (q *Queue) insertEpisodes(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error {
 	if len(attemptIDs) == 0 {
 		return nil
 	}
 	params := make([]river.InsertManyParams, len(attemptIDs))
 	for i, id := range attemptIDs {
-		params[i] = river.InsertManyParams{Args: EpisodeArgs{AttemptID: id, RunID: runID}, InsertOpts: &river.InsertOpts{Queue: QueueEpisode}}
+		args := EpisodeArgs{AttemptID: id, RunID: run.ID, MaxSeconds: run.MaxEpisodeSeconds}
+		params[i] = river.InsertManyParams{Args: args, InsertOpts: &river.InsertOpts{Queue: QueueEpisode}}
 	}
 	_, err := q.inserter.InsertManyTx(ctx, tx, params)
 	return err

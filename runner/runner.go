@@ -89,6 +89,16 @@ func (r *Runner) QueueRun(ctx context.Context, req models.RunRequest) (*models.R
 	return r.queue.QueueRun(ctx, req)
 }
 
+// RerunRun queues a new run with an earlier run's configuration.
+func (r *Runner) RerunRun(ctx context.Context, runID int64) (*models.Run, error) {
+	return r.queue.RerunRun(ctx, runID)
+}
+
+// RetryAttempts re-enqueues the attempts of a run that ended in error.
+func (r *Runner) RetryAttempts(ctx context.Context, runID int64) (int, error) {
+	return r.queue.RetryAttempts(ctx, runID)
+}
+
 // sharedBrowser launches this process's Chromium on first use.
 func (r *Runner) sharedBrowser() (*episode.Browser, error) {
 	r.browserMu.Lock()

@@ -130,7 +130,7 @@ func (db *DB) subsetTaskIDs(ctx context.Context, q *gorm.DB, versionID int64, su
 // DispatchRun creates the run's attempts (idempotently: a re-delivered dispatch
 // job adds nothing twice), marks the run running and returns the attempts that
 // still wait for an episode. System actor only (the queue's workers).
-func (db *DB) DispatchRun(ctx context.Context, runID int64, enqueue func(ctx context.Context, tx *sql.Tx, attemptIDs []int64) error) error {
+func (db *DB) DispatchRun(ctx context.Context, runID int64, enqueue func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error) error {
 	if !models.ActorFrom(ctx).System {
 		return models.Errorf(models.EFORBIDDEN, "Only the queue dispatches runs.")
 	}
@@ -165,7 +165,7 @@ func (db *DB) DispatchRun(ctx context.Context, runID int64, enqueue func(ctx con
 		if err != nil {
 			return err
 		}
-		return enqueue(ctx, t, pending)
+		return enqueue(ctx, t, &run, pending)
 	})
 }
 

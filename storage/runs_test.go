@@ -113,7 +113,7 @@ func TestStore_RunLifecycle(t *testing.T) {
 
 		var episodes []int64
 		dispatch := func() {
-			require.NoError(t, db.DispatchRun(f.system, run.ID, func(_ context.Context, _ *sql.Tx, ids []int64) error {
+			require.NoError(t, db.DispatchRun(f.system, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, ids []int64) error {
 				episodes = ids
 				return nil
 			}))

@@ -16,13 +16,20 @@ import (
 // PROCTOR_TEST_REQUIRE=browser) when the driver or Chromium is missing.
 func launchBrowser(t *testing.T) *episode.Browser {
 	t.Helper()
-	opts := episode.BrowserOptionsFromEnv(os.Getenv)
-	err := opts.Check()
-	testenv.SkipUnlessAvailable(t, "browser", err == nil, "browser suite needs Chromium and the Playwright driver (make deps): "+errString(err))
-	b, err := episode.LaunchBrowser(opts)
+	b, err := episode.LaunchBrowser(browserOptionsOrSkip(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	return b
+}
+
+// browserOptionsOrSkip locates the driver and Chromium, or skips (fails under
+// PROCTOR_TEST_REQUIRE=browser) when either is missing.
+func browserOptionsOrSkip(t *testing.T) episode.BrowserOptions {
+	t.Helper()
+	opts := episode.BrowserOptionsFromEnv(os.Getenv)
+	err := opts.Check()
+	testenv.SkipUnlessAvailable(t, "browser", err == nil, "browser suite needs Chromium and the Playwright driver (make deps): "+errString(err))
+	return opts
 }
 
 func errString(err error) string {

@@ -54,6 +54,7 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 	}, handlers.Deps{
 		Store: app.DB, Artifacts: app.Artifacts, ArtifactHandler: app.ArtifactHandler,
 		Static: static.Files(), Logger: app.Log,
+		ArtifactURLs: app.Artifacts, Runs: run,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,363 @@
+package handlers
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"proctor/models"
+	"proctor/web"
+)
+
+// RunStore is what the run pages and the run API need from storage. Every
+// method enforces visibility (team members and admins, or anyone once a run is
+// published) and permissions itself.
+type RunStore interface {
+	ListRuns(ctx context.Context, f models.RunFilter) ([]models.RunListItem, int, error)
+	TeamRuns(ctx context.Context, teamSlug string, page, perPage int) (*models.TeamRunList, error)
+	RunProgress(ctx context.Context, runID int64) (*models.RunProgress, error)
+	RunPage(ctx context.Context, runID int64, page, perPage int) (*models.RunPage, error)
+	RunAttempts(ctx context.Context, runID int64, page, perPage int) ([]models.AttemptListItem, int, error)
+	AttemptTimeline(ctx context.Context, attemptID int64) (*models.Timeline, error)
+	CancelRun(ctx context.Context, runID int64) error
+	RunFormOptions(ctx context.Context, teamSlug string) (*models.RunFormOptions, error)
+}
+
+// RunQueue queues runs (implemented by runner.Runner; nil in tests that don't queue).
+type RunQueue interface {
+	QueueRun(ctx context.Context, req models.RunRequest) (*models.Run, error)
+	RerunRun(ctx context.Context, runID int64) (*models.Run, error) // a new run with the same configuration and agent snapshot
+	RetryAttempts(ctx context.Context, runID int64) (int, error)    // re-enqueue attempts that ended in error; returns how many
+}
+
+// ArtifactURLSigner makes time-limited GET URLs for stored artifacts (the
+// artifact store: presigned S3 URLs or signed local ones).
+type ArtifactURLSigner interface {
+	URL(ctx context.Context, key string, ttl time.Duration) (string, error)
+}
+
+// artifactURLTTL is how long the screenshot links of a page keep working.
+const artifactURLTTL = time.Hour
+
+// runRoutes registers the run pages. Runs are visible to their team's members
+// and admins, and to everyone once published; the store decides, and answers
+// 404 for runs the caller may not see.
+func (s *Server) runRoutes(e *echo.Echo) {
+	e.GET("/runs", s.listRuns)
+	e.GET("/runs/:id", s.showRun)
+	e.GET("/runs/:id/progress", s.showRunProgress)
+	e.GET("/runs/:id/attempts/:attemptID", s.showTimeline)
+	e.POST("/runs/:id/cancel", s.cancelRun, requireUser)
+	e.POST("/runs/:id/retry", s.retryRun, requireUser)
+	e.POST("/runs/:id/rerun", s.rerunRun, requireUser)
+	e.GET("/teams/:slug/runs", s.listTeamRuns)
+	e.GET("/teams/:slug/runs/new", s.newRun, requireUser)
+	e.POST("/teams/:slug/runs", s.queueRun, requireUser)
+}
+
+func runPath(id int64) string { return "/runs/" + strconv.FormatInt(id, 10) }
+
+// errNoQueue answers when this process was started without a run queue.
+func errNoQueue() error {
+	return models.Errorf(models.EUNAVAILABLE, "Runs cannot be queued on this server right now: it has no run queue. Try again later or ask an administrator.")
+}
+
+func (s *Server) listRuns(c echo.Context) error {
+	page, perPage, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	runs, total, err := s.store.ListRuns(c.Request().Context(), models.RunFilter{Page: page, PerPage: perPage})
+	if err != nil {
+		return err
+	}
+	v := web.RunListView{Runs: runs, Page: page, PerPage: perPage, Total: total, Path: "/runs"}
+	return s.render(c, http.StatusOK, web.RunsPage(s.page(c, "Runs"), v))
+}
+
+func (s *Server) listTeamRuns(c echo.Context) error {
+	page, perPage, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	tr, err := s.store.TeamRuns(c.Request().Context(), c.Param("slug"), page, perPage)
+	if err != nil {
+		return err
+	}
+	v := web.TeamRunsView{
+		Team: tr.Team, CanQueue: tr.CanQueue,
+		List: web.RunListView{Runs: tr.Runs, Page: page, PerPage: perPage, Total: tr.Total, Path: web.TeamRunsPath(tr.Team.Slug)},
+	}
+	return s.render(c, http.StatusOK, web.TeamRunsPage(s.page(c, "Runs of "+tr.Team.Name), v))
+}
+
+// showRun is the run page: summary, live progress, actions and attempts.
+func (s *Server) showRun(c echo.Context) error {
+	return s.renderRun(c, http.StatusOK, "")
+}
+
+// renderRun renders the run page with an optional message at the top (a refused
+// action's reason).
+func (s *Server) renderRun(c echo.Context, status int, message string) error {
+	id, err := int64Param(c, "id")
+	if err != nil {
+		return err
+	}
+	page, perPage, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	rp, err := s.store.RunPage(c.Request().Context(), id, page, perPage)
+	if err != nil {
+		return err
+	}
+	p := s.page(c, "Run "+strconv.FormatInt(id, 10))
+	if n := runNotice(c); n != "" && message == "" {
+		p.Flash = n
+	}
+	return s.render(c, status, web.RunPage(p, web.RunView{Run: *rp, Error: message}))
+}
+
+// runNotice is the one-time notice of a run action's redirect.
+func runNotice(c echo.Context) string {
+	switch c.QueryParam("notice") {
+	case "queued":
+		return "Run queued. Its progress updates on this page."
+	case "canceled":
+		return "Run canceled. Episodes in flight stop within seconds."
+	case "retried":
+		n, _ := strconv.Atoi(c.QueryParam("n"))
+		switch n {
+		case 0:
+			return "No attempt ended in an error: there was nothing to retry."
+		case 1:
+			return "1 failed attempt is queued again."
+		}
+		return strconv.Itoa(n) + " failed attempts are queued again."
+	}
+	return ""
+}
+
+// showRunProgress answers the run page's polling with the progress fragment;
+// a plain request gets a page holding it.
+func (s *Server) showRunProgress(c echo.Context) error {
+	id, err := int64Param(c, "id")
+	if err != nil {
+		return err
+	}
+	prog, err := s.store.RunProgress(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Add("Vary", "HX-Request")
+	if wantsFragment(c) {
+		return s.render(c, http.StatusOK, web.RunProgressSection(*prog))
+	}
+	return s.render(c, http.StatusOK, web.RunProgressPage(s.page(c, "Progress of run "+strconv.FormatInt(id, 10)), *prog))
+}
+
+func (s *Server) cancelRun(c echo.Context) error {
+	id, err := int64Param(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.store.CancelRun(c.Request().Context(), id); err != nil {
+		return s.runActionError(c, err)
+	}
+	return redirect(c, runPath(id)+"?notice=canceled")
+}
+
+func (s *Server) retryRun(c echo.Context) error {
+	id, err := int64Param(c, "id")
+	if err != nil {
+		return err
+	}
+	if s.deps.Runs == nil {
+		return errNoQueue()
+	}
+	n, err := s.deps.Runs.RetryAttempts(c.Request().Context(), id)
+	if err != nil {
+		return s.runActionError(c, err)
+	}
+	return redirect(c, runPath(id)+"?notice=retried&n="+strconv.Itoa(n))
+}
+
+func (s *Server) rerunRun(c echo.Context) error {
+	id, err := int64Param(c, "id")
+	if err != nil {
+		return err
+	}
+	if s.deps.Runs == nil {
+		return errNoQueue()
+	}
+	run, err := s.deps.Runs.RerunRun(c.Request().Context(), id)
+	if err != nil {
+		return s.runActionError(c, err)
+	}
+	return redirect(c, runPath(run.ID)+"?notice=queued")
+}
+
+// runActionError shows a refused run action (already finished, over quota,
+// nothing to re-run) at the top of the run page; anything else goes to the
+// error handler.
+func (s *Server) runActionError(c echo.Context, err error) error {
+	code := models.ErrorCode(err)
+	switch code {
+	case models.EINVALID, models.ECONFLICT, models.ERATELIMIT:
+	default:
+		return err
+	}
+	if code == models.ERATELIMIT {
+		c.Response().Header().Set("Retry-After", "60")
+	}
+	return s.renderRun(c, statusOf(code), models.ErrorMessage(err))
+}
+
+// runFormFields are the queue form's fields, echoed back when it re-renders.
+func runFormFields() []string {
+	return []string{"agent", "benchmark", "subset", "max_steps", "max_episode_seconds", "max_agent_call_seconds", "max_cost", "parallelism", "notes"}
+}
+
+func (s *Server) newRun(c echo.Context) error {
+	opts, err := s.store.RunFormOptions(c.Request().Context(), c.Param("slug"))
+	if err != nil {
+		return err
+	}
+	f := web.NewForm()
+	f.Values["agent"] = c.QueryParam("agent")
+	f.Values["benchmark"] = c.QueryParam("benchmark")
+	f.Values["subset"] = models.SubsetFull
+	if v := c.QueryParam("subset"); v != "" {
+		f.Values["subset"] = v
+	}
+	f.Values["max_steps"] = strconv.Itoa(models.DefaultMaxSteps)
+	f.Values["max_episode_seconds"] = strconv.Itoa(models.DefaultMaxEpisodeSeconds)
+	f.Values["max_agent_call_seconds"] = strconv.Itoa(models.DefaultMaxAgentCallSeconds)
+	f.Values["parallelism"] = "1"
+	v := web.RunFormView{Options: *opts, Form: f, QueueAvailable: s.deps.Runs != nil}
+	return s.render(c, http.StatusOK, web.RunFormPage(s.page(c, "Queue a run"), v))
+}
+
+func (s *Server) queueRun(c echo.Context) error {
+	if s.deps.Runs == nil {
+		return errNoQueue()
+	}
+	req, err := runRequestFromForm(c)
+	if err != nil {
+		return s.runFormError(c, err)
+	}
+	run, err := s.deps.Runs.QueueRun(c.Request().Context(), req)
+	if err != nil {
+		return s.runFormError(c, err)
+	}
+	return redirect(c, runPath(run.ID)+"?notice=queued")
+}
+
+// runFormError re-renders the queue form with an error the user can fix next
+// to its field, or at the top when it belongs to no field (the daily quota,
+// with status 429); anything else goes to the error handler.
+func (s *Server) runFormError(c echo.Context, err error) error {
+	code := models.ErrorCode(err)
+	switch code {
+	case models.EINVALID, models.ECONFLICT, models.ERATELIMIT:
+	default:
+		return err
+	}
+	opts, oerr := s.store.RunFormOptions(c.Request().Context(), c.Param("slug"))
+	if oerr != nil {
+		return oerr
+	}
+	if code == models.ERATELIMIT {
+		c.Response().Header().Set("Retry-After", "60")
+	}
+	v := web.RunFormView{Options: *opts, Form: formOf(c, runFormFields()...).WithError(err), QueueAvailable: true}
+	return s.render(c, statusOf(code), web.RunFormPage(s.page(c, "Queue a run"), v))
+}
+
+// runRequestFromForm reads the queue form. Empty numbers keep their defaults;
+// malformed ones are EINVALID on their field.
+func runRequestFromForm(c echo.Context) (models.RunRequest, error) {
+	req := models.RunRequest{
+		TeamSlug: c.Param("slug"), AgentSlug: strings.TrimSpace(c.FormValue("agent")),
+		BenchmarkSlug: strings.TrimSpace(c.FormValue("benchmark")), Subset: c.FormValue("subset"), Notes: c.FormValue("notes"),
+	}
+	for _, n := range []struct {
+		field, label string
+		dst          *int
+	}{
+		{"max_steps", "max steps", &req.MaxSteps},
+		{"max_episode_seconds", "seconds per episode", &req.MaxEpisodeSeconds},
+		{"max_agent_call_seconds", "seconds per agent call", &req.MaxAgentCallSeconds},
+		{"parallelism", "parallelism", &req.Parallelism},
+	} {
+		raw := strings.TrimSpace(c.FormValue(n.field))
+		if raw == "" {
+			continue
+		}
+		v, err := strconv.Atoi(raw)
+		if err != nil {
+			return req, models.FieldError(n.field, "%s must be a whole number", n.label)
+		}
+		*n.dst = v
+	}
+	if raw := strings.TrimSpace(c.FormValue("max_cost")); raw != "" {
+		v, err := strconv.ParseFloat(raw, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return req, models.FieldError("max_cost", "max cost must be a number, or left empty for no limit")
+		}
+		req.MaxCost = &v
+	}
+	return req, nil
+}
+
+// showTimeline is an attempt's timeline: task, final answer, verdict and every
+// step with its screenshot.
+func (s *Server) showTimeline(c echo.Context) error {
+	runID, err := int64Param(c, "id")
+	if err != nil {
+		return err
+	}
+	attemptID, err := int64Param(c, "attemptID")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	tl, err := s.store.AttemptTimeline(ctx, attemptID)
+	if err != nil {
+		return err
+	}
+	if tl.Attempt.RunID != runID {
+		return models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, attemptID)
+	}
+	v := web.TimelineView{Timeline: *tl, URLs: s.stepArtifactURLs(ctx, tl.Steps)}
+	return s.render(c, http.StatusOK, web.TimelinePage(s.page(c, "Attempt "+tl.Task.ExternalID+" of run "+strconv.FormatInt(runID, 10)), v))
+}
+
+// stepArtifactURLs signs the screenshot and thumbnail URLs of steps, keyed by
+// artifact key. Keys that cannot be signed are left out (the page says the
+// screenshot is unavailable); so is everything when no signer is configured.
+func (s *Server) stepArtifactURLs(ctx context.Context, steps []models.TimelineStep) map[string]string {
+	urls := map[string]string{}
+	if s.deps.ArtifactURLs == nil {
+		return urls
+	}
+	for _, st := range steps {
+		for _, key := range []string{st.Step.ScreenshotKey, st.Step.ThumbnailKey} {
+			if key == "" || urls[key] != "" {
+				continue
+			}
+			u, err := s.deps.ArtifactURLs.URL(ctx, key, artifactURLTTL)
+			if err != nil {
+				s.log.Warn("sign artifact URL", "key", key, "error", err.Error())
+				continue
+			}
+			urls[key] = u
+		}
+	}
+	return urls
+}

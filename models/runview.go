@@ -1,0 +1,143 @@
+package models
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ErrorClassCanceled marks attempts that never finished because their run was
+// canceled; they are not charged to the agent.
+const ErrorClassCanceled = "canceled"
+
+// RunFilter selects runs for a listing. TeamSlug "" lists every team's runs the
+// caller may see; Page counts from 1.
+type RunFilter struct {
+	TeamSlug string
+	Page     int
+	PerPage  int
+}
+
+// RunListItem is one run in a listing, with what it ran and how far it got.
+type RunListItem struct {
+	ID            int64
+	Status        string
+	Origin        string
+	AgentName     string
+	AgentSlug     string
+	TeamSlug      string
+	TeamName      string
+	BenchmarkSlug string
+	BenchmarkName string
+	Subset        string
+	TasksDone     int
+	TasksTotal    int
+	Successes     int
+	Errors        int
+	Published     bool
+	CreatedAt     time.Time
+	FinishedAt    *time.Time
+}
+
+// Finished reports whether the listed run has reached a final status.
+func (r RunListItem) Finished() bool { return Run{Status: r.Status}.Finished() }
+
+// TeamRunList is one page of a team's runs as the caller may see them.
+type TeamRunList struct {
+	Team  Team
+	Runs  []RunListItem
+	Total int
+	// CanQueue is true for the team's members and administrators.
+	CanQueue bool
+}
+
+// AttemptListItem is one attempt of a run with its task, for the run's table.
+type AttemptListItem struct {
+	ID             int64
+	RunID          int64
+	TaskExternalID string
+	Intent         string
+	Status         string
+	Outcome        string
+	ErrorClass     string
+	ErrorMessage   string
+	Score          *float64
+	Steps          int
+	Cost           float64
+	DurationMS     int64
+	Tries          int
+}
+
+// RunPage is what a run's page shows: its live progress, whether the caller may
+// cancel, retry or re-run it, and one page of its attempts.
+type RunPage struct {
+	Progress      RunProgress
+	CanManage     bool
+	Attempts      []AttemptListItem
+	AttemptsTotal int
+	Page          int
+	PerPage       int
+}
+
+// RunFormOptions is what the queue-a-run form offers a team: its executable
+// agents and the benchmarks it may run, with their named subsets.
+type RunFormOptions struct {
+	Team       Team
+	Agents     []Agent
+	Benchmarks []RunFormBenchmark
+}
+
+// RunFormBenchmark is a benchmark offered by the queue form.
+type RunFormBenchmark struct {
+	Slug    string
+	Name    string
+	Tasks   int
+	Subsets []string // named subsets of the current version; "full" is implicit
+}
+
+// Timeline is one attempt as its timeline page shows it. Task holds public
+// fields only: the evaluation spec, reference answers and actions never reach it.
+type Timeline struct {
+	Run        RunListItem
+	Attempt    Attempt
+	Task       Task
+	Steps      []TimelineStep
+	Evaluation *Evaluation // the primary verdict; nil until evaluated
+	// FinalAction is the episode's final action decoded, nil when there is none.
+	FinalAction *Action
+	CanManage   bool
+}
+
+// TimelineStep is a step with its action decoded for display.
+type TimelineStep struct {
+	Step    Step
+	Action  *Action  // nil when the agent gave no valid action
+	Blocked []string // requests the browser blocked during the step
+}
+
+// Point returns the action's viewport coordinates when it targets a point.
+func (s TimelineStep) Point() (x, y float64, ok bool) {
+	if s.Action == nil || s.Action.Target == nil || s.Action.Target.X == nil || s.Action.Target.Y == nil {
+		return 0, 0, false
+	}
+	return *s.Action.Target.X, *s.Action.Target.Y, true
+}
+
+// DecodeAction decodes an action stored as JSON; nil when raw is empty or not an action.
+func DecodeAction(raw string) *Action {
+	if raw == "" {
+		return nil
+	}
+	var a Action
+	if err := json.Unmarshal([]byte(raw), &a); err != nil || a.Type == "" {
+		return nil
+	}
+	return &a
+}
+
+// RunAgentSnapshot decodes the agent configuration a run froze; the zero value
+// when it is missing or unreadable.
+func RunAgentSnapshot(r *Run) AgentSnapshot {
+	var s AgentSnapshot
+	_ = json.Unmarshal([]byte(r.AgentSnapshot), &s)
+	return s
+}

@@ -1,0 +1,619 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"proctor/models"
+)
+
+// Who sees a run: members of its team and admins always; everyone else only
+// once it is published. A run the caller may not see does not exist for them
+// (ENOTFOUND), so its id leaks nothing.
+
+// canManageTeam reports whether the context's actor acts for the team: admins
+// and the system always, users in their teams.
+func canManageTeam(ctx context.Context, q *gorm.DB, teamID int64) (bool, error) {
+	a := models.ActorFrom(ctx)
+	switch {
+	case a.Privileged():
+		return true, nil
+	case a.UserID == 0:
+		return false, nil
+	}
+	_, err := membershipOf(q, teamID, a.UserID)
+	switch models.ErrorCode(err) {
+	case "":
+		return true, nil
+	case models.ENOTFOUND:
+		return false, nil
+	}
+	return false, err
+}
+
+func runNotFound(runID int64) error {
+	return models.Errorf(models.ENOTFOUND, "Run %d not found.", runID)
+}
+
+// runAccess loads a run the caller may see (locked for update when lock is
+// set) and tells whether they may act on it. ENOTFOUND otherwise.
+func (db *DB) runAccess(ctx context.Context, q *gorm.DB, runID int64, lock bool) (*models.Run, bool, error) {
+	var runs []models.Run
+	qq := q
+	if lock {
+		qq = lockRow(q, db.dialect)
+	}
+	if err := qq.Where("id = ?", runID).Limit(1).Find(&runs).Error; err != nil {
+		return nil, false, wrap(err, "run")
+	}
+	if len(runs) == 0 {
+		return nil, false, runNotFound(runID)
+	}
+	manage, err := canManageTeam(ctx, q, runs[0].TeamID)
+	if err != nil {
+		return nil, false, err
+	}
+	if !manage && !runs[0].Published {
+		return nil, false, runNotFound(runID)
+	}
+	return &runs[0], manage, nil
+}
+
+// runListColumns are the columns of a models.RunListItem over runListFrom.
+const runListColumns = `r.id, r.status, r.origin, a.name AS agent_name, a.slug AS agent_slug,
+	t.slug AS team_slug, t.name AS team_name, b.slug AS benchmark_slug, b.name AS benchmark_name,
+	r.subset_name AS subset, r.tasks_done, r.tasks_total, r.successes, r.errors, r.published,
+	r.created_at, r.finished_at`
+
+// runListFrom joins a run to its agent, team and benchmark.
+func runListFrom(q *gorm.DB) *gorm.DB {
+	return q.Table("runs r").
+		Joins("JOIN agents a ON a.id = r.agent_id").
+		Joins("JOIN teams t ON t.id = r.team_id").
+		Joins("JOIN benchmark_versions v ON v.id = r.version_id").
+		Joins("JOIN benchmarks b ON b.id = v.benchmark_id")
+}
+
+// ListRuns returns one page (from 1) of the runs the caller may see, newest
+// first, and their total. With a team: its members and admins see all of the
+// team's runs, everyone else its published ones (ENOTFOUND for an unknown team).
+// Without: admins see every run, users the published runs and their teams'
+// runs, anonymous visitors the published runs. EINVALID for bad page bounds.
+func (db *DB) ListRuns(ctx context.Context, f models.RunFilter) ([]models.RunListItem, int, error) {
+	if f.Page < 1 || f.PerPage < 1 {
+		return nil, 0, models.Errorf(models.EINVALID, "page and per_page must be positive")
+	}
+	q := db.q(ctx)
+	var where []func(*gorm.DB) *gorm.DB
+	a := models.ActorFrom(ctx)
+	switch {
+	case f.TeamSlug != "":
+		team, err := teamBySlug(q, f.TeamSlug, false)
+		if err != nil {
+			return nil, 0, err
+		}
+		manage, err := canManageTeam(ctx, q, team.ID)
+		if err != nil {
+			return nil, 0, err
+		}
+		where = append(where, func(s *gorm.DB) *gorm.DB { return s.Where("r.team_id = ?", team.ID) })
+		if !manage {
+			where = append(where, func(s *gorm.DB) *gorm.DB { return s.Where("r.published = ?", true) })
+		}
+	case a.Privileged():
+	case a.UserID != 0:
+		where = append(where, func(s *gorm.DB) *gorm.DB {
+			return s.Where("(r.published = ? OR r.team_id IN (SELECT m.team_id FROM memberships m WHERE m.user_id = ?))", true, a.UserID)
+		})
+	default:
+		where = append(where, func(s *gorm.DB) *gorm.DB { return s.Where("r.published = ?", true) })
+	}
+	scoped := func() *gorm.DB {
+		s := runListFrom(q)
+		for _, w := range where {
+			s = w(s)
+		}
+		return s
+	}
+	var total int64
+	if err := scoped().Count(&total).Error; err != nil {
+		return nil, 0, wrap(err, "runs")
+	}
+	var out []models.RunListItem
+	err := scoped().Select(runListColumns).Order("r.created_at DESC, r.id DESC").
+		Offset((f.Page - 1) * f.PerPage).Limit(f.PerPage).Scan(&out).Error
+	if err != nil {
+		return nil, 0, wrap(err, "runs")
+	}
+	return out, int(total), nil
+}
+
+// TeamRuns returns one page of a team's runs as ListRuns does, with the team and
+// whether the caller may queue runs for it. ENOTFOUND for an unknown team.
+func (db *DB) TeamRuns(ctx context.Context, teamSlug string, page, perPage int) (*models.TeamRunList, error) {
+	q := db.q(ctx)
+	team, err := teamBySlug(q, teamSlug, false)
+	if err != nil {
+		return nil, err
+	}
+	manage, err := canManageTeam(ctx, q, team.ID)
+	if err != nil {
+		return nil, err
+	}
+	runs, total, err := db.ListRuns(ctx, models.RunFilter{TeamSlug: teamSlug, Page: page, PerPage: perPage})
+	if err != nil {
+		return nil, err
+	}
+	return &models.TeamRunList{Team: *team, Runs: runs, Total: total, CanQueue: manage}, nil
+}
+
+// RunProgress returns a run's live state: attempts by status, errors by class,
+// an ETA and the names of what it runs. ENOTFOUND when the caller may not see it.
+func (db *DB) RunProgress(ctx context.Context, runID int64) (*models.RunProgress, error) {
+	q := db.q(ctx)
+	run, _, err := db.runAccess(ctx, q, runID, false)
+	if err != nil {
+		return nil, err
+	}
+	return progressOf(q, run)
+}
+
+// progressOf computes a run's progress with two queries.
+func progressOf(q *gorm.DB, run *models.Run) (*models.RunProgress, error) {
+	p := &models.RunProgress{Run: *run, ErrorsBy: map[string]int{}}
+	var names []struct {
+		AgentName, TeamSlug, TeamName, Benchmark string
+		BenchmarkID                              int64
+	}
+	err := runListFrom(q).Select("a.name AS agent_name, t.slug AS team_slug, t.name AS team_name, b.slug AS benchmark, b.id AS benchmark_id").
+		Where("r.id = ?", run.ID).Scan(&names).Error
+	if err != nil {
+		return nil, wrap(err, "run")
+	}
+	if len(names) == 1 {
+		n := names[0]
+		p.AgentName, p.TeamSlug, p.TeamName, p.Benchmark, p.BenchmarkID = n.AgentName, n.TeamSlug, n.TeamName, n.Benchmark, n.BenchmarkID
+	}
+	var groups []struct {
+		Status, Outcome, ErrorClass string
+		N                           int
+		DurationSum                 int64
+		Timed                       int
+	}
+	err = q.Model(&models.Attempt{}).Select(`status, outcome, error_class, COUNT(*) AS n,
+		COALESCE(SUM(CASE WHEN status = 'done' AND duration_ms > 0 THEN duration_ms ELSE 0 END), 0) AS duration_sum,
+		COALESCE(SUM(CASE WHEN status = 'done' AND duration_ms > 0 THEN 1 ELSE 0 END), 0) AS timed`).
+		Where("run_id = ?", run.ID).Group("status, outcome, error_class").Scan(&groups).Error
+	if err != nil {
+		return nil, wrap(err, "attempts")
+	}
+	var durationSum int64
+	var timed, attempts int
+	for _, g := range groups {
+		attempts += g.N
+		switch g.Status {
+		case models.AttemptPending:
+			p.Pending += g.N
+		case models.AttemptRunning, models.AttemptEvaluating:
+			p.Running += g.N
+		case models.AttemptDone:
+			p.Done += g.N
+			if g.Outcome == models.OutcomeError {
+				p.ErrorsBy[g.ErrorClass] += g.N
+			}
+		}
+		durationSum += g.DurationSum
+		timed += g.Timed
+	}
+	if attempts == 0 && !run.Finished() {
+		p.Pending = run.TasksTotal // not dispatched yet
+	}
+	if left := p.Pending + p.Running; !run.Finished() && timed > 0 && left > 0 {
+		mean := time.Duration(durationSum/int64(timed)) * time.Millisecond
+		p.ETA = mean * time.Duration(left) / time.Duration(max(run.Parallelism, 1))
+	}
+	return p, nil
+}
+
+// RunAttempts returns one page (from 1) of a run's attempts in task order with
+// their tasks' ids and intents, and their total. ENOTFOUND when the caller may
+// not see the run; EINVALID for bad page bounds.
+func (db *DB) RunAttempts(ctx context.Context, runID int64, page, perPage int) ([]models.AttemptListItem, int, error) {
+	if page < 1 || perPage < 1 {
+		return nil, 0, models.Errorf(models.EINVALID, "page and per_page must be positive")
+	}
+	q := db.q(ctx)
+	if _, _, err := db.runAccess(ctx, q, runID, false); err != nil {
+		return nil, 0, err
+	}
+	return attemptsOf(q, runID, page, perPage)
+}
+
+func attemptsOf(q *gorm.DB, runID int64, page, perPage int) ([]models.AttemptListItem, int, error) {
+	var total int64
+	if err := q.Model(&models.Attempt{}).Where("run_id = ?", runID).Count(&total).Error; err != nil {
+		return nil, 0, wrap(err, "attempts")
+	}
+	var out []models.AttemptListItem
+	err := q.Table("attempts a").Joins("JOIN tasks t ON t.id = a.task_id").
+		Select(`a.id, a.run_id, t.external_id AS task_external_id, t.intent, a.status, a.outcome,
+			a.error_class, a.error_message, a.score, a.steps, a.cost, a.duration_ms, a.tries`).
+		Where("a.run_id = ?", runID).Order("t.position, a.id").
+		Offset((page - 1) * perPage).Limit(perPage).Scan(&out).Error
+	if err != nil {
+		return nil, 0, wrap(err, "attempts")
+	}
+	return out, int(total), nil
+}
+
+// RunPage returns what a run's page shows: its progress, whether the caller may
+// act on it and one page of its attempts. ENOTFOUND when the caller may not see
+// it; EINVALID for bad page bounds.
+func (db *DB) RunPage(ctx context.Context, runID int64, page, perPage int) (*models.RunPage, error) {
+	if page < 1 || perPage < 1 {
+		return nil, models.Errorf(models.EINVALID, "page and per_page must be positive")
+	}
+	q := db.q(ctx)
+	run, manage, err := db.runAccess(ctx, q, runID, false)
+	if err != nil {
+		return nil, err
+	}
+	p, err := progressOf(q, run)
+	if err != nil {
+		return nil, err
+	}
+	attempts, total, err := attemptsOf(q, runID, page, perPage)
+	if err != nil {
+		return nil, err
+	}
+	return &models.RunPage{Progress: *p, CanManage: manage, Attempts: attempts, AttemptsTotal: total, Page: page, PerPage: perPage}, nil
+}
+
+// AttemptTimeline returns an attempt with its task's public fields, its run,
+// its steps in order and its primary evaluation. Only administrators see what
+// an evaluation expected; for everyone else the expected values are removed
+// from its details, as they are the task's hidden answers. ENOTFOUND when the
+// attempt is missing or its run is not visible to the caller.
+func (db *DB) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Timeline, error) {
+	q := db.q(ctx)
+	notFound := models.Errorf(models.ENOTFOUND, "Attempt %d not found.", attemptID)
+	var attempts []models.Attempt
+	if err := q.Where("id = ?", attemptID).Limit(1).Find(&attempts).Error; err != nil {
+		return nil, wrap(err, "attempt")
+	}
+	if len(attempts) == 0 {
+		return nil, notFound
+	}
+	tl := &models.Timeline{Attempt: attempts[0]}
+	_, manage, err := db.runAccess(ctx, q, tl.Attempt.RunID, false)
+	if models.ErrorCode(err) == models.ENOTFOUND {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	tl.CanManage = manage
+	var runs []models.RunListItem
+	if err := runListFrom(q).Select(runListColumns).Where("r.id = ?", tl.Attempt.RunID).Scan(&runs).Error; err != nil {
+		return nil, wrap(err, "run")
+	}
+	if len(runs) != 1 {
+		return nil, notFound
+	}
+	tl.Run = runs[0]
+	var tasks []models.Task
+	if err := q.Table("tasks t").Select(publicTaskColumns).Where("t.id = ?", tl.Attempt.TaskID).Find(&tasks).Error; err != nil {
+		return nil, wrap(err, "task")
+	}
+	if len(tasks) != 1 {
+		return nil, notFound
+	}
+	tl.Task = tasks[0]
+	tl.Task.HideSecrets() // not even read; admins see them on the task's own page
+	var steps []models.Step
+	if err := q.Where("attempt_id = ?", tl.Attempt.ID).Order("step_index").Find(&steps).Error; err != nil {
+		return nil, wrap(err, "steps")
+	}
+	tl.Steps = make([]models.TimelineStep, len(steps))
+	for i, s := range steps {
+		ts := models.TimelineStep{Step: s, Action: models.DecodeAction(s.Action)}
+		if s.BlockedRequests != "" {
+			_ = json.Unmarshal([]byte(s.BlockedRequests), &ts.Blocked)
+		}
+		tl.Steps[i] = ts
+	}
+	tl.FinalAction = models.DecodeAction(tl.Attempt.FinalAnswer)
+	var evs []models.Evaluation
+	if err := q.Where("attempt_id = ? AND is_primary = ?", tl.Attempt.ID, true).Order("created_at DESC, id DESC").Limit(1).Find(&evs).Error; err != nil {
+		return nil, wrap(err, "evaluation")
+	}
+	if len(evs) == 1 {
+		tl.Evaluation = &evs[0]
+		if !models.ActorFrom(ctx).Privileged() {
+			tl.Evaluation.Details = redactEvaluationDetails(tl.Evaluation.Details)
+		}
+	}
+	return tl, nil
+}
+
+// hiddenDetailKey reports whether an evaluation detail field may repeat a
+// task's hidden answers: what an evaluator expected, and assertion messages
+// quoting it.
+func hiddenDetailKey(k string) bool {
+	switch k {
+	case "expected", "message", "reference_answers", "eval_spec":
+		return true
+	}
+	return false
+}
+
+// redactEvaluationDetails removes the hidden answers from an evaluation's
+// details JSON; details that are not JSON are dropped entirely.
+func redactEvaluationDetails(raw string) string {
+	if strings.TrimSpace(raw) == "" {
+		return raw
+	}
+	var v any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		return ""
+	}
+	var walk func(any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, child := range t {
+				if hiddenDetailKey(k) {
+					delete(t, k)
+					continue
+				}
+				walk(child)
+			}
+		case []any:
+			for _, child := range t {
+				walk(child)
+			}
+		}
+	}
+	walk(v)
+	out, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}
+
+// CancelRun cancels a queued, running or evaluating run: the run ends canceled
+// and its pending and running attempts end as errors of class "canceled"
+// (episodes in flight notice the run's status and stop; attempts already being
+// evaluated keep their verdicts). Team members and admins only: ENOTFOUND when
+// the caller may not see the run, EUNAUTHORIZED or EFORBIDDEN when they may not
+// act on it, ECONFLICT when it has already finished.
+func (db *DB) CancelRun(ctx context.Context, runID int64) error {
+	return db.tx(ctx, func(tx *gorm.DB) error {
+		run, _, err := db.runAccess(ctx, tx, runID, true)
+		if err != nil {
+			return err
+		}
+		if _, err := requireTeamRole(ctx, tx, run.TeamID, false); err != nil {
+			return err
+		}
+		if run.Finished() {
+			return models.Errorf(models.ECONFLICT, "Run %d has already finished (%s).", run.ID, run.Status)
+		}
+		now := db.now()
+		if err := tx.Model(&models.Run{}).Where("id = ?", run.ID).
+			Updates(map[string]any{"status": models.RunCanceled, "finished_at": now}).Error; err != nil {
+			return wrap(err, "run")
+		}
+		err = tx.Model(&models.Attempt{}).Where("run_id = ? AND status IN ?", run.ID, []string{models.AttemptPending, models.AttemptRunning}).
+			Updates(map[string]any{
+				"status": models.AttemptDone, "outcome": models.OutcomeError, "error_class": models.ErrorClassCanceled,
+				"error_message": "The run was canceled before this attempt finished.", "finished_at": now, "updated_at": now,
+			}).Error
+		if err != nil {
+			return wrap(err, "attempts")
+		}
+		if _, err := db.refreshRunTotals(tx, run.ID); err != nil {
+			return err
+		}
+		return db.auditTx(ctx, tx, "run.canceled", "run "+strconv.FormatInt(run.ID, 10), "", &run.TeamID)
+	})
+}
+
+// ResetErroredAttempts puts a run's attempts that ended in an error (canceled
+// ones included) back to pending, clearing their outcome, score and error but
+// keeping their try count, reopens the run if it had finished, and enqueues
+// their episodes in the same transaction. It returns how many attempts it
+// reset (0 when none had failed). Team members and admins only: ENOTFOUND,
+// EUNAUTHORIZED or EFORBIDDEN as in CancelRun.
+func (db *DB) ResetErroredAttempts(ctx context.Context, runID int64, enqueue func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error) (int, error) {
+	n := 0
+	err := db.tx(ctx, func(tx *gorm.DB) error {
+		run, _, err := db.runAccess(ctx, tx, runID, true)
+		if err != nil {
+			return err
+		}
+		if _, err := requireTeamRole(ctx, tx, run.TeamID, false); err != nil {
+			return err
+		}
+		var ids []int64
+		if err := tx.Model(&models.Attempt{}).Where("run_id = ? AND status = ? AND outcome = ?", run.ID, models.AttemptDone, models.OutcomeError).
+			Order("id").Pluck("id", &ids).Error; err != nil {
+			return wrap(err, "attempts")
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		now := db.now()
+		if run.Finished() {
+			if err := tx.Model(&models.Run{}).Where("id = ?", run.ID).
+				Updates(map[string]any{"status": models.RunRunning, "finished_at": nil}).Error; err != nil {
+				return wrap(err, "run")
+			}
+		}
+		err = tx.Model(&models.Attempt{}).Where("id IN ?", ids).Updates(map[string]any{
+			"status": models.AttemptPending, "outcome": "", "score": nil, "error_class": "", "error_message": "",
+			"finished_at": nil, "duration_ms": 0, "updated_at": now,
+		}).Error
+		if err != nil {
+			return wrap(err, "attempts")
+		}
+		if _, err := db.refreshRunTotals(tx, run.ID); err != nil {
+			return err
+		}
+		if err := db.auditTx(ctx, tx, "run.retried", "run "+strconv.FormatInt(run.ID, 10), fmt.Sprintf("%d attempts", len(ids)), &run.TeamID); err != nil {
+			return err
+		}
+		t, err := sqlTx(tx)
+		if err != nil {
+			return err
+		}
+		if err := enqueue(ctx, t, run, ids); err != nil {
+			return err
+		}
+		n = len(ids)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// CreateRunFrom queues a new run with the configuration of run runID: the same
+// team, agent snapshot, benchmark version, subset, budgets, parallelism and
+// notes. The team's daily quota applies as in CreateRun, and the run and its
+// dispatch job are written in one transaction. Team members and admins only:
+// ENOTFOUND, EUNAUTHORIZED or EFORBIDDEN as in CancelRun; EINVALID for an
+// uploaded run, which was never executed here; ERATELIMIT over quota.
+func (db *DB) CreateRunFrom(ctx context.Context, runID int64, dailyQuota int, enqueue func(ctx context.Context, tx *sql.Tx, runID int64) error) (*models.Run, error) {
+	q := db.q(ctx)
+	src, _, err := db.runAccess(ctx, q, runID, false)
+	if err != nil {
+		return nil, err
+	}
+	actor, err := db.RequireTeamMember(ctx, src.TeamID)
+	if err != nil {
+		return nil, err
+	}
+	if src.Origin == models.OriginUploaded || models.RunAgentSnapshot(src).Kind == models.AgentUpload {
+		return nil, models.Errorf(models.EINVALID, "Run %d was uploaded, not executed by Proctor: there is nothing to re-run.", src.ID)
+	}
+	team, err := teamByID(q, src.TeamID, false)
+	if err != nil {
+		return nil, err
+	}
+	taskIDs, err := db.subsetTaskIDs(ctx, q, src.VersionID, src.SubsetName)
+	if err != nil {
+		return nil, err
+	}
+	if len(taskIDs) == 0 {
+		return nil, models.FieldError("subset", "subset %q of run %d holds no tasks", src.SubsetName, src.ID)
+	}
+	notes := fmt.Sprintf("Re-run of run %d.", src.ID)
+	if src.Notes != "" {
+		notes += " " + src.Notes
+	}
+	now := db.now()
+	run := &models.Run{
+		TeamID: src.TeamID, AgentID: src.AgentID, VersionID: src.VersionID, SubsetName: src.SubsetName,
+		Status: models.RunQueued, Origin: models.OriginExecuted, AgentSnapshot: src.AgentSnapshot,
+		MaxSteps: src.MaxSteps, MaxEpisodeSeconds: src.MaxEpisodeSeconds, MaxAgentCallSeconds: src.MaxAgentCallSeconds,
+		MaxCost: src.MaxCost, Parallelism: src.Parallelism, Notes: truncate(notes, 2000),
+		CreatedAt: now, TasksTotal: len(taskIDs),
+	}
+	if actor.UserID != 0 {
+		run.CreatedBy = &actor.UserID
+	}
+	err = db.tx(ctx, func(tx *gorm.DB) error {
+		if err := checkDailyQuota(tx, actor, team, now, dailyQuota); err != nil {
+			return err
+		}
+		if err := tx.Create(run).Error; err != nil {
+			return wrap(err, "run")
+		}
+		t, err := sqlTx(tx)
+		if err != nil {
+			return err
+		}
+		return enqueue(ctx, t, run.ID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// checkDailyQuota is ERATELIMIT when the team has queued dailyQuota runs in the
+// last 24 hours (0 = unlimited; admins and the system are exempt).
+func checkDailyQuota(tx *gorm.DB, actor models.Actor, team *models.Team, now time.Time, dailyQuota int) error {
+	if dailyQuota <= 0 || actor.Privileged() {
+		return nil
+	}
+	var n int64
+	if err := tx.Model(&models.Run{}).Where("team_id = ? AND created_at > ?", team.ID, now.Add(-24*time.Hour)).Count(&n).Error; err != nil {
+		return wrap(err, "runs")
+	}
+	if n >= int64(dailyQuota) {
+		return models.Errorf(models.ERATELIMIT, "Team %s has queued %d runs in the last 24 hours, its daily quota; try again later or ask an administrator.", team.Slug, n)
+	}
+	return nil
+}
+
+// RunFormOptions returns what the queue-a-run form offers a team: its agents
+// that Proctor can execute (not upload-only ones) and the benchmarks with tasks
+// the caller may see, with their named subsets. Team members and admins only:
+// ENOTFOUND for an unknown team, EUNAUTHORIZED or EFORBIDDEN otherwise.
+func (db *DB) RunFormOptions(ctx context.Context, teamSlug string) (*models.RunFormOptions, error) {
+	q := db.q(ctx)
+	team, err := teamBySlug(q, teamSlug, false)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := requireTeamRole(ctx, q, team.ID, false); err != nil {
+		return nil, err
+	}
+	out := &models.RunFormOptions{Team: *team}
+	if err := q.Select(agentColumns).Where("team_id = ? AND kind <> ?", team.ID, models.AgentUpload).
+		Order("LOWER(name), id").Find(&out.Agents).Error; err != nil {
+		return nil, wrap(err, "agents")
+	}
+	var benches []struct {
+		Slug, Name string
+		VersionID  int64
+		Tasks      int
+	}
+	bq := q.Table("benchmarks b").Select("b.slug, b.name, v.id AS version_id, v.task_count AS tasks").
+		Joins("JOIN benchmark_versions v ON v.id = b.current_version_id").Order("LOWER(b.name), b.slug")
+	if !models.ActorFrom(ctx).Privileged() {
+		bq = bq.Where("b.published = ?", true)
+	}
+	if err := bq.Scan(&benches).Error; err != nil {
+		return nil, wrap(err, "benchmarks")
+	}
+	versionIDs := make([]int64, len(benches))
+	for i, b := range benches {
+		versionIDs[i] = b.VersionID
+	}
+	var subsets []models.Subset
+	if len(versionIDs) > 0 {
+		if err := q.Where("version_id IN ?", versionIDs).Order("name").Find(&subsets).Error; err != nil {
+			return nil, wrap(err, "subsets")
+		}
+	}
+	byVersion := map[int64][]string{}
+	for _, s := range subsets {
+		byVersion[s.VersionID] = append(byVersion[s.VersionID], s.Name)
+	}
+	for _, b := range benches {
+		out.Benchmarks = append(out.Benchmarks, models.RunFormBenchmark{Slug: b.Slug, Name: b.Name, Tasks: b.Tasks, Subsets: byVersion[b.VersionID]})
+	}
+	return out, nil
+}
