@@ -156,6 +156,11 @@ func (s *Server) showRunProgress(c echo.Context) error {
 	}
 	c.Response().Header().Add("Vary", "HX-Request")
 	if wantsFragment(c) {
+		if prog.Run.Finished() {
+			// The page was polling an unfinished run: reload it whole, so the
+			// attempts, their outcomes and the actions show the final state.
+			c.Response().Header().Set("HX-Refresh", "true")
+		}
 		return s.render(c, http.StatusOK, web.RunProgressSection(*prog))
 	}
 	return s.render(c, http.StatusOK, web.RunProgressPage(s.page(c, "Progress of run "+strconv.FormatInt(id, 10)), *prog))

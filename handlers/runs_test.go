@@ -92,7 +92,7 @@ func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
 	b.admin = b.newUser(t, "admin@example.org", true)
 	f := &runsFixture{agentFixture: newAgentFixture(t, b), store: store, sys: models.WithActor(context.Background(), models.SystemActor())}
 	importBench(t, b, "mini")
-	require.NoError(t, db.CreateAgent(actorCtx(f.member), "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay}, nil))
+	require.NoError(t, db.CreateAgent(actorCtx(f.member), "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay, Config: `{"actions":[{"type":"stop","reason":"fixture"}]}`}, nil))
 	require.NoError(t, db.CreateAgent(actorCtx(f.member), "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
 	return f
 }

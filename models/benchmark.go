@@ -72,6 +72,10 @@ type Benchmark struct {
 	Evaluator        string
 	CurrentVersionID *int64
 	Published        bool
+	// RevealReferences marks a benchmark whose reference action scripts are not
+	// secret (the bundled sandbox): only then may teams run replay agents that
+	// play them, since a replay's timeline shows the script and its answer.
+	RevealReferences bool
 	DefaultMaxSteps  int
 	CreatedAt        time.Time
 	UpdatedAt        time.Time

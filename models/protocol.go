@@ -150,8 +150,12 @@ func (a Action) Summary() string {
 		fmt.Fprintf(&b, " %s", a.URL)
 	case a.Key != "":
 		fmt.Fprintf(&b, " %s", a.Key)
+	case a.Type == ActAnswer && a.Text == "" && len(a.Response) > 0:
+		fmt.Fprintf(&b, " %s", a.Response)
 	case a.Type == ActFill || a.Type == ActAnswer:
 		fmt.Fprintf(&b, " %q", a.Text)
+	case a.Type == ActStop && a.Reason != "":
+		fmt.Fprintf(&b, " (%s)", a.Reason)
 	case len(a.Values) > 0:
 		fmt.Fprintf(&b, " %s", strings.Join(a.Values, ", "))
 	case a.Tab != nil:

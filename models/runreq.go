@@ -138,3 +138,25 @@ func (p RunProgress) Percent() int {
 func (r Run) Finished() bool {
 	return r.Status == RunCompleted || r.Status == RunFailed || r.Status == RunCanceled
 }
+
+// PlaysReferenceScript reports whether an agent would replay the benchmark's
+// hidden reference actions: a replay agent without a script of its own.
+func (s AgentSnapshot) PlaysReferenceScript() bool {
+	if s.Kind != AgentReplay {
+		return false
+	}
+	var settings struct {
+		Actions json.RawMessage `json:"actions"`
+	}
+	_ = json.Unmarshal(s.Config, &settings)
+	return len(settings.Actions) == 0
+}
+
+// CheckReferenceReplay refuses a run that would reveal hidden reference actions:
+// replaying them is for administrators, or for benchmarks whose references are public.
+func CheckReferenceReplay(actor Actor, snap AgentSnapshot, b *Benchmark) error {
+	if snap.PlaysReferenceScript() && !b.RevealReferences && !actor.Privileged() {
+		return FieldError("agent", "%s would replay %s's hidden reference actions, which only administrators may run; give the agent a script of its own (settings \"actions\")", snap.Name, b.Slug)
+	}
+	return nil
+}

@@ -66,6 +66,7 @@ func setupRun(t *testing.T, db *storage.DB, episodes int) *runBundle {
 	require.NoError(t, err)
 	_, err = db.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl")
 	require.NoError(t, err)
+	require.NoError(t, db.SetRevealReferences(system, sandbox.Slug, true))
 	for site, url := range sandbox.SiteURLs(srv.URL) {
 		_, err := db.UpdateSite(system, sandbox.Slug, site, url, "", 0)
 		require.NoError(t, err)

@@ -825,3 +825,19 @@ func (db *DB) TaskByExternalID(ctx context.Context, slug, externalID string) (*m
 	redactTasks(ctx, tasks)
 	return &tasks[0], nil
 }
+
+// SetRevealReferences marks whether a benchmark's reference action scripts are
+// public (teams may then replay them). Admins and the system only.
+func (db *DB) SetRevealReferences(ctx context.Context, slug string, reveal bool) error {
+	if _, err := models.RequireAdmin(ctx); err != nil {
+		return err
+	}
+	res := db.q(ctx).Model(&models.Benchmark{}).Where("slug = ?", slug).Update("reveal_references", reveal)
+	if res.Error != nil {
+		return wrap(res.Error, "benchmark")
+	}
+	if res.RowsAffected == 0 {
+		return models.Errorf(models.ENOTFOUND, "Benchmark %q not found.", slug)
+	}
+	return nil
+}

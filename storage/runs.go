@@ -68,6 +68,9 @@ func (db *DB) CreateRun(ctx context.Context, req models.RunRequest, dailyQuota i
 	if len(taskIDs) == 0 {
 		return nil, models.FieldError("subset", "subset %q of %s holds no tasks", req.Subset, bench.Slug)
 	}
+	if err := models.CheckReferenceReplay(actor, models.SnapshotOf(&agent), bench); err != nil {
+		return nil, err
+	}
 	snapshot, err := json.Marshal(models.SnapshotOf(&agent))
 	if err != nil {
 		return nil, fmt.Errorf("snapshot agent: %w", err)

@@ -510,6 +510,14 @@ func (db *DB) CreateRunFrom(ctx context.Context, runID int64, dailyQuota int, en
 	if err != nil {
 		return nil, err
 	}
+	var bench models.Benchmark
+	if err := q.Table("benchmarks b").Joins("JOIN benchmark_versions v ON v.benchmark_id = b.id").
+		Where("v.id = ?", src.VersionID).Select("b.*").Take(&bench).Error; err != nil {
+		return nil, wrap(err, "benchmark")
+	}
+	if err := models.CheckReferenceReplay(actor, models.RunAgentSnapshot(src), &bench); err != nil {
+		return nil, err
+	}
 	taskIDs, err := db.subsetTaskIDs(ctx, q, src.VersionID, src.SubsetName)
 	if err != nil {
 		return nil, err

@@ -29,7 +29,32 @@ func newRunFixture(t *testing.T, db *storage.DB) *runFixture {
 	require.NoError(t, db.CreateAgent(af.member, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay}, nil))
 	require.NoError(t, db.CreateAgent(af.member, "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
 	require.NoError(t, db.CreateAgent(af.stranger, "other", &models.Agent{Name: "Theirs", Kind: models.AgentReplay}, nil))
+	require.NoError(t, db.SetRevealReferences(af.system, "mini", true))
 	return &runFixture{db: db, member: af.member, outsider: af.stranger, system: af.system}
+}
+
+// TestStore_ReferenceReplayGate: a replay agent without its own script would
+// reveal hidden reference actions, so teams may run it only on benchmarks whose
+// references are public; admins always may.
+func TestStore_ReferenceReplayGate(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newRunFixture(t, db)
+		require.NoError(t, db.SetRevealReferences(f.system, "mini", false))
+		req := models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini"}
+		_, err := f.queue(t, f.member, req, 0)
+		require.Equal(t, models.EINVALID, models.ErrorCode(err))
+		require.Equal(t, "agent", models.ErrorField(err))
+		require.Contains(t, models.ErrorMessage(err), "hidden reference actions")
+
+		script := `{"actions":[{"type":"stop","reason":"done"}]}`
+		require.NoError(t, db.CreateAgent(f.member, "lab", &models.Agent{Name: "Scripted", Kind: models.AgentReplay, Config: script}, nil))
+		_, err = f.queue(t, f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "scripted", BenchmarkSlug: "mini"}, 0)
+		require.NoError(t, err, "a replay agent with its own script reveals nothing")
+
+		_, err = f.queue(t, models.WithActor(context.Background(), models.SystemActor()), req, 0)
+		require.NoError(t, err, "administrators may replay references")
+	})
 }
 
 func (f *runFixture) queue(t *testing.T, ctx context.Context, req models.RunRequest, quota int) (*models.Run, error) {

@@ -121,7 +121,9 @@ func (app *App) openArtifacts(ctx context.Context, create bool) error {
 		app.Artifacts = s3
 	default:
 		signer := artifact.NewURLSigner(app.Vault.SigningKey())
-		local, err := artifact.NewLocal(cfg.Artifacts.Dir, signer, cfg.BaseURL)
+		// Relative URLs: pages are served from the same origin, whatever address
+		// the server ends up listening on.
+		local, err := artifact.NewLocal(cfg.Artifacts.Dir, signer, "")
 		if err != nil {
 			return fmt.Errorf("open artifact store: %w", err)
 		}

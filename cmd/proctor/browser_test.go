@@ -172,3 +172,75 @@ func TestBrowser_AdminImportsAndBrowses(t *testing.T) {
 	require.NoError(t, expect.Locator(page.GetByTestId("task-eval-spec")).ToContainText("AgentResponseEvaluator"))
 	shot(t, page, "task-admin")
 }
+
+// TestBrowser_QueueSandboxRunAndWatch is the newcomer's first run: sign up,
+// create a team, register a replay agent, queue it on the bundled sandbox,
+// watch the progress reach 100% and open an attempt's timeline.
+func TestBrowser_QueueSandboxRunAndWatch(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	browserOptionsOrSkip(t)
+	env["PROCTOR_EPISODES"] = "4"
+	env["PLAYWRIGHT_DRIVER_PATH"] = os.Getenv("PLAYWRIGHT_DRIVER_PATH")
+	env["PROCTOR_CHROMIUM_PATH"] = os.Getenv("PROCTOR_CHROMIUM_PATH")
+	base := env.serve(t)
+	env["PROCTOR_BASE_URL"] = base
+	code, _, stderr := env.run(t, "", "seed")
+	require.Equal(t, 0, code, stderr)
+
+	b := launchBrowser(t)
+	bctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 900}})
+	require.NoError(t, err)
+	t.Cleanup(func() { bctx.Close() })
+	page, err := bctx.NewPage()
+	require.NoError(t, err)
+	expect := playwright.NewPlaywrightAssertions()
+	exact := playwright.Bool(true)
+
+	_, err = page.Goto(base + "/signup")
+	require.NoError(t, err)
+	require.NoError(t, page.GetByLabel("Name").Fill("Newcomer"))
+	require.NoError(t, page.GetByLabel("Email").Fill("new@example.org"))
+	require.NoError(t, page.GetByLabel("Password (at least 10 characters)").Fill("a long enough password"))
+	require.NoError(t, page.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Sign up"}).Click())
+	require.NoError(t, expect.Locator(page.GetByTestId("nav-account")).ToHaveText("Newcomer"))
+
+	_, err = page.Goto(base + "/teams")
+	require.NoError(t, err)
+	form := page.GetByTestId("create-team-form")
+	require.NoError(t, form.GetByLabel("Name", playwright.LocatorGetByLabelOptions{Exact: exact}).Fill("First Steps"))
+	require.NoError(t, form.GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Create team"}).Click())
+	require.NoError(t, page.GetByTestId("team-agents-link").Click())
+	require.NoError(t, page.GetByTestId("new-agent-link").Click())
+	form = page.GetByTestId("agent-form")
+	require.NoError(t, form.GetByLabel("Name", playwright.LocatorGetByLabelOptions{Exact: exact}).Fill("Replay"))
+	_, err = form.GetByLabel("Kind").SelectOption(playwright.SelectOptionValues{Values: &[]string{"replay"}})
+	require.NoError(t, err)
+	require.NoError(t, form.GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Register agent"}).Click())
+	require.NoError(t, expect.Locator(page.GetByTestId("agent-name")).ToHaveText("Replay"))
+
+	// Queue the replay agent on the sandbox's hard subset.
+	_, err = page.Goto(base + "/teams/first-steps")
+	require.NoError(t, err)
+	require.NoError(t, page.GetByTestId("team-runs-link").Click())
+	require.NoError(t, page.GetByTestId("queue-run-link").Click())
+	form = page.GetByTestId("run-form")
+	_, err = form.Locator("#f-agent").SelectOption(playwright.SelectOptionValues{Values: &[]string{"replay"}})
+	require.NoError(t, err)
+	_, err = form.Locator("#f-benchmark").SelectOption(playwright.SelectOptionValues{Values: &[]string{"sandbox"}})
+	require.NoError(t, err)
+	require.NoError(t, form.Locator("#f-subset").Fill("hard"))
+	require.NoError(t, form.GetByLabel("Parallel episodes").Fill("4"))
+	shot(t, page, "run-form")
+	require.NoError(t, page.GetByTestId("queue-run").Click())
+
+	// The progress section polls until the run is done.
+	require.NoError(t, expect.Locator(page.GetByTestId("run-status")).ToHaveText("completed", playwright.LocatorAssertionsToHaveTextOptions{Timeout: playwright.Float(180_000)}))
+	require.NoError(t, expect.Locator(page.GetByTestId("run-done")).ToContainText("(100%)"))
+	require.NoError(t, expect.Locator(page.GetByTestId("run-successes")).ToHaveText("6"))
+	shot(t, page, "run-completed")
+
+	require.NoError(t, page.GetByTestId("timeline-link").First().Click())
+	require.NoError(t, expect.Locator(page.Locator("img").First()).ToBeVisible())
+	shot(t, page, "timeline")
+}

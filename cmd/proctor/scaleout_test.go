@@ -124,6 +124,7 @@ func TestScaleOut_TwoWorkersOneKilled(t *testing.T) {
 	require.NoError(t, err)
 	_, err = app.DB.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl")
 	require.NoError(t, err)
+	require.NoError(t, app.DB.SetRevealReferences(system, sandbox.Slug, true))
 	for name, u := range sandbox.SiteURLs(site.URL) {
 		_, err := app.DB.UpdateSite(system, sandbox.Slug, name, u, "", 0)
 		require.NoError(t, err)

@@ -32,6 +32,11 @@ func (p *Program) seed(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The sandbox's answers are no secret (its sites are in this repository), so
+	// teams may run replay agents on it: the newcomer's first run.
+	if err := app.DB.SetRevealReferences(ctx, sandbox.Slug, true); err != nil {
+		return err
+	}
 	for site, url := range sandbox.SiteURLs(app.Config.BaseURL) {
 		if _, err := app.DB.UpdateSite(ctx, sandbox.Slug, site, url, "", 0); err != nil {
 			return fmt.Errorf("configure sandbox site %s: %w", site, err)

@@ -112,6 +112,7 @@ CREATE TABLE benchmarks (
     current_version_id BIGINT,
     published          BOOLEAN NOT NULL DEFAULT TRUE,
     default_max_steps  BIGINT NOT NULL DEFAULT 30,
+    reveal_references BOOLEAN NOT NULL DEFAULT FALSE,
     created_at         TIMESTAMPTZ NOT NULL,
     updated_at         TIMESTAMPTZ NOT NULL
 );

@@ -112,6 +112,7 @@ CREATE TABLE benchmarks (
     current_version_id INTEGER,
     published          BOOLEAN NOT NULL DEFAULT TRUE,
     default_max_steps  INTEGER NOT NULL DEFAULT 30,
+    reveal_references BOOLEAN NOT NULL DEFAULT FALSE,
     created_at         DATETIME NOT NULL,
     updated_at         DATETIME NOT NULL
 );

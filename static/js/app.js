@@ -6,3 +6,13 @@ document.addEventListener("htmx:configRequest", function (event) {
     event.detail.headers["X-CSRF-Token"] = meta.getAttribute("content");
   }
 });
+
+// Forms re-render with their errors (400, 409, 429 …) and error pages explain
+// what went wrong: swap those responses like successful ones instead of
+// dropping them, as htmx does by default.
+document.addEventListener("htmx:beforeSwap", function (event) {
+  if (event.detail.xhr.status >= 400) {
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+  }
+});
