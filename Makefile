@@ -47,9 +47,11 @@ lint: deps-web
 	if [ -n "$$files" ]; then echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$files"; exit 1; fi
 	go vet ./...
 
-## bench: run the benchmarks only.
-bench: deps-web
-	go test -run '^$$' -bench . -benchmem ./...
+## bench: run the benchmarks only (installs the browser when missing) and
+## print a summary: Proctor's per-step overhead against raw Playwright, and
+## episodes per minute at 1, 2 and 4 parallel episodes.
+bench:
+	scripts/bench.sh
 
 ## clean: remove build outputs (node_modules and .cache are kept: they are
 ## downloads, not outputs; delete them by hand to start afresh).

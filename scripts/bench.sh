@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# What `make bench` runs: the Go benchmarks only (no tests), with the browser
+# installed when missing, then a short summary of the ratios.
+#
+#   BenchmarkStepOverhead      Proctor's per-step work (observe + persist, and
+#                              the action) against raw Playwright's screenshot
+#                              plus the same scroll, with a no-op agent on the
+#                              sandbox shop
+#   BenchmarkEpisodesParallel  5-step no-op episodes per minute at 1, 2 and 4
+#                              episodes at a time on one browser
+#
+# Usage: scripts/bench.sh [go test flags/packages...]   (default: ./...)
+# BENCHTIME sets -benchtime (default 20x: 20 steps for the overhead, 20
+# episodes per parallelism; a couple of minutes on 2 cores).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+export CGO_ENABLED=0
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "deps"
+# web: the binary embeds static/vendor, so packages do not compile without it.
+scripts/deps.sh web browser
+
+# Fail rather than skip: a benchmark run without the browser measures nothing.
+export PROCTOR_TEST_REQUIRE=browser
+export PLAYWRIGHT_DRIVER_PATH=$root/.cache/playwright-driver
+export PROCTOR_CHROMIUM_PATH=/usr/bin/chromium
+echo "PLAYWRIGHT_DRIVER_PATH=$PLAYWRIGHT_DRIVER_PATH PROCTOR_CHROMIUM_PATH=$PROCTOR_CHROMIUM_PATH"
+
+log=$(mktemp "${TMPDIR:-/tmp}/proctor-bench.XXXXXX")
+trap 'rm -f "$log"' EXIT
+
+step "go test -bench"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+args=("$@")
+[ ${#args[@]} -gt 0 ] || args=(./...)
+set +e
+go test -run '^$' -bench . -benchtime="${BENCHTIME:-20x}" -benchmem -timeout 20m "${args[@]}" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+if [ "$status" -ne 0 ]; then
+	echo FAIL
+	exit "$status"
+fi
+
+step "summary"
+# Each result line is "BenchmarkName-PROCS  N  value unit  value unit ...":
+# the awk keys every value by the name (without -PROCS) and its unit.
+awk '
+	/^Benchmark/ {
+		name = $1
+		sub(/-[0-9]+$/, "", name)
+		for (i = 4; i <= NF; i += 2) v[name, $i] = $(i - 1)
+		names[name] = 1
+	}
+	function has(n, u) { return ((n, u) in v) }
+	END {
+		s = "BenchmarkStepOverhead"
+		if (has(s, "x-raw")) {
+			print "Per step, no-op agent on the sandbox shop (ms/step):"
+			printf "  %-46s %8.1f\n", "raw Playwright: JPEG screenshot + scroll", v[s, "raw-ms/step"]
+			printf "  %-46s %8.1f\n", "Proctor observe + persist", v[s, "observe-ms/step"]
+			printf "  %-46s %8.1f\n", "Proctor act (scroll, wait for DOM)", v[s, "act-ms/step"]
+			printf "  %-46s %7.2fx\n", "overhead: (observe + persist) / raw", v[s, "observe-x-raw"]
+			printf "  %-46s %7.2fx\n", "step: (observe + persist + act) / raw", v[s, "x-raw"]
+		}
+		p = "BenchmarkEpisodesParallel/parallel="
+		if (has(p "1", "episodes/min")) {
+			print ""
+			print "5-step no-op episodes on one browser:"
+			printf "  %-10s %14s %10s\n", "parallel", "episodes/min", "speed-up"
+			for (k = 1; k <= 4; k *= 2) {
+				if (has(p k, "episodes/min"))
+					printf "  %-10s %14.1f %9.2fx\n", k, v[p k, "episodes/min"], v[p k, "x-parallel=1"]
+			}
+		}
+	}
+' "$log"
+echo
+echo "$(nproc) CPUs; load average (1, 5, 15 min) before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "(other work on the machine skews these figures; Proctor's step timings are stored in whole ms)"
