@@ -27,6 +27,7 @@ func (s *Server) routes() {
 	s.agentRoutes(e)
 	s.benchmarkRoutes(e)
 	s.runRoutes(e)
+	s.queueUIRoutes(e)
 
 	api := e.Group("/api/v1")
 	s.apiRoutes(api)

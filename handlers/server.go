@@ -50,6 +50,9 @@ type Deps struct {
 	ArtifactURLs ArtifactURLSigner
 	// Runs queues runs; nil when this process has no queue (queuing answers 503).
 	Runs RunQueue
+	// QueueUI is River UI built for QueueUIPrefix, the admins' view of the job
+	// queue; nil answers 503 there.
+	QueueUI http.Handler
 }
 
 // Store is everything the handlers need from storage, one small interface per feature.

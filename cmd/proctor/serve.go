@@ -47,6 +47,10 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 	var stopOnce sync.Once
 	defer stopOnce.Do(stopRunner)
 
+	queueUI, err := run.QueueUI(ctx, handlers.QueueUIPrefix)
+	if err != nil {
+		return err
+	}
 	srv, err := handlers.New(handlers.Options{
 		BaseURL:        app.Config.BaseURL,
 		SecureCookies:  strings.HasPrefix(app.Config.BaseURL, "https://"),
@@ -54,7 +58,7 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 	}, handlers.Deps{
 		Store: app.DB, Artifacts: app.Artifacts, ArtifactHandler: app.ArtifactHandler,
 		Static: static.Files(), Logger: app.Log,
-		ArtifactURLs: app.Artifacts, Runs: run,
+		ArtifactURLs: app.Artifacts, Runs: run, QueueUI: queueUI,
 	})
 	if err != nil {
 		return err
