@@ -219,3 +219,47 @@ func episodes0(t *testing.T, db *storage.DB, runID int64) []int64 {
 	require.NoError(t, db.Gorm().Model(&models.Attempt{}).Where("run_id = ?", runID).Order("id").Pluck("id", &ids).Error)
 	return ids
 }
+
+// TestStore_ClaimHonoursSiteCaps: a site's concurrency cap holds across runs and
+// workers, because claims are counted in the database.
+func TestStore_ClaimHonoursSiteCaps(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newRunFixture(t, db)
+		_, err := db.UpdateSite(f.system, "mini", "gitlab", "http://gitlab.test", "", 1)
+		require.NoError(t, err)
+		req := models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini", Parallelism: 4}
+		claimByTask := func(runID int64) map[string]int64 {
+			require.NoError(t, db.DispatchRun(f.system, runID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil }))
+			var rows []struct {
+				ID         int64
+				ExternalID string
+			}
+			require.NoError(t, db.Gorm().Table("attempts a").Select("a.id, t.external_id").Joins("JOIN tasks t ON t.id = a.task_id").
+				Where("a.run_id = ?", runID).Scan(&rows).Error)
+			out := map[string]int64{}
+			for _, r := range rows {
+				out[r.ExternalID] = r.ID
+			}
+			return out
+		}
+		run1, err := f.queue(t, f.member, req, 0)
+		require.NoError(t, err)
+		run2, err := f.queue(t, f.member, req, 0)
+		require.NoError(t, err)
+		a1, a2 := claimByTask(run1.ID), claimByTask(run2.ID)
+
+		status, _, err := db.ClaimAttempt(f.system, a1["t2"], time.Hour) // gitlab
+		require.NoError(t, err)
+		require.Equal(t, storage.ClaimOK, status)
+		status, _, err = db.ClaimAttempt(f.system, a1["t3"], time.Hour) // reddit + gitlab
+		require.NoError(t, err)
+		require.Equal(t, storage.ClaimWait, status, "gitlab allows one episode at a time")
+		status, _, err = db.ClaimAttempt(f.system, a2["t2"], time.Hour)
+		require.NoError(t, err)
+		require.Equal(t, storage.ClaimWait, status, "the cap holds across runs")
+		status, _, err = db.ClaimAttempt(f.system, a1["t1"], time.Hour) // shopping: no cap
+		require.NoError(t, err)
+		require.Equal(t, storage.ClaimOK, status)
+	})
+}
