@@ -288,10 +288,10 @@ func TestRun_DurationBudget(t *testing.T) {
 		return nil, ctx.Err()
 	}}
 	ep := b.episode(agent, "/form")
-	ep.Budget.MaxDuration = 4 * time.Second // room for the start page on a loaded machine
+	ep.Budget.MaxDuration = 10 * time.Second // room for the first observation on a loaded machine
 	res := b.run(t, ep)
 	require.Equal(t, models.ErrorClassTimeout, res.ErrorClass, res.ErrorMessage)
-	require.Contains(t, res.ErrorMessage, "time limit of 4s")
+	require.Contains(t, res.ErrorMessage, "time limit of 10s")
 	require.Equal(t, 1, res.Steps, "the step in flight is saved")
 	require.Less(t, res.Duration, 10*time.Second)
 }
