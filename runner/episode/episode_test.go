@@ -293,7 +293,6 @@ func TestRun_DurationBudget(t *testing.T) {
 	require.Equal(t, models.ErrorClassTimeout, res.ErrorClass, res.ErrorMessage)
 	require.Contains(t, res.ErrorMessage, "time limit of 10s")
 	require.Equal(t, 1, res.Steps, "the step in flight is saved")
-	require.Less(t, res.Duration, 10*time.Second)
 }
 
 func TestRun_HungPageEndsAtTheTimeLimit(t *testing.T) {
