@@ -397,23 +397,11 @@ func (s *Server) apiListAttempts(c echo.Context) error {
 }
 
 func (s *Server) apiShowAttempt(c echo.Context) error {
-	runID, err := int64Param(c, "id")
+	tl, err := s.timelineOf(c)
 	if err != nil {
 		return err
 	}
-	attemptID, err := int64Param(c, "attemptID")
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	tl, err := s.store.AttemptTimeline(ctx, attemptID)
-	if err != nil {
-		return err
-	}
-	if tl.Attempt.RunID != runID {
-		return models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, attemptID)
-	}
-	return c.JSON(http.StatusOK, toAPITimeline(tl, s.stepArtifactURLs(ctx, tl.Steps)))
+	return c.JSON(http.StatusOK, toAPITimeline(tl, s.stepArtifactURLs(c.Request().Context(), tl.Steps)))
 }
 
 func (s *Server) apiCancelRun(c echo.Context) error {

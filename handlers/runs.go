@@ -323,24 +323,12 @@ func runRequestFromForm(c echo.Context) (models.RunRequest, error) {
 // showTimeline is an attempt's timeline: task, final answer, verdict and every
 // step with its screenshot.
 func (s *Server) showTimeline(c echo.Context) error {
-	runID, err := int64Param(c, "id")
+	tl, err := s.timelineOf(c)
 	if err != nil {
 		return err
 	}
-	attemptID, err := int64Param(c, "attemptID")
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	tl, err := s.store.AttemptTimeline(ctx, attemptID)
-	if err != nil {
-		return err
-	}
-	if tl.Attempt.RunID != runID {
-		return models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, attemptID)
-	}
-	v := web.TimelineView{Timeline: *tl, URLs: s.stepArtifactURLs(ctx, tl.Steps)}
-	return s.render(c, http.StatusOK, web.TimelinePage(s.page(c, "Attempt "+tl.Task.ExternalID+" of run "+strconv.FormatInt(runID, 10)), v))
+	v := web.TimelineView{Timeline: *tl, URLs: s.stepArtifactURLs(c.Request().Context(), tl.Steps)}
+	return s.render(c, http.StatusOK, web.TimelinePage(s.page(c, "Attempt "+tl.Task.ExternalID+" of run "+strconv.FormatInt(tl.Attempt.RunID, 10)), v))
 }
 
 // stepArtifactURLs signs the screenshot and thumbnail URLs of steps, keyed by
@@ -365,4 +353,25 @@ func (s *Server) stepArtifactURLs(ctx context.Context, steps []models.TimelineSt
 		}
 	}
 	return urls
+}
+
+// timelineOf loads the timeline of the attempt named by the :id and :attemptID
+// path parameters; an attempt of another run is not found.
+func (s *Server) timelineOf(c echo.Context) (*models.Timeline, error) {
+	runID, err := int64Param(c, "id")
+	if err != nil {
+		return nil, err
+	}
+	attemptID, err := int64Param(c, "attemptID")
+	if err != nil {
+		return nil, err
+	}
+	tl, err := s.store.AttemptTimeline(c.Request().Context(), attemptID)
+	if err != nil {
+		return nil, err
+	}
+	if tl.Attempt.RunID != runID {
+		return nil, models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, attemptID)
+	}
+	return tl, nil
 }
