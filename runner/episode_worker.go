@@ -64,7 +64,7 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 			return err
 		}
 		log.Error("episode failed in the platform", "error", err.Error())
-		out = storage.EpisodeOutcome{ErrorClass: models.ErrorClassPlatform, ErrorMessage: err.Error()}
+		out.ErrorClass, out.ErrorMessage = models.ErrorClassPlatform, err.Error()
 	}
 	if out.ErrorClass == models.ErrorClassEnvironment && spec.Try < r.opts.EnvironmentRetries+1 {
 		log.Warn("environment error: retrying the attempt", "error", out.ErrorMessage)
@@ -128,7 +128,13 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, log *
 		if cause := context.Cause(ctx); errors.Is(cause, errRunCanceled) {
 			return storage.EpisodeOutcome{}, cause
 		}
-		return storage.EpisodeOutcome{}, err
+		// Keep what the episode did record, so the attempt's counts match its steps.
+		var partial storage.EpisodeOutcome
+		if res != nil {
+			partial = storage.EpisodeOutcome{Steps: res.Steps, TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens,
+				Cost: res.Usage.Cost, HARKey: res.HARKey, Duration: res.Duration}
+		}
+		return partial, err
 	}
 	final := ""
 	if res.Final != nil {

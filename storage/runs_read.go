@@ -416,6 +416,8 @@ func (db *DB) CancelRun(ctx context.Context, runID int64) error {
 			Updates(map[string]any{
 				"status": models.AttemptDone, "outcome": models.OutcomeError, "error_class": models.ErrorClassCanceled,
 				"error_message": "The run was canceled before this attempt finished.", "finished_at": now, "updated_at": now,
+				// The steps recorded so far stay visible on the timeline; count them.
+				"steps": gorm.Expr("(SELECT COUNT(*) FROM steps WHERE steps.attempt_id = attempts.id)"),
 			}).Error
 		if err != nil {
 			return wrap(err, "attempts")

@@ -550,6 +550,12 @@ func (r *runner) timeout(d time.Duration) *float64 {
 // then. Later callers wait for the first close to finish.
 func (r *runner) closeContext() {
 	r.closeOnce.Do(func() {
+		// Close the tabs first: Playwright's HAR recorder waits for a script it
+		// runs in each page, which can hang on Chromium's error page until the
+		// page closes, and closing the context would then hang in the HAR export.
+		for _, p := range r.bctx.Pages() {
+			_ = p.Close()
+		}
 		r.closeErr = r.bctx.Close()
 		close(r.closed)
 	})
