@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -83,6 +86,12 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, log *slog.Logger) (storage.EpisodeOutcome, error) {
 	sites, err := resolveSites(spec.Sites, spec.Namespace)
 	if err != nil {
+		return storage.EpisodeOutcome{ErrorClass: models.ErrorClassEnvironment, ErrorMessage: err.Error()}, nil
+	}
+	if err := resetSites(ctx, spec); err != nil {
+		if ctx.Err() != nil {
+			return storage.EpisodeOutcome{}, ctx.Err()
+		}
 		return storage.EpisodeOutcome{ErrorClass: models.ErrorClassEnvironment, ErrorMessage: err.Error()}, nil
 	}
 	secrets, err := r.db.AgentSecrets(ctx, spec.Agent.ID)
@@ -183,4 +192,34 @@ type stepSink struct {
 func (s stepSink) SaveStep(ctx context.Context, step *models.Step) error {
 	step.AttemptID = s.attemptID
 	return s.db.SaveStep(ctx, step)
+}
+
+// siteResetTimeout bounds one site's reset hook.
+const siteResetTimeout = 2 * time.Minute
+
+// resetSites calls the reset hook (an HTTP POST to the configured reset URL,
+// configured by an administrator) of every site the task uses, so the episode
+// starts from the site's initial state. A failed reset is an environment error.
+func resetSites(ctx context.Context, spec *models.EpisodeSpec) error {
+	client := &http.Client{Timeout: siteResetTimeout}
+	for _, s := range spec.Sites {
+		if s.ResetURL == "" || !slices.Contains(spec.Task.Sites, s.Name) {
+			continue
+		}
+		target := strings.ReplaceAll(s.ResetURL, EpisodeToken, spec.Namespace)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, nil)
+		if err != nil {
+			return fmt.Errorf("reset of site %s: invalid reset URL: %v", s.Name, err)
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("reset of site %s failed: %v", s.Name, err)
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
+		res.Body.Close()
+		if res.StatusCode/100 != 2 {
+			return fmt.Errorf("reset of site %s failed: HTTP %d", s.Name, res.StatusCode)
+		}
+	}
+	return nil
 }

@@ -510,3 +510,43 @@ func closedPort(t *testing.T) string {
 	require.NoError(t, l.Close())
 	return addr
 }
+
+// TestFaulty_SiteReset: a site's reset hook is called before each episode that
+// uses the site, with the episode's namespace; a failing reset is an environment
+// error, retried, never charged to the agent.
+func TestFaulty_SiteReset(t *testing.T) {
+	t.Parallel()
+	f := setupFaulty(t, storagetest.OpenSQLite(t), runner.Options{Episodes: 2, EnvironmentRetries: 1})
+	var resets atomic.Int64
+	var lastPath atomic.Value
+	reset := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resets.Add(1)
+		lastPath.Store(r.URL.Path)
+		if strings.Contains(r.URL.Path, "/forum") {
+			http.Error(w, "reset failed", http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(reset.Close)
+	sites, err := f.db.ListSites(f.system, sandbox.Slug)
+	require.NoError(t, err)
+	for _, s := range sites {
+		_, err := f.db.UpdateSite(f.system, sandbox.Slug, s.Name, s.URL, reset.URL+"/reset/{episode}/"+s.Name, 0)
+		require.NoError(t, err)
+	}
+
+	a := f.addAgent(t, "resetter", func(w http.ResponseWriter, _ *http.Request, _ *models.StepRequest) {
+		answerJSON(w, `{"type": "answer", "text": "79"}`)
+	})
+	out := f.finish(t, f.queue(t, a, subsetTwo, 5, 10), 2*time.Minute)
+	require.Equal(t, models.RunCompleted, out.run.Status)
+	forum := out.attempt(t, "forum-top-post")
+	requireError(t, forum, models.ErrorClassEnvironment, "reset of site forum failed: HTTP 500")
+	require.Equal(t, 2, forum.Attempt.Tries, "retried once before the failure counts")
+	shop := out.attempt(t, "shop-keyboard-price")
+	require.Empty(t, shop.Attempt.ErrorClass, shop.Attempt.ErrorMessage)
+	require.EqualValues(t, 3, resets.Load(), "one shop reset and two forum resets")
+	require.Regexp(t, `^/reset/a\d+t\d+/`, lastPath.Load(), "the reset URL names the episode's namespace")
+	require.EqualValues(t, 1, a.calls.Load(), "only the shop attempt reached the agent")
+}
