@@ -103,7 +103,7 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, log *
 		Kind: spec.Agent.Kind, EndpointURL: spec.Agent.EndpointURL, Model: spec.Agent.Model,
 		Secrets: secrets, Settings: spec.Agent.Config,
 		ReferenceActions: json.RawMessage(sites.resolve(spec.Task.ReferenceActions)),
-		HTTPClient:       r.agentHTTPClient(callTimeout), CallTimeout: callTimeout,
+		HTTPClient:       r.agentClient(callTimeout), CallTimeout: callTimeout,
 	})
 	if err != nil {
 		return storage.EpisodeOutcome{ErrorClass: models.ErrorClassAgent, ErrorMessage: models.ErrorMessage(err)}, nil
@@ -178,9 +178,6 @@ func (r *Runner) watchCancellation(ctx context.Context, cancel context.CancelCau
 		}
 	}
 }
-
-// agentHTTPClient is the SSRF-guarded client agents call through.
-func (r *Runner) agentHTTPClient(timeout time.Duration) *http.Client { return r.agentClient(timeout) }
 
 // stepSink persists steps for the episode.
 type stepSink struct {

@@ -87,14 +87,8 @@ func (db *DB) CreateRun(ctx context.Context, req models.RunRequest, dailyQuota i
 		run.CreatedBy = &actor.UserID
 	}
 	err = db.tx(ctx, func(tx *gorm.DB) error {
-		if dailyQuota > 0 && !actor.Privileged() {
-			var n int64
-			if err := tx.Model(&models.Run{}).Where("team_id = ? AND created_at > ?", team.ID, now.Add(-24*time.Hour)).Count(&n).Error; err != nil {
-				return wrap(err, "runs")
-			}
-			if n >= int64(dailyQuota) {
-				return models.Errorf(models.ERATELIMIT, "Team %s has queued %d runs in the last 24 hours, its daily quota; try again later or ask an administrator.", team.Slug, n)
-			}
+		if err := checkDailyQuota(tx, actor, team, now, dailyQuota); err != nil {
+			return err
 		}
 		if err := tx.Create(run).Error; err != nil {
 			return wrap(err, "run")
@@ -214,10 +208,9 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, staleAfter time
 		if err := tx.First(&task, a.TaskID).Error; err != nil {
 			return wrap(err, "task")
 		}
-		var sites []models.Site
-		if err := tx.Table("sites").Joins("JOIN benchmark_versions v ON v.benchmark_id = sites.benchmark_id").
-			Where("v.id = ?", run.VersionID).Order("sites.name").Find(&sites).Error; err != nil {
-			return wrap(err, "sites")
+		sites, err := versionSites(tx, run.VersionID)
+		if err != nil {
+			return err
 		}
 		now := db.now()
 		// An attempt still marked running whose try is recent belongs to a live
@@ -258,7 +251,7 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, staleAfter time
 		a.Status, a.StartedAt, a.UpdatedAt = models.AttemptRunning, &now, now
 		a.Namespace = fmt.Sprintf("a%dt%d", a.ID, a.Tries)
 		a.Steps, a.TokensIn, a.TokensOut, a.Cost, a.ErrorClass, a.ErrorMessage, a.HARKey, a.FinalAnswer = 0, 0, 0, 0, "", "", "", ""
-		err := tx.Model(&a).Updates(map[string]any{
+		err = tx.Model(&a).Updates(map[string]any{
 			"tries": a.Tries, "status": a.Status, "started_at": now, "updated_at": now, "namespace": a.Namespace,
 			"steps": 0, "tokens_in": 0, "tokens_out": 0, "cost": 0, "error_class": "", "error_message": "",
 			"har_key": "", "final_answer": "",
@@ -370,10 +363,11 @@ func (db *DB) EvaluationSpec(ctx context.Context, attemptID int64) (*models.Epis
 	if err := q.First(&spec.Task, spec.Attempt.TaskID).Error; err != nil {
 		return nil, wrap(err, "task")
 	}
-	if err := q.Table("sites").Joins("JOIN benchmark_versions v ON v.benchmark_id = sites.benchmark_id").
-		Where("v.id = ?", spec.Run.VersionID).Order("sites.name").Find(&spec.Sites).Error; err != nil {
-		return nil, wrap(err, "sites")
+	sites, err := versionSites(q, spec.Run.VersionID)
+	if err != nil {
+		return nil, err
 	}
+	spec.Sites = sites
 	var evaluators []string
 	if err := q.Table("benchmarks b").Joins("JOIN benchmark_versions v ON v.benchmark_id = b.id").
 		Where("v.id = ?", spec.Run.VersionID).Pluck("b.evaluator", &evaluators).Error; err != nil {
@@ -476,4 +470,12 @@ func (db *DB) refreshRunTotals(tx *gorm.DB, runID int64) (bool, error) {
 		}
 	}
 	return finished, wrap(tx.Model(&models.Run{}).Where("id = ?", runID).Updates(updates).Error, "run")
+}
+
+// versionSites lists the sites of the benchmark a version belongs to, by name.
+func versionSites(q *gorm.DB, versionID int64) ([]models.Site, error) {
+	var sites []models.Site
+	err := q.Table("sites").Joins("JOIN benchmark_versions v ON v.benchmark_id = sites.benchmark_id").
+		Where("v.id = ?", versionID).Order("sites.name").Find(&sites).Error
+	return sites, wrap(err, "sites")
 }
