@@ -16,23 +16,87 @@ import (
 	"proctor/models"
 )
 
-// Input is everything an evaluator may look at.
+// Input is everything an evaluator may look at. Deterministic evaluators read
+// Final, HAR and PageState; judges read the Trajectory.
 type Input struct {
 	// Task has its EvalSpec and ReferenceAnswers resolved: site placeholders such
-	// as __SHOP__ are already replaced by the attempt's site URLs.
+	// as __SHOP__ are already replaced by the attempt's site URLs. RubricItems are
+	// loaded for rubric-graded benchmarks.
 	Task  *models.Task
 	Final *models.Action // the final answer or stop action, nil if the episode ended without one
 	HAR   io.Reader      // the episode's HAR (JSON), nil if none was recorded
 	Steps int            // how many steps the episode took
+	// PageState is what the runner read from the live page at the end of the
+	// episode (original WebArena's url_match and program_html); nil when the
+	// episode recorded none.
+	PageState *PageState
+	// Trajectory is the episode's steps in order, for judges.
+	Trajectory []TrajectoryStep
+	// ErrorClass and ErrorMessage say how the episode ended when it did not end
+	// with an answer or stop (budget, agent error, …); empty otherwise.
+	ErrorClass   string
+	ErrorMessage string
+}
+
+// TrajectoryStep is one step of an episode as a judge sees it: the page the
+// agent observed, what it did, and (through Screenshot) what the page looked like.
+type TrajectoryStep struct {
+	Index   int             // 0-based step number
+	URL     string          // the active tab's URL when the agent observed it
+	Title   string          // its title
+	Action  json.RawMessage // the agent's action (models.Action as JSON)
+	Thought string          // the agent's stated reasoning, if any
+	Error   string          // why the action failed, if it did
+	// Screenshot loads the step's full-size JPEG screenshot; nil when the step
+	// has none. Judges downscale it with internal/jpegscale.
+	Screenshot func(ctx context.Context) ([]byte, error)
+}
+
+// PageProbe asks the runner to read a value from the live browser at the end
+// of an episode, before its context closes: open URL (empty or "last": stay on
+// the active tab) and evaluate the JavaScript expression Locator (empty: the
+// page's whole visible text).
+type PageProbe struct {
+	URL     string `json:"url"`
+	Locator string `json:"locator"`
+}
+
+// ProbeResult is a probe's outcome: the value read, or why it could not be read.
+type ProbeResult struct {
+	PageProbe
+	Value string `json:"value"`
+	Error string `json:"error,omitempty"`
+}
+
+// PageState is what the runner read from the live page at the end of an
+// episode: the active tab's final URL and the answers to the task's probes.
+type PageState struct {
+	FinalURL string        `json:"final_url"`
+	Probes   []ProbeResult `json:"probes"`
 }
 
 // Result is one evaluator's verdict on one attempt.
 type Result struct {
-	Evaluator string          // e.g. "webarena-verified"
-	Version   string          // e.g. "sandbox-check@1"
+	Evaluator string          // e.g. "webarena-verified", "llm-judge:gpt-4o:trajectory-v1"
+	Version   string          // e.g. "webarena-verified@1"
 	Verdict   string          // models.OutcomeSuccess, OutcomeFailure or OutcomeError
-	Score     float64         // 1 for a success, 0 otherwise
-	Details   json.RawMessage // a Details value as JSON
+	Score     float64         // 1 for a success, 0 otherwise; the weighted score for rubrics
+	Details   json.RawMessage // evaluator-specific JSON (Details for WebArena-Verified)
+	// JudgeScore is an LLM judge's 1–5 score; nil for other evaluators.
+	JudgeScore *int
+	// Rubric holds one verdict per rubric item for rubric judges.
+	Rubric []RubricVerdict
+	// Usage is what judging cost (tokens and money); zero for deterministic checks.
+	Usage models.Usage
+}
+
+// RubricVerdict is a judge's pass/fail on one rubric item.
+type RubricVerdict struct {
+	ItemID    int64  // models.RubricItem.ID
+	Key       string // "R1", …
+	Passed    bool
+	Rationale string
+	Steps     []int // step numbers that evidence the verdict
 }
 
 // Evaluator grades attempts. Evaluate returns a Result for every gradable
@@ -41,6 +105,12 @@ type Result struct {
 type Evaluator interface {
 	ID() string
 	Evaluate(ctx context.Context, in Input) (*Result, error)
+}
+
+// FuzzyMatcher decides whether an answer means the same as a reference answer
+// for a task (original WebArena's fuzzy_match). The LLM judge implements it.
+type FuzzyMatcher interface {
+	FuzzyMatch(ctx context.Context, intent, reference, answer string) (bool, models.Usage, error)
 }
 
 // Details is the shape of Result.Details, modelled on WebArena-Verified's

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mxschmitt/playwright-go"
 
+	"proctor/internal/jpegscale"
 	"proctor/models"
 )
 
@@ -43,7 +44,7 @@ func (r *runner) observe(ctx context.Context, i int, lastErr string) (models.Obs
 		}
 		return obs, nil, r.platform(ctx, err)
 	}
-	thumb, err := thumbnail(shot, thumbnailWidth, screenshotQuality)
+	thumb, err := jpegscale.Scale(shot, thumbnailWidth, screenshotQuality)
 	if err != nil {
 		return obs, nil, fmt.Errorf("step %d: %w", i, err)
 	}

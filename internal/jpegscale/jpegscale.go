@@ -1,4 +1,6 @@
-package episode
+// Package jpegscale downscales JPEG screenshots: thumbnails for timelines and
+// the smaller images LLM judges see.
+package jpegscale
 
 import (
 	"bytes"
@@ -8,11 +10,11 @@ import (
 	"image/jpeg"
 )
 
-// thumbnail decodes a JPEG screenshot and returns a JPEG at most width pixels
+// Scale decodes a JPEG screenshot and returns a JPEG at most width pixels
 // wide, averaging boxes of source pixels. Chromium's JPEGs are YCbCr, which is
 // scaled plane by plane without per-pixel interface calls (a few milliseconds
 // for 1280×800); any other image falls back to the generic path.
-func thumbnail(src []byte, width, quality int) ([]byte, error) {
+func Scale(src []byte, width, quality int) ([]byte, error) {
 	img, err := jpeg.Decode(bytes.NewReader(src))
 	if err != nil {
 		return nil, fmt.Errorf("decode screenshot: %w", err)

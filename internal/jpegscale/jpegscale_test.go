@@ -1,4 +1,4 @@
-package episode
+package jpegscale
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestThumbnail(t *testing.T) {
+func TestScale(t *testing.T) {
 	t.Parallel()
 	// Left half red, right half blue: the thumbnail keeps the halves.
 	src := image.NewRGBA(image.Rect(0, 0, 1280, 800))
@@ -26,7 +26,7 @@ func TestThumbnail(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, jpeg.Encode(&buf, src, &jpeg.Options{Quality: 90}))
 
-	out, err := thumbnail(buf.Bytes(), 320, 70)
+	out, err := Scale(buf.Bytes(), 320, 70)
 	require.NoError(t, err)
 	img, err := jpeg.Decode(bytes.NewReader(out))
 	require.NoError(t, err)
@@ -42,12 +42,12 @@ func TestThumbnail(t *testing.T) {
 	gray := image.NewGray(image.Rect(0, 0, 100, 50))
 	buf.Reset()
 	require.NoError(t, jpeg.Encode(&buf, gray, nil))
-	out, err = thumbnail(buf.Bytes(), 320, 70)
+	out, err = Scale(buf.Bytes(), 320, 70)
 	require.NoError(t, err)
 	img, err = jpeg.Decode(bytes.NewReader(out))
 	require.NoError(t, err)
 	require.Equal(t, image.Rect(0, 0, 100, 50), img.Bounds())
 
-	_, err = thumbnail([]byte("not a jpeg"), 320, 70)
+	_, err = Scale([]byte("not a jpeg"), 320, 70)
 	require.Error(t, err)
 }
