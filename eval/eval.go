@@ -1,11 +1,9 @@
-// Package eval grades finished episodes. An Evaluator looks at a task's hidden
-// evaluation spec, the agent's final action and the episode's HAR, and returns a
-// verdict with per-evaluator details.
-//
-// NewDeterministic is the WebArena-Verified-style check the bundled sandbox tasks
-// use (webarena_*.go): an AgentResponseEvaluator over the final answer and
-// NetworkEventEvaluators over the HAR. The full WebArena-Verified evaluator and
-// the LLM judges implement the same interface.
+// Package eval holds what every evaluator shares: the inputs an evaluator sees
+// (the task's hidden spec, the final answer, the HAR, the live page state at the
+// end of the episode, the trajectory), the Result it returns, and the
+// eval_result.json shape of WebArena-Verified that deterministic evaluators
+// report in. The evaluators live in subpackages: verified (WebArena-Verified),
+// webarena (original WebArena) and judge (LLM trajectory and rubric judges).
 package eval
 
 import (
@@ -170,8 +168,9 @@ func combine(d *Details) {
 	}
 }
 
-// finish turns the Details into a Result.
-func finish(evaluator, version string, d *Details) (*Result, error) {
+// Finish sets the task-level status and score of d from its evaluators'
+// results (see combine) and turns it into a Result.
+func Finish(evaluator, version string, d *Details) (*Result, error) {
 	combine(d)
 	raw, err := json.Marshal(d)
 	if err != nil {

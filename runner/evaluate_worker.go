@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"proctor/eval"
+	"proctor/eval/verified"
 	"proctor/models"
 	"proctor/storage/artifact"
 )
@@ -52,7 +53,7 @@ func (r *Runner) evaluate(ctx context.Context, spec *models.EpisodeSpec) (*model
 	var ev eval.Evaluator
 	switch spec.Evaluator {
 	case models.EvaluatorWebArenaVerified:
-		ev = eval.NewDeterministic()
+		ev = verified.New()
 	default:
 		details, _ := json.Marshal(map[string]string{"error_msg": fmt.Sprintf("no automatic evaluator for %q benchmarks is available yet", spec.Evaluator)})
 		return &models.Evaluation{Evaluator: spec.Evaluator, EvaluatorVersion: "unavailable", Verdict: models.OutcomeError, Details: string(details)}, nil

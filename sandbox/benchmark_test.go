@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/eval"
+	"proctor/eval/verified"
 	"proctor/importer"
 	"proctor/models"
 )
@@ -141,7 +142,7 @@ func TestBenchmark_ReferenceScripts(t *testing.T) {
 	srv := New(Options{})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
-	check := eval.NewDeterministic()
+	check := verified.New()
 
 	for i, task := range d.Tasks {
 		t.Run(task.ExternalID, func(t *testing.T) {
@@ -173,7 +174,7 @@ func TestBenchmark_ReferenceScripts(t *testing.T) {
 			res := grade(drv.final, drv.har())
 			require.Equal(t, models.OutcomeSuccess, res.Verdict, string(res.Details))
 
-			if strings.Contains(task.EvalSpec, eval.NetworkEventEvaluator) {
+			if strings.Contains(task.EvalSpec, verified.NetworkEventEvaluator) {
 				res = grade(drv.final, []byte(`{"log":{"entries":[]}}`))
 				require.Equal(t, models.OutcomeFailure, res.Verdict, "without the requests the task must fail")
 			}
@@ -305,7 +306,7 @@ func TestBenchmark_AnswersFollowFromTheSeed(t *testing.T) {
 	answers["multi-complaint-price"] = []any{dollars(broken.Price)}
 
 	d := parseBenchmark(t)
-	check := eval.NewDeterministic()
+	check := verified.New()
 	checked := 0
 	for _, task := range d.Tasks {
 		want, ok := answers[task.ExternalID]

@@ -1,4 +1,4 @@
-package eval
+package verified
 
 import (
 	"bytes"
@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"strings"
 
+	"proctor/eval"
 	"proctor/models"
 )
 
-// DeterministicVersion is the version recorded with the deterministic check's
+// Version is the version recorded with the deterministic check's
 // verdicts; bump it when its rules change so re-scored attempts can be told apart.
-const DeterministicVersion = "sandbox-check@1"
+const Version = "sandbox-check@1"
 
 // Evaluator names inside a WebArena-Verified evaluation spec.
 const (
@@ -21,19 +22,19 @@ const (
 	NetworkEventEvaluator  = "NetworkEventEvaluator"
 )
 
-// Deterministic is a WebArena-Verified-style check covering what the sandbox
+// Evaluator is a WebArena-Verified-style check covering what the sandbox
 // tasks use: an AgentResponseEvaluator (task type, status and retrieved data of
 // the final answer) and NetworkEventEvaluators (requests in the HAR: URL, method,
 // query and post data, response status, should_not_exist, last_event_only).
 // Spec features it does not implement (regular-expression URLs, headers,
 // response content, …) make the verdict an error rather than a silent pass.
-type Deterministic struct{}
+type Evaluator struct{}
 
-// NewDeterministic returns the deterministic WebArena-Verified-style check.
-func NewDeterministic() *Deterministic { return &Deterministic{} }
+// New returns the deterministic WebArena-Verified-style check.
+func New() *Evaluator { return &Evaluator{} }
 
 // ID names the evaluator: the benchmark evaluator kind it grades.
-func (*Deterministic) ID() string { return models.EvaluatorWebArenaVerified }
+func (*Evaluator) ID() string { return models.EvaluatorWebArenaVerified }
 
 // evaluatorSpec is one entry of a WebArena-Verified `eval` list.
 type evaluatorSpec struct {
@@ -46,19 +47,19 @@ type evaluatorSpec struct {
 
 // Evaluate grades one attempt. Problems with the spec or the HAR give a Result
 // with the verdict error; only a canceled context or a missing task is an error.
-func (d *Deterministic) Evaluate(ctx context.Context, in Input) (*Result, error) {
+func (d *Evaluator) Evaluate(ctx context.Context, in eval.Input) (*eval.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if in.Task == nil {
 		return nil, errors.New("evaluate: no task given")
 	}
-	det := &Details{TaskID: in.Task.ExternalID, EvaluatorsResults: []EvaluatorResult{}}
+	det := &eval.Details{TaskID: in.Task.ExternalID, EvaluatorsResults: []eval.EvaluatorResult{}}
 	specs, err := parseSpec(in.Task.EvalSpec)
 	if err != nil {
 		msg := err.Error()
 		det.ErrorMsg = &msg
-		return finish(d.ID(), DeterministicVersion, det)
+		return eval.Finish(d.ID(), Version, det)
 	}
 
 	taskType := strings.ToLower(in.Task.TaskType)
@@ -94,7 +95,7 @@ func (d *Deterministic) Evaluate(ctx context.Context, in Input) (*Result, error)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		var r EvaluatorResult
+		var r eval.EvaluatorResult
 		switch s.Evaluator {
 		case AgentResponseEvaluator:
 			r = checkAgentResponse(s, in.Final)
@@ -110,7 +111,7 @@ func (d *Deterministic) Evaluate(ctx context.Context, in Input) (*Result, error)
 		}
 		det.EvaluatorsResults = append(det.EvaluatorsResults, r)
 	}
-	return finish(d.ID(), DeterministicVersion, det)
+	return eval.Finish(d.ID(), Version, det)
 }
 
 // parseSpec reads the evaluation spec: a list with exactly one
@@ -142,20 +143,20 @@ func parseSpec(spec string) ([]evaluatorSpec, error) {
 }
 
 // errorResult is an evaluator that could not run.
-func errorResult(s evaluatorSpec, msg string) EvaluatorResult {
-	return EvaluatorResult{
+func errorResult(s evaluatorSpec, msg string) eval.EvaluatorResult {
+	return eval.EvaluatorResult{
 		EvaluatorName: s.Evaluator,
 		Status:        models.OutcomeError,
 		Actual:        json.RawMessage("null"),
 		Expected:      rawOrNull(s.Expected),
-		Assertions:    []Assertion{},
+		Assertions:    []eval.Assertion{},
 		ErrorMsg:      &msg,
 	}
 }
 
 // scoredResult is an evaluator that ran: it succeeds when every assertion passed.
-func scoredResult(s evaluatorSpec, actual any, assertions []Assertion) EvaluatorResult {
-	r := EvaluatorResult{
+func scoredResult(s evaluatorSpec, actual any, assertions []eval.Assertion) eval.EvaluatorResult {
+	r := eval.EvaluatorResult{
 		EvaluatorName: s.Evaluator,
 		Status:        models.OutcomeSuccess,
 		Score:         1,

@@ -1,4 +1,4 @@
-package eval_test
+package verified_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/eval"
+	"proctor/eval/verified"
 	"proctor/models"
 )
 
@@ -50,10 +51,10 @@ func evaluate(t *testing.T, spec string, final *models.Action, har *strings.Read
 	if har != nil {
 		in.HAR = har
 	}
-	res, err := eval.NewDeterministic().Evaluate(context.Background(), in)
+	res, err := verified.New().Evaluate(context.Background(), in)
 	require.NoError(t, err)
 	require.Equal(t, "webarena-verified", res.Evaluator)
-	require.Equal(t, eval.DeterministicVersion, res.Version)
+	require.Equal(t, verified.Version, res.Version)
 	d, err := eval.ParseDetails(res.Details)
 	require.NoError(t, err)
 	require.Equal(t, res.Verdict, d.Status)
@@ -322,18 +323,18 @@ func TestDeterministic_Errors(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_, err := eval.NewDeterministic().Evaluate(ctx, eval.Input{Task: &models.Task{EvalSpec: "[]"}})
+		_, err := verified.New().Evaluate(ctx, eval.Input{Task: &models.Task{EvalSpec: "[]"}})
 		require.ErrorIs(t, err, context.Canceled)
 	})
 	t.Run("NilTask", func(t *testing.T) {
 		t.Parallel()
-		_, err := eval.NewDeterministic().Evaluate(context.Background(), eval.Input{})
+		_, err := verified.New().Evaluate(context.Background(), eval.Input{})
 		require.Error(t, err)
 	})
 }
 
 func TestDeterministic_Interface(t *testing.T) {
 	t.Parallel()
-	var e eval.Evaluator = eval.NewDeterministic()
+	var e eval.Evaluator = verified.New()
 	require.Equal(t, models.EvaluatorWebArenaVerified, e.ID())
 }

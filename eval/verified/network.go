@@ -1,4 +1,4 @@
-package eval
+package verified
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"proctor/eval"
 	"proctor/models"
 )
 
@@ -45,7 +46,7 @@ type networkCheck struct {
 // data and response status. For navigate tasks checked by a GET, the candidate
 // is the last page the browser loaded, as in WebArena-Verified. With
 // should_not_exist, no request may match the URL and method.
-func checkNetworkEvent(s evaluatorSpec, entries []harEntry, taskType string) EvaluatorResult {
+func checkNetworkEvent(s evaluatorSpec, entries []harEntry, taskType string) eval.EvaluatorResult {
 	c, err := newNetworkCheck(s.Expected)
 	if err != nil {
 		return errorResult(s, err.Error())
@@ -70,18 +71,18 @@ func checkNetworkEvent(s evaluatorSpec, entries []harEntry, taskType string) Eva
 	want := c.describe()
 
 	if s.ShouldNotExist {
-		a := Assertion{Name: "network_event.should_not_exist", Passed: len(candidates) == 0}
+		a := eval.Assertion{Name: "network_event.should_not_exist", Passed: len(candidates) == 0}
 		if !a.Passed {
 			a.Message = fmt.Sprintf("Found %d %s when none was expected", len(candidates), want)
 		}
-		return scoredResult(s, summarize(candidates), []Assertion{a})
+		return scoredResult(s, summarize(candidates), []eval.Assertion{a})
 	}
 	if len(candidates) == 0 {
 		msg := "No " + want + " in the HAR"
 		if navigate {
 			msg = "The browser loaded no page"
 		}
-		return scoredResult(s, []any{}, []Assertion{{Name: "network_event.found", Message: msg}})
+		return scoredResult(s, []any{}, []eval.Assertion{{Name: "network_event.found", Message: msg}})
 	}
 	if s.LastEventOnly == nil || *s.LastEventOnly {
 		candidates = candidates[len(candidates)-1:]
@@ -90,7 +91,7 @@ func checkNetworkEvent(s evaluatorSpec, entries []harEntry, taskType string) Eva
 	for _, e := range candidates {
 		problems = c.compare(e)
 		if len(problems) == 0 {
-			return scoredResult(s, summarize(candidates), []Assertion{{Name: "network_event.matched", Passed: true}})
+			return scoredResult(s, summarize(candidates), []eval.Assertion{{Name: "network_event.matched", Passed: true}})
 		}
 	}
 	what := "the last matching request"
@@ -100,7 +101,7 @@ func checkNetworkEvent(s evaluatorSpec, entries []harEntry, taskType string) Eva
 	case len(candidates) > 1:
 		what = fmt.Sprintf("none of %d matching requests fits; the last one", len(candidates))
 	}
-	return scoredResult(s, summarize(candidates), []Assertion{{
+	return scoredResult(s, summarize(candidates), []eval.Assertion{{
 		Name:    "network_event.matched",
 		Message: fmt.Sprintf("Expected %s, but %s: %s", want, what, strings.Join(problems, "; ")),
 	}})

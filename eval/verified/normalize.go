@@ -1,4 +1,4 @@
-package eval
+package verified
 
 import (
 	"encoding/json"

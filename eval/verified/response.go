@@ -1,10 +1,11 @@
-package eval
+package verified
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
 
+	"proctor/eval"
 	"proctor/models"
 )
 
@@ -18,7 +19,7 @@ type agentExpected struct {
 // checkAgentResponse compares the final answer with the expected agent response:
 // task type and status case-insensitively, and for retrieve tasks the retrieved
 // data as lists of normalised values (ordered only when the spec says so).
-func checkAgentResponse(s evaluatorSpec, final *models.Action) EvaluatorResult {
+func checkAgentResponse(s evaluatorSpec, final *models.Action) eval.EvaluatorResult {
 	var exp agentExpected
 	if err := json.Unmarshal(s.Expected, &exp); err != nil {
 		return errorResult(s, fmt.Sprintf("expected is not an agent response object: %v", err))
@@ -44,10 +45,10 @@ func checkAgentResponse(s evaluatorSpec, final *models.Action) EvaluatorResult {
 				msg += ": " + final.Reason
 			}
 		}
-		return scoredResult(s, nil, []Assertion{{Name: "agent_response_missing", Message: msg}})
+		return scoredResult(s, nil, []eval.Assertion{{Name: "agent_response_missing", Message: msg}})
 	}
 
-	var assertions []Assertion
+	var assertions []eval.Assertion
 	gotType := stringField(actual, "task_type")
 	if gotType == "" {
 		gotType = stringField(actual, "performed_operation") // WebArena-Verified's legacy name
@@ -120,8 +121,8 @@ func stringField(obj map[string]any, key string) string {
 	return strings.TrimSpace(s)
 }
 
-func enumAssertion(name, expected, actual string) Assertion {
-	a := Assertion{Name: name, Passed: strings.EqualFold(strings.TrimSpace(expected), actual)}
+func enumAssertion(name, expected, actual string) eval.Assertion {
+	a := eval.Assertion{Name: name, Passed: strings.EqualFold(strings.TrimSpace(expected), actual)}
 	if !a.Passed {
 		got := actual
 		if got == "" {
@@ -133,8 +134,8 @@ func enumAssertion(name, expected, actual string) Assertion {
 }
 
 // retrievedDataAssertion compares expected and actual retrieved data.
-func retrievedDataAssertion(s evaluatorSpec, expected, actual any) Assertion {
-	a := Assertion{Name: "retrieved_data"}
+func retrievedDataAssertion(s evaluatorSpec, expected, actual any) eval.Assertion {
+	a := eval.Assertion{Name: "retrieved_data"}
 	exp := asList(normalize(expected))
 	act := asList(normalize(actual))
 	if len(exp) == 0 {
