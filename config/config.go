@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -39,6 +40,13 @@ const (
 	EnvRunQuota        = "PROCTOR_RUN_QUOTA"
 	EnvRescueAfter     = "PROCTOR_RESCUE_AFTER"
 	EnvEnvRetries      = "PROCTOR_ENVIRONMENT_RETRIES"
+	EnvJudgeBaseURL    = "PROCTOR_JUDGE_BASE_URL"
+	EnvJudgeModel      = "PROCTOR_JUDGE_MODEL"
+	EnvJudgeAPIKey     = "PROCTOR_JUDGE_API_KEY"
+	EnvJudgeTimeout    = "PROCTOR_JUDGE_TIMEOUT"
+	EnvJudgeConcurrent = "PROCTOR_JUDGE_CONCURRENCY"
+	EnvJudgeInputPrice = "PROCTOR_JUDGE_INPUT_PRICE"
+	EnvJudgeOutPrice   = "PROCTOR_JUDGE_OUTPUT_PRICE"
 	EnvLogLevel        = "PROCTOR_LOG_LEVEL"
 	EnvLogFormat       = "PROCTOR_LOG_FORMAT"
 )
@@ -93,6 +101,22 @@ type Config struct {
 	RescueAfter time.Duration
 	// EnvironmentRetries is how often an attempt whose sites failed is retried.
 	EnvironmentRetries int
+	// Judge is the server's LLM judge; BaseURL is empty when none is configured
+	// (attempts then say "not judged").
+	Judge Judge
+}
+
+// Judge configures an OpenAI-compatible chat-completions endpoint used as the
+// LLM judge.
+type Judge struct {
+	BaseURL     string // e.g. https://api.openai.com/v1
+	Model       string
+	APIKey      string
+	Timeout     time.Duration // per request
+	Concurrency int           // requests in flight at once, per process
+	// Prices in US dollars per million tokens, for the cost of each judgment.
+	InputPrice  float64
+	OutputPrice float64
 }
 
 // Load reads the configuration from getenv, with overrides (keyed by environment
@@ -237,6 +261,38 @@ func Load(getenv func(string) string, overrides map[string]string) (*Config, err
 			c.RescueAfter = d
 		}
 	}
+
+	c.Judge = Judge{BaseURL: strings.TrimRight(get(EnvJudgeBaseURL), "/"), Model: get(EnvJudgeModel), APIKey: get(EnvJudgeAPIKey),
+		Timeout: 2 * time.Minute, Concurrency: intVar(EnvJudgeConcurrent, 4, 1, 256)}
+	if c.Judge.BaseURL != "" {
+		if u, err := url.Parse(c.Judge.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad(EnvJudgeBaseURL, "%q must be an http(s) URL such as https://api.openai.com/v1", c.Judge.BaseURL)
+		}
+		if c.Judge.Model == "" {
+			bad(EnvJudgeModel, "required when %s is set", EnvJudgeBaseURL)
+		}
+	}
+	if v := get(EnvJudgeTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			bad(EnvJudgeTimeout, "%q must be a duration of at least 1s, such as 2m", v)
+		} else {
+			c.Judge.Timeout = d
+		}
+	}
+	priceVar := func(name string) float64 {
+		v := get(name)
+		if v == "" {
+			return 0
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+			bad(name, "%q must be a price in US dollars per million tokens, such as 2.50", v)
+			return 0
+		}
+		return f
+	}
+	c.Judge.InputPrice, c.Judge.OutputPrice = priceVar(EnvJudgeInputPrice), priceVar(EnvJudgeOutPrice)
 
 	switch lvl := strings.ToLower(orDefault(get(EnvLogLevel), "info")); lvl {
 	case "debug":

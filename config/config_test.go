@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -44,24 +45,39 @@ func TestLoad(t *testing.T) {
 	})
 	t.Run("EveryBadValueReported", func(t *testing.T) {
 		_, err := config.Load(env(map[string]string{
-			config.EnvAddr:           "nonsense",
-			config.EnvBaseURL:        "ftp://x",
-			config.EnvDatabaseURL:    "mysql://x",
-			config.EnvArtifactsURL:   "s3://UPPER",
-			config.EnvS3UseSSL:       "maybe",
-			config.EnvSecretKey:      "short",
-			config.EnvLogLevel:       "loud",
-			config.EnvTrustedProxies: "10.0.0.0/8, not-an-ip",
+			config.EnvAddr:            "nonsense",
+			config.EnvBaseURL:         "ftp://x",
+			config.EnvDatabaseURL:     "mysql://x",
+			config.EnvArtifactsURL:    "s3://UPPER",
+			config.EnvS3UseSSL:        "maybe",
+			config.EnvSecretKey:       "short",
+			config.EnvLogLevel:        "loud",
+			config.EnvTrustedProxies:  "10.0.0.0/8, not-an-ip",
+			config.EnvJudgeBaseURL:    "ftp://judge",
+			config.EnvJudgeTimeout:    "soon",
+			config.EnvJudgeInputPrice: "-1",
+			config.EnvJudgeOutPrice:   "free",
 		}), nil)
 		require.Error(t, err)
 		lines := strings.Split(err.Error(), "\n")
-		for _, name := range []string{config.EnvAddr, config.EnvBaseURL, config.EnvDatabaseURL, config.EnvArtifactsURL, config.EnvS3UseSSL, config.EnvSecretKey, config.EnvLogLevel, config.EnvTrustedProxies} {
+		for _, name := range []string{config.EnvAddr, config.EnvBaseURL, config.EnvDatabaseURL, config.EnvArtifactsURL, config.EnvS3UseSSL, config.EnvSecretKey, config.EnvLogLevel, config.EnvTrustedProxies,
+			config.EnvJudgeBaseURL, config.EnvJudgeModel, config.EnvJudgeTimeout, config.EnvJudgeInputPrice, config.EnvJudgeOutPrice} {
 			found := false
 			for _, l := range lines {
 				found = found || strings.HasPrefix(l, name+": ")
 			}
 			require.True(t, found, "no error line for %s in %q", name, err)
 		}
+	})
+	t.Run("Judge", func(t *testing.T) {
+		c, err := config.Load(env(nil), nil)
+		require.NoError(t, err)
+		require.Empty(t, c.Judge.BaseURL, "no judge unless configured")
+		c, err = config.Load(env(map[string]string{config.EnvJudgeBaseURL: "http://judge.internal/v1/", config.EnvJudgeModel: "gpt-4o",
+			config.EnvJudgeTimeout: "30s", config.EnvJudgeConcurrent: "3", config.EnvJudgeInputPrice: "2.5", config.EnvJudgeOutPrice: "10"}), nil)
+		require.NoError(t, err)
+		require.Equal(t, config.Judge{BaseURL: "http://judge.internal/v1", Model: "gpt-4o", Timeout: 30 * time.Second, Concurrency: 3,
+			InputPrice: 2.5, OutputPrice: 10}, c.Judge)
 	})
 	t.Run("S3NeedsCredentials", func(t *testing.T) {
 		_, err := config.Load(env(map[string]string{config.EnvArtifactsURL: "s3://bucket"}), nil)

@@ -77,8 +77,13 @@ type Benchmark struct {
 	// play them, since a replay's timeline shows the script and its answer.
 	RevealReferences bool
 	DefaultMaxSteps  int
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// A benchmark may name its own LLM judge instead of the server's;
+	// JudgeAPIKey is sealed with the server's secret key.
+	JudgeBaseURL string
+	JudgeModel   string
+	JudgeAPIKey  string `json:"-"`
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 
 	CurrentVersion *BenchmarkVersion `gorm:"foreignKey:CurrentVersionID"`
 	Sites          []Site            `gorm:"foreignKey:BenchmarkID"`

@@ -6,20 +6,26 @@ import (
 	"fmt"
 )
 
-// JSONStrings is a string list stored as a JSON array in a text column.
-type JSONStrings []string
+// JSONList is a list stored as a JSON array in a text column.
+type JSONList[T any] []T
+
+// JSONStrings is a string list stored as a JSON array.
+type JSONStrings = JSONList[string]
+
+// JSONInts is an integer list stored as a JSON array.
+type JSONInts = JSONList[int]
 
 // Value encodes the list as JSON; a nil list is stored as [].
-func (s JSONStrings) Value() (driver.Value, error) {
+func (s JSONList[T]) Value() (driver.Value, error) {
 	if s == nil {
 		return "[]", nil
 	}
-	b, err := json.Marshal([]string(s))
+	b, err := json.Marshal([]T(s))
 	return string(b), err
 }
 
 // Scan decodes a JSON array from the database.
-func (s *JSONStrings) Scan(src any) error {
+func (s *JSONList[T]) Scan(src any) error {
 	var b []byte
 	switch v := src.(type) {
 	case nil:
@@ -30,11 +36,11 @@ func (s *JSONStrings) Scan(src any) error {
 	case []byte:
 		b = v
 	default:
-		return fmt.Errorf("JSONStrings: cannot scan %T", src)
+		return fmt.Errorf("JSON list: cannot scan %T", src)
 	}
 	if len(b) == 0 {
 		*s = nil
 		return nil
 	}
-	return json.Unmarshal(b, (*[]string)(s))
+	return json.Unmarshal(b, (*[]T)(s))
 }

@@ -43,6 +43,7 @@ type Run struct {
 	StartedAt           *time.Time
 	FinishedAt          *time.Time
 	RescoredAt          *time.Time
+	RescoredWith        string // the evaluators of the last re-scoring, e.g. "webarena-verified@1"
 
 	TasksTotal int
 	TasksDone  int
@@ -103,6 +104,7 @@ type Attempt struct {
 	DurationMS   int64
 	FinalAnswer  string // JSON
 	HARKey       string
+	PageStateKey string // artifact key of the live-page state read at the end (eval.PageState JSON)
 	// Tries counts episode starts; a restarted episode (worker lost, environment
 	// retry) starts clean under a new namespace and artifact prefix.
 	Tries     int
@@ -138,19 +140,33 @@ type Step struct {
 	CreatedAt       time.Time
 }
 
+// Evaluation kinds: an attempt has at most one current evaluation of each.
+const (
+	EvaluationCheck  = "check"  // the benchmark's deterministic check (WebArena-Verified, WebArena)
+	EvaluationJudge  = "judge"  // an LLM trajectory judge: success and a 1–5 score
+	EvaluationRubric = "rubric" // an LLM rubric judge: pass/fail per rubric item
+)
+
 // Evaluation is one evaluator's verdict on an attempt. Re-scoring adds rows and
-// never overwrites history; IsPrimary marks the verdict that sets the outcome.
+// never overwrites history: IsCurrent marks the newest row of each Kind, and
+// IsPrimary the verdict that sets the attempt's outcome.
 type Evaluation struct {
 	ID               int64
 	AttemptID        int64
 	Evaluator        string // e.g. webarena-verified, llm-judge:<model>:<prompt-version>
 	EvaluatorVersion string
+	Kind             string // EvaluationCheck, EvaluationJudge or EvaluationRubric
 	IsPrimary        bool
-	InputsChecksum   string
+	IsCurrent        bool
+	Rescore          bool   // made by a re-scoring rather than when the attempt finished
+	InputsChecksum   string // SHA-256 of what the evaluator read (spec, answer, HAR, page state, trajectory)
 	Verdict          string // success | failure | error
 	Score            *float64
 	JudgeScore       *int   // 1–5 where the evaluator gives one
 	Details          string // JSON
+	TokensIn         int64  // what judging cost
+	TokensOut        int64
+	Cost             float64
 	CreatedAt        time.Time
 
 	RubricJudgments []RubricJudgment `gorm:"foreignKey:EvaluationID"`
@@ -158,11 +174,12 @@ type Evaluation struct {
 
 // RubricJudgment is an evaluation's pass/fail on one rubric item.
 type RubricJudgment struct {
-	ID           int64
-	EvaluationID int64
-	RubricItemID int64
-	Passed       bool
-	Rationale    string
+	ID            int64
+	EvaluationID  int64
+	RubricItemID  int64
+	Passed        bool
+	Rationale     string
+	EvidenceSteps JSONInts // step numbers the judge cited
 }
 
 // LeaderboardEntry is a precomputed leaderboard row for one run on one subset,
@@ -186,5 +203,7 @@ type LeaderboardEntry struct {
 	MeanSteps   float64
 	CostPerTask float64
 	Tokens      int64
+	Judged      int    // attempts with a judge score
+	Metrics     string // stats.Metrics with breakdowns, JSON
 	ComputedAt  time.Time
 }

@@ -109,6 +109,19 @@ type EpisodeSpec struct {
 	Try       int
 	Namespace string
 	Evaluator string // the benchmark's evaluator kind (models.Evaluator…)
+
+	// Filled for evaluation only:
+	Steps []Step // the attempt's steps in order
+	// Judge is the benchmark's own LLM judge (key opened); empty BaseURL when
+	// the benchmark uses the server's judge.
+	Judge JudgeSettings
+}
+
+// JudgeSettings name an OpenAI-compatible endpoint used as an LLM judge.
+type JudgeSettings struct {
+	BaseURL string
+	Model   string
+	APIKey  string
 }
 
 // RunProgress is a run's live state for its page.

@@ -368,13 +368,31 @@ func (db *DB) EvaluationSpec(ctx context.Context, attemptID int64) (*models.Epis
 		return nil, err
 	}
 	spec.Sites = sites
-	var evaluators []string
-	if err := q.Table("benchmarks b").Joins("JOIN benchmark_versions v ON v.benchmark_id = b.id").
-		Where("v.id = ?", spec.Run.VersionID).Pluck("b.evaluator", &evaluators).Error; err != nil {
+	var benchmarks []models.Benchmark
+	if err := q.Table("benchmarks b").Select("b.id, b.evaluator, b.judge_base_url, b.judge_model, b.judge_api_key").
+		Joins("JOIN benchmark_versions v ON v.benchmark_id = b.id").Where("v.id = ?", spec.Run.VersionID).
+		Limit(1).Find(&benchmarks).Error; err != nil {
 		return nil, wrap(err, "benchmark")
 	}
-	if len(evaluators) > 0 {
-		spec.Evaluator = evaluators[0]
+	if len(benchmarks) > 0 {
+		b := benchmarks[0]
+		spec.Evaluator = b.Evaluator
+		spec.Judge = models.JudgeSettings{BaseURL: b.JudgeBaseURL, Model: b.JudgeModel}
+		if b.JudgeAPIKey != "" {
+			key, err := db.openJudgeKey(b.ID, b.JudgeAPIKey)
+			if err != nil {
+				return nil, err
+			}
+			spec.Judge.APIKey = key
+		}
+	}
+	tasks := []models.Task{spec.Task}
+	if err := loadRubrics(q, tasks); err != nil {
+		return nil, err
+	}
+	spec.Task = tasks[0]
+	if err := q.Where("attempt_id = ?", attemptID).Order("step_index").Find(&spec.Steps).Error; err != nil {
+		return nil, wrap(err, "steps")
 	}
 	spec.Try, spec.Namespace = spec.Attempt.Tries, spec.Attempt.Namespace
 	return &spec, nil
@@ -392,42 +410,10 @@ func (db *DB) RunStatus(ctx context.Context, runID int64) (string, error) {
 	return status[0], nil
 }
 
-// RecordEvaluation stores an evaluation as the attempt's primary verdict, sets
-// the attempt's outcome, refreshes the run's totals and completes the run when
-// its last attempt is done. It reports whether the run finished. System only.
+// RecordEvaluation stores one evaluation as the attempt's primary verdict
+// (RecordEvaluations with no other evaluations and no refresh).
 func (db *DB) RecordEvaluation(ctx context.Context, attemptID int64, ev *models.Evaluation) (bool, error) {
-	if !models.ActorFrom(ctx).System {
-		return false, models.Errorf(models.EFORBIDDEN, "Only the queue records evaluations.")
-	}
-	finished := false
-	err := db.tx(ctx, func(tx *gorm.DB) error {
-		var a models.Attempt
-		if err := lockRow(tx, db.dialect).First(&a, attemptID).Error; err != nil {
-			return wrap(err, "attempt")
-		}
-		if a.Status != models.AttemptEvaluating {
-			return nil // evaluated already (a redelivered job)
-		}
-		now := db.now()
-		ev.AttemptID, ev.IsPrimary, ev.CreatedAt = a.ID, true, now
-		if err := tx.Model(&models.Evaluation{}).Where("attempt_id = ?", a.ID).Update("is_primary", false).Error; err != nil {
-			return wrap(err, "evaluations")
-		}
-		if err := tx.Create(ev).Error; err != nil {
-			return wrap(err, "evaluation")
-		}
-		outcome := ev.Verdict
-		if a.ErrorClass != "" && outcome != models.OutcomeSuccess {
-			outcome = models.OutcomeError
-		}
-		if err := tx.Model(&a).Updates(map[string]any{"status": models.AttemptDone, "outcome": outcome, "score": ev.Score, "updated_at": now}).Error; err != nil {
-			return wrap(err, "attempt")
-		}
-		var err error
-		finished, err = db.refreshRunTotals(tx, a.RunID)
-		return err
-	})
-	return finished, err
+	return db.RecordEvaluations(ctx, attemptID, EvaluationBatch{Primary: ev}, nil)
 }
 
 // refreshRunTotals recomputes a run's totals from its attempts and completes it

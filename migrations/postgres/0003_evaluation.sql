@@ -1,0 +1,34 @@
+-- Evaluation: several evaluators per attempt (the benchmark's primary check, an
+-- LLM trajectory judge, a rubric judge), re-scoring that keeps history, judging
+-- cost, live-page state for original WebArena checks, per-benchmark judges and
+-- precomputed metrics on leaderboard rows.
+
+-- kind groups an attempt's evaluations: check (deterministic), judge (LLM
+-- trajectory judge with a 1–5 score) or rubric (LLM rubric judge). is_current
+-- marks the newest evaluation of each kind; older rows stay as history.
+ALTER TABLE evaluations ADD COLUMN kind TEXT NOT NULL DEFAULT 'check' CHECK (kind IN ('check', 'judge', 'rubric'));
+ALTER TABLE evaluations ADD COLUMN is_current BOOLEAN NOT NULL DEFAULT TRUE;
+ALTER TABLE evaluations ADD COLUMN rescore BOOLEAN NOT NULL DEFAULT FALSE;
+ALTER TABLE evaluations ADD COLUMN tokens_in BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE evaluations ADD COLUMN tokens_out BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE evaluations ADD COLUMN cost DOUBLE PRECISION NOT NULL DEFAULT 0;
+CREATE INDEX evaluations_current ON evaluations(attempt_id, kind) WHERE is_current;
+
+-- The step numbers a judge cited as evidence, as a JSON array.
+ALTER TABLE rubric_judgments ADD COLUMN evidence_steps TEXT NOT NULL DEFAULT '[]';
+
+-- What the runner read from the live page at the end of the episode (JSON artifact).
+ALTER TABLE attempts ADD COLUMN page_state_key TEXT NOT NULL DEFAULT '';
+
+-- A benchmark may name its own judge; the key is sealed with the server's secret key.
+ALTER TABLE benchmarks ADD COLUMN judge_base_url TEXT NOT NULL DEFAULT '';
+ALTER TABLE benchmarks ADD COLUMN judge_model TEXT NOT NULL DEFAULT '';
+ALTER TABLE benchmarks ADD COLUMN judge_api_key TEXT NOT NULL DEFAULT '';
+
+-- What the last re-scoring used, shown beside rescored_at.
+ALTER TABLE runs ADD COLUMN rescored_with TEXT NOT NULL DEFAULT '';
+
+-- The full metrics of the row (intervals, error classes, breakdowns by site,
+-- domain, difficulty, attribute, task type and intent template) as JSON.
+ALTER TABLE leaderboard_entries ADD COLUMN metrics TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE leaderboard_entries ADD COLUMN judged BIGINT NOT NULL DEFAULT 0;

@@ -1,0 +1,229 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"proctor/models"
+)
+
+// EvaluationBatch is what one evaluation job decided about one attempt: the
+// verdict of the benchmark's primary evaluator and the others kept beside it
+// (an LLM trajectory judge on a WebArena-Verified task, say).
+type EvaluationBatch struct {
+	// Primary sets the attempt's outcome and score. Nil means the attempt could
+	// not be graded by its primary evaluator (a rubric benchmark with no judge
+	// configured): the attempt is "not judged" and keeps no outcome.
+	Primary *models.Evaluation
+	Others  []*models.Evaluation
+	// RescoreSince is set for a re-scoring requested at that time: the batch
+	// is recorded only once (a redelivered job finds its rows and stops), and
+	// the run is marked rescored.
+	RescoreSince *time.Time
+}
+
+// evaluations lists the batch's evaluations, primary first.
+func (b EvaluationBatch) evaluations() []*models.Evaluation {
+	var out []*models.Evaluation
+	if b.Primary != nil {
+		out = append(out, b.Primary)
+	}
+	return append(out, b.Others...)
+}
+
+// RecordEvaluations stores an attempt's evaluations in one transaction: each
+// becomes the current one of its kind (older rows stay as history), the
+// primary sets the attempt's outcome, the run's totals are refreshed and the
+// run completes when its last attempt is done. refresh (may be nil) is called
+// inside the transaction with the run's id, to enqueue the recomputation of
+// its metrics. It reports whether the run finished. System only.
+//
+// A first evaluation needs the attempt to be evaluating and a re-scoring needs
+// it done; anything else is a redelivered job and records nothing.
+func (db *DB) RecordEvaluations(ctx context.Context, attemptID int64, b EvaluationBatch, refresh func(ctx context.Context, tx *sql.Tx, runID int64) error) (bool, error) {
+	if !models.ActorFrom(ctx).System {
+		return false, models.Errorf(models.EFORBIDDEN, "Only the queue records evaluations.")
+	}
+	finished := false
+	err := db.tx(ctx, func(tx *gorm.DB) error {
+		var a models.Attempt
+		if err := lockRow(tx, db.dialect).First(&a, attemptID).Error; err != nil {
+			return wrap(err, "attempt")
+		}
+		rescore := b.RescoreSince != nil
+		if rescore {
+			if a.Status != models.AttemptDone {
+				return nil
+			}
+			var done int64
+			if err := tx.Model(&models.Evaluation{}).Where("attempt_id = ? AND rescore = ? AND created_at >= ?", a.ID, true, *b.RescoreSince).
+				Count(&done).Error; err != nil {
+				return wrap(err, "evaluations")
+			}
+			if done > 0 {
+				return nil
+			}
+		} else if a.Status != models.AttemptEvaluating {
+			return nil
+		}
+		now := db.now()
+		if err := db.insertEvaluations(tx, &a, b, now); err != nil {
+			return err
+		}
+		updates := map[string]any{"status": models.AttemptDone, "updated_at": now}
+		if p := b.Primary; p != nil {
+			outcome := p.Verdict
+			if a.ErrorClass != "" && outcome != models.OutcomeSuccess {
+				outcome = models.OutcomeError
+			}
+			updates["outcome"], updates["score"] = outcome, p.Score
+		}
+		if err := tx.Model(&a).Updates(updates).Error; err != nil {
+			return wrap(err, "attempt")
+		}
+		var err error
+		if finished, err = db.refreshRunTotals(tx, a.RunID); err != nil {
+			return err
+		}
+		if rescore {
+			if err := tx.Model(&models.Run{}).Where("id = ?", a.RunID).
+				Updates(map[string]any{"rescored_at": now, "rescored_with": evaluatorNames(b.evaluations())}).Error; err != nil {
+				return wrap(err, "run")
+			}
+		}
+		if refresh == nil {
+			return nil
+		}
+		stx, err := sqlTx(tx)
+		if err != nil {
+			return err
+		}
+		return refresh(ctx, stx, a.RunID)
+	})
+	return finished, err
+}
+
+// insertEvaluations writes the batch's rows: each replaces the current
+// evaluation of its kind, and a primary replaces the primary.
+func (db *DB) insertEvaluations(tx *gorm.DB, a *models.Attempt, b EvaluationBatch, now time.Time) error {
+	if b.Primary != nil {
+		if err := tx.Model(&models.Evaluation{}).Where("attempt_id = ? AND is_primary = ?", a.ID, true).
+			Update("is_primary", false).Error; err != nil {
+			return wrap(err, "evaluations")
+		}
+	}
+	for _, ev := range b.evaluations() {
+		if ev.Kind == "" {
+			ev.Kind = models.EvaluationCheck
+		}
+		ev.ID, ev.AttemptID, ev.IsPrimary, ev.IsCurrent = 0, a.ID, ev == b.Primary, true
+		ev.Rescore, ev.CreatedAt = b.RescoreSince != nil, now
+		if err := tx.Model(&models.Evaluation{}).Where("attempt_id = ? AND kind = ? AND is_current = ?", a.ID, ev.Kind, true).
+			Update("is_current", false).Error; err != nil {
+			return wrap(err, "evaluations")
+		}
+		if err := tx.Create(ev).Error; err != nil {
+			return wrap(err, "evaluation")
+		}
+	}
+	return nil
+}
+
+// evaluatorNames lists evaluators as name@version, for the rescored note.
+func evaluatorNames(evs []*models.Evaluation) string {
+	names := make([]string, 0, len(evs))
+	for _, ev := range evs {
+		n := ev.Evaluator
+		if ev.EvaluatorVersion != "" && !strings.Contains(ev.EvaluatorVersion, ev.Evaluator) {
+			n += "@" + ev.EvaluatorVersion
+		} else if ev.EvaluatorVersion != "" {
+			n = ev.EvaluatorVersion
+		}
+		names = append(names, n)
+	}
+	return strings.Join(names, ", ")
+}
+
+// RescoreScope selects the attempts a re-scoring grades again: one run, every
+// run of one benchmark, or (both zero) everything.
+type RescoreScope struct {
+	RunID       int64
+	BenchmarkID int64
+}
+
+// RescoreAttempts asks for finished attempts to be graded again with the
+// evaluators configured now: enqueue is called inside one transaction with
+// the attempts' ids and the request time, and the evaluations it leads to are
+// added beside the old ones. Administrators only. It returns how many
+// attempts were queued; ENOTFOUND for a run or benchmark that does not exist.
+func (db *DB) RescoreAttempts(ctx context.Context, scope RescoreScope, enqueue func(ctx context.Context, tx *sql.Tx, attemptIDs []int64, since time.Time) error) (int, error) {
+	if _, err := models.RequireAdmin(ctx); err != nil {
+		return 0, err
+	}
+	var ids []int64
+	err := db.tx(ctx, func(tx *gorm.DB) error {
+		q := tx.Table("attempts a").Where("a.status = ?", models.AttemptDone)
+		switch {
+		case scope.RunID != 0:
+			var n int64
+			if err := tx.Model(&models.Run{}).Where("id = ?", scope.RunID).Count(&n).Error; err != nil {
+				return wrap(err, "run")
+			}
+			if n == 0 {
+				return runNotFound(scope.RunID)
+			}
+			q = q.Where("a.run_id = ?", scope.RunID)
+		case scope.BenchmarkID != 0:
+			var n int64
+			if err := tx.Model(&models.Benchmark{}).Where("id = ?", scope.BenchmarkID).Count(&n).Error; err != nil {
+				return wrap(err, "benchmark")
+			}
+			if n == 0 {
+				return models.Errorf(models.ENOTFOUND, "Benchmark %d not found.", scope.BenchmarkID)
+			}
+			q = q.Joins("JOIN runs r ON r.id = a.run_id").Joins("JOIN benchmark_versions v ON v.id = r.version_id").
+				Where("v.benchmark_id = ?", scope.BenchmarkID)
+		}
+		if err := q.Order("a.id").Pluck("a.id", &ids).Error; err != nil {
+			return wrap(err, "attempts")
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		stx, err := sqlTx(tx)
+		if err != nil {
+			return err
+		}
+		return enqueue(ctx, stx, ids, db.now())
+	})
+	if err != nil {
+		return 0, err
+	}
+	return len(ids), nil
+}
+
+// judgeKeyContext binds a benchmark's sealed judge key to its row.
+func judgeKeyContext(benchmarkID int64) string { return fmt.Sprintf("benchmark-judge:%d", benchmarkID) }
+
+// openJudgeKey opens a benchmark's sealed judge API key.
+func (db *DB) openJudgeKey(benchmarkID int64, sealed string) (string, error) {
+	if db.agentSecrets == nil {
+		return "", errors.New("no secret vault configured: cannot open the benchmark's judge key")
+	}
+	raw, err := base64.StdEncoding.DecodeString(sealed)
+	if err != nil {
+		return "", fmt.Errorf("benchmark %d judge key: %w", benchmarkID, err)
+	}
+	plain, err := db.agentSecrets.Open(raw, judgeKeyContext(benchmarkID))
+	if err != nil {
+		return "", fmt.Errorf("benchmark %d judge key: %w", benchmarkID, err)
+	}
+	return string(plain), nil
+}

@@ -1,0 +1,222 @@
+package storage_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"proctor/models"
+	"proctor/stats"
+	"proctor/storage"
+	"proctor/storage/storagetest"
+)
+
+// evaluate finishes an attempt's episode and records batch for it, returning
+// the run ids the refresh callback was called with.
+func (f *readFixture) evaluate(t *testing.T, attemptID int64, out storage.EpisodeOutcome, batch storage.EvaluationBatch) []int64 {
+	t.Helper()
+	status, spec, err := f.db.ClaimAttempt(f.system, attemptID, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, storage.ClaimOK, status)
+	require.NoError(t, f.db.FinishEpisode(f.system, attemptID, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }))
+	var refreshed []int64
+	_, err = f.db.RecordEvaluations(f.system, attemptID, batch, func(_ context.Context, _ *sql.Tx, runID int64) error {
+		refreshed = append(refreshed, runID)
+		return nil
+	})
+	require.NoError(t, err)
+	return refreshed
+}
+
+func judgeScore(n int) *int { return &n }
+
+// rubricItems returns the rubric items of an attempt's task, in order.
+func rubricItems(t *testing.T, db *storage.DB, attemptID int64) []models.RubricItem {
+	t.Helper()
+	var items []models.RubricItem
+	require.NoError(t, db.Gorm().Where("task_id = (SELECT task_id FROM attempts WHERE id = ?)", attemptID).Order("position").Find(&items).Error)
+	return items
+}
+
+func TestStore_RecordEvaluations(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newReadFixture(t, db)
+		ids := f.dispatch(t, f.run.ID)
+		require.Len(t, ids, 4)
+		items := rubricItems(t, db, ids[0])
+		require.Len(t, items, 2)
+
+		rubric := &models.Evaluation{Evaluator: "llm-judge:m:rubric-v1", EvaluatorVersion: "rubric-v1", Kind: models.EvaluationRubric,
+			Verdict: models.OutcomeFailure, Score: score(0.6), InputsChecksum: "abc", TokensIn: 1200, TokensOut: 80, Cost: 0.004,
+			RubricJudgments: []models.RubricJudgment{
+				{RubricItemID: items[0].ID, Passed: true, Rationale: "one cable in the cart", EvidenceSteps: models.JSONInts{2, 3}},
+				{RubricItemID: items[1].ID, Passed: false, Rationale: "a dearer cable"},
+			}}
+		judge := &models.Evaluation{Evaluator: "llm-judge:m:trajectory-v1", EvaluatorVersion: "trajectory-v1", Kind: models.EvaluationJudge,
+			Verdict: models.OutcomeFailure, Score: score(0), JudgeScore: judgeScore(3)}
+		refreshed := f.evaluate(t, ids[0], storage.EpisodeOutcome{Steps: 4}, storage.EvaluationBatch{Primary: rubric, Others: []*models.Evaluation{judge}})
+		require.Equal(t, []int64{f.run.ID}, refreshed, "the metrics refresh is enqueued in the same transaction")
+
+		var evs []models.Evaluation
+		require.NoError(t, db.Gorm().Preload("RubricJudgments").Where("attempt_id = ?", ids[0]).Order("id").Find(&evs).Error)
+		require.Len(t, evs, 2)
+		require.True(t, evs[0].IsPrimary)
+		require.True(t, evs[0].IsCurrent)
+		require.Equal(t, models.EvaluationRubric, evs[0].Kind)
+		require.Equal(t, int64(1200), evs[0].TokensIn)
+		require.Len(t, evs[0].RubricJudgments, 2)
+		require.Equal(t, models.JSONInts{2, 3}, evs[0].RubricJudgments[0].EvidenceSteps)
+		require.False(t, evs[1].IsPrimary)
+		require.Equal(t, 3, *evs[1].JudgeScore)
+
+		var a models.Attempt
+		require.NoError(t, db.Gorm().First(&a, ids[0]).Error)
+		require.Equal(t, models.AttemptDone, a.Status)
+		require.Equal(t, models.OutcomeFailure, a.Outcome)
+		require.InDelta(t, 0.6, *a.Score, 1e-9)
+
+		// A redelivered job records nothing twice.
+		_, err := db.RecordEvaluations(f.system, ids[0], storage.EvaluationBatch{Primary: &models.Evaluation{Evaluator: "x", Verdict: models.OutcomeSuccess}}, nil)
+		require.NoError(t, err)
+		var n int64
+		require.NoError(t, db.Gorm().Model(&models.Evaluation{}).Where("attempt_id = ?", ids[0]).Count(&n).Error)
+		require.EqualValues(t, 2, n)
+
+		// No judge: the attempt is done but not judged, and keeps no outcome.
+		f.evaluate(t, ids[1], storage.EpisodeOutcome{Steps: 2}, storage.EvaluationBatch{})
+		a = models.Attempt{}
+		require.NoError(t, db.Gorm().First(&a, ids[1]).Error)
+		require.Equal(t, models.AttemptDone, a.Status)
+		require.Empty(t, a.Outcome)
+
+		_, err = db.RecordEvaluations(f.member, ids[2], storage.EvaluationBatch{}, nil)
+		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err), "only the queue records evaluations")
+	})
+}
+
+func TestStore_Rescore(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newReadFixture(t, db)
+		ids := f.dispatch(t, f.run.ID)
+		check := func(verdict string, s float64) *models.Evaluation {
+			return &models.Evaluation{Evaluator: "webarena-verified", EvaluatorVersion: "webarena-verified@1", Verdict: verdict, Score: score(s)}
+		}
+		f.evaluate(t, ids[0], storage.EpisodeOutcome{Steps: 3}, storage.EvaluationBatch{Primary: check(models.OutcomeFailure, 0)})
+		f.evaluate(t, ids[1], storage.EpisodeOutcome{Steps: 3}, storage.EvaluationBatch{Primary: check(models.OutcomeSuccess, 1)})
+
+		var queued []int64
+		var since time.Time
+		enqueue := func(_ context.Context, _ *sql.Tx, attemptIDs []int64, at time.Time) error {
+			queued, since = attemptIDs, at
+			return nil
+		}
+		for _, ctx := range []context.Context{f.anon, f.member} {
+			_, err := db.RescoreAttempts(ctx, storage.RescoreScope{RunID: f.run.ID}, enqueue)
+			require.Contains(t, []string{models.EUNAUTHORIZED, models.EFORBIDDEN}, models.ErrorCode(err))
+		}
+		_, err := db.RescoreAttempts(f.admin, storage.RescoreScope{RunID: 999999}, enqueue)
+		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
+		_, err = db.RescoreAttempts(f.admin, storage.RescoreScope{BenchmarkID: 999999}, enqueue)
+		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
+
+		n, err := db.RescoreAttempts(f.admin, storage.RescoreScope{}, enqueue)
+		require.NoError(t, err)
+		require.Equal(t, 2, n, "only finished attempts are re-scored")
+		require.Equal(t, ids[:2], queued)
+
+		// The new verdict flips the first attempt; the old one stays as history.
+		batch := storage.EvaluationBatch{Primary: check(models.OutcomeSuccess, 1), RescoreSince: &since}
+		_, err = db.RecordEvaluations(f.system, ids[0], batch, nil)
+		require.NoError(t, err)
+		batch.Primary = check(models.OutcomeSuccess, 1)
+		_, err = db.RecordEvaluations(f.system, ids[0], batch, nil)
+		require.NoError(t, err, "a redelivered re-scoring job")
+
+		var evs []models.Evaluation
+		require.NoError(t, db.Gorm().Where("attempt_id = ?", ids[0]).Order("id").Find(&evs).Error)
+		require.Len(t, evs, 2, "history kept, the redelivery recorded nothing")
+		require.False(t, evs[0].IsPrimary)
+		require.False(t, evs[0].IsCurrent)
+		require.True(t, evs[1].IsPrimary)
+		require.True(t, evs[1].Rescore)
+
+		var run models.Run
+		require.NoError(t, db.Gorm().First(&run, f.run.ID).Error)
+		require.Equal(t, 2, run.Successes, "run totals follow the new verdict")
+		require.NotNil(t, run.RescoredAt)
+		require.Equal(t, "webarena-verified@1", run.RescoredWith)
+	})
+}
+
+func TestStore_RunMetrics(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newReadFixture(t, db)
+		ids := f.dispatch(t, f.run.ID)
+		// t1 and t3 are the "smoke" subset. t1: perfect rubric, judge 5;
+		// t2: rubric 0.5, judge 2; t3: rubric 0, judge error (left out);
+		// t4: not judged at all.
+		grade := func(id int64, rubricScore float64, judge *int, judgeVerdict string) storage.EvaluationBatch {
+			verdict := models.OutcomeFailure
+			if rubricScore == 1 {
+				verdict = models.OutcomeSuccess
+			}
+			b := storage.EvaluationBatch{Primary: &models.Evaluation{Evaluator: "r", Kind: models.EvaluationRubric, Verdict: verdict, Score: score(rubricScore)}}
+			b.Others = append(b.Others, &models.Evaluation{Evaluator: "j", Kind: models.EvaluationJudge, Verdict: judgeVerdict, Score: score(0), JudgeScore: judge})
+			return b
+		}
+		f.evaluate(t, ids[0], storage.EpisodeOutcome{Steps: 4, Cost: 0.2}, grade(ids[0], 1, judgeScore(5), models.OutcomeSuccess))
+		f.evaluate(t, ids[1], storage.EpisodeOutcome{Steps: 2, Cost: 0.2}, grade(ids[1], 0.5, judgeScore(2), models.OutcomeFailure))
+		f.evaluate(t, ids[2], storage.EpisodeOutcome{Steps: 10, ErrorClass: models.ErrorClassBudget, ErrorMessage: "step budget"}, grade(ids[2], 0, nil, models.OutcomeError))
+		f.evaluate(t, ids[3], storage.EpisodeOutcome{Steps: 1}, storage.EvaluationBatch{})
+
+		_, err := db.RunMetrics(f.anon, f.run.ID)
+		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "an unpublished run's metrics are the team's")
+		live, err := db.RunMetrics(f.member, f.run.ID)
+		require.NoError(t, err, "computed on the fly before the first refresh")
+
+		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(db.RefreshRunMetrics(f.member, f.run.ID)))
+		require.NoError(t, db.RefreshRunMetrics(f.system, f.run.ID))
+		require.NoError(t, db.RefreshRunMetrics(f.system, f.run.ID), "refreshing twice replaces the rows")
+		all, err := db.RunMetrics(f.member, f.run.ID)
+		require.NoError(t, err)
+		require.Equal(t, live, all, "the precomputed rows match the live computation")
+		require.Len(t, all, 2)
+
+		full := all[0]
+		require.Equal(t, "full", full.Subset)
+		require.False(t, full.Restricted)
+		m := full.Metrics
+		require.Equal(t, 4, m.N)
+		require.Equal(t, 3, m.Graded, "the not-judged attempt has no outcome")
+		require.Equal(t, 1, m.Successes)
+		require.Equal(t, 1, m.Errors, "the budget stop is an error")
+		require.Equal(t, 2, m.JudgeScore.N, "the judge's error is left out")
+		require.InDelta(t, 3.5, m.JudgeScore.Mean, 1e-9)
+		require.InDelta(t, 0.5, m.RubricScore.Mean, 1e-9)
+		require.InDelta(t, 1.0/3, *m.PerfectRate, 1e-9)
+		require.Equal(t, 1, m.ErrorClasses[models.ErrorClassBudget])
+		require.Len(t, full.Breakdowns[stats.DimensionDifficulty], 2+1, "easy, hard, medium")
+
+		smoke := all[1]
+		require.Equal(t, "smoke", smoke.Subset)
+		require.True(t, smoke.Restricted, "a full run's numbers on the smoke subset")
+		require.Equal(t, 2, smoke.Metrics.N)
+		require.Equal(t, 1, smoke.Metrics.Successes)
+
+		var entries []models.LeaderboardEntry
+		require.NoError(t, db.Gorm().Where("run_id = ?", f.run.ID).Order("subset_name").Find(&entries).Error)
+		require.Len(t, entries, 2)
+		require.Equal(t, 4, entries[0].Tasks)
+		require.InDelta(t, 1.0/3, entries[0].SuccessRate, 1e-9)
+		require.Less(t, entries[0].CILow, entries[0].SuccessRate)
+		require.InDelta(t, 3.5, *entries[0].JudgeScore, 1e-9)
+		require.Equal(t, 2, entries[0].Judged)
+		require.True(t, entries[1].Restricted)
+	})
+}
