@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"proctor/eval"
 	"proctor/models"
 )
 
@@ -62,10 +63,14 @@ func (c *Client) FuzzyJudge(ctx context.Context, intent, reference, answer strin
 	})
 	v.Usage, v.Attempts, v.RawReply = ex.usage, ex.attempts, truncate(ex.raw, maxRawReply)
 	if err != nil {
+		v.Equivalent = false // a reply read only in part decides nothing
 		return v, err
 	}
 	return v, nil
 }
+
+// The LLM judge serves original WebArena's fuzzy_match.
+var _ eval.FuzzyMatcher = (*Client)(nil)
 
 // FuzzyMatch implements eval.FuzzyMatcher with FuzzyJudge: whether answer
 // means the same as reference, and what asking cost. Any failure to get a

@@ -107,6 +107,7 @@ func newEndpoint(t *testing.T, handle func(w http.ResponseWriter, r *http.Reques
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen := &seenRequest{path: r.URL.Path, auth: r.Header.Get("Authorization"), at: time.Now()}
 		seen.raw, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(seen.raw))
 		if err := json.Unmarshal(seen.raw, &seen.body); err != nil {
 			http.Error(w, "bad request body", http.StatusBadRequest)
 			return
@@ -215,7 +216,7 @@ func trajectory(n, thoughtLen int, shot []byte) []eval.TrajectoryStep {
 	for i := range steps {
 		action, _ := json.Marshal(models.Action{Type: models.ActClick, Target: &models.Target{ElementID: fmt.Sprintf("e%d", i)}})
 		steps[i] = eval.TrajectoryStep{
-			Index: i, URL: fmt.Sprintf("http://shop.test/page/%d", i), Title: fmt.Sprintf("Page %d", i),
+			Index: i, URL: fmt.Sprintf("http://shop.test/page/%d?category=kitchen-and-dining&color=blue&sort=price_asc&mode=list&p=%d", i, i), Title: fmt.Sprintf("Page %d", i),
 			Action: action, Thought: fmt.Sprintf("thought %d: ", i) + strings.Repeat("x", thoughtLen),
 		}
 		if shot != nil {
