@@ -45,15 +45,15 @@ func estimateTokens(s string) int { return (len(s) + 3) / 4 }
 // stepView is one step as a judge sees it: an (observation, action, next
 // observation) triple.
 type stepView struct {
-	number           int // 1-based, as the timeline shows it
-	url, title       string
-	action           json.RawMessage
-	thought, err     string
-	nextURL, next    string
-	last             bool
-	screenshot       func(ctx context.Context) ([]byte, error)
-	tokens           [levelOmitted]int // estimated cost at each level
-	renderedAtLevels [levelOmitted]string
+	number             int // 1-based, as the timeline shows it
+	url, title         string
+	action             json.RawMessage
+	thought, err       string
+	nextURL, nextTitle string
+	last               bool
+	screenshot         func(ctx context.Context) ([]byte, error)
+	text               [levelOmitted]string // the step rendered at each level of detail
+	tokens             [levelOmitted]int    // and its estimated cost
 }
 
 // viewsOf turns a trajectory into triples: each step's next observation is
@@ -63,13 +63,13 @@ func viewsOf(steps []eval.TrajectoryStep) []*stepView {
 	for i, s := range steps {
 		v := &stepView{number: s.Index + 1, url: s.URL, title: s.Title, action: s.Action, thought: s.Thought, err: s.Error, screenshot: s.Screenshot}
 		if i+1 < len(steps) {
-			v.nextURL, v.next = steps[i+1].URL, steps[i+1].Title
+			v.nextURL, v.nextTitle = steps[i+1].URL, steps[i+1].Title
 		} else {
 			v.last = true
 		}
 		for level := range levelOmitted {
-			v.renderedAtLevels[level] = v.render(level)
-			v.tokens[level] = estimateTokens(v.renderedAtLevels[level])
+			v.text[level] = v.render(level)
+			v.tokens[level] = estimateTokens(v.text[level])
 		}
 		views[i] = v
 	}
@@ -103,7 +103,7 @@ func (v *stepView) render(level int) string {
 	if v.last {
 		b.WriteString("  next observation: none (the episode ended after this step)\n")
 	} else {
-		fmt.Fprintf(&b, "  next observation: %s\n", page(v.nextURL, v.next))
+		fmt.Fprintf(&b, "  next observation: %s\n", page(v.nextURL, v.nextTitle))
 	}
 	return b.String()
 }
@@ -198,7 +198,7 @@ func (s *summary) text() string {
 	var b strings.Builder
 	for i := 0; i < len(s.views); i++ {
 		if s.level[i] != levelOmitted {
-			b.WriteString(s.views[i].renderedAtLevels[s.level[i]])
+			b.WriteString(s.views[i].text[s.level[i]])
 			continue
 		}
 		j := i
