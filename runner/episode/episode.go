@@ -16,6 +16,7 @@ import (
 
 	"github.com/mxschmitt/playwright-go"
 
+	"proctor/eval"
 	"proctor/models"
 	"proctor/storage/artifact"
 )
@@ -64,6 +65,16 @@ type Episode struct {
 	Prefix         string // artifact key prefix of this try, e.g. runs/12/attempts/345/try-1
 	Steps          StepSink
 	Logger         *slog.Logger // nil: discard
+	// Probes are read from the live browser after the agent's last step,
+	// before the context closes, into Result.PageState (original WebArena's
+	// program_html; eval/webarena.Probes lists a task's). They are read when
+	// the agent finished or ran out of budget, time or replies, not after a
+	// cancellation or an environment or platform failure. They are not
+	// steps, but a probe that opens a page does so in the episode's context,
+	// so its requests appear at the end of the HAR: give probes only to
+	// benchmarks whose evaluator does not read the HAR (WebArena-Verified's
+	// network checks, which look at the last matching request, would see them).
+	Probes []eval.PageProbe
 }
 
 // Result is how an episode ended. ErrorClass is empty when the agent
@@ -76,6 +87,10 @@ type Result struct {
 	ErrorMessage string
 	HARKey       string // artifact key of the stored HAR; empty if it could not be stored
 	Duration     time.Duration
+	// PageState is the active tab's final URL and the probes' values, read
+	// at the end of the episode; nil when the episode ended in a way that
+	// leaves nothing to read (see Episode.Probes).
+	PageState *eval.PageState
 }
 
 // Timeouts of browser operations. They are short so that a missing element
@@ -562,7 +577,8 @@ func (r *runner) closeContext() {
 	<-r.closed
 }
 
-// finish stores the last downloads, closes the context and stores the HAR.
+// finish stores the last downloads, reads the page state, closes the context
+// and stores the HAR.
 // After a cancellation or a platform failure it only tries, briefly, with a
 // fresh timeout.
 func (r *runner) finish(ctx context.Context, loopErr error) error {
@@ -570,6 +586,10 @@ func (r *runner) finish(ctx context.Context, loopErr error) error {
 	if clean {
 		if _, err := r.downloads.collect(ctx, r.ep.Artifacts, r.ep.Prefix, downloadWait); err != nil {
 			return err
+		}
+		// After the downloads, so that a probe's page cannot pass for one.
+		if probeable(r.res) {
+			r.res.PageState = r.readPageState(ctx)
 		}
 	}
 	wait := closeTimeout
