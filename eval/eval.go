@@ -127,9 +127,14 @@ type EvaluatorResult struct {
 	Status        string          `json:"status"` // success | failure | error
 	Score         float64         `json:"score"`
 	Actual        json.RawMessage `json:"actual"`
-	Expected      json.RawMessage `json:"expected"`
-	Assertions    []Assertion     `json:"assertions"`
-	ErrorMsg      *string         `json:"error_msg"`
+	// ActualNormalized is the actual value after the evaluator's type-aware
+	// normalisation, the form it was compared in; null when there was none.
+	ActualNormalized json.RawMessage `json:"actual_normalized,omitempty"`
+	Expected         json.RawMessage `json:"expected"`
+	Assertions       []Assertion     `json:"assertions"`
+	ErrorMsg         *string         `json:"error_msg"`
+	// ShouldNotExist is set for checks that pass only when the event is absent.
+	ShouldNotExist *bool `json:"should_not_exist,omitempty"`
 }
 
 // Assertion is one named check inside an evaluator.

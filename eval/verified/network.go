@@ -1,289 +1,373 @@
 package verified
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"net/url"
-	"sort"
 	"strings"
 
-	"proctor/eval"
 	"proctor/models"
 )
 
-// networkExpected is the `expected` block of a NetworkEventEvaluator, limited to
-// the fields the deterministic check implements; any other field is refused.
-type networkExpected struct {
-	URL            json.RawMessage            `json:"url"`
-	HTTPMethod     string                     `json:"http_method"`
-	QueryParams    map[string]json.RawMessage `json:"query_params"`
-	PostData       map[string]json.RawMessage `json:"post_data"`
-	ResponseStatus *int                       `json:"response_status"`
-}
-
-// urlSpec is one acceptable URL: scheme, host and path, plus the query
-// parameters it requires.
-type urlSpec struct {
-	raw   string
-	key   string
-	query map[string][]any
-}
-
-// networkCheck is a NetworkEventEvaluator's expectation, decoded and normalised.
-type networkCheck struct {
-	urls   []urlSpec
-	method string
-	query  map[string][]any
-	post   map[string]any
-	status *int
-}
-
-// checkNetworkEvent looks for the expected request in the HAR. Static assets are
-// ignored. Requests match by URL (scheme, host and path; the query is compared
-// separately) and method; with last_event_only (the default) only the last
-// match is compared, otherwise any match may satisfy the query parameters, post
-// data and response status. For navigate tasks checked by a GET, the candidate
-// is the last page the browser loaded, as in WebArena-Verified. With
-// should_not_exist, no request may match the URL and method.
-func checkNetworkEvent(s evaluatorSpec, entries []harEntry, taskType string) eval.EvaluatorResult {
-	c, err := newNetworkCheck(s.Expected)
+// checkNetwork is the NetworkEventEvaluator. Static assets are skipped. For a
+// navigate task checked by a GET, the candidate is the last page the browser
+// loaded; otherwise requests are filtered by method, URL (scheme, host and path,
+// or the spec's pattern) and, when the spec names one, the Referer's path. With
+// last_event_only (the default) only the last candidate is compared, else any
+// candidate may match. The comparison covers the URL with its query
+// parameters, the method, the response status, and the headers, post data,
+// response content and cookies the spec names. should_not_exist inverts it: no
+// candidate may exist.
+func (r *run) checkNetwork(s *networkSpec, events []harEvent) result {
+	opts, err := r.urlOptions(s)
 	if err != nil {
-		return errorResult(s, err.Error())
+		return errorResult(err.Error())
 	}
-	navigate := taskType == models.TaskNavigate && (c.method == "" || c.method == "GET") && !s.ShouldNotExist
+	postSchema := effectivePostSchema(s)
+	expOpts := opts
+	expOpts.query = s.queryParams
+	exp := r.normalizer(true, expOpts)
+	expected, expURL, err := r.expectedEvent(s, exp, opts, postSchema)
+	if err != nil {
+		return errorResult(fmt.Sprintf("expected: %v", err))
+	}
+	res := result{expected: expected, shouldNotExist: &s.shouldNotExist}
 
-	var candidates []harEntry
+	act := r.normalizer(false, opts)
+	var candidates []*harEvent
+	navigate := r.taskType == models.TaskNavigate && s.httpMethod == "GET"
 	if navigate {
-		for i := len(entries) - 1; i >= 0; i-- {
-			if entries[i].pageLoad() {
-				candidates = entries[i : i+1]
+		for i := len(events) - 1; i >= 0; i-- {
+			if !events[i].static() && events[i].navigation() {
+				candidates = append(candidates, &events[i])
 				break
 			}
 		}
 	} else {
-		for _, e := range entries {
-			if !e.static() && (c.method == "" || e.Method == c.method) && c.matchURL(e.URL) != nil {
-				candidates = append(candidates, e)
+		var expReferer *tval
+		if h, ok := expected["headers"].(map[string]any); ok {
+			expReferer, _ = h["referer"].(*tval)
+		}
+		for i := range events {
+			e := &events[i]
+			if e.static() || !strings.EqualFold(e.method, s.httpMethod) {
+				continue
 			}
-		}
-	}
-	want := c.describe()
-
-	if s.ShouldNotExist {
-		a := eval.Assertion{Name: "network_event.should_not_exist", Passed: len(candidates) == 0}
-		if !a.Passed {
-			a.Message = fmt.Sprintf("Found %d %s when none was expected", len(candidates), want)
-		}
-		return scoredResult(s, summarize(candidates), []eval.Assertion{a})
-	}
-	if len(candidates) == 0 {
-		msg := "No " + want + " in the HAR"
-		if navigate {
-			msg = "The browser loaded no page"
-		}
-		return scoredResult(s, []any{}, []eval.Assertion{{Name: "network_event.found", Message: msg}})
-	}
-	if s.LastEventOnly == nil || *s.LastEventOnly {
-		candidates = candidates[len(candidates)-1:]
-	}
-	var problems []string
-	for _, e := range candidates {
-		problems = c.compare(e)
-		if len(problems) == 0 {
-			return scoredResult(s, summarize(candidates), []eval.Assertion{{Name: "network_event.matched", Passed: true}})
-		}
-	}
-	what := "the last matching request"
-	switch {
-	case navigate:
-		what = "the last page loaded"
-	case len(candidates) > 1:
-		what = fmt.Sprintf("none of %d matching requests fits; the last one", len(candidates))
-	}
-	return scoredResult(s, summarize(candidates), []eval.Assertion{{
-		Name:    "network_event.matched",
-		Message: fmt.Sprintf("Expected %s, but %s: %s", want, what, strings.Join(problems, "; ")),
-	}})
-}
-
-// newNetworkCheck decodes and normalises an expected network event.
-func newNetworkCheck(raw json.RawMessage) (*networkCheck, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var exp networkExpected
-	if err := dec.Decode(&exp); err != nil {
-		return nil, fmt.Errorf("expected: %v (the deterministic check supports url, http_method, query_params, post_data and response_status)", err)
-	}
-	c := &networkCheck{method: strings.ToUpper(strings.TrimSpace(exp.HTTPMethod)), status: exp.ResponseStatus}
-
-	var urls []string
-	if isJSONNull(exp.URL) {
-		return nil, fmt.Errorf("expected.url is missing")
-	}
-	if err := json.Unmarshal(exp.URL, &urls); err != nil {
-		var one string
-		if err := json.Unmarshal(exp.URL, &one); err != nil {
-			return nil, fmt.Errorf("expected.url must be a string or a list of strings")
-		}
-		urls = []string{one}
-	}
-	for _, u := range urls {
-		if strings.HasPrefix(u, "^") {
-			return nil, fmt.Errorf("expected.url %q is a regular expression, which the deterministic check does not support", u)
-		}
-		parsed, err := url.Parse(u)
-		if err != nil || parsed.Scheme == "" || parsed.Host == "" {
-			return nil, fmt.Errorf("expected.url %q is not an absolute URL (are its site placeholders resolved?)", u)
-		}
-		spec := urlSpec{raw: u, key: urlKey(parsed), query: map[string][]any{}}
-		for k, vs := range parsed.Query() {
-			for _, v := range vs {
-				spec.query[k] = append(spec.query[k], normalize(v))
+			u, err := act.parseURL(e.url, opts)
+			if err != nil || !anyBase(act, expURL, u) {
+				continue
 			}
-		}
-		c.urls = append(c.urls, spec)
-	}
-	if len(c.urls) == 0 {
-		return nil, fmt.Errorf("expected.url lists no URL")
-	}
-
-	c.query = map[string][]any{}
-	for k, raw := range exp.QueryParams {
-		v, err := decodeJSON(raw)
-		if err != nil {
-			return nil, fmt.Errorf("expected.query_params.%s: %v", k, err)
-		}
-		c.query[k] = asList(normalize(v))
-	}
-	c.post = map[string]any{}
-	for k, raw := range exp.PostData {
-		v, err := decodeJSON(raw)
-		if err != nil {
-			return nil, fmt.Errorf("expected.post_data.%s: %v", k, err)
-		}
-		c.post[k] = normalize(v)
-	}
-	return c, nil
-}
-
-// urlKey is the part of a URL that requests are matched on: scheme, host and path
-// without a trailing slash.
-func urlKey(u *url.URL) string {
-	p := strings.TrimRight(u.Path, "/")
-	if p == "" {
-		p = "/"
-	}
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + p
-}
-
-// matchURL returns the expected URL that raw matches, or nil.
-func (c *networkCheck) matchURL(raw string) *urlSpec {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil
-	}
-	key := urlKey(u)
-	for i := range c.urls {
-		if c.urls[i].key == key {
-			return &c.urls[i]
-		}
-	}
-	return nil
-}
-
-// compare lists how a request differs from the expectation; none means it fits.
-func (c *networkCheck) compare(e harEntry) []string {
-	var problems []string
-	spec := c.matchURL(e.URL)
-	if spec == nil {
-		return []string{fmt.Sprintf("url was %s", e.URL)}
-	}
-	if c.method != "" && e.Method != c.method {
-		problems = append(problems, fmt.Sprintf("method was %s", e.Method))
-	}
-	if u, err := url.Parse(e.URL); err == nil {
-		got := map[string][]any{}
-		for k, vs := range u.Query() {
-			for _, v := range vs {
-				got[k] = append(got[k], normalize(v))
-			}
-		}
-		for _, want := range []map[string][]any{spec.query, c.query} {
-			for _, k := range sortedKeys(want) {
-				if !matchLists(want[k], got[k], false) {
-					problems = append(problems, fmt.Sprintf("query %s was %s", k, compactJSON(got[k])))
+			if ref, ok := e.header("referer"); ok && expReferer != nil && ref != "" {
+				ru, err := act.parseURL(ref, opts)
+				if err != nil || !anyBase(act, expReferer, ru) {
+					continue
 				}
 			}
+			candidates = append(candidates, e)
 		}
 	}
-	if len(c.post) > 0 {
-		got := e.postValues()
-		for _, k := range sortedKeys(c.post) {
-			actual := make([]any, len(got[k]))
-			for i, v := range got[k] {
-				actual[i] = normalize(v)
+	if s.lastEventOnly && len(candidates) > 1 {
+		candidates = candidates[len(candidates)-1:]
+	}
+
+	actuals := make([]any, 0, len(candidates))
+	shown := make([]any, 0, len(candidates))
+	for _, e := range candidates {
+		raw, norm := r.actualEvent(s, e, act, opts, postSchema)
+		actuals = append(actuals, raw)
+		shown = append(shown, norm)
+	}
+	res.actual = mustJSON(actuals)
+	res.actualNorm = shown
+
+	want := describeEvent(s)
+	if s.shouldNotExist {
+		if len(candidates) > 0 {
+			msgs := []string{fmt.Sprintf("Found %d matching event(s) when none were expected (should_not_exist=True).", len(candidates))}
+			for _, e := range candidates {
+				msgs = append(msgs, e.method+" "+e.url)
 			}
-			if !postValueMatches(c.post[k], actual) {
-				problems = append(problems, fmt.Sprintf("post_data %s was %s", k, compactJSON(got[k])))
-			}
+			res.assertions = append(res.assertions, fail("unexpected_navigation_event", msgs...))
+		}
+		return res
+	}
+	if len(candidates) == 0 {
+		msg := fmt.Sprintf("No %s among the %d recorded requests.", want, len(events))
+		if navigate {
+			msg = fmt.Sprintf("The browser loaded no page (no top-level GET navigation among the %d recorded requests).", len(events))
+		}
+		res.assertions = append(res.assertions, fail("missing_navigation_event",
+			"No matching network event found that satisfies all expected criteria.", msg))
+		return res
+	}
+	var last []assertion
+	for _, a := range shown {
+		last = compare(a, expected, "network_event", compareOpts{ignoreExtra: true})
+		if len(last) == 0 {
+			return res
 		}
 	}
-	if c.status != nil && e.Status != *c.status {
-		problems = append(problems, fmt.Sprintf("response status was %d", e.Status))
+	msgs := []string{fmt.Sprintf("No matching network event found. Checked %d event(s) but none matched all expected criteria.", len(candidates))}
+	what := "the last candidate"
+	if navigate {
+		what = "the last page loaded (" + candidates[len(candidates)-1].url + ")"
 	}
-	return problems
+	for _, a := range last {
+		for _, m := range a.msgs {
+			msgs = append(msgs, fmt.Sprintf("%s: %s: %s", what, a.name, m))
+		}
+	}
+	res.assertions = append(res.assertions, fail("missing_navigation_event", msgs...))
+	return res
 }
 
-// postValueMatches compares an expected post value with the values sent under
-// its key: a list must equal them as a multiset, a single value must be among them.
-func postValueMatches(want any, got []any) bool {
-	if list, ok := want.([]any); ok {
-		return matchLists(list, got, false)
-	}
-	for _, g := range got {
-		if equalValues(want, g) {
+func anyBase(n *normalizer, want *tval, got *urlValue) bool {
+	for _, alt := range want.alts {
+		if n.sameBase(alt.(*urlValue), got) {
 			return true
 		}
 	}
 	return false
 }
 
-// describe names the expected request for messages: "POST request to http://…".
-func (c *networkCheck) describe() string {
-	method := c.method
-	if method == "" {
-		method = "any"
+// urlOptions compiles a spec's URL settings.
+func (r *run) urlOptions(s *networkSpec) (urlOptions, error) {
+	o := urlOptions{decodeBase64: s.decodeBase64, querySchema: s.querySchema, ignored: map[string]bool{}}
+	for _, k := range s.ignoredQuery {
+		o.ignored[k] = true
 	}
-	urls := make([]string, len(c.urls))
-	for i, u := range c.urls {
-		urls[i] = u.raw
+	for _, p := range s.ignoredQueryPattern {
+		re, err := r.ev.re.compile(p, true, false)
+		if err != nil {
+			return o, err
+		}
+		o.ignoredPatterns = append(o.ignoredPatterns, re)
 	}
-	return fmt.Sprintf("%s request to %s", method, strings.Join(urls, " or "))
+	return o, nil
 }
 
-// summarize describes the compared requests for the details' `actual`.
-func summarize(entries []harEntry) []any {
-	const keep = 5
-	if len(entries) > keep {
-		entries = entries[len(entries)-keep:]
-	}
-	out := make([]any, 0, len(entries))
-	for _, e := range entries {
-		ev := map[string]any{"url": e.URL, "http_method": e.Method, "response_status": e.Status}
-		if post := e.postValues(); len(post) > 0 {
-			ev["post_data"] = post
+// effectivePostSchema is the post_data_schema, plus a number type for keys the
+// spec leaves untyped whose expected value is a JSON number (or a list of
+// them), so that "79.00" posted by a form matches 79. WebArena-Verified
+// compares such values as their decimal text.
+func effectivePostSchema(s *networkSpec) *schema {
+	out := &schema{Type: "object", Properties: map[string]*schema{}}
+	if s.postSchema != nil {
+		for k, p := range s.postSchema.Properties {
+			out.Properties[k] = p
 		}
-		out = append(out, ev)
+	}
+	for k, v := range s.postData {
+		if _, typed := out.Properties[k]; typed {
+			continue
+		}
+		if allNumbers(v) {
+			out.Properties[k] = &schema{Type: typeNumber}
+		}
 	}
 	return out
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+func allNumbers(v any) bool {
+	if isNumber(v) {
+		return true
 	}
-	sort.Strings(keys)
-	return keys
+	l, ok := v.([]any)
+	if !ok || len(l) == 0 {
+		return false
+	}
+	for _, x := range l {
+		if !isNumber(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// expectedEvent normalises the spec's expected event.
+func (r *run) expectedEvent(s *networkSpec, exp *normalizer, opts urlOptions, postSchema *schema) (map[string]any, *tval, error) {
+	urls := make([]any, len(s.urls))
+	for i, u := range s.urls {
+		urls[i] = u
+	}
+	var rawURL any = urls
+	if len(urls) == 1 {
+		rawURL = urls[0]
+	}
+	expURL, err := exp.newNorm(typeURL, rawURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("url: %w", err)
+	}
+	out := map[string]any{
+		"url":             expURL,
+		"response_status": rawVal{float64(s.responseStatus)},
+		"http_method":     rawVal{s.httpMethod},
+	}
+	if s.headers != nil {
+		plain := r.normalizer(true, opts)
+		h := make(map[string]any, len(s.headers))
+		for name, v := range s.headers {
+			kind := typeString
+			if isURLHeader(name) {
+				kind = typeURL
+			}
+			tv, err := plain.newNorm(kind, v)
+			if err != nil {
+				return nil, nil, fmt.Errorf("headers.%s: %w", name, err)
+			}
+			h[name] = tv
+		}
+		out["headers"] = h
+	}
+	if s.postData != nil {
+		pd, err := exp.normalizeObject(s.postData, postSchema)
+		if err != nil {
+			return nil, nil, fmt.Errorf("post_data.%w", err)
+		}
+		out["post_data"] = pd
+	}
+	if s.responseContent != nil {
+		rc := make(map[string]any, len(s.responseContent))
+		for k, v := range s.responseContent {
+			rc[k] = rawVal{v}
+		}
+		out["response_content"] = rc
+	}
+	if s.responseCookies != nil {
+		c := make(map[string]any, len(s.responseCookies))
+		for name, v := range s.responseCookies {
+			tv, err := exp.newNorm(typeString, v)
+			if err != nil {
+				return nil, nil, fmt.Errorf("response_cookies.%s: %w", name, err)
+			}
+			c[name] = tv
+		}
+		out["response_cookies"] = c
+	}
+	return out, expURL, nil
+}
+
+func isURLHeader(name string) bool {
+	return strings.EqualFold(name, "referer") || strings.EqualFold(name, "redirect_url")
+}
+
+// actualEvent extracts what the spec compares from one request: raw for the
+// report, normalised for the comparison.
+func (r *run) actualEvent(s *networkSpec, e *harEvent, act *normalizer, opts urlOptions, postSchema *schema) (map[string]any, map[string]any) {
+	raw := map[string]any{"url": e.url, "http_method": e.method, "response_status": e.status}
+	norm := map[string]any{"response_status": rawVal{float64(e.status)}, "http_method": rawVal{e.method}}
+	if u, err := act.parseURL(e.url, opts); err == nil {
+		norm["url"] = &tval{kind: typeURL, alts: []any{u}}
+	} else {
+		norm["url"] = rawVal{e.url}
+	}
+	if s.headers != nil {
+		rawH, normH := map[string]any{}, map[string]any{}
+		for name := range s.headers {
+			v, ok := e.header(name)
+			if !ok {
+				continue
+			}
+			rawH[name] = v
+			kind := typeString
+			if isURLHeader(name) {
+				kind = typeURL
+			}
+			if tv, err := act.newNorm(kind, v); err == nil {
+				normH[name] = tv
+			} else {
+				normH[name] = rawVal{v}
+			}
+		}
+		raw["headers"], norm["headers"] = nilIfEmpty(rawH), nilIfEmpty(normH)
+	}
+	if s.postData != nil {
+		pd := e.postData()
+		if pd != nil {
+			for k := range pd {
+				if r.ignoredPost(s, k) {
+					delete(pd, k)
+				}
+			}
+			flat := extractKeys(pd, s.postData, r.ev.re, true)
+			raw["post_data"] = flat
+			n, err := act.normalizeObject(flat, postSchema)
+			if err != nil {
+				n = rawVal{flat}
+			}
+			norm["post_data"] = n
+		} else {
+			raw["post_data"], norm["post_data"] = nil, nil
+		}
+	}
+	if s.responseContent != nil {
+		rc := e.responseData()
+		if rc != nil {
+			flat := extractKeys(rc, s.responseContent, r.ev.re, false)
+			raw["response_content"] = flat
+			n := make(map[string]any, len(flat))
+			for k, v := range flat {
+				n[k] = rawVal{v}
+			}
+			norm["response_content"] = n
+		} else {
+			raw["response_content"], norm["response_content"] = nil, nil
+		}
+	}
+	if s.responseCookies != nil {
+		rawC, normC := map[string]any{}, map[string]any{}
+		for name := range s.responseCookies {
+			v, ok := e.cookie(name)
+			if !ok {
+				continue
+			}
+			rawC[name] = v
+			tv, _ := act.newNorm(typeString, v)
+			normC[name] = tv
+		}
+		raw["response_cookies"], norm["response_cookies"] = nilIfEmpty(rawC), nilIfEmpty(normC)
+	}
+	return raw, norm
+}
+
+func nilIfEmpty(m map[string]any) any {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+func (r *run) ignoredPost(s *networkSpec, key string) bool {
+	for _, p := range s.ignoredPostPattern {
+		if re, err := r.ev.re.compile(p, false, false); err == nil && re.search(key) {
+			return true
+		}
+	}
+	return false
+}
+
+// extractKeys picks the spec's keys out of a body: plain keys by name (absent
+// ones as null when allMissing, else left out), JSONPath keys and key patterns
+// by what they select.
+func extractKeys(body map[string]any, want map[string]any, re *regexCache, allMissing bool) map[string]any {
+	out := make(map[string]any, len(want))
+	for k := range want {
+		if isPathKey(k) {
+			p, err := compileJSONPath(k, re)
+			if err != nil {
+				out[k] = nil
+				continue
+			}
+			out[k] = p.find(body)
+			continue
+		}
+		v, ok := body[k]
+		if ok || allMissing {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// describeEvent names the expected request in messages.
+func describeEvent(s *networkSpec) string {
+	return fmt.Sprintf("%s request to %s", s.httpMethod, strings.Join(s.urls, " or "))
 }

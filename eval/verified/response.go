@@ -1,171 +1,270 @@
 package verified
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 
-	"proctor/eval"
 	"proctor/models"
 )
 
-// agentExpected is the `expected` block of an AgentResponseEvaluator.
-type agentExpected struct {
-	TaskType      string          `json:"task_type"`
-	Status        string          `json:"status"`
-	RetrievedData json.RawMessage `json:"retrieved_data"`
+// agentAnswer is the final answer as the AgentResponseEvaluator reads it.
+type agentAnswer struct {
+	present bool            // false: the episode ended without an answer
+	actual  json.RawMessage // what the agent sent, for the report
+	obj     map[string]any  // the response object with canonical keys; nil when the answer is not one
+	value   any             // the answer when it is not an object (text, a list, …)
+	why     string          // why there is no object, for the failure message
+	notes   []string        // how the object was recovered from a sloppy answer
 }
 
-// checkAgentResponse compares the final answer with the expected agent response:
-// task type and status case-insensitively, and for retrieve tasks the retrieved
-// data as lists of normalised values (ordered only when the spec says so).
-func checkAgentResponse(s evaluatorSpec, final *models.Action) eval.EvaluatorResult {
-	var exp agentExpected
-	if err := json.Unmarshal(s.Expected, &exp); err != nil {
-		return errorResult(s, fmt.Sprintf("expected is not an agent response object: %v", err))
-	}
-	if exp.TaskType == "" || exp.Status == "" {
-		return errorResult(s, "expected needs a task_type and a status")
-	}
-	var expData any
-	if !isJSONNull(exp.RetrievedData) {
-		v, err := decodeJSON(exp.RetrievedData)
-		if err != nil {
-			return errorResult(s, fmt.Sprintf("expected.retrieved_data: %v", err))
+// answerFromAction reads the final action: a structured `response` object, or
+// `text` holding the response as JSON (possibly fenced or wrapped in prose).
+func answerFromAction(final *models.Action) agentAnswer {
+	switch {
+	case final == nil:
+		return agentAnswer{actual: json.RawMessage("null"), why: "the episode ended without an answer"}
+	case final.Type == models.ActStop:
+		why := "the agent stopped without answering"
+		if final.Reason != "" {
+			why += ": " + final.Reason
 		}
-		expData = v
+		return agentAnswer{actual: json.RawMessage("null"), why: why}
+	case final.Type != models.ActAnswer:
+		return agentAnswer{actual: json.RawMessage("null"), why: fmt.Sprintf("the episode ended with a %s action, not an answer", final.Type)}
+	case len(bytes.TrimSpace(final.Response)) > 0:
+		a := parseAnswerText(string(final.Response))
+		a.actual = final.Response
+		return a
 	}
+	return parseAgentResponseText(final.Text)
+}
 
-	actual, raw, ok := agentResponse(final, exp.TaskType)
-	if !ok {
-		msg := "the episode ended without an answer"
-		if final != nil && final.Type == models.ActStop {
-			msg = "the agent stopped without answering"
-			if final.Reason != "" {
-				msg += ": " + final.Reason
+// parseAgentResponseText reads an agent response given as text (an
+// agent_response.json file, or an answer's text). WebArena-Verified reads the
+// JSON object, or the first ```json fence; beyond that, Proctor finds a
+// response object inside surrounding prose and reads keys regardless of case
+// and spelling ("Task_Type", "taskType") and the legacy performed_operation,
+// noting each repair in the result.
+func parseAgentResponseText(text string) agentAnswer {
+	a := parseAnswerText(text)
+	a.actual, _ = json.Marshal(text)
+	return a
+}
+
+func parseAnswerText(text string) agentAnswer {
+	t := strings.TrimSpace(text)
+	if t == "" {
+		return agentAnswer{why: "the answer is empty"}
+	}
+	a := agentAnswer{present: true}
+	if v, err := decodeJSON([]byte(t)); err == nil {
+		return a.with(v, nil)
+	}
+	if inner, ok := fenced(t); ok {
+		if v, err := decodeJSON([]byte(inner)); err == nil {
+			note := "read the JSON inside a ``` code fence"
+			if len(strings.TrimSpace(strings.Replace(t, "```", "", 2))) > len(inner)+8 {
+				note += "; text around the fence ignored"
 			}
+			return a.with(v, []string{note})
 		}
-		return scoredResult(s, nil, []eval.Assertion{{Name: "agent_response_missing", Message: msg}})
 	}
-
-	var assertions []eval.Assertion
-	gotType := stringField(actual, "task_type")
-	if gotType == "" {
-		gotType = stringField(actual, "performed_operation") // WebArena-Verified's legacy name
+	if obj, skipped, ok := embeddedObject(t); ok {
+		return a.with(obj, []string{fmt.Sprintf("found the JSON response object inside surrounding text (%d characters ignored)", skipped)})
 	}
-	assertions = append(assertions, enumAssertion("agent_response.task_type", exp.TaskType, gotType))
-	assertions = append(assertions, enumAssertion("agent_response.status", exp.Status, stringField(actual, "status")))
-
-	if strings.EqualFold(exp.TaskType, models.TaskRetrieve) && expData != nil {
-		assertions = append(assertions, retrievedDataAssertion(s, expData, actual["retrieved_data"]))
-	}
-	return scoredResult(s, raw, assertions)
+	a.value = t
+	a.why = "the answer is plain text, not a JSON agent response object"
+	return a
 }
 
-// agentResponse reads the final action as an agent response object with lower-
-// cased keys. A structured `response` is used as is; plain `text` that holds a
-// JSON agent response (optionally in a ```json fence) is decoded; any other text
-// is the answer itself: retrieved_data [text], status SUCCESS and the expected
-// task type.
-func agentResponse(final *models.Action, expectedType string) (map[string]any, json.RawMessage, bool) {
-	if final == nil || final.Type != models.ActAnswer {
-		return nil, nil, false
-	}
-	if len(final.Response) > 0 {
-		if obj, ok := responseObject(final.Response); ok {
-			return obj, final.Response, true
-		}
-		return nil, nil, false
-	}
-	text := strings.TrimSpace(final.Text)
-	if text == "" {
-		return nil, nil, false
-	}
-	if obj, ok := responseObject([]byte(unfence(text))); ok && (obj["task_type"] != nil || obj["status"] != nil) {
-		return obj, json.RawMessage(unfence(text)), true
-	}
-	synth := map[string]any{"task_type": expectedType, "status": "SUCCESS", "retrieved_data": []any{text}}
-	return synth, mustJSON(synth), true
-}
-
-// responseObject decodes a JSON object and folds its keys.
-func responseObject(raw []byte) (map[string]any, bool) {
-	v, err := decodeJSON(raw)
-	if err != nil {
-		return nil, false
-	}
+// with sets the decoded answer, canonicalising an object's keys.
+func (a agentAnswer) with(v any, notes []string) agentAnswer {
+	a.notes = notes
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, false
+		a.value = v
+		a.why = fmt.Sprintf("the answer is %s, not a JSON agent response object", describe(v))
+		return a
 	}
+	a.obj, a.notes = canonicalKeys(obj, a.notes)
+	return a
+}
+
+// responseKeys are the agent response's fields by their key with case, "_",
+// "-" and spaces removed.
+func responseKey(k string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(k)) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	switch b.String() {
+	case "tasktype":
+		return "task_type"
+	case "performedoperation":
+		return "performed_operation"
+	case "status":
+		return "status"
+	case "retrieveddata":
+		return "retrieved_data"
+	case "errordetails":
+		return "error_details"
+	}
+	return k
+}
+
+// canonicalKeys renames keys to their canonical spelling; an exact key wins
+// over a respelled duplicate.
+func canonicalKeys(obj map[string]any, notes []string) (map[string]any, []string) {
 	out := make(map[string]any, len(obj))
-	for k, val := range obj {
-		out[strings.ToLower(strings.TrimSpace(k))] = val
-	}
-	return out, true
-}
-
-// unfence strips a Markdown code fence around text, if there is one.
-func unfence(text string) string {
-	t := strings.TrimSpace(text)
-	if !strings.HasPrefix(t, "```") || !strings.HasSuffix(t, "```") || len(t) < 6 {
-		return t
-	}
-	t = strings.TrimSuffix(strings.TrimPrefix(t, "```"), "```")
-	t = strings.TrimPrefix(t, "json")
-	return strings.TrimSpace(t)
-}
-
-func stringField(obj map[string]any, key string) string {
-	s, _ := obj[key].(string)
-	return strings.TrimSpace(s)
-}
-
-func enumAssertion(name, expected, actual string) eval.Assertion {
-	a := eval.Assertion{Name: name, Passed: strings.EqualFold(strings.TrimSpace(expected), actual)}
-	if !a.Passed {
-		got := actual
-		if got == "" {
-			got = "nothing"
+	for _, k := range sortedKeys(obj) {
+		c := responseKey(k)
+		if c == k {
+			out[k] = obj[k]
 		}
-		a.Message = fmt.Sprintf("Expected %s, got %s", strings.ToLower(expected), strings.ToLower(got))
 	}
-	return a
-}
-
-// retrievedDataAssertion compares expected and actual retrieved data.
-func retrievedDataAssertion(s evaluatorSpec, expected, actual any) eval.Assertion {
-	a := eval.Assertion{Name: "retrieved_data"}
-	exp := asList(normalize(expected))
-	act := asList(normalize(actual))
-	if len(exp) == 0 {
-		a.Passed = len(act) == 0
-		if !a.Passed {
-			a.Message = fmt.Sprintf("Expected no retrieved_data, got %s", compactJSON(actual))
+	for _, k := range sortedKeys(obj) {
+		c := responseKey(k)
+		if c == k {
+			continue
 		}
-		return a
-	}
-	if len(act) == 0 {
-		a.Message = fmt.Sprintf("Expected retrieved_data to be %s, but got none", compactJSON(expected))
-		return a
-	}
-	ordered := s.Ordered != nil && *s.Ordered
-	a.Passed = matchLists(exp, act, ordered)
-	if !a.Passed {
-		how := "in any order"
-		if ordered {
-			how = "in this order"
+		if _, taken := out[c]; taken {
+			notes = append(notes, fmt.Sprintf("ignored key %q: the response also has %q", k, c))
+			continue
 		}
-		a.Message = fmt.Sprintf("Expected retrieved_data %s (%s), got %s", compactJSON(expected), how, compactJSON(actual))
+		out[c] = obj[k]
+		notes = append(notes, fmt.Sprintf("read key %q as %q", k, c))
 	}
-	return a
+	if _, ok := out["task_type"]; !ok {
+		if v, legacy := out["performed_operation"]; legacy {
+			out["task_type"] = v
+			notes = append(notes, "read the legacy key \"performed_operation\" as \"task_type\"")
+		}
+	}
+	return out, notes
 }
 
-func compactJSON(v any) string {
-	return string(mustJSON(v))
+// fenced returns the content of the first Markdown code fence in t.
+func fenced(t string) (string, bool) {
+	start := strings.Index(t, "```")
+	if start < 0 {
+		return "", false
+	}
+	rest := t[start+3:]
+	rest = strings.TrimPrefix(rest, "json")
+	rest = strings.TrimPrefix(rest, "JSON")
+	end := strings.Index(rest, "```")
+	if end < 0 {
+		return "", false
+	}
+	return strings.TrimSpace(rest[:end]), true
 }
 
-func isJSONNull(raw json.RawMessage) bool {
-	t := strings.TrimSpace(string(raw))
-	return t == "" || t == "null"
+// embeddedObject finds the first JSON object in text that looks like an agent
+// response (it has a task_type, status or performed_operation key).
+func embeddedObject(t string) (map[string]any, int, bool) {
+	for i, tries := 0, 0; i < len(t) && tries < 64; i++ {
+		if t[i] != '{' {
+			continue
+		}
+		tries++
+		dec := json.NewDecoder(strings.NewReader(t[i:]))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			continue
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		for k := range obj {
+			switch responseKey(k) {
+			case "task_type", "status", "performed_operation":
+				return obj, len(t) - int(dec.InputOffset()), true
+			}
+		}
+	}
+	return nil, 0, false
+}
+
+// checkAgentResponse is the AgentResponseEvaluator: the task type and status
+// compare as case-insensitive strings; for retrieve tasks the retrieved data is
+// normalised by the results_schema and compared, in order when the spec says
+// `ordered`, else as a multiset.
+func (r *run) checkAgentResponse(s *agentSpec, ans agentAnswer) result {
+	exp := r.normalizer(true, urlOptions{})
+	expRetrieved, err := exp.normalizeRetrieved(s.retrieved, s.schema)
+	if err != nil {
+		return errorResult(fmt.Sprintf("expected.retrieved_data cannot be normalised: %v", err))
+	}
+	expTaskType, _ := exp.newNorm(typeString, s.taskType)
+	expStatus, _ := exp.newNorm(typeString, s.status)
+	expected := map[string]any{"task_type": expTaskType, "status": expStatus, "retrieved_data": expRetrieved}
+
+	res := result{actual: ans.actual, expected: expected}
+	for _, n := range ans.notes {
+		res.assertions = append(res.assertions, assertion{name: "agent_response.format", msgs: []string{n}, passed: true})
+	}
+	if ans.obj == nil {
+		var actual any
+		if ans.value != nil {
+			actual = rawVal{ans.value}
+		}
+		res.actualNorm = actual
+		if actual == nil {
+			res.assertions = append(res.assertions, fail("agent_response_none_mismatch", "Expected an agent response, got none: "+ans.why))
+		} else {
+			res.assertions = append(res.assertions, fail("agent_response_invalid_format", "Expected a structured object, but got: "+kindName(actual)+" ("+ans.why+")"))
+		}
+		return res
+	}
+
+	act := r.normalizer(false, urlOptions{})
+	actual := map[string]any{}
+	for _, k := range []string{"task_type", "status"} {
+		v, ok := ans.obj[k]
+		if !ok {
+			continue
+		}
+		str, isStr := v.(string)
+		switch {
+		case isStr && strings.TrimSpace(str) != "":
+			actual[k], _ = act.newNorm(typeString, str)
+		case isStr || v == nil:
+			actual[k] = nil
+		default:
+			actual[k] = rawVal{v}
+		}
+	}
+	retrieve := s.taskType == models.TaskRetrieve
+	if retrieve {
+		got, err := act.normalizeRetrieved(ans.obj["retrieved_data"], s.schema)
+		if err != nil {
+			return errorResult(fmt.Sprintf("retrieved_data cannot be normalised: %v", err))
+		}
+		actual["retrieved_data"] = got
+	} else {
+		actual["retrieved_data"] = nil
+	}
+	res.actualNorm = actual
+	res.assertions = append(res.assertions, compare(actual, expected, "agent_response", compareOpts{ignored: map[string]bool{"retrieved_data": true}})...)
+	if !retrieve {
+		return res
+	}
+	got := actual["retrieved_data"]
+	switch {
+	case expRetrieved == nil && got == nil:
+	case expRetrieved == nil:
+		res.assertions = append(res.assertions, fail("retrieved_data_unexpected", "Expected no retrieved_data, but got "+display(got)))
+	case got == nil:
+		res.assertions = append(res.assertions, fail("retrieved_data_missing_or_null",
+			fmt.Sprintf("Expected retrieved_data to be %s, but got None or empty", display(expRetrieved))))
+	default:
+		res.assertions = append(res.assertions, compare(got, expRetrieved, "retrieved_data", compareOpts{ordered: s.ordered})...)
+	}
+	return res
 }

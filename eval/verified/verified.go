@@ -1,193 +1,197 @@
+// Package verified is the WebArena-Verified evaluator: the AgentResponseEvaluator
+// (task type, status and type-normalised retrieved data of the final answer)
+// and the NetworkEventEvaluator (requests in the episode's HAR), written from
+// the benchmark's documented semantics. A task scores 1 only when every
+// evaluator does; a spec, answer or HAR that cannot be evaluated is an error
+// verdict with a message naming the cause, never a silent pass.
 package verified
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"proctor/eval"
 	"proctor/models"
 )
 
-// Version is the version recorded with the deterministic check's
-// verdicts; bump it when its rules change so re-scored attempts can be told apart.
-const Version = "sandbox-check@1"
+// Version is recorded with every verdict; bump it when the rules change so
+// re-scored attempts can be told apart.
+const Version = "webarena-verified@1"
 
-// Evaluator names inside a WebArena-Verified evaluation spec.
-const (
-	AgentResponseEvaluator = "AgentResponseEvaluator"
-	NetworkEventEvaluator  = "NetworkEventEvaluator"
-)
+// Evaluator grades attempts of WebArena-Verified-style benchmarks. The zero
+// configuration (New) expects specs whose site placeholders are already
+// resolved, as the runner does; WithSites lets it resolve them itself.
+type Evaluator struct {
+	sites  Sites
+	maxHAR int64
+	re     *regexCache
+}
 
-// Evaluator is a WebArena-Verified-style check covering what the sandbox
-// tasks use: an AgentResponseEvaluator (task type, status and retrieved data of
-// the final answer) and NetworkEventEvaluators (requests in the HAR: URL, method,
-// query and post data, response status, should_not_exist, last_event_only).
-// Spec features it does not implement (regular-expression URLs, headers,
-// response content, …) make the verdict an error rather than a silent pass.
-type Evaluator struct{}
+// New returns the evaluator.
+func New() *Evaluator { return &Evaluator{maxHAR: DefaultMaxHARBytes, re: newRegexCache()} }
 
-// New returns the deterministic WebArena-Verified-style check.
-func New() *Evaluator { return &Evaluator{} }
+// WithSites returns a copy that knows the sites' URLs: placeholders in specs
+// render to them, and recorded URLs and answers that use them compare as the
+// placeholder (as WebArena-Verified's environment config does).
+func (e *Evaluator) WithSites(s Sites) *Evaluator {
+	c := *e
+	c.sites = s
+	return &c
+}
+
+// WithMaxHARBytes returns a copy that refuses HARs larger than n bytes.
+func (e *Evaluator) WithMaxHARBytes(n int64) *Evaluator {
+	c := *e
+	c.maxHAR = n
+	return &c
+}
 
 // ID names the evaluator: the benchmark evaluator kind it grades.
 func (*Evaluator) ID() string { return models.EvaluatorWebArenaVerified }
 
-// evaluatorSpec is one entry of a WebArena-Verified `eval` list.
-type evaluatorSpec struct {
-	Evaluator      string          `json:"evaluator"`
-	Expected       json.RawMessage `json:"expected"`
-	Ordered        *bool           `json:"ordered"`
-	LastEventOnly  *bool           `json:"last_event_only"`
-	ShouldNotExist bool            `json:"should_not_exist"`
+// run is one evaluation.
+type run struct {
+	ev       *Evaluator
+	sites    *siteMap
+	taskType string
 }
 
-// Evaluate grades one attempt. Problems with the spec or the HAR give a Result
-// with the verdict error; only a canceled context or a missing task is an error.
-func (d *Evaluator) Evaluate(ctx context.Context, in eval.Input) (*eval.Result, error) {
+func (r *run) normalizer(strict bool, o urlOptions) *normalizer {
+	return &normalizer{sites: r.sites, re: r.ev.re, url: o, strict: strict}
+}
+
+// result is one evaluator's outcome before it becomes an eval.EvaluatorResult.
+type result struct {
+	actual         json.RawMessage
+	actualNorm     any
+	expected       any
+	assertions     []assertion
+	err            string
+	shouldNotExist *bool
+}
+
+func errorResult(msg string) result { return result{err: msg} }
+
+// Evaluate grades one attempt. Problems with the spec, the answer or the HAR
+// give a Result with the verdict failure or error; only a canceled context or
+// a missing task is a Go error.
+func (e *Evaluator) Evaluate(ctx context.Context, in eval.Input) (*eval.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if in.Task == nil {
 		return nil, errors.New("evaluate: no task given")
 	}
+	if e.re == nil {
+		e = New().WithSites(e.sites)
+	}
 	det := &eval.Details{TaskID: in.Task.ExternalID, EvaluatorsResults: []eval.EvaluatorResult{}}
-	specs, err := parseSpec(in.Task.EvalSpec)
+	specs, err := parseSpec(in.Task.EvalSpec, e.re)
 	if err != nil {
 		msg := err.Error()
 		det.ErrorMsg = &msg
-		return eval.Finish(d.ID(), Version, det)
+		return eval.Finish(e.ID(), Version, det)
 	}
-
-	taskType := strings.ToLower(in.Task.TaskType)
+	r := &run{ev: e, sites: newSiteMap(e.sites, in.Task.Sites)}
+	needHAR, needBodies := false, false
 	for _, s := range specs {
-		if s.Evaluator == AgentResponseEvaluator {
-			var exp struct {
-				TaskType string `json:"task_type"`
-			}
-			if json.Unmarshal(s.Expected, &exp) == nil && exp.TaskType != "" {
-				taskType = strings.ToLower(exp.TaskType)
-			}
+		if s.agent != nil {
+			r.taskType = s.agent.taskType
+		}
+		if s.network != nil {
+			needHAR = true
+			needBodies = needBodies || s.network.responseContent != nil || s.network.responseCookies != nil
 		}
 	}
-
-	var (
-		entries []harEntry
-		harErr  error
-		harRead bool
-	)
-	loadHAR := func() ([]harEntry, error) {
-		if !harRead {
-			harRead = true
-			if in.HAR == nil {
-				harErr = errors.New("the episode recorded no HAR")
-			} else {
-				entries, harErr = readHAR(in.HAR)
-			}
-		}
-		return entries, harErr
-	}
-
-	for _, s := range specs {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		var r eval.EvaluatorResult
-		switch s.Evaluator {
-		case AgentResponseEvaluator:
-			r = checkAgentResponse(s, in.Final)
-		case NetworkEventEvaluator:
-			es, err := loadHAR()
-			if err != nil {
-				r = errorResult(s, err.Error())
-			} else {
-				r = checkNetworkEvent(s, es, taskType)
-			}
+	var events []harEvent
+	harErr := ""
+	if needHAR {
+		switch {
+		case in.HAR == nil:
+			harErr = "the episode recorded no HAR (network log), which the network checks need"
 		default:
-			r = errorResult(s, fmt.Sprintf("evaluator %q is not supported by the deterministic check", s.Evaluator))
+			events, err = readHAR(ctxReader{ctx, in.HAR}, harReadOptions{maxBytes: e.maxHAR, bodies: needBodies})
+			if cerr := ctx.Err(); cerr != nil {
+				return nil, cerr
+			}
+			if err != nil {
+				harErr = err.Error()
+			}
 		}
-		det.EvaluatorsResults = append(det.EvaluatorsResults, r)
 	}
-	return eval.Finish(d.ID(), Version, det)
+	for _, s := range specs {
+		var res result
+		switch {
+		case s.err != nil:
+			res = errorResult(s.err.Error())
+		case s.agent != nil:
+			res = r.checkAgentResponse(s.agent, answerFromAction(in.Final))
+		case harErr != "":
+			res = errorResult(harErr)
+		default:
+			res = r.checkNetwork(s.network, events)
+		}
+		det.EvaluatorsResults = append(det.EvaluatorsResults, res.toEval(s))
+	}
+	return eval.Finish(e.ID(), Version, det)
 }
 
-// parseSpec reads the evaluation spec: a list with exactly one
-// AgentResponseEvaluator and any number of other evaluators.
-func parseSpec(spec string) ([]evaluatorSpec, error) {
-	if strings.TrimSpace(spec) == "" {
-		return nil, errors.New("the task has no evaluation spec")
+// toEval renders the outcome in the eval_result.json shape. Assertions list
+// what failed, plus notes on how a sloppy answer was read.
+func (res result) toEval(s evaluatorSpec) eval.EvaluatorResult {
+	out := eval.EvaluatorResult{
+		EvaluatorName:    s.name,
+		Status:           models.OutcomeSuccess,
+		Score:            1,
+		Actual:           rawOrNull(res.actual),
+		ActualNormalized: mustJSON(showValue(res.actualNorm)),
+		Expected:         mustJSON(showValue(res.expected)),
+		Assertions:       []eval.Assertion{},
+		ShouldNotExist:   res.shouldNotExist,
 	}
-	var specs []evaluatorSpec
-	if err := json.Unmarshal([]byte(spec), &specs); err != nil {
-		return nil, fmt.Errorf("the evaluation spec is not a list of evaluators: %v", err)
+	if res.expected == nil {
+		out.Expected = rawOrNull(s.expected)
 	}
-	agents := 0
-	for i, s := range specs {
-		if s.Evaluator == "" {
-			return nil, fmt.Errorf("eval[%d]: evaluator is missing", i)
-		}
-		if len(bytes.TrimSpace(s.Expected)) == 0 {
-			return nil, fmt.Errorf("eval[%d] (%s): expected is missing", i, s.Evaluator)
-		}
-		if s.Evaluator == AgentResponseEvaluator {
-			agents++
-		}
+	if res.err != "" {
+		msg := res.err
+		out.Status, out.Score, out.ErrorMsg = models.OutcomeError, 0, &msg
+		return out
 	}
-	if agents != 1 {
-		return nil, fmt.Errorf("the evaluation spec needs exactly one %s, found %d", AgentResponseEvaluator, agents)
-	}
-	return specs, nil
-}
-
-// errorResult is an evaluator that could not run.
-func errorResult(s evaluatorSpec, msg string) eval.EvaluatorResult {
-	return eval.EvaluatorResult{
-		EvaluatorName: s.Evaluator,
-		Status:        models.OutcomeError,
-		Actual:        json.RawMessage("null"),
-		Expected:      rawOrNull(s.Expected),
-		Assertions:    []eval.Assertion{},
-		ErrorMsg:      &msg,
-	}
-}
-
-// scoredResult is an evaluator that ran: it succeeds when every assertion passed.
-func scoredResult(s evaluatorSpec, actual any, assertions []eval.Assertion) eval.EvaluatorResult {
-	r := eval.EvaluatorResult{
-		EvaluatorName: s.Evaluator,
-		Status:        models.OutcomeSuccess,
-		Score:         1,
-		Actual:        mustJSON(actual),
-		Expected:      rawOrNull(s.Expected),
-		Assertions:    assertions,
-	}
-	for _, a := range assertions {
-		if !a.Passed {
-			r.Status, r.Score = models.OutcomeFailure, 0
+	for _, a := range res.assertions {
+		out.Assertions = append(out.Assertions, eval.Assertion{Name: a.name, Passed: a.passed, Message: strings.Join(a.msgs, "\n")})
+		if !a.passed {
+			out.Status, out.Score = models.OutcomeFailure, 0
 		}
 	}
-	return r
+	return out
 }
 
 func rawOrNull(raw json.RawMessage) json.RawMessage {
-	if len(bytes.TrimSpace(raw)) == 0 {
+	if len(strings.TrimSpace(string(raw))) == 0 {
 		return json.RawMessage("null")
 	}
 	return raw
 }
 
-// mustJSON encodes v, which holds only decoded JSON values and never fails to
-// encode; a failure is reported in place of the value.
+// mustJSON encodes v, which holds only plain values; a failure is reported in
+// place of the value.
 func mustJSON(v any) json.RawMessage {
-	if raw, ok := v.(json.RawMessage); ok {
-		return rawOrNull(raw)
+	return json.RawMessage(compactJSON(v))
+}
+
+// ctxReader stops reading a HAR when the evaluation is canceled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("read HAR: %w", err)
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		b, _ = json.Marshal(map[string]string{"unencodable": err.Error()})
-	}
-	return b
+	return c.r.Read(p)
 }
