@@ -61,6 +61,7 @@ func (p *Program) commands() []command {
 		{"seed", "import the bundled sandbox benchmark and point its sites at this server", (*Program).seed},
 		{"import", "import a benchmark: import --format FORMAT --name SLUG FILE [--subset NAME=FILE …]", (*Program).importBenchmark},
 		{"benchmark", "inspect benchmarks: benchmark list | benchmark show SLUG [--json]", (*Program).benchmark},
+		{"eval", "grade agent outputs offline: eval webarena-verified --dataset FILE --outputs DIR [--task-ids 1,2,3] [--out FILE.jsonl]", (*Program).evalCommand},
 		{"user", "manage users: user create [--admin] [--password-stdin] EMAIL | user set-password [--admin] [--password-stdin] EMAIL | user list", (*Program).user},
 	}
 }
