@@ -29,6 +29,7 @@ type harEvent struct {
 	respEncoding string
 	cookies      []harNameValue
 	resourceType string // Chromium's _resourceType, when recorded
+	pageref      string // the page (browser tab) that made the request, when recorded
 }
 
 type harNameValue struct {
@@ -41,6 +42,7 @@ type harNameValue struct {
 // being kept.
 type harEntryLean struct {
 	ResourceType string `json:"_resourceType"`
+	Pageref      string `json:"pageref"`
 	Request      struct {
 		Method   string         `json:"method"`
 		URL      string         `json:"url"`
@@ -223,6 +225,7 @@ func decodeEntry(dec *json.Decoder, o harReadOptions, i int) (harEvent, error) {
 	ev.respMime = strings.ToLower(lean.Response.Content.MimeType)
 	ev.headers = lean.Request.Headers
 	ev.resourceType = strings.ToLower(lean.ResourceType)
+	ev.pageref = lean.Pageref
 	if p := lean.Request.PostData; p != nil {
 		ev.postMime, ev.postText, ev.postParams = strings.ToLower(p.MimeType), p.Text, p.Params
 	}

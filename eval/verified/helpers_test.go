@@ -59,7 +59,9 @@ func mutated() *models.Action {
 }
 
 // network wraps NetworkEventEvaluator entries into a mutate task's spec.
-func network(checks ...string) string { return "[" + mutateAgent + "," + strings.Join(checks, ",") + "]" }
+func network(checks ...string) string {
+	return "[" + mutateAgent + "," + strings.Join(checks, ",") + "]"
+}
 
 // entry is one HAR entry.
 type entry map[string]any

@@ -2,6 +2,7 @@ package verified
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"proctor/models"
@@ -35,12 +36,7 @@ func (r *run) checkNetwork(s *networkSpec, events []harEvent) result {
 	var candidates []*harEvent
 	navigate := r.taskType == models.TaskNavigate && s.httpMethod == "GET"
 	if navigate {
-		for i := len(events) - 1; i >= 0; i-- {
-			if !events[i].static() && events[i].navigation() {
-				candidates = append(candidates, &events[i])
-				break
-			}
-		}
+		candidates = lastPages(events)
 	} else {
 		var expReferer *tval
 		if h, ok := expected["headers"].(map[string]any); ok {
@@ -64,7 +60,7 @@ func (r *run) checkNetwork(s *networkSpec, events []harEvent) result {
 			candidates = append(candidates, e)
 		}
 	}
-	if s.lastEventOnly && len(candidates) > 1 {
+	if s.lastEventOnly && len(candidates) > 1 && !navigate {
 		candidates = candidates[len(candidates)-1:]
 	}
 
@@ -109,6 +105,9 @@ func (r *run) checkNetwork(s *networkSpec, events []harEvent) result {
 	what := "the last candidate"
 	if navigate {
 		what = "the last page loaded (" + candidates[len(candidates)-1].url + ")"
+		if len(candidates) > 1 {
+			what = fmt.Sprintf("the last page of each of %d tabs, the last one (%s)", len(candidates), candidates[len(candidates)-1].url)
+		}
 	}
 	for _, a := range last {
 		for _, m := range a.msgs {
@@ -117,6 +116,29 @@ func (r *run) checkNetwork(s *networkSpec, events []harEvent) result {
 	}
 	res.assertions = append(res.assertions, fail("missing_navigation_event", msgs...))
 	return res
+}
+
+// lastPages returns the last page loaded in each browser tab (HAR page), in
+// the order they were loaded. WebArena-Verified compares the last page of the
+// whole episode; with one tab that is the same, and tasks that ask to open
+// several pages in separate tabs ("open each in a separate tab") can pass.
+func lastPages(events []harEvent) []*harEvent {
+	last := map[string]int{}
+	for i := range events {
+		if !events[i].static() && events[i].navigation() {
+			last[events[i].pageref] = i
+		}
+	}
+	idx := make([]int, 0, len(last))
+	for _, i := range last {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	out := make([]*harEvent, len(idx))
+	for j, i := range idx {
+		out[j] = &events[i]
+	}
+	return out
 }
 
 func anyBase(n *normalizer, want *tval, got *urlValue) bool {

@@ -114,3 +114,86 @@ func collectFormats(evals []json.RawMessage, into map[string]bool) {
 		}
 	}
 }
+
+// TestRealDataset_ExpectedOutputsPass answers every task with its own expected
+// response and, for network checks, a HAR holding the requests its spec
+// describes: every task must pass. Then it checks the grading has teeth: with
+// an empty HAR every task with a network check fails.
+func TestRealDataset_ExpectedOutputsPass(t *testing.T) {
+	t.Parallel()
+	tasks := loadDataset(t)
+	ev := verified.New().WithSites(demoSites())
+	failed := 0
+	var conflicting []int
+	for _, d := range tasks {
+		out, err := synthesize(d, demoSites())
+		require.NoError(t, err)
+		res, err := ev.Evaluate(context.Background(), eval.Input{Task: d.task(), Final: out.answer, HAR: harOf(t, out.entries...)})
+		require.NoError(t, err)
+		if conflictingChecks(d) {
+			// Two checks of the same request, each comparing only the last
+			// one: no output passes both (as with WebArena-Verified's own
+			// evaluator), so the synthetic one must fail.
+			conflicting = append(conflicting, d.TaskID)
+			require.Equal(t, models.OutcomeFailure, res.Verdict, "task %d", d.TaskID)
+			continue
+		}
+		if res.Verdict != models.OutcomeSuccess {
+			failed++
+			t.Errorf("task %d: %s", d.TaskID, res.Details)
+			continue
+		}
+		if len(out.entries) > 0 && !onlyAbsenceChecks(d) {
+			res, err = ev.Evaluate(context.Background(), eval.Input{Task: d.task(), Final: out.answer, HAR: harOf(t)})
+			require.NoError(t, err)
+			require.Equal(t, models.OutcomeFailure, res.Verdict, "task %d without its requests", d.TaskID)
+		}
+	}
+	require.Zero(t, failed)
+	t.Logf("tasks whose checks conflict: %v", conflicting)
+	require.Len(t, conflicting, 8)
+}
+
+// conflictingChecks reports a task with two network checks of the same method
+// and URL that both compare only the last matching request.
+func conflictingChecks(d datasetTask) bool {
+	seen := map[string]bool{}
+	for _, raw := range d.Eval {
+		var e struct {
+			Evaluator      string          `json:"evaluator"`
+			ShouldNotExist bool            `json:"should_not_exist"`
+			LastEventOnly  *bool           `json:"last_event_only"`
+			Expected       json.RawMessage `json:"expected"`
+		}
+		_ = json.Unmarshal(raw, &e)
+		if e.Evaluator != verified.NetworkEventEvaluator || e.ShouldNotExist || e.LastEventOnly != nil && !*e.LastEventOnly {
+			continue
+		}
+		var exp struct {
+			URL    json.RawMessage `json:"url"`
+			Method string          `json:"http_method"`
+		}
+		_ = json.Unmarshal(e.Expected, &exp)
+		key := exp.Method + " " + string(exp.URL)
+		if seen[key] {
+			return true
+		}
+		seen[key] = true
+	}
+	return false
+}
+
+// onlyAbsenceChecks reports a task whose network checks all use should_not_exist.
+func onlyAbsenceChecks(d datasetTask) bool {
+	for _, raw := range d.Eval {
+		var e struct {
+			Evaluator      string `json:"evaluator"`
+			ShouldNotExist bool   `json:"should_not_exist"`
+		}
+		_ = json.Unmarshal(raw, &e)
+		if e.Evaluator == verified.NetworkEventEvaluator && !e.ShouldNotExist {
+			return false
+		}
+	}
+	return true
+}

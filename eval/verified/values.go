@@ -129,9 +129,17 @@ func isScalar(v any) bool {
 func (n *normalizer) parse(kind string, v any) (any, error) {
 	if s, ok := v.(string); ok {
 		switch kind {
-		case typeURL, typeBase64, typeMarkdown:
+		case typeURL, typeBase64:
 			s = strings.TrimSpace(s)
-		case typeJSON:
+		case typeMarkdown, typeJSON:
+			// Site URLs in content compare as their placeholders, as in the
+			// runner's resolved specs; WebArena-Verified leaves these as written.
+			if d := n.derenderFn(); d != nil {
+				s = d(s)
+			}
+			if kind == typeMarkdown {
+				s = strings.TrimSpace(s)
+			}
 		case typeNull:
 			s = strings.Join(strings.Fields(strings.ToLower(s)), " ")
 			s = strings.ReplaceAll(strings.ReplaceAll(s, " /", "/"), "/ ", "/")
