@@ -1,12 +1,11 @@
 package verified
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 )
 
@@ -30,6 +29,7 @@ type harEvent struct {
 	cookies      []harNameValue
 	resourceType string // Chromium's _resourceType, when recorded
 	pageref      string // the page (browser tab) that made the request, when recorded
+	isStatic     bool
 }
 
 type harNameValue struct {
@@ -90,11 +90,12 @@ func readHAR(r io.Reader, o harReadOptions) ([]harEvent, error) {
 		o.maxBytes = DefaultMaxHARBytes
 	}
 	lim := &limitedReader{r: r, left: o.maxBytes}
-	br := bufio.NewReaderSize(lim, 64<<10)
-	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+	var head [2]byte
+	n, _ := io.ReadFull(lim, head[:])
+	if n == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		return nil, errors.New("the HAR is gzip-compressed: decompress it first")
 	}
-	dec := json.NewDecoder(br)
+	dec := json.NewDecoder(io.MultiReader(bytes.NewReader(head[:n]), lim))
 	events, err := decodeHAR(dec, o)
 	if lim.exceeded {
 		return nil, fmt.Errorf("the HAR is larger than the %d MiB limit", o.maxBytes>>20)
@@ -226,6 +227,7 @@ func decodeEntry(dec *json.Decoder, o harReadOptions, i int) (harEvent, error) {
 	ev.headers = lean.Request.Headers
 	ev.resourceType = strings.ToLower(lean.ResourceType)
 	ev.pageref = lean.Pageref
+	ev.isStatic = ev.staticAsset()
 	if p := lean.Request.PostData; p != nil {
 		ev.postMime, ev.postText, ev.postParams = strings.ToLower(p.MimeType), p.Text, p.Params
 	}
@@ -311,14 +313,16 @@ func (e *harEvent) header(name string) (string, bool) {
 // static reports a stylesheet, script, image or font request, which is never an
 // evaluation event (WebArena-Verified skips them by file extension; Chromium's
 // resource type, when recorded, says the same for extension-less URLs).
-func (e *harEvent) static() bool {
+func (e *harEvent) static() bool { return e.isStatic }
+
+func (e *harEvent) staticAsset() bool {
 	switch e.resourceType {
 	case "stylesheet", "script", "image", "font", "media":
 		return true
 	}
 	p := e.url
-	if u, err := url.Parse(e.url); err == nil {
-		p = u.Path
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
 	}
 	p = strings.ToLower(p)
 	for _, ext := range []string{".css", ".js", ".mjs", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".ico", ".webp", ".avif", ".map"} {

@@ -107,7 +107,9 @@ func pickValue(v any, s map[string]any) any {
 	return v
 }
 
-func isPattern(s string) bool { return len(s) >= 2 && strings.HasPrefix(s, "^") && strings.HasSuffix(s, "$") }
+func isPattern(s string) bool {
+	return len(s) >= 2 && strings.HasPrefix(s, "^") && strings.HasSuffix(s, "$")
+}
 
 // render replaces a leading placeholder with its site's URL.
 func render(s string, sites verified.Sites) string {
