@@ -8,6 +8,10 @@
 #                              sandbox shop
 #   BenchmarkEpisodesParallel  5-step no-op episodes per minute at 1, 2 and 4
 #                              episodes at a time on one browser
+#   BenchmarkWebArenaVerifiedEval  WebArena-Verified tasks graded per second on
+#                              one core (812 synthetic outputs from the real
+#                              specs, demo-sized HARs) against only JSON-decoding
+#                              the same inputs (skips without ../shared/data)
 #
 # Usage: scripts/bench.sh [go test flags/packages...]   (default: ./...)
 # BENCHTIME sets -benchtime (default 20x: 20 steps for the overhead, 20
@@ -77,6 +81,14 @@ awk '
 				if (has(p k, "episodes/min"))
 					printf "  %-10s %14.1f %9.2fx\n", k, v[p k, "episodes/min"], v[p k, "x-parallel=1"]
 			}
+		}
+		w = "BenchmarkWebArenaVerifiedEval"
+		if (has(w, "tasks/s")) {
+			print ""
+			print "WebArena-Verified evaluation, 812 synthetic outputs, one core:"
+			printf "  %-46s %8.1f\n", "graded (tasks/s)", v[w, "tasks/s"]
+			printf "  %-46s %8.1f\n", "baseline: JSON-decoding the inputs (tasks/s)", v[w, "baseline-tasks/s"]
+			printf "  %-46s %7.2fx\n", "grading speed / decoding speed", v[w, "x-baseline"]
 		}
 	}
 ' "$log"
