@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -73,6 +74,28 @@ func TestRealDataset_EverySpecIsSupported(t *testing.T) {
 		for _, r := range det.EvaluatorsResults {
 			require.NotEqual(t, models.OutcomeError, r.Status, "task %d %s: %v", d.TaskID, r.EvaluatorName, r.ErrorMsg)
 		}
+	}
+	options := map[string]bool{}
+	for _, d := range tasks {
+		for _, raw := range d.Eval {
+			var e map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(raw, &e))
+			var name string
+			require.NoError(t, json.Unmarshal(e["evaluator"], &name))
+			for k := range e {
+				options[name+" "+k] = true
+			}
+			var exp map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(e["expected"], &exp))
+			for k := range exp {
+				options[name+".expected "+k] = true
+			}
+		}
+	}
+	supported := verified.SpecOptions()
+	for o := range options {
+		where, key, _ := strings.Cut(o, " ")
+		require.Contains(t, supported[where], key, "option %q used by the dataset", o)
 	}
 	var used []string
 	for f := range formats {
