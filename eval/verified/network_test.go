@@ -244,3 +244,32 @@ func TestSpec_Problems(t *testing.T) {
 		require.Equal(t, models.OutcomeSuccess, verdict, "%s", dump(d))
 	})
 }
+
+// TestSites: a site may have several URLs (any of them reads as the site), and
+// offline evaluation can infer a task's site URLs from its HAR.
+func TestSites(t *testing.T) {
+	t.Parallel()
+	ev := verified.New().WithSites(verified.Sites{"shop": {"http://shop.test:7770", "http://127.0.0.1:7770/"}})
+	spec := network(`{"evaluator":"NetworkEventEvaluator","expected":{"url":"__SHOP__/cart/add","http_method":"POST"}}`)
+	verdict, d := grade(t, ev, spec, mutated(), harOf(t, req("POST", "http://127.0.0.1:7770/cart/add", 200)))
+	require.Equal(t, models.OutcomeSuccess, verdict, "%s", dump(d))
+	verdict, _ = grade(t, ev, spec, mutated(), harOf(t, req("POST", "http://127.0.0.2:7770/cart/add", 200)))
+	require.Equal(t, models.OutcomeFailure, verdict)
+
+	require.Equal(t, "__SHOPPING_ADMIN__", verified.Placeholder("shopping_admin"))
+	require.Equal(t, "__GITLAB__", verified.Placeholder("__GITLAB__"))
+
+	inferred, err := verified.InferSites(harOf(t,
+		req("GET", "https://cdn.example/logo.svg", 200),
+		page("http://192.168.1.35:7780/admin/dashboard/"),
+		page("http://192.168.1.35:9999/forums"),
+	), []string{"shopping_admin", "reddit"})
+	require.NoError(t, err)
+	require.Equal(t, verified.Sites{"shopping_admin": {"http://192.168.1.35:7780/admin"}, "reddit": {"http://192.168.1.35:9999"}}, inferred)
+
+	cfg, err := verified.ReadSitesConfig(strings.NewReader(`{"environments":{"__GITLAB__":{"urls":["http://a:8023","http://b:8023"],"active_url_idx":1}}}`))
+	require.NoError(t, err)
+	require.Equal(t, verified.Sites{"gitlab": {"http://b:8023", "http://a:8023"}}, cfg)
+	_, err = verified.ReadSitesConfig(strings.NewReader(`{"environments":{"__GITLAB__":{"urls":["gitlab"]}}}`))
+	require.Error(t, err)
+}
