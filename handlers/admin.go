@@ -15,6 +15,7 @@ import (
 
 	"proctor/importer"
 	"proctor/models"
+	"proctor/storage"
 	"proctor/web"
 )
 
@@ -33,6 +34,10 @@ func (s *Server) adminRoutes(e *echo.Echo) {
 	e.GET("/admin/benchmarks/:slug/sites", s.showSites, requireAdmin)
 	e.POST("/admin/benchmarks/:slug/sites/:site", s.updateSite, requireAdmin)
 	e.POST("/admin/benchmarks/:slug/publish", s.publishBenchmark, requireAdmin)
+	e.POST("/admin/benchmarks/:slug/rescore", s.rescoreBenchmark, requireAdmin)
+	e.POST("/admin/rescore", s.rescoreAll, requireAdmin)
+	e.GET("/admin/benchmarks/:slug/judge", s.showJudge, requireAdmin)
+	e.POST("/admin/benchmarks/:slug/judge", s.updateJudge, requireAdmin)
 }
 
 // limitImportBody caps the import uploads, which skip the global 2 MB body limit,
@@ -302,4 +307,74 @@ func (s *Server) publishBenchmark(c echo.Context) error {
 		return err
 	}
 	return redirect(c, "/admin?notice=saved")
+}
+
+// rescoreBenchmark queues a new evaluation of every finished attempt of a
+// benchmark's runs.
+func (s *Server) rescoreBenchmark(c echo.Context) error {
+	b, err := s.store.BenchmarkBySlug(c.Request().Context(), pathParam(c, "slug"))
+	if err != nil {
+		return err
+	}
+	return s.rescore(c, storage.RescoreScope{BenchmarkID: b.ID})
+}
+
+// rescoreAll queues a new evaluation of every finished attempt.
+func (s *Server) rescoreAll(c echo.Context) error {
+	return s.rescore(c, storage.RescoreScope{})
+}
+
+func (s *Server) rescore(c echo.Context, scope storage.RescoreScope) error {
+	if s.deps.Runs == nil {
+		return errNoQueue()
+	}
+	n, err := s.deps.Runs.Rescore(c.Request().Context(), scope)
+	if err != nil {
+		return err
+	}
+	return redirect(c, "/admin?notice=rescored&n="+strconv.Itoa(n))
+}
+
+// judgeView loads a benchmark's judge settings page with form f.
+func (s *Server) judgeView(c echo.Context, f web.Form) (web.JudgeView, error) {
+	b, err := s.store.BenchmarkBySlug(c.Request().Context(), pathParam(c, "slug"))
+	if err != nil {
+		return web.JudgeView{}, err
+	}
+	if _, ok := f.Values["judge_base_url"]; !ok {
+		f.Values["judge_base_url"], f.Values["judge_model"] = b.JudgeBaseURL, b.JudgeModel
+	}
+	f.Values["judge_api_key"] = "" // write-only
+	return web.JudgeView{Slug: b.Slug, Evaluator: b.Evaluator, KeyStored: b.JudgeAPIKey != "", Server: s.opts.ServerJudge, Form: f}, nil
+}
+
+func (s *Server) showJudge(c echo.Context) error {
+	v, err := s.judgeView(c, web.NewForm())
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, web.JudgePage(s.page(c, "Judge of "+v.Slug), v))
+}
+
+// updateJudge saves a benchmark's own judge; a bad field re-renders the form
+// with the message next to it.
+func (s *Server) updateJudge(c echo.Context) error {
+	slug := pathParam(c, "slug")
+	u := storage.JudgeUpdate{BaseURL: c.FormValue("judge_base_url"), Model: c.FormValue("judge_model")}
+	if key := c.FormValue("judge_api_key"); key != "" {
+		u.APIKey = &key
+	} else if c.FormValue("clear_key") == "true" {
+		u.APIKey = new(string)
+	}
+	if err := s.store.SetBenchmarkJudge(c.Request().Context(), slug, u); err != nil {
+		if models.ErrorCode(err) != models.EINVALID {
+			return err
+		}
+		v, verr := s.judgeView(c, formOf(c, "judge_base_url", "judge_model").WithError(err))
+		if verr != nil {
+			return verr
+		}
+		return s.formError(c, err, web.JudgePage(s.page(c, "Judge of "+slug), v))
+	}
+	return redirect(c, "/admin/benchmarks/"+url.PathEscape(slug)+"/judge?notice=saved")
 }

@@ -8,6 +8,7 @@ import (
 
 	"proctor/importer"
 	"proctor/models"
+	"proctor/storage"
 	"proctor/web"
 )
 
@@ -25,6 +26,8 @@ type BenchmarkStore interface {
 	ListSites(ctx context.Context, slug string) ([]models.Site, error)
 	UpdateSite(ctx context.Context, slug, siteName, siteURL, resetURL string, maxConcurrency int) (*models.Site, error)
 	SetBenchmarkPublished(ctx context.Context, slug string, published bool) error
+	BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchmark, error)
+	SetBenchmarkJudge(ctx context.Context, slug string, u storage.JudgeUpdate) error
 }
 
 // benchmarkRoutes registers the public benchmark pages (unpublished benchmarks

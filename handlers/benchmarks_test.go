@@ -519,6 +519,38 @@ func TestAdmin_Sites(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
 }
 
+// TestAdmin_Judge: a benchmark's own LLM judge is set on its admin page; a
+// bad URL is reported next to the field, and the key is write-only.
+func TestAdmin_Judge(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	importBench(t, b, "mini")
+
+	body := readBody(t, b.admin.get("/admin/benchmarks/mini/judge"))
+	require.Contains(t, body, `data-testid="judge-form"`)
+	require.Contains(t, body, "attempts are not judged", "no server judge in this setup")
+
+	res := b.admin.postForm("/admin/benchmarks/mini/judge", url.Values{"judge_base_url": {"ftp://judge.test"}, "judge_model": {"m"}})
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	body = readBody(t, res)
+	require.Contains(t, body, `data-testid="error-judge_base_url"`)
+	require.Contains(t, body, `value="ftp://judge.test"`, "the submitted value is kept")
+
+	const key = "sk-judge-never-shown"
+	res = b.admin.postForm("/admin/benchmarks/mini/judge", url.Values{"judge_base_url": {"https://judge.test/v1"}, "judge_model": {"judge-1"}, "judge_api_key": {key}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.Equal(t, "/admin/benchmarks/mini/judge?notice=saved", res.Header.Get("Location"))
+	body = readBody(t, b.admin.get("/admin/benchmarks/mini/judge"))
+	require.Contains(t, body, `value="https://judge.test/v1"`)
+	require.Contains(t, body, `value="judge-1"`)
+	require.Contains(t, body, `data-testid="clear-key"`, "a key is stored")
+	require.NotContains(t, body, key)
+
+	res = b.admin.postForm("/admin/benchmarks/mini/judge", url.Values{"judge_base_url": {"https://judge.test/v1"}, "judge_model": {"judge-1"}, "clear_key": {"true"}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.NotContains(t, readBody(t, b.admin.get("/admin/benchmarks/mini/judge")), `data-testid="clear-key"`)
+}
+
 func TestAdmin_Publish(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -591,6 +623,9 @@ func TestAuthz_Benchmarks(t *testing.T) {
 		{method: "GET", path: "/admin/benchmarks/hidden/sites", want: adminOnly(see, ok)},
 		{method: "POST", path: "/admin/benchmarks/mini/sites/shopping", form: url.Values{"url": {"http://shop.test"}}, want: adminOnly(unauth, see)},
 		{method: "POST", path: "/admin/benchmarks/mini/publish", form: url.Values{"published": {"true"}}, want: adminOnly(unauth, see)},
+		{method: "GET", path: "/admin/benchmarks/mini/judge", want: adminOnly(see, ok)},
+		{method: "GET", path: "/admin/benchmarks/nope/judge", want: adminOnly(see, http.StatusNotFound)},
+		{method: "POST", path: "/admin/benchmarks/mini/judge", form: url.Values{"judge_base_url": {""}}, want: adminOnly(unauth, see)},
 		{method: "GET", path: "/api/v1/benchmarks", want: all(ok)},
 		{method: "GET", path: "/api/v1/benchmarks/mini", want: all(ok)},
 		{method: "GET", path: "/api/v1/benchmarks/mini/tasks", want: all(ok)},

@@ -56,6 +56,8 @@ func flashFrom(c echo.Context) string {
 		return "Benchmark imported."
 	case "joined":
 		return "You joined the team."
+	case "rescored":
+		return rescoredNotice(c.QueryParam("n"))
 	}
 	return ""
 }

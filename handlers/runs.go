@@ -11,6 +11,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"proctor/models"
+	"proctor/stats"
+	"proctor/storage"
 	"proctor/web"
 )
 
@@ -25,6 +27,7 @@ type RunStore interface {
 	RunAttempts(ctx context.Context, runID int64, page, perPage int) ([]models.AttemptListItem, int, error)
 	AttemptTimeline(ctx context.Context, attemptID int64) (*models.Timeline, error)
 	CancelRun(ctx context.Context, runID int64) error
+	RunMetrics(ctx context.Context, runID int64) ([]stats.Report, error)
 	RunFormOptions(ctx context.Context, teamSlug string) (*models.RunFormOptions, error)
 }
 
@@ -33,6 +36,8 @@ type RunQueue interface {
 	QueueRun(ctx context.Context, req models.RunRequest) (*models.Run, error)
 	RerunRun(ctx context.Context, runID int64) (*models.Run, error) // a new run with the same configuration and agent snapshot
 	RetryAttempts(ctx context.Context, runID int64) (int, error)    // re-enqueue attempts that ended in error; returns how many
+	// Rescore queues a new evaluation of finished attempts in scope (admins only); returns how many.
+	Rescore(ctx context.Context, scope storage.RescoreScope) (int, error)
 }
 
 // ArtifactURLSigner makes time-limited GET URLs for stored artifacts (the
@@ -55,6 +60,7 @@ func (s *Server) runRoutes(e *echo.Echo) {
 	e.POST("/runs/:id/cancel", s.cancelRun, requireUser)
 	e.POST("/runs/:id/retry", s.retryRun, requireUser)
 	e.POST("/runs/:id/rerun", s.rerunRun, requireUser)
+	e.POST("/runs/:id/rescore", s.rescoreRun, requireAdmin)
 	e.GET("/teams/:slug/runs", s.listTeamRuns)
 	e.GET("/teams/:slug/runs/new", s.newRun, requireUser)
 	e.POST("/teams/:slug/runs", s.queueRun, requireUser)
@@ -116,11 +122,15 @@ func (s *Server) renderRun(c echo.Context, status int, message string) error {
 	if err != nil {
 		return err
 	}
+	metrics, err := s.store.RunMetrics(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
 	p := s.page(c, "Run "+strconv.FormatInt(id, 10))
 	if n := runNotice(c); n != "" && message == "" {
 		p.Flash = n
 	}
-	return s.render(c, status, web.RunPage(p, web.RunView{Run: *rp, Error: message}))
+	return s.render(c, status, web.RunPage(p, web.RunView{Run: *rp, Metrics: metrics, Error: message}))
 }
 
 // runNotice is the one-time notice of a run action's redirect.
@@ -190,6 +200,31 @@ func (s *Server) retryRun(c echo.Context) error {
 		return s.runActionError(c, err)
 	}
 	return redirect(c, runPath(id)+"?notice=retried&n="+strconv.Itoa(n))
+}
+
+// rescoreRun queues a new evaluation of the run's finished attempts.
+func (s *Server) rescoreRun(c echo.Context) error {
+	id, err := int64Param(c, "id")
+	if err != nil {
+		return err
+	}
+	if s.deps.Runs == nil {
+		return errNoQueue()
+	}
+	n, err := s.deps.Runs.Rescore(c.Request().Context(), storage.RescoreScope{RunID: id})
+	if err != nil {
+		return s.runActionError(c, err)
+	}
+	return redirect(c, runPath(id)+"?notice=rescored&n="+strconv.Itoa(n))
+}
+
+// rescoredNotice tells how many attempts a re-scoring queued.
+func rescoredNotice(count string) string {
+	n, _ := strconv.Atoi(count)
+	if n == 0 {
+		return "No finished attempt to re-score."
+	}
+	return strconv.Itoa(n) + " finished attempts are queued for re-scoring; their new verdicts appear as they are graded, and earlier ones are kept."
 }
 
 func (s *Server) rerunRun(c echo.Context) error {

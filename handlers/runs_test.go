@@ -53,6 +53,11 @@ func (q *fakeQueue) RetryAttempts(ctx context.Context, runID int64) (int, error)
 	return q.db.ResetErroredAttempts(ctx, runID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil })
 }
 
+// Rescore records what it was asked to re-score (the enqueue inserts no job).
+func (q *fakeQueue) Rescore(ctx context.Context, scope storage.RescoreScope) (int, error) {
+	return q.db.RescoreAttempts(ctx, scope, func(context.Context, *sql.Tx, []int64, time.Time) error { return nil })
+}
+
 // runsFixture is a running server with a run queue (unless noQueue) and a local
 // artifact store, the "mini" benchmark, team "lab" with a member and a replay
 // agent "walker" (and an upload-only one), and a member of team "other".
@@ -198,6 +203,9 @@ func TestAuthz_Runs(t *testing.T) {
 	team := func(anon, outsider, member int) map[string]int {
 		return map[string]int{"anonymous": anon, "member": member, "outsider": outsider, "admin": member}
 	}
+	adminOnly := func(admin int) map[string]int {
+		return map[string]int{"anonymous": http.StatusUnauthorized, "member": http.StatusForbidden, "outsider": http.StatusForbidden, "admin": admin}
+	}
 	const (
 		ok, created, noContent, see = http.StatusOK, http.StatusCreated, http.StatusNoContent, http.StatusSeeOther
 		unauth, forbidden, notFound = http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound
@@ -230,6 +238,13 @@ func TestAuthz_Runs(t *testing.T) {
 		{authzCase: authzCase{method: "POST", path: "/runs/{run}/retry", want: team(unauth, forbidden, see)}, published: true},
 		{authzCase: authzCase{method: "POST", path: "/runs/{run}/rerun", want: team(unauth, notFound, see)}},
 		{authzCase: authzCase{method: "POST", path: "/runs/{run}/rerun", want: team(unauth, forbidden, see)}, published: true},
+		// Re-scoring is for administrators.
+		{authzCase: authzCase{method: "POST", path: "/runs/{run}/rescore", want: adminOnly(see)}},
+		{authzCase: authzCase{method: "POST", path: "/runs/{run}/rescore", want: adminOnly(see)}, published: true},
+		{authzCase: authzCase{method: "POST", path: "/runs/999999/rescore", want: adminOnly(notFound)}},
+		{authzCase: authzCase{method: "POST", path: "/admin/benchmarks/mini/rescore", want: adminOnly(see)}},
+		{authzCase: authzCase{method: "POST", path: "/admin/benchmarks/nope/rescore", want: adminOnly(notFound)}},
+		{authzCase: authzCase{method: "POST", path: "/admin/rescore", want: adminOnly(see)}},
 		// JSON API.
 		{authzCase: authzCase{method: "GET", path: "/api/v1/runs", want: all(ok)}},
 		{authzCase: authzCase{method: "GET", path: "/api/v1/runs?team=lab", want: all(ok)}},
@@ -748,3 +763,84 @@ func TestRuns_API(t *testing.T) {
 	require.Equal(t, models.AttemptPending, attempts.Items[0].Status)
 	require.True(t, strings.HasPrefix(attempts.Items[0].URL, "/runs/"+id+"/attempts/"))
 }
+
+// TestRuns_Evaluations: the run page shows the run's metrics on every subset
+// and a rescored note; an attempt's page shows its check, LLM judge and rubric
+// verdicts (or "not judged") and the history a re-scoring kept.
+func TestRuns_Evaluations(t *testing.T) {
+	t.Parallel()
+	f := newRunsFixture(t, runsOptions{})
+	db := f.b.db
+	run, ids := f.queue(t, true, false)
+	f.play(t, ids[0], models.OutcomeFailure, "")
+	f.play(t, ids[1], models.OutcomeSuccess, "")
+
+	body := readBody(t, f.member.get(fmt.Sprintf("/runs/%d", run.ID)))
+	require.Contains(t, body, `data-testid="run-metrics"`)
+	require.Contains(t, body, `data-testid="metrics-full"`)
+	require.Contains(t, body, `data-testid="metrics-smoke"`, "a full run has numbers on each named subset")
+	require.Contains(t, body, "this run restricted to its tasks")
+	require.Contains(t, body, "50.0% (95% CI 9.5–90.5%, 1/2)", "Wilson interval of 1 in 2")
+	require.Contains(t, body, `data-testid="breakdown-difficulty"`)
+	require.NotContains(t, body, `data-testid="rescore-run"`, "re-scoring is for administrators")
+	body = readBody(t, f.member.get(fmt.Sprintf("/runs/%d/attempts/%d", run.ID, ids[1])))
+	require.Contains(t, body, `data-testid="not-judged"`)
+	require.Contains(t, body, `data-testid="rubric-not-judged"`)
+
+	res := f.b.admin.postForm(fmt.Sprintf("/runs/%d/rescore", run.ID), nil)
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.Equal(t, fmt.Sprintf("/runs/%d?notice=rescored&n=2", run.ID), res.Header.Get("Location"))
+
+	// The re-scoring's verdicts: a rubric judgment and an LLM judge's score.
+	var items []models.RubricItem
+	require.NoError(t, db.Gorm().Where("task_id = (SELECT task_id FROM attempts WHERE id = ?)", ids[0]).Order("position").Find(&items).Error)
+	since := time.Now().Add(-time.Minute)
+	judge := 4
+	_, err := db.RecordEvaluations(f.sys, ids[0], storage.EvaluationBatch{
+		Primary: &models.Evaluation{Evaluator: "llm-judge:test-model:rubric-v1", EvaluatorVersion: "rubric-v1", Kind: models.EvaluationRubric,
+			Verdict: models.OutcomeFailure, Score: ptr(0.6), TokensIn: 900, TokensOut: 40, Cost: 0.0031,
+			RubricJudgments: []models.RubricJudgment{
+				{RubricItemID: items[0].ID, Passed: true, Rationale: "One cable is in the cart.", EvidenceSteps: models.JSONInts{1, 2}},
+				{RubricItemID: items[1].ID, Passed: false, Rationale: "A dearer cable was chosen."},
+			}},
+		Others: []*models.Evaluation{{Evaluator: "llm-judge:test-model:trajectory-v1", EvaluatorVersion: "trajectory-v1", Kind: models.EvaluationJudge,
+			Verdict: models.OutcomeFailure, Score: ptr(0.0), JudgeScore: &judge, Details: `{"rationale":"Added a cable, not the cheapest."}`}},
+		RescoreSince: &since,
+	}, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.RefreshRunMetrics(f.sys, run.ID))
+
+	body = readBody(t, f.b.admin.get(fmt.Sprintf("/runs/%d", run.ID)))
+	require.Contains(t, body, `data-testid="run-rescored"`)
+	require.Contains(t, body, "llm-judge:test-model:rubric-v1@rubric-v1")
+	require.Contains(t, body, `data-testid="rescore-run"`)
+	require.Contains(t, body, "4.00 (95% CI 4.00–4.00, n=1)", "the judge's mean score")
+
+	body = readBody(t, f.member.get(fmt.Sprintf("/runs/%d/attempts/%d", run.ID, ids[0])))
+	require.Contains(t, body, `data-testid="judge-judge-score">4 / 5<`)
+	require.Contains(t, body, "Added a cable, not the cheapest.")
+	require.Contains(t, body, `data-testid="rubric-judgments"`)
+	require.Contains(t, body, "Cart holds one cable")
+	require.Contains(t, body, `href="#step-2">step 2</a>`, "evidence links to the cited step")
+	require.Contains(t, body, "900 in / 40 out tokens")
+	require.NotContains(t, body, `data-testid="evaluation-history"`, "every verdict is still the current one of its kind")
+
+	// A second re-scoring by the judge keeps the first judgment as history.
+	later := time.Now()
+	judge = 5
+	_, err = db.RecordEvaluations(f.sys, ids[0], storage.EvaluationBatch{
+		Others: []*models.Evaluation{{Evaluator: "llm-judge:test-model:trajectory-v2", EvaluatorVersion: "trajectory-v2", Kind: models.EvaluationJudge,
+			Verdict: models.OutcomeSuccess, Score: ptr(1.0), JudgeScore: &judge}},
+		RescoreSince: &later,
+	}, nil)
+	require.NoError(t, err)
+	body = readBody(t, f.member.get(fmt.Sprintf("/runs/%d/attempts/%d", run.ID, ids[0])))
+	require.Contains(t, body, `data-testid="judge-judge-score">5 / 5<`)
+	require.Contains(t, body, `data-testid="evaluation-history"`, "the first judgment is kept as history")
+	require.Contains(t, body, "trajectory-v1")
+	for _, secret := range benchSecrets {
+		require.NotContains(t, body, secret)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

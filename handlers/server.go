@@ -29,6 +29,9 @@ type Options struct {
 	// any, the client address is the TCP peer and forwarding headers are ignored,
 	// so nobody can dodge rate limits or forge audit addresses with a header.
 	TrustedProxies []*net.IPNet
+	// ServerJudge describes the server's LLM judge ("model at URL") for the
+	// judge settings page; "" when none is configured.
+	ServerJudge string
 }
 
 // Pinger is a dependency /readyz checks.

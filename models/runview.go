@@ -101,7 +101,10 @@ type Timeline struct {
 	Attempt    Attempt
 	Task       Task
 	Steps      []TimelineStep
-	Evaluation *Evaluation // the primary verdict; nil until evaluated
+	Evaluation *Evaluation // the primary verdict; nil until evaluated (or not judged)
+	// Evaluations are every verdict on the attempt, newest first: the current
+	// one of each kind, then the history that re-scoring kept.
+	Evaluations []Evaluation
 	// FinalAction is the episode's final action decoded, nil when there is none.
 	FinalAction *Action
 	CanManage   bool
@@ -140,4 +143,24 @@ func RunAgentSnapshot(r *Run) AgentSnapshot {
 	var s AgentSnapshot
 	_ = json.Unmarshal([]byte(r.AgentSnapshot), &s)
 	return s
+}
+
+// Current returns the attempt's current evaluation of a kind, nil when none.
+func (t *Timeline) Current(kind string) *Evaluation {
+	for i := range t.Evaluations {
+		if t.Evaluations[i].Kind == kind && t.Evaluations[i].IsCurrent {
+			return &t.Evaluations[i]
+		}
+	}
+	return nil
+}
+
+// RubricItem returns the task's rubric item with the given id, nil when none.
+func (t *Timeline) RubricItem(id int64) *RubricItem {
+	for i := range t.Task.RubricItems {
+		if t.Task.RubricItems[i].ID == id {
+			return &t.Task.RubricItems[i]
+		}
+	}
+	return nil
 }

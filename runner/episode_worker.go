@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"proctor/eval"
+	"proctor/eval/webarena"
 	"proctor/models"
 	"proctor/runner/agent"
 	"proctor/runner/episode"
@@ -116,6 +119,7 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, log *
 	defer cancel(nil)
 	go r.watchCancellation(ctx, cancel, spec.Run.ID)
 
+	prefix := fmt.Sprintf("runs/%d/attempts/%d/try-%d", spec.Run.ID, spec.Attempt.ID, spec.Try)
 	res, err := episode.Run(ctx, b, episode.Episode{
 		RunID: spec.Run.ID, AttemptID: spec.Attempt.ID,
 		Task: models.StepTask{
@@ -129,7 +133,8 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, log *
 			MaxAgentCall: callTimeout, MaxCost: spec.Run.MaxCost,
 		},
 		Artifacts: r.artifacts,
-		Prefix:    fmt.Sprintf("runs/%d/attempts/%d/try-%d", spec.Run.ID, spec.Attempt.ID, spec.Try),
+		Prefix:    prefix,
+		Probes:    pageProbes(spec, sites, log),
 		Steps:     stepSink{db: r.db, attemptID: spec.Attempt.ID},
 		Logger:    r.log,
 	})
@@ -150,12 +155,52 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, log *
 		b, _ := json.Marshal(res.Final)
 		final = string(b)
 	}
-	log.Info("episode finished", "steps", res.Steps, "error_class", res.ErrorClass, "duration_ms", res.Duration.Milliseconds())
-	return storage.EpisodeOutcome{
+	out := storage.EpisodeOutcome{
 		Steps: res.Steps, TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, Cost: res.Usage.Cost,
 		ErrorClass: res.ErrorClass, ErrorMessage: res.ErrorMessage, FinalAnswer: final, HARKey: res.HARKey,
 		Duration: res.Duration,
-	}, nil
+	}
+	if out.PageStateKey, err = r.storePageState(ctx, prefix, res.PageState); err != nil {
+		return out, err
+	}
+	log.Info("episode finished", "steps", res.Steps, "error_class", res.ErrorClass, "duration_ms", res.Duration.Milliseconds())
+	return out, nil
+}
+
+// pageProbes are the values original WebArena's program_html checks read
+// from the live page at the end of the episode. Other benchmarks read none: the
+// probes' page loads would land in the HAR that WebArena-Verified checks.
+func pageProbes(spec *models.EpisodeSpec, sites *siteMap, log *slog.Logger) []eval.PageProbe {
+	if spec.Evaluator != models.EvaluatorWebArena {
+		return nil
+	}
+	task := spec.Task
+	task.EvalSpec = sites.resolve(task.EvalSpec)
+	task.StartURLs = sites.resolveAll(task.StartURLs)
+	probes, err := webarena.Probes(&task)
+	if err != nil {
+		// The evaluator reports the same spec problem as an error verdict.
+		log.Warn("page probes unavailable", "error", err.Error())
+		return nil
+	}
+	return probes
+}
+
+// storePageState writes what the episode read from the live page as a JSON
+// artifact, before the attempt row points at it. "" when there is none.
+func (r *Runner) storePageState(ctx context.Context, prefix string, state *eval.PageState) (string, error) {
+	if state == nil {
+		return "", nil
+	}
+	b, err := json.Marshal(state)
+	if err != nil {
+		return "", fmt.Errorf("encode page state: %w", err)
+	}
+	key := prefix + "/page_state.json"
+	if err := r.artifacts.Put(ctx, key, bytes.NewReader(b), int64(len(b)), "application/json"); err != nil {
+		return "", fmt.Errorf("store page state: %w", err)
+	}
+	return key, nil
 }
 
 // errRunCanceled ends episodes of a run that was canceled.

@@ -7,6 +7,7 @@ const (
 	QueueEpisode      = "episode"
 	QueueEvaluate     = "evaluate"
 	QueueHousekeeping = "housekeeping"
+	QueueMetrics      = "metrics"
 )
 
 // DispatchArgs creates a run's attempts and enqueues their episodes.
@@ -29,13 +30,24 @@ type EpisodeArgs struct {
 // Kind names the job in the queue.
 func (EpisodeArgs) Kind() string { return "episode" }
 
-// EvaluateArgs evaluates one attempt's try.
+// EvaluateArgs evaluates one attempt's try. RescoreSince (Unix nanoseconds)
+// marks a re-scoring requested at that time, of an attempt already done.
 type EvaluateArgs struct {
-	AttemptID int64 `json:"attempt_id"`
+	AttemptID    int64 `json:"attempt_id"`
+	RescoreSince int64 `json:"rescore_since,omitempty"`
 }
 
 // Kind names the job in the queue.
 func (EvaluateArgs) Kind() string { return "evaluate" }
+
+// MetricsArgs recomputes a run's metrics and leaderboard rows. Many
+// evaluations finishing together collapse into one waiting job per run.
+type MetricsArgs struct {
+	RunID int64 `json:"run_id"`
+}
+
+// Kind names the job in the queue.
+func (MetricsArgs) Kind() string { return "run_metrics" }
 
 // HousekeepingArgs removes expired sessions and other leftovers.
 type HousekeepingArgs struct{}

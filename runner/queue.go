@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivertype"
 
 	"proctor/migrations"
 	"proctor/models"
@@ -78,7 +79,8 @@ func NewQueue(db *storage.DB, workers *river.Workers, opts Options) (*Queue, err
 		cfg.Queues = map[string]river.QueueConfig{
 			QueueDispatch:     {MaxWorkers: 2},
 			QueueEpisode:      {MaxWorkers: opts.Episodes},
-			QueueEvaluate:     {MaxWorkers: 2},
+			QueueEvaluate:     {MaxWorkers: 4},
+			QueueMetrics:      {MaxWorkers: 1},
 			QueueHousekeeping: {MaxWorkers: 1},
 		}
 		cfg.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
@@ -170,4 +172,33 @@ func (q *Queue) insertEpisodes(ctx context.Context, tx *sql.Tx, run *models.Run,
 func (q *Queue) insertEvaluation(ctx context.Context, tx *sql.Tx, attemptID int64) error {
 	_, err := q.inserter.InsertTx(ctx, tx, EvaluateArgs{AttemptID: attemptID}, &river.InsertOpts{Queue: QueueEvaluate})
 	return err
+}
+
+// insertMetricsRefresh enqueues the recomputation of a run's metrics inside
+// tx, unless one is already waiting or running (River's unique states must
+// include running; the worker re-runs itself when evaluations landed while it
+// computed, so none is missed).
+func (q *Queue) insertMetricsRefresh(ctx context.Context, tx *sql.Tx, runID int64) error {
+	_, err := q.inserter.InsertTx(ctx, tx, MetricsArgs{RunID: runID}, &river.InsertOpts{
+		Queue: QueueMetrics,
+		// A short delay gathers the evaluations finishing together into one job.
+		ScheduledAt: time.Now().Add(time.Second),
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateScheduled,
+		}},
+	})
+	return err
+}
+
+// Rescore queues an evaluation job for each finished attempt in scope.
+func (q *Queue) Rescore(ctx context.Context, scope storage.RescoreScope) (int, error) {
+	return q.db.RescoreAttempts(ctx, scope, func(ctx context.Context, tx *sql.Tx, attemptIDs []int64, since time.Time) error {
+		params := make([]river.InsertManyParams, len(attemptIDs))
+		for i, id := range attemptIDs {
+			params[i] = river.InsertManyParams{Args: EvaluateArgs{AttemptID: id, RescoreSince: since.UnixNano()},
+				InsertOpts: &river.InsertOpts{Queue: QueueEvaluate}}
+		}
+		_, err := q.inserter.InsertManyTx(ctx, tx, params)
+		return err
+	})
 }

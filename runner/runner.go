@@ -28,7 +28,9 @@ type Config struct {
 	// AgentClient returns the HTTP client agents are called through: the
 	// SSRF-guarded client of netguard, which re-checks addresses at connect time.
 	AgentClient func(timeout time.Duration) *http.Client
-	Logger      *slog.Logger
+	// Judges builds LLM judges; nil when no judge can be configured at all.
+	Judges JudgeFactory
+	Logger *slog.Logger
 }
 
 // Runner executes runs: it owns the queue, the workers and this process's browser.
@@ -42,6 +44,7 @@ type Runner struct {
 	browserMu   sync.Mutex
 	browserOp   episode.BrowserOptions
 	browser     *episode.Browser
+	judges      judgeCache
 }
 
 // New builds the runner and its queue.
@@ -52,12 +55,14 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.AgentClient == nil {
 		return nil, errors.New("runner: AgentClient is required (the SSRF-guarded client agents are called through)")
 	}
-	r := &Runner{db: cfg.DB, artifacts: cfg.Artifacts, log: cfg.Logger, browserOp: cfg.Browser, agentClient: cfg.AgentClient}
+	r := &Runner{db: cfg.DB, artifacts: cfg.Artifacts, log: cfg.Logger, browserOp: cfg.Browser, agentClient: cfg.AgentClient,
+		judges: judgeCache{factory: cfg.Judges}}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &dispatchWorker{r: r})
 	river.AddWorker(workers, &episodeWorker{r: r})
 	river.AddWorker(workers, &evaluateWorker{r: r})
 	river.AddWorker(workers, &housekeepingWorker{r: r})
+	river.AddWorker(workers, &metricsWorker{r: r})
 	opts := cfg.Options
 	opts.Logger = cfg.Logger
 	q, err := NewQueue(cfg.DB, workers, opts)
@@ -97,6 +102,12 @@ func (r *Runner) RerunRun(ctx context.Context, runID int64) (*models.Run, error)
 // RetryAttempts re-enqueues the attempts of a run that ended in error.
 func (r *Runner) RetryAttempts(ctx context.Context, runID int64) (int, error) {
 	return r.queue.RetryAttempts(ctx, runID)
+}
+
+// Rescore queues a new evaluation of every finished attempt in scope, with
+// the evaluators configured now; old verdicts stay as history.
+func (r *Runner) Rescore(ctx context.Context, scope storage.RescoreScope) (int, error) {
+	return r.queue.Rescore(ctx, scope)
 }
 
 // sharedBrowser launches this process's Chromium on first use.

@@ -52,6 +52,12 @@ func browserOptions(t *testing.T) episode.BrowserOptions {
 
 func setupRun(t *testing.T, db *storage.DB, episodes int) *runBundle {
 	t.Helper()
+	return setupRunWith(t, db, episodes, nil)
+}
+
+// setupRunWith is setupRun with LLM judges (nil: none configured).
+func setupRunWith(t *testing.T, db *storage.DB, episodes int, judges runner.JudgeFactory) *runBundle {
+	t.Helper()
 	opts := browserOptions(t)
 	ctx := context.Background()
 	system := models.WithActor(ctx, models.SystemActor())
@@ -84,6 +90,7 @@ func setupRun(t *testing.T, db *storage.DB, episodes int) *runBundle {
 	r, err := runner.New(runner.Config{
 		DB: db, Artifacts: store, Browser: opts,
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
+		Judges:      judges,
 		Options:     runner.Options{Episodes: episodes, CancelPoll: 200 * time.Millisecond},
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -140,5 +147,11 @@ func TestRunner_SandboxReplay(t *testing.T) {
 			}
 		}
 		require.Equal(t, got.TasksTotal, got.Successes)
+
+		// No judge is configured: only the deterministic check graded.
+		var kinds []string
+		require.NoError(t, db.Gorm().Model(&models.Evaluation{}).Joins("JOIN attempts a ON a.id = evaluations.attempt_id").
+			Where("a.run_id = ?", run.ID).Distinct().Pluck("evaluations.kind", &kinds).Error)
+		require.Equal(t, []string{models.EvaluationCheck}, kinds, "no judge, so nothing is judged")
 	})
 }

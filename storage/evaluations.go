@@ -227,3 +227,58 @@ func (db *DB) openJudgeKey(benchmarkID int64, sealed string) (string, error) {
 	}
 	return string(plain), nil
 }
+
+// JudgeUpdate changes a benchmark's own LLM judge. An empty BaseURL makes the
+// benchmark use the server's judge. APIKey nil keeps the stored key; a
+// pointer to "" removes it.
+type JudgeUpdate struct {
+	BaseURL string
+	Model   string
+	APIKey  *string
+}
+
+// SetBenchmarkJudge saves a benchmark's own judge endpoint, sealing its key.
+// Administrators only; EINVALID names the field at fault, ENOTFOUND an
+// unknown benchmark.
+func (db *DB) SetBenchmarkJudge(ctx context.Context, slug string, u JudgeUpdate) error {
+	if _, err := models.RequireAdmin(ctx); err != nil {
+		return err
+	}
+	u.BaseURL, u.Model = strings.TrimRight(strings.TrimSpace(u.BaseURL), "/"), strings.TrimSpace(u.Model)
+	if u.BaseURL != "" {
+		if _, err := models.ParseHTTPURL(u.BaseURL, "judge URL"); err != nil {
+			return models.FieldError("judge_base_url", "%q is not an http(s) URL such as https://api.openai.com/v1", u.BaseURL)
+		}
+		if u.Model == "" {
+			return models.FieldError("judge_model", "a model is required with a judge URL")
+		}
+	} else if u.Model != "" {
+		return models.FieldError("judge_base_url", "a judge URL is required with a model")
+	}
+	return db.tx(ctx, func(tx *gorm.DB) error {
+		var b models.Benchmark
+		if err := tx.Where("slug = ?", slug).Take(&b).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return models.Errorf(models.ENOTFOUND, "Benchmark %q not found.", slug)
+			}
+			return wrap(err, "benchmark")
+		}
+		updates := map[string]any{"judge_base_url": u.BaseURL, "judge_model": u.Model, "updated_at": db.now()}
+		switch {
+		case u.BaseURL == "":
+			updates["judge_api_key"] = ""
+		case u.APIKey != nil && *u.APIKey == "":
+			updates["judge_api_key"] = ""
+		case u.APIKey != nil:
+			if db.agentSecrets == nil {
+				return errors.New("no secret vault configured: cannot seal the judge key")
+			}
+			sealed, err := db.agentSecrets.Seal([]byte(*u.APIKey), judgeKeyContext(b.ID))
+			if err != nil {
+				return fmt.Errorf("seal judge key: %w", err)
+			}
+			updates["judge_api_key"] = base64.StdEncoding.EncodeToString(sealed)
+		}
+		return wrap(tx.Model(&b).Updates(updates).Error, "benchmark")
+	})
+}

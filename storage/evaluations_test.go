@@ -220,3 +220,51 @@ func TestStore_RunMetrics(t *testing.T) {
 		require.True(t, entries[1].Restricted)
 	})
 }
+
+func TestStore_BenchmarkJudge(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newReadFixture(t, db)
+		key := "sk-judge-secret"
+		update := storage.JudgeUpdate{BaseURL: "https://judge.example.org/v1/", Model: "judge-1", APIKey: &key}
+		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(db.SetBenchmarkJudge(f.member, "mini", update)))
+		require.Equal(t, models.ENOTFOUND, models.ErrorCode(db.SetBenchmarkJudge(f.admin, "nope", update)))
+		for _, bad := range []struct {
+			u     storage.JudgeUpdate
+			field string
+		}{
+			{storage.JudgeUpdate{BaseURL: "ftp://judge", Model: "m"}, "judge_base_url"},
+			{storage.JudgeUpdate{BaseURL: "https://judge.example.org/v1"}, "judge_model"},
+			{storage.JudgeUpdate{Model: "m"}, "judge_base_url"},
+		} {
+			err := db.SetBenchmarkJudge(f.admin, "mini", bad.u)
+			require.Equal(t, models.EINVALID, models.ErrorCode(err), "%+v", bad.u)
+			require.Equal(t, bad.field, models.ErrorField(err))
+		}
+		require.NoError(t, db.SetBenchmarkJudge(f.admin, "mini", update))
+
+		var raw models.Benchmark
+		require.NoError(t, db.Gorm().Where("slug = ?", "mini").Take(&raw).Error)
+		require.NotContains(t, raw.JudgeAPIKey, key, "the key is stored sealed")
+		require.NotEmpty(t, raw.JudgeAPIKey)
+
+		ids := f.dispatch(t, f.run.ID)
+		status, _, err := db.ClaimAttempt(f.system, ids[0], time.Hour)
+		require.NoError(t, err)
+		require.Equal(t, storage.ClaimOK, status)
+		spec, err := db.EvaluationSpec(f.system, ids[0])
+		require.NoError(t, err)
+		require.Equal(t, models.JudgeSettings{BaseURL: "https://judge.example.org/v1", Model: "judge-1", APIKey: key}, spec.Judge)
+		require.Len(t, spec.Task.RubricItems, 2, "the evaluation sees the task's rubric")
+
+		// Keeping the key while changing the model, then going back to the server's judge.
+		require.NoError(t, db.SetBenchmarkJudge(f.admin, "mini", storage.JudgeUpdate{BaseURL: "https://judge.example.org/v1", Model: "judge-2"}))
+		spec, err = db.EvaluationSpec(f.system, ids[0])
+		require.NoError(t, err)
+		require.Equal(t, key, spec.Judge.APIKey)
+		require.NoError(t, db.SetBenchmarkJudge(f.admin, "mini", storage.JudgeUpdate{}))
+		spec, err = db.EvaluationSpec(f.system, ids[0])
+		require.NoError(t, err)
+		require.Equal(t, models.JudgeSettings{}, spec.Judge)
+	})
+}

@@ -12,16 +12,6 @@ import (
 	"proctor/stats"
 )
 
-// RunMetrics is a run's metrics on one subset: the run's own subset, or for a
-// run over every task ("full") each named subset of its version, restricted to
-// that subset's tasks.
-type RunMetrics struct {
-	Subset     string
-	Restricted bool // a full run's numbers on a named subset
-	Metrics    stats.Metrics
-	Breakdowns map[stats.Dimension][]stats.Group
-}
-
 // metricsRow is one attempt with its task's labels and its current judge and
 // rubric verdicts, as the metrics query returns it.
 type metricsRow struct {
@@ -99,12 +89,12 @@ func subsetTasks(q *gorm.DB, versionID int64) (map[string]map[int64]bool, []stri
 
 // computeRunMetrics computes a run's metrics on its own subset and, for a
 // full run, on every named subset of its version.
-func computeRunMetrics(q *gorm.DB, run *models.Run) ([]RunMetrics, error) {
+func computeRunMetrics(q *gorm.DB, run *models.Run) ([]stats.Report, error) {
 	attempts, err := runMetricsAttempts(q, run.ID)
 	if err != nil {
 		return nil, err
 	}
-	out := []RunMetrics{summarize(run.SubsetName, false, attempts)}
+	out := []stats.Report{stats.NewReport(run.SubsetName, false, attempts)}
 	if run.SubsetName != models.SubsetFull {
 		return out, nil
 	}
@@ -119,18 +109,9 @@ func computeRunMetrics(q *gorm.DB, run *models.Run) ([]RunMetrics, error) {
 				in = append(in, a)
 			}
 		}
-		out = append(out, summarize(name, true, in))
+		out = append(out, stats.NewReport(name, true, in))
 	}
 	return out, nil
-}
-
-func summarize(subset string, restricted bool, attempts []stats.Attempt) RunMetrics {
-	m := RunMetrics{Subset: subset, Restricted: restricted, Metrics: stats.Summarize(attempts),
-		Breakdowns: map[stats.Dimension][]stats.Group{}}
-	for _, d := range stats.Dimensions() {
-		m.Breakdowns[d] = stats.Breakdown(attempts, d)
-	}
-	return m
 }
 
 // RefreshRunMetrics recomputes a run's metrics and writes its leaderboard
@@ -170,7 +151,7 @@ func (db *DB) RefreshRunMetrics(ctx context.Context, runID int64) error {
 }
 
 // leaderboardEntry is the precomputed row of a run's metrics on one subset.
-func leaderboardEntry(run *models.Run, benchmarkID int64, rm RunMetrics, now time.Time) (*models.LeaderboardEntry, error) {
+func leaderboardEntry(run *models.Run, benchmarkID int64, rm stats.Report, now time.Time) (*models.LeaderboardEntry, error) {
 	m := rm.Metrics
 	raw, err := json.Marshal(rm)
 	if err != nil {
@@ -195,7 +176,7 @@ func leaderboardEntry(run *models.Run, benchmarkID int64, rm RunMetrics, now tim
 // named subset for a full run: the precomputed rows, or (before the first
 // computation finished) computed now. ENOTFOUND when the caller may not see
 // the run.
-func (db *DB) RunMetrics(ctx context.Context, runID int64) ([]RunMetrics, error) {
+func (db *DB) RunMetrics(ctx context.Context, runID int64) ([]stats.Report, error) {
 	q := db.q(ctx)
 	run, _, err := db.runAccess(ctx, q, runID, false)
 	if err != nil {
@@ -208,15 +189,15 @@ func (db *DB) RunMetrics(ctx context.Context, runID int64) ([]RunMetrics, error)
 	if len(entries) == 0 {
 		return computeRunMetrics(q, run)
 	}
-	out := make([]RunMetrics, 0, len(entries))
+	out := make([]stats.Report, 0, len(entries))
 	for _, e := range entries {
-		var rm RunMetrics
+		var rm stats.Report
 		if err := json.Unmarshal([]byte(e.Metrics), &rm); err != nil {
 			return nil, wrap(err, "leaderboard metrics")
 		}
 		out = append(out, rm)
 	}
-	slices.SortStableFunc(out, func(a, b RunMetrics) int {
+	slices.SortStableFunc(out, func(a, b stats.Report) int {
 		switch {
 		case a.Restricted != b.Restricted:
 			if !a.Restricted {
@@ -231,4 +212,23 @@ func (db *DB) RunMetrics(ctx context.Context, runID int64) ([]RunMetrics, error)
 		return 0
 	})
 	return out, nil
+}
+
+// LatestEvaluation returns when the newest evaluation of a run's attempts was
+// recorded; the zero time when none was. System only.
+func (db *DB) LatestEvaluation(ctx context.Context, runID int64) (time.Time, error) {
+	if !models.ActorFrom(ctx).System {
+		return time.Time{}, models.Errorf(models.EFORBIDDEN, "Only the queue computes metrics.")
+	}
+	var ids []int64
+	err := db.q(ctx).Table("evaluations e").Joins("JOIN attempts a ON a.id = e.attempt_id").
+		Where("a.run_id = ?", runID).Order("e.created_at DESC, e.id DESC").Limit(1).Pluck("e.id", &ids).Error
+	if err != nil || len(ids) == 0 {
+		return time.Time{}, wrap(err, "evaluations")
+	}
+	var ev models.Evaluation
+	if err := db.q(ctx).Select("created_at").First(&ev, ids[0]).Error; err != nil {
+		return time.Time{}, wrap(err, "evaluation")
+	}
+	return ev.CreatedAt, nil
 }

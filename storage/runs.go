@@ -254,7 +254,7 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, staleAfter time
 		err = tx.Model(&a).Updates(map[string]any{
 			"tries": a.Tries, "status": a.Status, "started_at": now, "updated_at": now, "namespace": a.Namespace,
 			"steps": 0, "tokens_in": 0, "tokens_out": 0, "cost": 0, "error_class": "", "error_message": "",
-			"har_key": "", "final_answer": "",
+			"har_key": "", "page_state_key": "", "final_answer": "",
 		}).Error
 		if err != nil {
 			return wrap(err, "attempt")
@@ -263,7 +263,15 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, staleAfter time
 		if err := json.Unmarshal([]byte(run.AgentSnapshot), &snap); err != nil {
 			return fmt.Errorf("run %d: agent snapshot: %w", run.ID, err)
 		}
+		var evaluators []string
+		if err := tx.Table("benchmarks b").Joins("JOIN benchmark_versions v ON v.benchmark_id = b.id").
+			Where("v.id = ?", run.VersionID).Pluck("b.evaluator", &evaluators).Error; err != nil {
+			return wrap(err, "benchmark")
+		}
 		spec = models.EpisodeSpec{Run: run, Attempt: a, Task: task, Agent: snap, Sites: sites, Try: a.Tries, Namespace: a.Namespace}
+		if len(evaluators) > 0 {
+			spec.Evaluator = evaluators[0] // episodes of original WebArena tasks read the live page at the end
+		}
 		status = ClaimOK
 		return nil
 	})
@@ -303,6 +311,7 @@ type EpisodeOutcome struct {
 	ErrorMessage string
 	FinalAnswer  string // JSON of the final action
 	HARKey       string
+	PageStateKey string // artifact key of the live-page state read at the end, if any
 	Duration     time.Duration
 }
 
@@ -325,7 +334,7 @@ func (db *DB) FinishEpisode(ctx context.Context, attemptID int64, try int, out E
 		err := tx.Model(&a).Updates(map[string]any{
 			"status": models.AttemptEvaluating, "steps": out.Steps, "tokens_in": out.TokensIn, "tokens_out": out.TokensOut,
 			"cost": out.Cost, "error_class": out.ErrorClass, "error_message": truncate(out.ErrorMessage, 2000),
-			"final_answer": out.FinalAnswer, "har_key": out.HARKey, "finished_at": now,
+			"final_answer": out.FinalAnswer, "har_key": out.HARKey, "page_state_key": out.PageStateKey, "finished_at": now,
 			"duration_ms": out.Duration.Milliseconds(), "updated_at": now,
 		}).Error
 		if err != nil {

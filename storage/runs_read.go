@@ -331,15 +331,24 @@ func (db *DB) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Tim
 	}
 	tl.FinalAction = models.DecodeAction(tl.Attempt.FinalAnswer)
 	var evs []models.Evaluation
-	if err := q.Where("attempt_id = ? AND is_primary = ?", tl.Attempt.ID, true).Order("created_at DESC, id DESC").Limit(1).Find(&evs).Error; err != nil {
-		return nil, wrap(err, "evaluation")
+	if err := q.Preload("RubricJudgments").Where("attempt_id = ?", tl.Attempt.ID).Order("created_at DESC, id DESC").Find(&evs).Error; err != nil {
+		return nil, wrap(err, "evaluations")
 	}
-	if len(evs) == 1 {
-		tl.Evaluation = &evs[0]
-		if !models.ActorFrom(ctx).Privileged() {
-			tl.Evaluation.Details = redactEvaluationDetails(tl.Evaluation.Details)
+	privileged := models.ActorFrom(ctx).Privileged()
+	for i := range evs {
+		if !privileged {
+			evs[i].Details = redactEvaluationDetails(evs[i].Details)
+		}
+		if evs[i].IsPrimary && tl.Evaluation == nil {
+			tl.Evaluation = &evs[i]
 		}
 	}
+	tl.Evaluations = evs
+	tasks = []models.Task{tl.Task}
+	if err := loadRubrics(q, tasks); err != nil {
+		return nil, err
+	}
+	tl.Task = tasks[0]
 	return tl, nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"net/http"
 
 	"proctor/config"
+	"proctor/eval/judge"
+	"proctor/models"
 	"proctor/netguard"
 	"proctor/runner"
 	"proctor/runner/episode"
@@ -159,9 +161,32 @@ func (p *Program) newRunner(app *App, episodes int) (*runner.Runner, error) {
 		DB: app.DB, Artifacts: app.Artifacts, Logger: app.Log,
 		Browser:     episode.BrowserOptionsFromEnv(p.Getenv),
 		AgentClient: guard.Client,
+		Judges:      judgeFactory(app.Config.Judge),
 		Options: runner.Options{
 			Episodes: episodes, DailyRunQuota: app.Config.RunQuota,
 			RescueAfter: app.Config.RescueAfter, EnvironmentRetries: app.Config.EnvironmentRetries,
 		},
 	})
+}
+
+// judgeFactory builds LLM judges: a benchmark's own endpoint when it names
+// one (with the server's timeouts, concurrency and prices), else the server's
+// judge. Without either it returns nil judges, and attempts stay "not judged".
+func judgeFactory(server config.Judge) runner.JudgeFactory {
+	return func(s models.JudgeSettings) (runner.Judges, error) {
+		cfg := judge.Config{BaseURL: server.BaseURL, Model: server.Model, APIKey: server.APIKey,
+			Timeout: server.Timeout, Concurrency: server.Concurrency,
+			PriceInputPerMTok: server.InputPrice, PriceOutputPerMTok: server.OutputPrice}
+		if s.BaseURL != "" {
+			cfg.BaseURL, cfg.Model, cfg.APIKey = s.BaseURL, s.Model, s.APIKey
+		}
+		c, err := judge.New(cfg)
+		if errors.Is(err, judge.ErrNotConfigured) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 }

@@ -62,6 +62,7 @@ func (p *Program) commands() []command {
 		{"import", "import a benchmark: import --format FORMAT --name SLUG FILE [--subset NAME=FILE …]", (*Program).importBenchmark},
 		{"benchmark", "inspect benchmarks: benchmark list | benchmark show SLUG [--json]", (*Program).benchmark},
 		{"eval", "grade agent outputs offline: eval webarena-verified --dataset FILE --outputs DIR [--task-ids 1,2,3] [--out FILE.jsonl]", (*Program).evalCommand},
+		{"rescore", "grade finished attempts again: rescore --run ID | --benchmark SLUG | --all", (*Program).rescore},
 		{"user", "manage users: user create [--admin] [--password-stdin] EMAIL | user set-password [--admin] [--password-stdin] EMAIL | user list", (*Program).user},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"proctor/config"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,7 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 		BaseURL:        app.Config.BaseURL,
 		SecureCookies:  strings.HasPrefix(app.Config.BaseURL, "https://"),
 		TrustedProxies: app.Config.TrustedProxies,
+		ServerJudge:    serverJudge(app.Config.Judge),
 	}, handlers.Deps{
 		Store: app.DB, Artifacts: app.Artifacts, ArtifactHandler: app.ArtifactHandler,
 		Static: static.Files(), Logger: app.Log,
@@ -130,4 +132,12 @@ func (p *Program) migrate(ctx context.Context, args []string) error {
 	fmt.Fprintf(p.Stdout, "database (%s) at migration %d; applied %d now; queue migrations applied now: %d\n",
 		app.DB.Dialect(), status.Current, len(status.Applied), len(status.RiverApplied))
 	return nil
+}
+
+// serverJudge describes the configured judge for the admin pages (never its key).
+func serverJudge(j config.Judge) string {
+	if j.BaseURL == "" {
+		return ""
+	}
+	return j.Model + " at " + j.BaseURL
 }
