@@ -19,6 +19,7 @@ func (s *Server) apiRunRoutes(g *echo.Group) {
 	g.GET("/runs", s.apiListRuns)
 	g.POST("/runs", s.apiQueueRun)
 	g.GET("/runs/:id", s.apiShowRun)
+	g.GET("/runs/:id/metrics", s.apiRunMetrics)
 	g.GET("/runs/:id/attempts", s.apiListAttempts)
 	g.GET("/runs/:id/attempts/:attemptID", s.apiShowAttempt)
 	g.POST("/runs/:id/cancel", s.apiCancelRun)
@@ -201,11 +202,14 @@ func toAPIAttempt(a models.AttemptListItem) apiAttempt {
 
 // apiTimeline is an attempt's timeline with signed artifact URLs.
 type apiTimeline struct {
-	Run        apiRunItem        `json:"run"`
-	Attempt    apiTimelineTry    `json:"attempt"`
-	Task       apiTimelineTask   `json:"task"`
-	Evaluation *apiEvaluation    `json:"evaluation"`
-	Steps      []apiTimelineStep `json:"steps"`
+	Run        apiRunItem      `json:"run"`
+	Attempt    apiTimelineTry  `json:"attempt"`
+	Task       apiTimelineTask `json:"task"`
+	Evaluation *apiEvaluation  `json:"evaluation"` // the primary verdict, null until evaluated or when not judged
+	// Evaluations are every verdict, newest first: the current one of each
+	// kind (check, judge, rubric) and the history re-scoring kept.
+	Evaluations []apiEvaluation   `json:"evaluations"`
+	Steps       []apiTimelineStep `json:"steps"`
 }
 
 type apiTimelineTry struct {
@@ -240,12 +244,46 @@ type apiTimelineTask struct {
 }
 
 type apiEvaluation struct {
-	Evaluator        string          `json:"evaluator"`
-	EvaluatorVersion string          `json:"evaluator_version"`
-	Verdict          string          `json:"verdict"`
-	Score            *float64        `json:"score"`
-	Details          json.RawMessage `json:"details"`
-	CreatedAt        time.Time       `json:"created_at"`
+	Evaluator        string              `json:"evaluator"`
+	EvaluatorVersion string              `json:"evaluator_version"`
+	Kind             string              `json:"kind"`
+	Primary          bool                `json:"primary"`
+	Current          bool                `json:"current"`
+	Rescore          bool                `json:"rescore"`
+	Verdict          string              `json:"verdict"`
+	Score            *float64            `json:"score"`
+	JudgeScore       *int                `json:"judge_score"`
+	InputsChecksum   string              `json:"inputs_checksum"`
+	TokensIn         int64               `json:"tokens_in"`
+	TokensOut        int64               `json:"tokens_out"`
+	Cost             float64             `json:"cost"`
+	Rubric           []apiRubricJudgment `json:"rubric"`
+	Details          json.RawMessage     `json:"details"`
+	CreatedAt        time.Time           `json:"created_at"`
+}
+
+type apiRubricJudgment struct {
+	Key       string `json:"key"`
+	Passed    bool   `json:"passed"`
+	Rationale string `json:"rationale"`
+	Steps     []int  `json:"steps"`
+}
+
+func toAPIEvaluation(tl *models.Timeline, ev *models.Evaluation) apiEvaluation {
+	out := apiEvaluation{
+		Evaluator: ev.Evaluator, EvaluatorVersion: ev.EvaluatorVersion, Kind: ev.Kind, Primary: ev.IsPrimary,
+		Current: ev.IsCurrent, Rescore: ev.Rescore, Verdict: ev.Verdict, Score: ev.Score, JudgeScore: ev.JudgeScore,
+		InputsChecksum: ev.InputsChecksum, TokensIn: ev.TokensIn, TokensOut: ev.TokensOut, Cost: ev.Cost,
+		Rubric: []apiRubricJudgment{}, Details: rawJSONOrNull(ev.Details), CreatedAt: ev.CreatedAt,
+	}
+	for _, j := range ev.RubricJudgments {
+		key := ""
+		if it := tl.RubricItem(j.RubricItemID); it != nil {
+			key = it.Key
+		}
+		out.Rubric = append(out.Rubric, apiRubricJudgment{Key: key, Passed: j.Passed, Rationale: j.Rationale, Steps: nonNil([]int(j.EvidenceSteps))})
+	}
+	return out
 }
 
 type apiTimelineStep struct {
@@ -294,10 +332,12 @@ func toAPITimeline(tl *models.Timeline, urls map[string]string) apiTimeline {
 		Steps: make([]apiTimelineStep, 0, len(tl.Steps)),
 	}
 	if ev := tl.Evaluation; ev != nil {
-		out.Evaluation = &apiEvaluation{
-			Evaluator: ev.Evaluator, EvaluatorVersion: ev.EvaluatorVersion, Verdict: ev.Verdict, Score: ev.Score,
-			Details: rawJSONOrNull(ev.Details), CreatedAt: ev.CreatedAt,
-		}
+		primary := toAPIEvaluation(tl, ev)
+		out.Evaluation = &primary
+	}
+	out.Evaluations = make([]apiEvaluation, 0, len(tl.Evaluations))
+	for i := range tl.Evaluations {
+		out.Evaluations = append(out.Evaluations, toAPIEvaluation(tl, &tl.Evaluations[i]))
 	}
 	for _, st := range tl.Steps {
 		s := st.Step
@@ -374,6 +414,20 @@ func (s *Server) apiShowRun(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, toAPIProgress(p))
+}
+
+// apiRunMetrics returns the run's metrics with their breakdowns: its own
+// subset first, then (for a run over every task) each named subset.
+func (s *Server) apiRunMetrics(c echo.Context) error {
+	id, err := int64Param(c, "id")
+	if err != nil {
+		return err
+	}
+	reports, err := s.store.RunMetrics(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"run_id": id, "subsets": reports})
 }
 
 func (s *Server) apiListAttempts(c echo.Context) error {

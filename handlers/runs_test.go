@@ -28,6 +28,7 @@ import (
 	"proctor/models"
 	"proctor/netguard"
 	"proctor/static"
+	"proctor/stats"
 	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/storage/storagetest"
@@ -252,6 +253,8 @@ func TestAuthz_Runs(t *testing.T) {
 		{authzCase: authzCase{method: "POST", path: "/api/v1/runs", json: `{"team":"lab","agent":"walker","benchmark":"mini","notes":"api {n}"}`, want: team(unauth, forbidden, created)}},
 		{authzCase: authzCase{method: "GET", path: "/api/v1/runs/{run}", want: team(notFound, notFound, ok)}},
 		{authzCase: authzCase{method: "GET", path: "/api/v1/runs/{run}", want: all(ok)}, published: true},
+		{authzCase: authzCase{method: "GET", path: "/api/v1/runs/{run}/metrics", want: team(notFound, notFound, ok)}},
+		{authzCase: authzCase{method: "GET", path: "/api/v1/runs/{run}/metrics", want: all(ok)}, published: true},
 		{authzCase: authzCase{method: "GET", path: "/api/v1/runs/{run}/attempts", want: team(notFound, notFound, ok)}},
 		{authzCase: authzCase{method: "GET", path: "/api/v1/runs/{run}/attempts", want: all(ok)}, published: true},
 		{authzCase: authzCase{method: "GET", path: "/api/v1/runs/{run}/attempts/{attempt}", want: team(notFound, notFound, ok)}},
@@ -841,6 +844,49 @@ func TestRuns_Evaluations(t *testing.T) {
 	for _, secret := range benchSecrets {
 		require.NotContains(t, body, secret)
 	}
+
+	// The JSON API has the same verdicts and metrics.
+	api := withToken(t, f.b, f.member)
+	var tl struct {
+		Evaluation  struct{ Kind string }
+		Evaluations []struct {
+			Kind       string `json:"kind"`
+			Current    bool   `json:"current"`
+			JudgeScore *int   `json:"judge_score"`
+			Rubric     []struct {
+				Key    string `json:"key"`
+				Passed bool   `json:"passed"`
+				Steps  []int  `json:"steps"`
+			} `json:"rubric"`
+		}
+	}
+	res = api.api("GET", fmt.Sprintf("/api/v1/runs/%d/attempts/%d", run.ID, ids[0]), nil)
+	body = readBody(t, res)
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &tl))
+	require.Equal(t, models.EvaluationRubric, tl.Evaluation.Kind, "the rubric judgment is the primary verdict of a rubric benchmark")
+	require.Len(t, tl.Evaluations, 4)
+	require.Equal(t, 5, *tl.Evaluations[0].JudgeScore)
+	for _, ev := range tl.Evaluations {
+		if ev.Kind == models.EvaluationRubric {
+			require.Equal(t, "R1", ev.Rubric[0].Key)
+			require.Equal(t, []int{1, 2}, ev.Rubric[0].Steps)
+		}
+	}
+	for _, secret := range benchSecrets {
+		require.NotContains(t, body, secret)
+	}
+	var metrics struct {
+		Subsets []stats.Report `json:"subsets"`
+	}
+	res = api.api("GET", fmt.Sprintf("/api/v1/runs/%d/metrics", run.ID), nil)
+	body = readBody(t, res)
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &metrics))
+	require.Len(t, metrics.Subsets, 2)
+	require.Equal(t, "full", metrics.Subsets[0].Subset)
+	require.Equal(t, 2, metrics.Subsets[0].Metrics.Graded)
+	require.Contains(t, body, `"success_ci":{"low":`)
 }
 
 func ptr[T any](v T) *T { return &v }

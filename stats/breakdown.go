@@ -33,8 +33,8 @@ func Dimensions() []Dimension {
 
 // Group is the metrics of the attempts that share one label value.
 type Group struct {
-	Key     string
-	Metrics Metrics
+	Key     string  `json:"key"`
+	Metrics Metrics `json:"metrics"`
 }
 
 // Breakdown summarizes attempts per label value of dimension d, sorted by key

@@ -33,8 +33,8 @@ const pcgStream uint64 = 0x9e3779b97f4a7c15
 
 // Interval is a closed confidence interval [Low, High].
 type Interval struct {
-	Low  float64
-	High float64
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
 }
 
 // Contains reports whether x lies in the interval, bounds included.

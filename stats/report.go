@@ -4,10 +4,10 @@ package stats
 // subset, or for a run over every task ("full") a named subset, restricted to
 // that subset's tasks.
 type Report struct {
-	Subset     string
-	Restricted bool // a full run's numbers on a named subset
-	Metrics    Metrics
-	Breakdowns map[Dimension][]Group
+	Subset     string                `json:"subset"`
+	Restricted bool                  `json:"restricted"` // a full run's numbers on a named subset
+	Metrics    Metrics               `json:"metrics"`
+	Breakdowns map[Dimension][]Group `json:"breakdowns"`
 }
 
 // NewReport summarizes attempts and breaks them down by every dimension.

@@ -41,9 +41,9 @@ type Attempt struct {
 
 // Estimate is a sample mean with its 95% confidence interval and sample size.
 type Estimate struct {
-	Mean float64
-	CI   Interval
-	N    int
+	Mean float64  `json:"mean"`
+	CI   Interval `json:"ci"`
+	N    int      `json:"n"`
 }
 
 // Metrics is everything a Proctor page shows about a set of attempts. Each field
@@ -51,36 +51,36 @@ type Estimate struct {
 // interval [0, 1]) and a mean over an empty set is nil, never NaN.
 type Metrics struct {
 	// N counts every attempt passed in; Tasks counts their distinct TaskIDs.
-	N     int
-	Tasks int
+	N     int `json:"n"`
+	Tasks int `json:"tasks"`
 	// Graded counts attempts with an outcome: Successes + Failures + Errors.
-	Graded    int
-	Successes int
-	Failures  int
-	Errors    int
+	Graded    int `json:"graded"`
+	Successes int `json:"successes"`
+	Failures  int `json:"failures"`
+	Errors    int `json:"errors"`
 
 	// SuccessRate is Successes / Graded. Errors are in the denominator: an
 	// errored attempt did not succeed, whoever was at fault, so a flaky agent or
 	// site cannot raise its rate by erroring out. Attempts not graded yet are
 	// left out, since they have no outcome to count. SuccessCI is Wilson95 over
 	// the same counts.
-	SuccessRate float64
-	SuccessCI   Interval
+	SuccessRate float64  `json:"success_rate"`
+	SuccessCI   Interval `json:"success_ci"`
 
 	// JudgeScore is the mean LLM judge score (1–5) over judged attempts, with a
 	// bootstrap 95% interval; nil when none was judged.
-	JudgeScore *Estimate
+	JudgeScore *Estimate `json:"judge_score"`
 	// RubricScore is the mean rubric score (0–1) over attempts with a
 	// RubricScore (the Odysseys "averaged" metric), with a bootstrap 95%
 	// interval; nil when none has one.
-	RubricScore *Estimate
+	RubricScore *Estimate `json:"rubric_score"`
 	// PerfectRate is the share of attempts with a Perfect flag whose every
 	// rubric item passed (the Odysseys "perfect" metric); PerfectCI is its Wilson
 	// 95% interval. Both nil when no attempt has the flag. A rubric judgment sets
 	// RubricScore and Perfect together, so this is the same set of attempts as
 	// RubricScore.
-	PerfectRate *float64
-	PerfectCI   *Interval
+	PerfectRate *float64  `json:"perfect_rate"`
+	PerfectCI   *Interval `json:"perfect_ci"`
 	// Efficiency is Odysseys trajectory efficiency: the mean over attempts with a
 	// a RubricScore of rubric score divided by step count,
 	//
@@ -94,31 +94,31 @@ type Metrics struct {
 	// step counts as one step: it still took a turn to answer, and dropping it
 	// would hide zero-score attempts from the mean. Nil when no attempt has a
 	// RubricScore.
-	Efficiency *float64
+	Efficiency *float64 `json:"efficiency"`
 
 	// MeanSteps and MedianSteps are over all N attempts.
-	MeanSteps   float64
-	MedianSteps float64
+	MeanSteps   float64 `json:"mean_steps"`
+	MedianSteps float64 `json:"median_steps"`
 	// TokensIn, TokensOut and Cost are totals over all N attempts: resources are
 	// spent whether or not an attempt ends graded. CostPerTask is Cost / N, the
 	// mean cost of one task attempt.
-	TokensIn    int64
-	TokensOut   int64
-	Cost        float64
-	CostPerTask float64
+	TokensIn    int64   `json:"tokens_in"`
+	TokensOut   int64   `json:"tokens_out"`
+	Cost        float64 `json:"cost"`
+	CostPerTask float64 `json:"cost_per_task"`
 	// WallTimeMS is the sum of attempt durations (attempts run in parallel, so
 	// this is compute time, not the run's elapsed time); MeanDurationMS is
 	// WallTimeMS / N.
-	WallTimeMS     int64
-	MeanDurationMS float64
+	WallTimeMS     int64   `json:"wall_time_ms"`
+	MeanDurationMS float64 `json:"mean_duration_ms"`
 
 	// ErrorClasses counts attempts by non-empty ErrorClass, whatever their
 	// outcome (a budget stop may be graded as a failure). Never nil.
-	ErrorClasses map[string]int
+	ErrorClasses map[string]int `json:"error_classes"`
 	// BudgetExhaustionRate is the share of all N attempts whose ErrorClass is
 	// budget or timeout: how often the limits, rather than the agent's own
 	// answer, ended the episode.
-	BudgetExhaustionRate float64
+	BudgetExhaustionRate float64 `json:"budget_exhaustion_rate"`
 }
 
 // Summarize computes Metrics over attempts. Bootstrap intervals use
