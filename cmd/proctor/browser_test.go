@@ -238,9 +238,16 @@ func TestBrowser_QueueSandboxRunAndWatch(t *testing.T) {
 	require.NoError(t, expect.Locator(page.GetByTestId("run-status")).ToHaveText("completed", playwright.LocatorAssertionsToHaveTextOptions{Timeout: playwright.Float(180_000)}))
 	require.NoError(t, expect.Locator(page.GetByTestId("run-done")).ToContainText("(100%)"))
 	require.NoError(t, expect.Locator(page.GetByTestId("run-successes")).ToHaveText("6"))
+	// The metrics, with the success rate's interval; no judge is configured here.
+	require.NoError(t, expect.Locator(page.GetByTestId("metric-success")).ToHaveText("100.0% (95% CI 61.0–100.0%, 6/6)"))
+	require.NoError(t, expect.Locator(page.GetByTestId("metric-judge")).ToHaveText("not judged"))
+	require.NoError(t, page.GetByTestId("breakdown-site").Locator("summary").Click())
+	require.NoError(t, expect.Locator(page.GetByTestId("breakdown-site").Locator("tbody tr")).ToHaveCount(3), "shop, data and multi-site")
 	shot(t, page, "run-completed")
 
 	require.NoError(t, page.GetByTestId("timeline-link").First().Click())
 	require.NoError(t, expect.Locator(page.Locator("img").First()).ToBeVisible())
+	require.NoError(t, expect.Locator(page.GetByTestId("evaluation-verdict")).ToHaveText("success"))
+	require.NoError(t, expect.Locator(page.GetByTestId("not-judged")).ToBeVisible())
 	shot(t, page, "timeline")
 }
