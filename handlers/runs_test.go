@@ -815,7 +815,7 @@ func TestRuns_Evaluations(t *testing.T) {
 
 	body = readBody(t, f.b.admin.get(fmt.Sprintf("/runs/%d", run.ID)))
 	require.Contains(t, body, `data-testid="run-rescored"`)
-	require.Contains(t, body, "llm-judge:test-model:rubric-v1@rubric-v1")
+	require.Contains(t, body, "llm-judge:test-model:rubric-v1, llm-judge:test-model:trajectory-v1")
 	require.Contains(t, body, `data-testid="rescore-run"`)
 	require.Contains(t, body, "4.00 (95% CI 4.00–4.00, n=1)", "the judge's mean score")
 

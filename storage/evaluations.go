@@ -136,15 +136,18 @@ func (db *DB) insertEvaluations(tx *gorm.DB, a *models.Attempt, b EvaluationBatc
 	return nil
 }
 
-// evaluatorNames lists evaluators as name@version, for the rescored note.
+// evaluatorNames lists evaluators with their versions, for the rescored note:
+// "webarena-verified@1", "llm-judge:gpt-4o:trajectory-v1".
 func evaluatorNames(evs []*models.Evaluation) string {
 	names := make([]string, 0, len(evs))
 	for _, ev := range evs {
-		n := ev.Evaluator
-		if ev.EvaluatorVersion != "" && !strings.Contains(ev.EvaluatorVersion, ev.Evaluator) {
-			n += "@" + ev.EvaluatorVersion
-		} else if ev.EvaluatorVersion != "" {
-			n = ev.EvaluatorVersion
+		n, v := ev.Evaluator, ev.EvaluatorVersion
+		switch {
+		case v == "", strings.Contains(n, v):
+		case strings.HasPrefix(v, n):
+			n = v
+		default:
+			n += "@" + v
 		}
 		names = append(names, n)
 	}
