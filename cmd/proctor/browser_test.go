@@ -171,6 +171,27 @@ func TestBrowser_AdminImportsAndBrowses(t *testing.T) {
 	require.NoError(t, expect.Locator(page.GetByTestId("hidden-evaluation")).ToBeVisible())
 	require.NoError(t, expect.Locator(page.GetByTestId("task-eval-spec")).ToContainText("AgentResponseEvaluator"))
 	shot(t, page, "task-admin")
+
+	// The benchmark's own LLM judge, then a re-scoring with nothing to grade yet.
+	_, err = page.Goto(base + "/admin")
+	require.NoError(t, err)
+	require.NoError(t, page.GetByTestId("judge-webarena-verified").Click())
+	judge := page.GetByTestId("judge-form")
+	require.NoError(t, judge.GetByLabel("Chat-completions base URL", playwright.LocatorGetByLabelOptions{Exact: playwright.Bool(false)}).Fill("not a url"))
+	require.NoError(t, judge.GetByLabel("Model").Fill("judge-model"))
+	require.NoError(t, page.GetByTestId("save-judge").Click())
+	require.NoError(t, expect.Locator(page.GetByTestId("error-judge_base_url")).ToBeVisible())
+	judge = page.GetByTestId("judge-form")
+	require.NoError(t, judge.GetByLabel("Chat-completions base URL", playwright.LocatorGetByLabelOptions{Exact: playwright.Bool(false)}).Fill("https://judge.example.org/v1"))
+	require.NoError(t, judge.GetByLabel("API key", playwright.LocatorGetByLabelOptions{Exact: playwright.Bool(false)}).Fill("sk-test-key"))
+	require.NoError(t, page.GetByTestId("save-judge").Click())
+	require.NoError(t, expect.Locator(page.GetByTestId("clear-key")).ToBeVisible())
+	shot(t, page, "admin-judge")
+	_, err = page.Goto(base + "/admin")
+	require.NoError(t, err)
+	require.NoError(t, page.GetByTestId("rescore-webarena-verified").Click())
+	require.NoError(t, expect.Locator(page.GetByTestId("flash")).ToHaveText("No finished attempt to re-score."))
+	shot(t, page, "admin-rescored")
 }
 
 // TestBrowser_QueueSandboxRunAndWatch is the newcomer's first run: sign up,
