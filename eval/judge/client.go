@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"proctor/internal/chat"
 	"strconv"
 	"strings"
 	"time"
@@ -84,44 +85,6 @@ func (e *Error) Error() string {
 // Unwrap exposes the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Chat-completions request and response shapes (only the parts used).
-type (
-	chatRequest struct {
-		Model          string          `json:"model"`
-		Messages       []chatMessage   `json:"messages"`
-		Temperature    *float64        `json:"temperature,omitempty"`
-		ResponseFormat *responseFormat `json:"response_format,omitempty"`
-	}
-	responseFormat struct {
-		Type string `json:"type"`
-	}
-	chatMessage struct {
-		Role    string `json:"role"`
-		Content any    `json:"content"` // a string, or a list of contentParts
-	}
-	contentPart struct {
-		Type     string    `json:"type"`
-		Text     string    `json:"text,omitempty"`
-		ImageURL *imageURL `json:"image_url,omitempty"`
-	}
-	imageURL struct {
-		URL string `json:"url"`
-	}
-	chatResponse struct {
-		Choices []struct {
-			Message struct {
-				Content json.RawMessage `json:"content"`
-				Refusal *string         `json:"refusal"`
-			} `json:"message"`
-			FinishReason string `json:"finish_reason"`
-		} `json:"choices"`
-		Usage *struct {
-			PromptTokens     int64 `json:"prompt_tokens"`
-			CompletionTokens int64 `json:"completion_tokens"`
-		} `json:"usage"`
-	}
-)
-
 // completion is one answered request: the reply text and what it cost.
 type completion struct {
 	content      string
@@ -143,8 +106,8 @@ func (r *retryable) Error() string { return r.err.Error() }
 // network errors, 408, 429 and 5xx with exponential backoff and jitter,
 // honouring Retry-After. The returned error is an *Error, or the parent
 // context's error when ctx ends.
-func (c *Client) complete(ctx context.Context, messages []chatMessage) (*completion, error) {
-	req := chatRequest{Model: c.cfg.Model, Messages: messages, ResponseFormat: &responseFormat{Type: "json_object"}}
+func (c *Client) complete(ctx context.Context, messages []chat.Message) (*completion, error) {
+	req := chat.Request{Model: c.cfg.Model, Messages: messages, ResponseFormat: &chat.ResponseFormat{Type: "json_object"}}
 	if !c.cfg.OmitTemperature {
 		req.Temperature = &c.cfg.Temperature
 	}
@@ -246,7 +209,7 @@ func (c *Client) transportError(actx context.Context, err error) error {
 
 // parseCompletion reads the chat completion: its text, or why there is none.
 func (c *Client) parseCompletion(data []byte) (*completion, error) {
-	var chat chatResponse
+	var chat chat.Response
 	if err := json.Unmarshal(data, &chat); err != nil {
 		return nil, &Error{Kind: KindBadResponse, Message: "the judge endpoint's answer is not a chat completion" + c.snippet(data), Err: err}
 	}
@@ -342,7 +305,7 @@ func messageText(raw json.RawMessage) (string, error) {
 	if err := json.Unmarshal(raw, &s); err == nil {
 		return s, nil
 	}
-	var parts []contentPart
+	var parts []chat.Part
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return "", err
 	}

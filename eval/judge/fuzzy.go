@@ -3,6 +3,7 @@ package judge
 import (
 	"context"
 	"errors"
+	"proctor/internal/chat"
 	"strings"
 
 	"proctor/eval"
@@ -42,7 +43,7 @@ func (c *Client) FuzzyJudge(ctx context.Context, intent, reference, answer strin
 	if err != nil {
 		return nil, err
 	}
-	messages := []chatMessage{{Role: "system", Content: system}, {Role: "user", Content: user}}
+	messages := []chat.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}
 	ex, err := c.ask(ctx, messages, func(reply string) error {
 		raw, err := extractObject(reply)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"proctor/internal/chat"
 	"strings"
 	"sync"
 	"testing"
@@ -54,7 +55,7 @@ func (r *seenRequest) texts(t *testing.T) []string {
 			out = append(out, s)
 			continue
 		}
-		var parts []contentPart
+		var parts []chat.Part
 		require.NoError(t, json.Unmarshal(m.Content, &parts))
 		for _, p := range parts {
 			if p.Type == "text" {
@@ -70,7 +71,7 @@ func (r *seenRequest) images(t *testing.T) []string {
 	t.Helper()
 	var out []string
 	for _, m := range r.body.Messages {
-		var parts []contentPart
+		var parts []chat.Part
 		if json.Unmarshal(m.Content, &parts) != nil {
 			continue
 		}

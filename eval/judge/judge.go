@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"proctor/internal/chat"
 
 	"proctor/eval"
 	"proctor/models"
@@ -70,7 +71,7 @@ type exchange struct {
 // reply gets one repair request (the reply and the cause, asking for the JSON
 // object again); a second off-format reply is an Error of KindOffFormat.
 // Refusals and transport failures are not repaired.
-func (c *Client) ask(ctx context.Context, messages []chatMessage, parse func(reply string) error) (*exchange, error) {
+func (c *Client) ask(ctx context.Context, messages []chat.Message, parse func(reply string) error) (*exchange, error) {
 	ex := &exchange{}
 	for round := 1; ; round++ {
 		done, err := c.complete(ctx, messages)
@@ -100,8 +101,8 @@ func (c *Client) ask(ctx context.Context, messages []chatMessage, parse func(rep
 		}
 		ex.repairCause = cause
 		messages = append(messages[:len(messages):len(messages)],
-			chatMessage{Role: "assistant", Content: done.content},
-			chatMessage{Role: "user", Content: "Your reply could not be read: " + cause + ". Reply again with exactly the one JSON object described above, with no other text."})
+			chat.Message{Role: "assistant", Content: done.content},
+			chat.Message{Role: "user", Content: "Your reply could not be read: " + cause + ". Reply again with exactly the one JSON object described above, with no other text."})
 	}
 }
 
@@ -112,7 +113,7 @@ func addUsage(a, b models.Usage) models.Usage {
 
 // conversation is a rendered judgement request and what it shows.
 type conversation struct {
-	messages     []chatMessage
+	messages     []chat.Message
 	summary      *summary
 	imagesSent   int
 	imagesFailed int
@@ -147,15 +148,15 @@ func (c *Client) converse(ctx context.Context, p *prompt, data *promptData, in e
 	conv.tokens = estimateTokens(system) + estimateTokens(user)
 	var content any = user
 	if len(shots) > 0 {
-		parts := []contentPart{{Type: "text", Text: user}}
+		parts := []chat.Part{{Type: "text", Text: user}}
 		for _, s := range shots {
-			parts = append(parts, contentPart{Type: "text", Text: imageLabel(s.step)},
-				contentPart{Type: "image_url", ImageURL: &imageURL{URL: s.dataURL}})
+			parts = append(parts, chat.Part{Type: "text", Text: imageLabel(s.step)},
+				chat.Part{Type: "image_url", ImageURL: &chat.ImageURL{URL: s.dataURL}})
 			conv.tokens += ImageTokens
 		}
 		content = parts
 	}
-	conv.messages = []chatMessage{{Role: "system", Content: system}, {Role: "user", Content: content}}
+	conv.messages = []chat.Message{{Role: "system", Content: system}, {Role: "user", Content: content}}
 	return conv, nil
 }
 

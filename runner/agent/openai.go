@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"proctor/internal/chat"
 	"strings"
 	"unicode/utf8"
 
@@ -119,40 +120,6 @@ func (a *openAIAgent) WantsScreenshot() bool {
 	return a.settings.Screenshot == nil || *a.settings.Screenshot
 }
 
-// Chat-completions request and response shapes (only the parts used).
-type (
-	chatRequest struct {
-		Model       string        `json:"model"`
-		Messages    []chatMessage `json:"messages"`
-		Temperature *float64      `json:"temperature,omitempty"`
-		MaxTokens   *int          `json:"max_tokens,omitempty"`
-	}
-	chatMessage struct {
-		Role    string `json:"role"`
-		Content any    `json:"content"` // a string, or a list of chatParts
-	}
-	chatPart struct {
-		Type     string    `json:"type"`
-		Text     string    `json:"text,omitempty"`
-		ImageURL *imageURL `json:"image_url,omitempty"`
-	}
-	imageURL struct {
-		URL string `json:"url"`
-	}
-	chatResponse struct {
-		Choices []struct {
-			Message struct {
-				Content json.RawMessage `json:"content"`
-			} `json:"message"`
-			FinishReason string `json:"finish_reason"`
-		} `json:"choices"`
-		Usage *struct {
-			PromptTokens     int64 `json:"prompt_tokens"`
-			CompletionTokens int64 `json:"completion_tokens"`
-		} `json:"usage"`
-	}
-)
-
 // Step prompts the model with the observation and parses its one action.
 func (a *openAIAgent) Step(ctx context.Context, req *models.StepRequest) (*models.StepResponse, error) {
 	if req.AttemptID != a.attempt {
@@ -176,7 +143,7 @@ func (a *openAIAgent) Step(ctx context.Context, req *models.StepRequest) (*model
 	if err != nil {
 		return nil, err
 	}
-	var chat chatResponse
+	var chat chat.Response
 	if err := json.Unmarshal(data, &chat); err != nil {
 		return nil, agentErr(KindMalformed, err, "the chat-completions endpoint's answer is not a chat completion: %s", strings.TrimPrefix(jsonProblem(err), "json: "))
 	}
@@ -203,7 +170,7 @@ func (a *openAIAgent) Step(ctx context.Context, req *models.StepRequest) (*model
 }
 
 // usage converts the completion's token counts and prices them.
-func (a *openAIAgent) usage(chat *chatResponse) models.Usage {
+func (a *openAIAgent) usage(chat *chat.Response) models.Usage {
 	if chat.Usage == nil {
 		return models.Usage{}
 	}
@@ -226,7 +193,7 @@ func (a *openAIAgent) remember(step int, resp *models.StepResponse) {
 }
 
 // request builds the chat-completions request for one step.
-func (a *openAIAgent) request(req *models.StepRequest) *chatRequest {
+func (a *openAIAgent) request(req *models.StepRequest) *chat.Request {
 	text := a.userText(req)
 	var content any = text
 	obs := req.Observation
@@ -235,16 +202,16 @@ func (a *openAIAgent) request(req *models.StepRequest) *chatRequest {
 		if obs.ScreenshotType == "png" {
 			mime = "image/png"
 		}
-		content = []chatPart{
+		content = []chat.Part{
 			{Type: "text", Text: text},
-			{Type: "image_url", ImageURL: &imageURL{URL: "data:" + mime + ";base64," + obs.Screenshot}},
+			{Type: "image_url", ImageURL: &chat.ImageURL{URL: "data:" + mime + ";base64," + obs.Screenshot}},
 		}
 	}
-	return &chatRequest{
+	return &chat.Request{
 		Model:       a.model,
 		Temperature: a.settings.Temperature,
 		MaxTokens:   a.settings.MaxTokens,
-		Messages: []chatMessage{
+		Messages: []chat.Message{
 			{Role: "system", Content: systemPrompt},
 			{Role: "user", Content: content},
 		},
@@ -316,7 +283,7 @@ func messageText(raw json.RawMessage) (string, error) {
 	if err := json.Unmarshal(raw, &s); err == nil {
 		return s, nil
 	}
-	var parts []chatPart
+	var parts []chat.Part
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return "", err
 	}
