@@ -56,7 +56,7 @@ func (q *fakeQueue) RetryAttempts(ctx context.Context, runID int64) (int, error)
 
 // Rescore records what it was asked to re-score (the enqueue inserts no job).
 func (q *fakeQueue) Rescore(ctx context.Context, scope storage.RescoreScope) (int, error) {
-	return q.db.RescoreAttempts(ctx, scope, func(context.Context, *sql.Tx, []int64, time.Time) error { return nil })
+	return q.db.RescoreAttempts(ctx, scope, func(context.Context, *sql.Tx, []int64, string) error { return nil })
 }
 
 // runsFixture is a running server with a run queue (unless noQueue) and a local
@@ -797,7 +797,6 @@ func TestRuns_Evaluations(t *testing.T) {
 	// The re-scoring's verdicts: a rubric judgment and an LLM judge's score.
 	var items []models.RubricItem
 	require.NoError(t, db.Gorm().Where("task_id = (SELECT task_id FROM attempts WHERE id = ?)", ids[0]).Order("position").Find(&items).Error)
-	since := time.Now().Add(-time.Minute)
 	judge := 4
 	_, err := db.RecordEvaluations(f.sys, ids[0], storage.EvaluationBatch{
 		Primary: &models.Evaluation{Evaluator: "llm-judge:test-model:rubric-v1", EvaluatorVersion: "rubric-v1", Kind: models.EvaluationRubric,
@@ -808,7 +807,7 @@ func TestRuns_Evaluations(t *testing.T) {
 			}},
 		Others: []*models.Evaluation{{Evaluator: "llm-judge:test-model:trajectory-v1", EvaluatorVersion: "trajectory-v1", Kind: models.EvaluationJudge,
 			Verdict: models.OutcomeFailure, Score: ptr(0.0), JudgeScore: &judge, Details: `{"rationale":"Added a cable, not the cheapest."}`}},
-		RescoreSince: &since,
+		RescoreID: "rescore-1",
 	}, nil)
 	require.NoError(t, err)
 	require.NoError(t, db.RefreshRunMetrics(f.sys, run.ID))
@@ -829,12 +828,11 @@ func TestRuns_Evaluations(t *testing.T) {
 	require.NotContains(t, body, `data-testid="evaluation-history"`, "every verdict is still the current one of its kind")
 
 	// A second re-scoring by the judge keeps the first judgment as history.
-	later := time.Now()
 	judge = 5
 	_, err = db.RecordEvaluations(f.sys, ids[0], storage.EvaluationBatch{
 		Others: []*models.Evaluation{{Evaluator: "llm-judge:test-model:trajectory-v2", EvaluatorVersion: "trajectory-v2", Kind: models.EvaluationJudge,
 			Verdict: models.OutcomeSuccess, Score: ptr(1.0), JudgeScore: &judge}},
-		RescoreSince: &later,
+		RescoreID: "rescore-2",
 	}, nil)
 	require.NoError(t, err)
 	body = readBody(t, f.member.get(fmt.Sprintf("/runs/%d/attempts/%d", run.ID, ids[0])))

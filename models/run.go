@@ -44,6 +44,10 @@ type Run struct {
 	FinishedAt          *time.Time
 	RescoredAt          *time.Time
 	RescoredWith        string // the evaluators of the last re-scoring, e.g. "webarena-verified@1"
+	// EvaluationsVersion counts the evaluations recorded for the run;
+	// MetricsVersion is the count its precomputed metrics reflect.
+	EvaluationsVersion int64
+	MetricsVersion     int64
 
 	TasksTotal int
 	TasksDone  int
@@ -159,6 +163,7 @@ type Evaluation struct {
 	IsPrimary        bool
 	IsCurrent        bool
 	Rescore          bool   // made by a re-scoring rather than when the attempt finished
+	RescoreID        string // the re-scoring request that made it
 	InputsChecksum   string // SHA-256 of what the evaluator read (spec, answer, HAR, page state, trajectory)
 	Verdict          string // success | failure | error
 	Score            *float64

@@ -122,6 +122,9 @@ type JudgeSettings struct {
 	BaseURL string
 	Model   string
 	APIKey  string
+	// KeyError says why the benchmark's sealed key could not be opened (a
+	// changed server secret, say); such a judge is not used.
+	KeyError string
 }
 
 // RunProgress is a run's live state for its page.

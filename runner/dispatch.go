@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"time"
 
 	"github.com/riverqueue/river"
 
@@ -44,25 +43,7 @@ type metricsWorker struct {
 	r *Runner
 }
 
-// Work refreshes the run's precomputed metrics. An evaluation recorded while
-// it computed found this job running and enqueued none, so the job then runs
-// again shortly.
+// Work refreshes the run's precomputed metrics when they are behind.
 func (w *metricsWorker) Work(ctx context.Context, job *river.Job[MetricsArgs]) error {
-	ctx = models.WithActor(ctx, models.SystemActor())
-	started := time.Now()
-	if err := w.r.db.RefreshRunMetrics(ctx, job.Args.RunID); err != nil {
-		return err
-	}
-	latest, err := w.r.db.LatestEvaluation(ctx, job.Args.RunID)
-	if err != nil {
-		return err
-	}
-	// The margin covers clocks of other workers that recorded evaluations.
-	if latest.After(started.Add(-metricsClockMargin)) {
-		return river.JobSnooze(time.Second)
-	}
-	return nil
+	return w.r.db.RefreshRunMetrics(models.WithActor(ctx, models.SystemActor()), job.Args.RunID)
 }
-
-// metricsClockMargin is how far apart the clocks of workers may be.
-const metricsClockMargin = 2 * time.Second

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,7 +9,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"testing/iotest"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -30,36 +28,55 @@ type evaluateWorker struct {
 	r *Runner
 }
 
-// Timeout leaves room for LLM judges, which retry slow endpoints.
+// Timeout leaves room for LLM judges, which retry slow endpoints, while
+// staying under the rescue delay: River would otherwise take a job still
+// running for a stuck one and run it twice (paying the judges twice).
 func (w *evaluateWorker) Timeout(*river.Job[EvaluateArgs]) time.Duration {
-	return max(10*time.Minute, w.r.opts.RescueAfter)
+	return evaluationTimeout(w.r.opts.RescueAfter)
+}
+
+// evaluationTimeout is an evaluation job's time limit for a rescue delay.
+func evaluationTimeout(rescueAfter time.Duration) time.Duration {
+	return min(15*time.Minute, rescueAfter*3/4)
+}
+
+// judgeTimeout bounds one judge's work on an attempt (retries included), so
+// that a slow judge ends in an error verdict while the job still has time to
+// record the other verdicts.
+func judgeTimeout(rescueAfter time.Duration) time.Duration {
+	return evaluationTimeout(rescueAfter) / 3
 }
 
 // Work evaluates the attempt and records the verdicts, the run's totals and,
 // for the last attempt, the run's completion; the run's metrics are
-// recomputed by a job enqueued in the same transaction.
+// recomputed by a job enqueued in the same transaction. An attempt that cannot
+// be graded after the job's last try gets an error verdict, so that its run
+// still completes.
 func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs]) error {
 	r := w.r
 	ctx = models.WithActor(ctx, models.SystemActor())
 	spec, err := r.db.EvaluationSpec(ctx, job.Args.AttemptID)
+	if models.ErrorCode(err) == models.ENOTFOUND {
+		return river.JobCancel(err) // the attempt is gone: nothing to grade
+	}
 	if err != nil {
 		return err
 	}
-	var since *time.Time
-	if job.Args.RescoreSince != 0 {
-		t := time.Unix(0, job.Args.RescoreSince)
-		since = &t
-		if spec.Attempt.Status != models.AttemptDone {
-			return nil
-		}
-	} else if spec.Attempt.Status != models.AttemptEvaluating {
-		return nil // evaluated already
+	want := models.AttemptEvaluating
+	if job.Args.RescoreID != "" {
+		want = models.AttemptDone
+	}
+	if spec.Attempt.Status != want {
+		return nil // graded already, or not ours to re-grade
 	}
 	batch, err := r.evaluate(ctx, spec)
-	if err != nil {
+	if err != nil && ctx.Err() == nil && job.Attempt >= job.MaxAttempts {
+		r.log.Error("evaluation failed on its last try", "attempt_id", spec.Attempt.ID, "error", err.Error())
+		batch = storage.EvaluationBatch{Primary: platformErrorEvaluation(spec, err)}
+	} else if err != nil {
 		return err
 	}
-	batch.RescoreSince = since
+	batch.RescoreID = job.Args.RescoreID
 	finished, err := r.db.RecordEvaluations(ctx, spec.Attempt.ID, batch, r.queue.insertMetricsRefresh)
 	if err != nil {
 		return err
@@ -70,80 +87,130 @@ func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs])
 	return nil
 }
 
-// evaluate runs the evaluators an attempt's benchmark calls for: its primary
+// platformErrorEvaluation is the verdict of an attempt the platform could not
+// grade (its artifacts unreadable, say): an error, never charged as a failure.
+func platformErrorEvaluation(spec *models.EpisodeSpec, err error) *models.Evaluation {
+	details, _ := json.Marshal(map[string]string{"status": models.OutcomeError, "error_msg": "the platform could not grade this attempt: " + err.Error()})
+	return &models.Evaluation{Evaluator: spec.Evaluator, EvaluatorVersion: "platform-error", Kind: models.EvaluationCheck,
+		Verdict: models.OutcomeError, Details: string(details)}
+}
+
+// planned is one evaluator an attempt is graded by.
+type planned struct {
+	ev      eval.Evaluator
+	kind    string
+	primary bool
+}
+
+// plan lists the evaluators an attempt's benchmark calls for: its primary
 // evaluator (WebArena-Verified's or WebArena's checks, or the rubric judge),
-// plus the LLM trajectory judge when one is configured. Without a judge,
-// judge-graded benchmarks leave the attempt "not judged".
+// plus, when a judge is configured, the trajectory judge and (for tasks with
+// rubric items) the rubric judge. Without a judge, judge-graded benchmarks
+// leave the attempt "not judged".
+func plan(spec *models.EpisodeSpec, judges Judges) []planned {
+	var out []planned
+	switch spec.Evaluator {
+	case models.EvaluatorWebArenaVerified:
+		out = append(out, planned{verified.New(), models.EvaluationCheck, true})
+	case models.EvaluatorWebArena:
+		var fuzzy eval.FuzzyMatcher
+		if judges != nil {
+			fuzzy = judges
+		}
+		out = append(out, planned{webarena.New(fuzzy), models.EvaluationCheck, true})
+	case models.EvaluatorRubric:
+		if judges != nil {
+			out = append(out, planned{judges.Rubric(), models.EvaluationRubric, true})
+		}
+	case models.EvaluatorLLMJudge:
+		if judges != nil {
+			out = append(out, planned{judges.Trajectory(), models.EvaluationJudge, true})
+		}
+	}
+	if judges == nil {
+		return out
+	}
+	if spec.Evaluator != models.EvaluatorLLMJudge {
+		out = append(out, planned{judges.Trajectory(), models.EvaluationJudge, false})
+	}
+	if spec.Evaluator != models.EvaluatorRubric && len(spec.Task.RubricItems) > 0 {
+		out = append(out, planned{judges.Rubric(), models.EvaluationRubric, false})
+	}
+	return out
+}
+
+// evaluate runs the attempt's evaluators and gathers their verdicts. A Go
+// error means the platform failed (an artifact it could not read) and the job
+// is retried; every problem with the attempt itself is a verdict.
 func (r *Runner) evaluate(ctx context.Context, spec *models.EpisodeSpec) (storage.EvaluationBatch, error) {
 	var batch storage.EvaluationBatch
 	judges, err := r.judgesFor(spec.Judge)
 	if err != nil && !errors.Is(err, errNoJudge) {
 		r.log.Warn("judge unavailable", "run_id", spec.Run.ID, "err", err)
 	}
-	in, sum, cleanup, err := r.evaluationInput(ctx, spec)
+	in, err := r.evaluationInput(ctx, spec)
 	if err != nil {
 		return batch, err
 	}
-	defer cleanup()
-
-	type planned struct {
-		ev      eval.Evaluator
-		kind    string
-		primary bool
-	}
-	var plan []planned
-	switch spec.Evaluator {
-	case models.EvaluatorWebArenaVerified:
-		plan = append(plan, planned{verified.New(), models.EvaluationCheck, true})
-	case models.EvaluatorWebArena:
-		var fuzzy eval.FuzzyMatcher
-		if judges != nil {
-			fuzzy = judges
-		}
-		plan = append(plan, planned{webarena.New(fuzzy), models.EvaluationCheck, true})
-	case models.EvaluatorRubric:
-		if judges != nil {
-			plan = append(plan, planned{judges.Rubric(), models.EvaluationRubric, true})
-		}
-	case models.EvaluatorLLMJudge:
-		if judges != nil {
-			plan = append(plan, planned{judges.Trajectory(), models.EvaluationJudge, true})
-		}
-	}
-	// Beside a deterministic check, a configured judge also scores the
-	// trajectory 1–5 and judges the task's rubric items when it has any.
-	if judges != nil && spec.Evaluator != models.EvaluatorLLMJudge {
-		plan = append(plan, planned{judges.Trajectory(), models.EvaluationJudge, false})
-	}
-	if judges != nil && spec.Evaluator != models.EvaluatorRubric && len(spec.Task.RubricItems) > 0 {
-		plan = append(plan, planned{judges.Rubric(), models.EvaluationRubric, false})
-	}
-	for _, p := range plan {
-		if p.kind == models.EvaluationCheck {
-			if err := in.rewindHAR(); err != nil {
-				return batch, err
-			}
-		}
-		res, err := p.ev.Evaluate(ctx, in.Input)
+	var rows []*models.Evaluation
+	for _, p := range plan(spec, judges) {
+		res, err := r.runEvaluator(ctx, p, in)
 		if err != nil {
-			return batch, fmt.Errorf("%s: %w", p.ev.ID(), err)
+			return batch, err
 		}
-		ev := evaluationRow(res, p.kind, sum)
+		ev := evaluationRow(res, p.kind)
+		rows = append(rows, ev)
 		if p.primary {
 			batch.Primary = ev
 		} else {
 			batch.Others = append(batch.Others, ev)
 		}
 	}
+	// The checksum covers the HAR, which the checks read as a stream.
+	sum, err := in.checksum(ctx)
+	if err != nil {
+		return batch, err
+	}
+	for _, ev := range rows {
+		ev.InputsChecksum = sum
+	}
 	return batch, nil
 }
 
+// runEvaluator runs one evaluator. Checks read the HAR as a stream; judges
+// run under their own time limit, and one that runs out gets an error verdict
+// rather than failing the job.
+func (r *Runner) runEvaluator(ctx context.Context, p planned, in *evaluationInput) (*eval.Result, error) {
+	if p.kind == models.EvaluationCheck {
+		har, done, err := in.openHAR(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		input := in.Input
+		input.HAR = har
+		return p.ev.Evaluate(ctx, input)
+	}
+	limit := judgeTimeout(r.opts.RescueAfter)
+	jctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	res, err := p.ev.Evaluate(jctx, in.Input)
+	if err != nil && ctx.Err() == nil && jctx.Err() != nil {
+		details, _ := json.Marshal(map[string]string{"error_kind": "timeout", "error_msg": fmt.Sprintf("the judge did not finish within %s", limit)})
+		return &eval.Result{Evaluator: p.ev.ID(), Verdict: models.OutcomeError, Details: details}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.ev.ID(), err)
+	}
+	return res, nil
+}
+
 // evaluationRow turns an evaluator's result into the row that records it.
-func evaluationRow(res *eval.Result, kind, inputsChecksum string) *models.Evaluation {
+func evaluationRow(res *eval.Result, kind string) *models.Evaluation {
 	score := res.Score
 	ev := &models.Evaluation{
 		Evaluator: res.Evaluator, EvaluatorVersion: res.Version, Kind: kind, Verdict: res.Verdict,
-		Score: &score, JudgeScore: res.JudgeScore, Details: string(res.Details), InputsChecksum: inputsChecksum,
+		Score: &score, JudgeScore: res.JudgeScore, Details: string(res.Details),
 		TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, Cost: res.Usage.Cost,
 	}
 	for _, rv := range res.Rubric {
@@ -154,46 +221,39 @@ func evaluationRow(res *eval.Result, kind, inputsChecksum string) *models.Evalua
 	return ev
 }
 
-// evaluationInput is an eval.Input whose HAR can be read again by each
-// deterministic evaluator.
+// evaluationInput is what the evaluators read. The HAR stays in the artifact
+// store and is streamed to each check that reads it, hashed on the way.
 type evaluationInput struct {
 	eval.Input
-	har []byte
+	r      *Runner
+	harKey string
+	sum    hash.Hash // the inputs other than the HAR
+	harSum []byte    // SHA-256 of the HAR, once read to its end
 }
 
-// rewindHAR gives the next evaluator a fresh reader over the HAR.
-func (in *evaluationInput) rewindHAR() error {
-	if in.har != nil {
-		in.HAR = bytes.NewReader(in.har)
-	}
-	return nil
-}
+// maxEvaluatedHAR bounds the HAR a check reads; a larger one is graded as
+// unreadable rather than retried.
+const maxEvaluatedHAR = 512 << 20
 
-// maxEvaluatedHAR bounds the HAR an evaluation reads into memory.
-const maxEvaluatedHAR = 256 << 20
-
-// evaluationInput gathers what the evaluators read: the task with its site
-// placeholders resolved, the final answer, the HAR, the live-page state and
-// the trajectory. It also returns the SHA-256 of those inputs, recorded with
-// every verdict so that a re-scoring on the same inputs can be told apart
-// from one on changed inputs.
-func (r *Runner) evaluationInput(ctx context.Context, spec *models.EpisodeSpec) (*evaluationInput, string, func(), error) {
+// evaluationInput gathers the evaluators' inputs: the task with its site
+// placeholders resolved, the final answer, the live-page state and the
+// trajectory (its screenshots loaded on demand), and starts the SHA-256 of
+// them recorded with every verdict, so that a re-scoring on the same inputs
+// can be told apart from one on changed inputs.
+func (r *Runner) evaluationInput(ctx context.Context, spec *models.EpisodeSpec) (*evaluationInput, error) {
 	sum := sha256.New()
-	hashPart := func(h hash.Hash, name string, b []byte) {
-		fmt.Fprintf(h, "%s:%d:", name, len(b))
-		h.Write(b)
-	}
+	hashPart(sum, "eval_spec", []byte(spec.Task.EvalSpec))
 	task := spec.Task
 	if sites, err := resolveSites(spec.Sites, spec.Namespace); err == nil {
 		task.EvalSpec = sites.resolve(task.EvalSpec)
 		task.ReferenceAnswers = sites.resolve(task.ReferenceAnswers)
 	}
-	hashPart(sum, "eval_spec", []byte(task.EvalSpec))
+	hashPart(sum, "resolved_eval_spec", []byte(task.EvalSpec))
 	hashPart(sum, "reference_answers", []byte(task.ReferenceAnswers))
 	for _, it := range task.RubricItems {
 		hashPart(sum, "rubric", fmt.Appendf(nil, "%s|%s|%s|%g", it.Key, it.Requirement, it.Verification, it.Weight))
 	}
-	in := &evaluationInput{Input: eval.Input{
+	in := &evaluationInput{r: r, harKey: spec.Attempt.HARKey, sum: sum, Input: eval.Input{
 		Task: &task, Steps: spec.Attempt.Steps,
 		ErrorClass: spec.Attempt.ErrorClass, ErrorMessage: spec.Attempt.ErrorMessage,
 	}}
@@ -204,21 +264,9 @@ func (r *Runner) evaluationInput(ctx context.Context, spec *models.EpisodeSpec) 
 			in.Final = &final
 		}
 	}
-	har, err := r.readArtifact(ctx, spec.Attempt.HARKey, maxEvaluatedHAR)
-	switch {
-	case errors.Is(err, errArtifactTooLarge):
-		// Graded, not retried: the evaluators see a HAR that cannot be read.
-		in.HAR = iotest.ErrReader(err)
-		hashPart(sum, "har", []byte(err.Error()))
-	case err != nil:
-		return nil, "", nil, err
-	default:
-		in.har = har
-		hashPart(sum, "har", har)
-	}
 	state, err := r.readArtifact(ctx, spec.Attempt.PageStateKey, 64<<20)
 	if err != nil && !errors.Is(err, errArtifactTooLarge) {
-		return nil, "", nil, err
+		return nil, err
 	}
 	hashPart(sum, "page_state", state)
 	if state != nil {
@@ -238,7 +286,84 @@ func (r *Runner) evaluationInput(ctx context.Context, spec *models.EpisodeSpec) 
 		}
 		in.Trajectory = append(in.Trajectory, ts)
 	}
-	return in, hex.EncodeToString(sum.Sum(nil)), func() { in.har = nil }, nil
+	return in, nil
+}
+
+// hashPart adds a named, length-prefixed part to an inputs checksum.
+func hashPart(h hash.Hash, name string, b []byte) {
+	fmt.Fprintf(h, "%s:%d:", name, len(b))
+	h.Write(b)
+}
+
+// openHAR opens the HAR for one check: a stream hashed as it is read (the
+// rest is hashed when the check is done), nil when the episode stored none.
+// A HAR over the size limit reads as an error the check grades.
+func (in *evaluationInput) openHAR(ctx context.Context) (io.Reader, func(), error) {
+	if in.harKey == "" {
+		return nil, func() {}, nil
+	}
+	rc, _, err := in.r.artifacts.Get(ctx, in.harKey)
+	switch {
+	case errors.Is(err, artifact.ErrNotFound):
+		return nil, func() {}, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("read HAR %s: %w", in.harKey, err)
+	}
+	h := sha256.New()
+	limited := &limitedReader{r: io.TeeReader(rc, h), left: maxEvaluatedHAR}
+	done := func() {
+		_, err := io.Copy(io.Discard, limited)
+		switch {
+		case in.harSum != nil:
+		case err != nil:
+			in.harSum = []byte("unreadable: " + err.Error())
+		default:
+			in.harSum = h.Sum(nil)
+		}
+		rc.Close()
+	}
+	return limited, done, nil
+}
+
+// checksum finishes the inputs checksum: the parts gathered so far and the
+// HAR's own SHA-256 (streamed now if no check read it).
+func (in *evaluationInput) checksum(ctx context.Context) (string, error) {
+	if in.harSum == nil {
+		_, done, err := in.openHAR(ctx)
+		if err != nil {
+			return "", err
+		}
+		done()
+	}
+	hashPart(in.sum, "har", in.harSum)
+	return hex.EncodeToString(in.sum.Sum(nil)), nil
+}
+
+// limitedReader fails, rather than stopping silently, past its limit.
+type limitedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		// At the limit: only the end of the stream is fine.
+		var probe [1]byte
+		n, err := l.r.Read(probe[:])
+		if n == 0 && err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("the HAR is larger than %d MiB", maxEvaluatedHAR>>20)
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
 }
 
 // errArtifactTooLarge is an artifact over the size an evaluation reads.

@@ -30,11 +30,11 @@ type EpisodeArgs struct {
 // Kind names the job in the queue.
 func (EpisodeArgs) Kind() string { return "episode" }
 
-// EvaluateArgs evaluates one attempt's try. RescoreSince (Unix nanoseconds)
-// marks a re-scoring requested at that time, of an attempt already done.
+// EvaluateArgs evaluates one attempt's try. RescoreID names the re-scoring
+// request when the attempt is already done and graded again.
 type EvaluateArgs struct {
-	AttemptID    int64 `json:"attempt_id"`
-	RescoreSince int64 `json:"rescore_since,omitempty"`
+	AttemptID int64  `json:"attempt_id"`
+	RescoreID string `json:"rescore_id,omitempty"`
 }
 
 // Kind names the job in the queue.

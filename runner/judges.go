@@ -40,6 +40,9 @@ func (r *Runner) judgesFor(s models.JudgeSettings) (Judges, error) {
 	if c.factory == nil {
 		return nil, errNoJudge
 	}
+	if s.KeyError != "" {
+		return nil, fmt.Errorf("the benchmark's judge key cannot be opened, so its judge is not used: %s", s.KeyError)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if j, ok := c.byKey[s]; ok {

@@ -12,7 +12,6 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
-	"github.com/riverqueue/river/rivertype"
 
 	"proctor/migrations"
 	"proctor/models"
@@ -174,29 +173,31 @@ func (q *Queue) insertEvaluation(ctx context.Context, tx *sql.Tx, attemptID int6
 	return err
 }
 
+// rescorePriority is River's lowest priority (1 is the highest).
+const rescorePriority = 4
+
 // insertMetricsRefresh enqueues the recomputation of a run's metrics inside
-// tx, unless one is already waiting or running (River's unique states must
-// include running; the worker re-runs itself when evaluations landed while it
-// computed, so none is missed).
+// tx. Every evaluation enqueues one; the first to run after a burst computes,
+// and the rest find the metrics current (the run's evaluation count matches)
+// and do nothing, so no evaluation is ever missed.
 func (q *Queue) insertMetricsRefresh(ctx context.Context, tx *sql.Tx, runID int64) error {
 	_, err := q.inserter.InsertTx(ctx, tx, MetricsArgs{RunID: runID}, &river.InsertOpts{
 		Queue: QueueMetrics,
-		// A short delay gathers the evaluations finishing together into one job.
+		// A short delay gathers the evaluations finishing together.
 		ScheduledAt: time.Now().Add(time.Second),
-		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
-			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateScheduled,
-		}},
 	})
 	return err
 }
 
 // Rescore queues an evaluation job for each finished attempt in scope.
 func (q *Queue) Rescore(ctx context.Context, scope storage.RescoreScope) (int, error) {
-	return q.db.RescoreAttempts(ctx, scope, func(ctx context.Context, tx *sql.Tx, attemptIDs []int64, since time.Time) error {
+	return q.db.RescoreAttempts(ctx, scope, func(ctx context.Context, tx *sql.Tx, attemptIDs []int64, rescoreID string) error {
 		params := make([]river.InsertManyParams, len(attemptIDs))
 		for i, id := range attemptIDs {
-			params[i] = river.InsertManyParams{Args: EvaluateArgs{AttemptID: id, RescoreSince: since.UnixNano()},
-				InsertOpts: &river.InsertOpts{Queue: QueueEvaluate}}
+			// Below live evaluations, so that re-scoring everything does not
+			// hold up the runs in progress.
+			params[i] = river.InsertManyParams{Args: EvaluateArgs{AttemptID: id, RescoreID: rescoreID},
+				InsertOpts: &river.InsertOpts{Queue: QueueEvaluate, Priority: rescorePriority}}
 		}
 		_, err := q.inserter.InsertManyTx(ctx, tx, params)
 		return err

@@ -2,10 +2,13 @@ package storage
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"database/sql"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -23,10 +26,10 @@ type EvaluationBatch struct {
 	// configured): the attempt is "not judged" and keeps no outcome.
 	Primary *models.Evaluation
 	Others  []*models.Evaluation
-	// RescoreSince is set for a re-scoring requested at that time: the batch
-	// is recorded only once (a redelivered job finds its rows and stops), and
-	// the run is marked rescored.
-	RescoreSince *time.Time
+	// RescoreID names the re-scoring request the batch belongs to ("" for
+	// the first evaluation): it is recorded only once per request (a
+	// redelivered job finds its rows and stops), and the run is marked rescored.
+	RescoreID string
 }
 
 // evaluations lists the batch's evaluations, primary first.
@@ -57,13 +60,13 @@ func (db *DB) RecordEvaluations(ctx context.Context, attemptID int64, b Evaluati
 		if err := lockRow(tx, db.dialect).First(&a, attemptID).Error; err != nil {
 			return wrap(err, "attempt")
 		}
-		rescore := b.RescoreSince != nil
+		rescore := b.RescoreID != ""
 		if rescore {
 			if a.Status != models.AttemptDone {
 				return nil
 			}
 			var done int64
-			if err := tx.Model(&models.Evaluation{}).Where("attempt_id = ? AND rescore = ? AND created_at >= ?", a.ID, true, *b.RescoreSince).
+			if err := tx.Model(&models.Evaluation{}).Where("attempt_id = ? AND rescore_id = ?", a.ID, b.RescoreID).
 				Count(&done).Error; err != nil {
 				return wrap(err, "evaluations")
 			}
@@ -91,6 +94,10 @@ func (db *DB) RecordEvaluations(ctx context.Context, attemptID int64, b Evaluati
 		var err error
 		if finished, err = db.refreshRunTotals(tx, a.RunID); err != nil {
 			return err
+		}
+		if err := tx.Model(&models.Run{}).Where("id = ?", a.RunID).
+			Update("evaluations_version", gorm.Expr("evaluations_version + 1")).Error; err != nil {
+			return wrap(err, "run")
 		}
 		if rescore {
 			if err := tx.Model(&models.Run{}).Where("id = ?", a.RunID).
@@ -124,7 +131,7 @@ func (db *DB) insertEvaluations(tx *gorm.DB, a *models.Attempt, b EvaluationBatc
 			ev.Kind = models.EvaluationCheck
 		}
 		ev.ID, ev.AttemptID, ev.IsPrimary, ev.IsCurrent = 0, a.ID, ev == b.Primary, true
-		ev.Rescore, ev.CreatedAt = b.RescoreSince != nil, now
+		ev.Rescore, ev.RescoreID, ev.CreatedAt = b.RescoreID != "", b.RescoreID, now
 		if err := tx.Model(&models.Evaluation{}).Where("attempt_id = ? AND kind = ? AND is_current = ?", a.ID, ev.Kind, true).
 			Update("is_current", false).Error; err != nil {
 			return wrap(err, "evaluations")
@@ -163,10 +170,10 @@ type RescoreScope struct {
 
 // RescoreAttempts asks for finished attempts to be graded again with the
 // evaluators configured now: enqueue is called inside one transaction with
-// the attempts' ids and the request time, and the evaluations it leads to are
+// the attempts' ids and a new request id, and the evaluations it leads to are
 // added beside the old ones. Administrators only. It returns how many
 // attempts were queued; ENOTFOUND for a run or benchmark that does not exist.
-func (db *DB) RescoreAttempts(ctx context.Context, scope RescoreScope, enqueue func(ctx context.Context, tx *sql.Tx, attemptIDs []int64, since time.Time) error) (int, error) {
+func (db *DB) RescoreAttempts(ctx context.Context, scope RescoreScope, enqueue func(ctx context.Context, tx *sql.Tx, attemptIDs []int64, rescoreID string) error) (int, error) {
 	if _, err := models.RequireAdmin(ctx); err != nil {
 		return 0, err
 	}
@@ -204,7 +211,11 @@ func (db *DB) RescoreAttempts(ctx context.Context, scope RescoreScope, enqueue f
 		if err != nil {
 			return err
 		}
-		return enqueue(ctx, stx, ids, db.now())
+		id := make([]byte, 12)
+		if _, err := rand.Read(id); err != nil {
+			return fmt.Errorf("rescore id: %w", err)
+		}
+		return enqueue(ctx, stx, ids, hex.EncodeToString(id))
 	})
 	if err != nil {
 		return 0, err
@@ -270,6 +281,9 @@ func (db *DB) SetBenchmarkJudge(ctx context.Context, slug string, u JudgeUpdate)
 		switch {
 		case u.BaseURL == "":
 			updates["judge_api_key"] = ""
+		case u.APIKey == nil && b.JudgeAPIKey != "" && judgeHost(b.JudgeBaseURL) != judgeHost(u.BaseURL):
+			// A stored key is never sent to a host it was not given for.
+			updates["judge_api_key"] = ""
 		case u.APIKey != nil && *u.APIKey == "":
 			updates["judge_api_key"] = ""
 		case u.APIKey != nil:
@@ -284,4 +298,13 @@ func (db *DB) SetBenchmarkJudge(ctx context.Context, slug string, u JudgeUpdate)
 		}
 		return wrap(tx.Model(&b).Updates(updates).Error, "benchmark")
 	})
+}
+
+// judgeHost is the scheme and host of a judge URL, "" when it has none.
+func judgeHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }

@@ -110,9 +110,9 @@ func TestStore_Rescore(t *testing.T) {
 		f.evaluate(t, ids[1], storage.EpisodeOutcome{Steps: 3}, storage.EvaluationBatch{Primary: check(models.OutcomeSuccess, 1)})
 
 		var queued []int64
-		var since time.Time
-		enqueue := func(_ context.Context, _ *sql.Tx, attemptIDs []int64, at time.Time) error {
-			queued, since = attemptIDs, at
+		var rescoreID string
+		enqueue := func(_ context.Context, _ *sql.Tx, attemptIDs []int64, id string) error {
+			queued, rescoreID = attemptIDs, id
 			return nil
 		}
 		for _, ctx := range []context.Context{f.anon, f.member} {
@@ -130,7 +130,7 @@ func TestStore_Rescore(t *testing.T) {
 		require.Equal(t, ids[:2], queued)
 
 		// The new verdict flips the first attempt; the old one stays as history.
-		batch := storage.EvaluationBatch{Primary: check(models.OutcomeSuccess, 1), RescoreSince: &since}
+		batch := storage.EvaluationBatch{Primary: check(models.OutcomeSuccess, 1), RescoreID: rescoreID}
 		_, err = db.RecordEvaluations(f.system, ids[0], batch, nil)
 		require.NoError(t, err)
 		batch.Primary = check(models.OutcomeSuccess, 1)
@@ -262,6 +262,21 @@ func TestStore_BenchmarkJudge(t *testing.T) {
 		spec, err = db.EvaluationSpec(f.system, ids[0])
 		require.NoError(t, err)
 		require.Equal(t, key, spec.Judge.APIKey)
+		// A key that cannot be opened (the server's secret changed) does not
+		// stop grading: the evaluation knows why the judge is unusable.
+		require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "mini").Update("judge_api_key", "bm90IHNlYWxlZA==").Error)
+		spec, err = db.EvaluationSpec(f.system, ids[0])
+		require.NoError(t, err)
+		require.NotEmpty(t, spec.Judge.KeyError)
+		require.Empty(t, spec.Judge.APIKey)
+
+		// A stored key never follows the judge to another host.
+		require.NoError(t, db.SetBenchmarkJudge(f.admin, "mini", update))
+		require.NoError(t, db.SetBenchmarkJudge(f.admin, "mini", storage.JudgeUpdate{BaseURL: "https://other.example.org/v1", Model: "judge-2"}))
+		spec, err = db.EvaluationSpec(f.system, ids[0])
+		require.NoError(t, err)
+		require.Empty(t, spec.Judge.APIKey)
+
 		require.NoError(t, db.SetBenchmarkJudge(f.admin, "mini", storage.JudgeUpdate{}))
 		spec, err = db.EvaluationSpec(f.system, ids[0])
 		require.NoError(t, err)

@@ -115,7 +115,8 @@ func computeRunMetrics(q *gorm.DB, run *models.Run) ([]stats.Report, error) {
 }
 
 // RefreshRunMetrics recomputes a run's metrics and writes its leaderboard
-// rows (one per subset it has numbers for) in one transaction. System only.
+// rows (one per subset it has numbers for) in one transaction, unless they
+// already reflect every evaluation recorded for the run. System only.
 func (db *DB) RefreshRunMetrics(ctx context.Context, runID int64) error {
 	if !models.ActorFrom(ctx).System {
 		return models.Errorf(models.EFORBIDDEN, "Only the queue computes metrics.")
@@ -124,6 +125,11 @@ func (db *DB) RefreshRunMetrics(ctx context.Context, runID int64) error {
 		var run models.Run
 		if err := tx.First(&run, runID).Error; err != nil {
 			return wrap(err, "run")
+		}
+		// The version is read before the attempts: rows computed from newer
+		// evaluations than it counts are only recomputed once more, never stale.
+		if run.MetricsVersion == run.EvaluationsVersion && run.EvaluationsVersion > 0 {
+			return nil
 		}
 		var benchmarkIDs []int64
 		if err := tx.Model(&models.BenchmarkVersion{}).Where("id = ?", run.VersionID).Pluck("benchmark_id", &benchmarkIDs).Error; err != nil || len(benchmarkIDs) == 0 {
@@ -146,7 +152,7 @@ func (db *DB) RefreshRunMetrics(ctx context.Context, runID int64) error {
 				return wrap(err, "leaderboard entry")
 			}
 		}
-		return nil
+		return wrap(tx.Model(&models.Run{}).Where("id = ?", runID).Update("metrics_version", run.EvaluationsVersion).Error, "run")
 	})
 }
 
@@ -212,23 +218,4 @@ func (db *DB) RunMetrics(ctx context.Context, runID int64) ([]stats.Report, erro
 		return 0
 	})
 	return out, nil
-}
-
-// LatestEvaluation returns when the newest evaluation of a run's attempts was
-// recorded; the zero time when none was. System only.
-func (db *DB) LatestEvaluation(ctx context.Context, runID int64) (time.Time, error) {
-	if !models.ActorFrom(ctx).System {
-		return time.Time{}, models.Errorf(models.EFORBIDDEN, "Only the queue computes metrics.")
-	}
-	var ids []int64
-	err := db.q(ctx).Table("evaluations e").Joins("JOIN attempts a ON a.id = e.attempt_id").
-		Where("a.run_id = ?", runID).Order("e.created_at DESC, e.id DESC").Limit(1).Pluck("e.id", &ids).Error
-	if err != nil || len(ids) == 0 {
-		return time.Time{}, wrap(err, "evaluations")
-	}
-	var ev models.Evaluation
-	if err := db.q(ctx).Select("created_at").First(&ev, ids[0]).Error; err != nil {
-		return time.Time{}, wrap(err, "evaluation")
-	}
-	return ev.CreatedAt, nil
 }

@@ -48,7 +48,7 @@ func TestProgram_Rescore(t *testing.T) {
 
 	jobs := func() int64 {
 		var n int64
-		require.NoError(t, app.DB.Gorm().Table("river_job").Where("kind = ? AND CAST(args AS TEXT) LIKE ?", "evaluate", "%rescore_since%").Count(&n).Error)
+		require.NoError(t, app.DB.Gorm().Table("river_job").Where("kind = ? AND CAST(args AS TEXT) LIKE ?", "evaluate", "%rescore_id%").Count(&n).Error)
 		return n
 	}
 	for _, tc := range []struct {

@@ -9,10 +9,12 @@
 ALTER TABLE evaluations ADD COLUMN kind TEXT NOT NULL DEFAULT 'check' CHECK (kind IN ('check', 'judge', 'rubric'));
 ALTER TABLE evaluations ADD COLUMN is_current BOOLEAN NOT NULL DEFAULT TRUE;
 ALTER TABLE evaluations ADD COLUMN rescore BOOLEAN NOT NULL DEFAULT FALSE;
+-- The re-scoring request that made the row, so a redelivered job records nothing twice.
+ALTER TABLE evaluations ADD COLUMN rescore_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE evaluations ADD COLUMN tokens_in INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE evaluations ADD COLUMN tokens_out INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE evaluations ADD COLUMN cost REAL NOT NULL DEFAULT 0;
-CREATE INDEX evaluations_current ON evaluations(attempt_id, kind) WHERE is_current;
+CREATE UNIQUE INDEX evaluations_current ON evaluations(attempt_id, kind) WHERE is_current;
 
 -- The step numbers a judge cited as evidence, as a JSON array.
 ALTER TABLE rubric_judgments ADD COLUMN evidence_steps TEXT NOT NULL DEFAULT '[]';
@@ -27,6 +29,11 @@ ALTER TABLE benchmarks ADD COLUMN judge_api_key TEXT NOT NULL DEFAULT '';
 
 -- What the last re-scoring used, shown beside rescored_at.
 ALTER TABLE runs ADD COLUMN rescored_with TEXT NOT NULL DEFAULT '';
+-- evaluations_version counts the run's recorded evaluations; metrics_version is
+-- the count its metrics were computed at, so a metrics job knows whether it is
+-- needed without comparing clocks.
+ALTER TABLE runs ADD COLUMN evaluations_version INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN metrics_version INTEGER NOT NULL DEFAULT 0;
 
 -- The full metrics of the row (intervals, error classes, breakdowns by site,
 -- domain, difficulty, attribute, task type and intent template) as JSON.
