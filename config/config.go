@@ -267,6 +267,8 @@ func Load(getenv func(string) string, overrides map[string]string) (*Config, err
 	if c.Judge.BaseURL != "" {
 		if u, err := url.Parse(c.Judge.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad(EnvJudgeBaseURL, "%q must be an http(s) URL such as https://api.openai.com/v1", c.Judge.BaseURL)
+		} else if u.User != nil {
+			bad(EnvJudgeBaseURL, "must not carry credentials in the URL; set %s", EnvJudgeAPIKey)
 		}
 		if c.Judge.Model == "" {
 			bad(EnvJudgeModel, "required when %s is set", EnvJudgeBaseURL)

@@ -78,6 +78,9 @@ func TestLoad(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, config.Judge{BaseURL: "http://judge.internal/v1", Model: "gpt-4o", Timeout: 30 * time.Second, Concurrency: 3,
 			InputPrice: 2.5, OutputPrice: 10}, c.Judge)
+		_, err = config.Load(env(map[string]string{config.EnvJudgeBaseURL: "https://user:secret@judge.internal/v1", config.EnvJudgeModel: "m"}), nil)
+		require.ErrorContains(t, err, config.EnvJudgeBaseURL+": must not carry credentials")
+		require.NotContains(t, err.Error(), "secret", "the error never repeats the credentials")
 	})
 	t.Run("S3NeedsCredentials", func(t *testing.T) {
 		_, err := config.Load(env(map[string]string{config.EnvArtifactsURL: "s3://bucket"}), nil)
