@@ -114,7 +114,7 @@ func TestRunner_SandboxJudged(t *testing.T) {
 			case models.EvaluationJudge:
 				require.False(t, ev.IsPrimary)
 				require.Equal(t, 4, *ev.JudgeScore)
-				require.Equal(t, "llm-judge:judge-model:trajectory-v1", ev.Evaluator)
+				require.Equal(t, "llm-judge:judge-model:trajectory-v2", ev.Evaluator)
 				require.EqualValues(t, 1000, ev.TokensIn)
 				require.InDelta(t, (1000*2+50*8)/1e6, ev.Cost, 1e-12)
 			case models.EvaluationRubric:

@@ -187,6 +187,8 @@ func (c *Client) send(ctx context.Context, body []byte) (*completion, error) {
 		return nil, &Error{Kind: KindBadResponse, Message: fmt.Sprintf("the judge endpoint's answer is larger than %d bytes", c.cfg.MaxResponseBytes)}
 	}
 	switch code := resp.StatusCode; {
+	case code >= 300 && code <= 399:
+		return nil, c.redirected(code, resp.Header.Get("Location"))
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
 		return nil, &retryable{
 			err:        &Error{Kind: KindUnavailable, Message: fmt.Sprintf("the judge endpoint answered HTTP %d%s", code, c.snippet(data))},
@@ -196,6 +198,15 @@ func (c *Client) send(ctx context.Context, body []byte) (*completion, error) {
 		return nil, &Error{Kind: KindRejected, Message: fmt.Sprintf("the judge endpoint rejected the request: HTTP %d%s", code, c.snippet(data))}
 	}
 	return c.parseCompletion(data)
+}
+
+// redirected is the error for a redirect, which is never followed (see
+// refuseRedirect) nor retried: a moved endpoint is a configuration to fix.
+func (c *Client) redirected(code int, location string) error {
+	if location = strings.TrimSpace(location); location == "" {
+		return &Error{Kind: KindUnavailable, Message: fmt.Sprintf("the judge endpoint answered HTTP %d, a redirect without a location; redirects are not followed", code)}
+	}
+	return &Error{Kind: KindUnavailable, Message: fmt.Sprintf("the judge endpoint redirected to %s (HTTP %d); redirects are not followed", truncate(c.redact(oneLine(location)), 300), code)}
 }
 
 // transportError classifies a failed round trip: a timeout of this attempt or

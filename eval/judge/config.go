@@ -73,7 +73,9 @@ type Config struct {
 	// MaxResponseBytes caps the endpoint's response body.
 	MaxResponseBytes int64
 	// HTTPClient sends the requests; nil uses a plain client. The endpoint is
-	// configured by the operator, so it needs no SSRF guard.
+	// configured by the operator, so it needs no SSRF guard. New uses a copy
+	// that follows no redirects, whatever the given client's CheckRedirect:
+	// a redirect could carry the API key to another address.
 	HTTPClient *http.Client
 }
 
@@ -136,11 +138,19 @@ func (cfg Config) withDefaults() (Config, string, error) {
 	cfg.MaxRetries = max(cfg.MaxRetries, 0)
 	cfg.MaxImages = max(cfg.MaxImages, 0)
 	cfg.MaxBackoff = max(cfg.MaxBackoff, cfg.BaseBackoff)
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
+	client := http.Client{}
+	if cfg.HTTPClient != nil {
+		client = *cfg.HTTPClient // the caller's client keeps its own redirect policy
 	}
+	client.CheckRedirect = refuseRedirect
+	cfg.HTTPClient = &client
 	return cfg, endpoint, nil
 }
+
+// refuseRedirect makes the client return a redirect as it is, for send to
+// report, instead of following it: the endpoint is the only address that may
+// see a request and its Authorization header.
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // setDefault replaces a zero *v with def.
 func setDefault[T comparable](v *T, def T) {

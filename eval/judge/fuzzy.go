@@ -64,7 +64,8 @@ func (c *Client) FuzzyJudge(ctx context.Context, intent, reference, answer strin
 	})
 	v.Usage, v.Attempts, v.RawReply = ex.usage, ex.attempts, truncate(ex.raw, maxRawReply)
 	if err != nil {
-		v.Equivalent = false // a reply read only in part decides nothing
+		// A reply read only in part decides nothing and explains nothing.
+		v.Equivalent, v.Rationale = false, ""
 		return v, err
 	}
 	return v, nil

@@ -41,8 +41,8 @@ func TestClient_FuzzyMatch(t *testing.T) {
 			require.Contains(t, r.texts(t)[0], `{"equivalent": <true or false>`)
 			user := r.userText(t)
 			require.Contains(t, user, "Task: "+intent)
-			require.Contains(t, user, "Reference answer: 2 hours")
-			require.Contains(t, user, "Agent's answer: About 120 minutes")
+			require.Contains(t, user, `Reference answer: "2 hours"`)
+			require.Contains(t, user, `Agent's answer: "About 120 minutes"`)
 		})
 	}
 

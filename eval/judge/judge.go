@@ -18,7 +18,7 @@ const maxRawReply = 4000
 // Success and Score are null when the verdict is an error; Score is the 1–5
 // score of the trajectory judge and null for the rubric judge.
 type Details struct {
-	Judge         string `json:"judge"` // the evaluator id, such as "llm-judge:gpt-4o:trajectory-v1"
+	Judge         string `json:"judge"` // the evaluator id, such as "llm-judge:gpt-4o:trajectory-v2"
 	Model         string `json:"model"`
 	PromptVersion string `json:"prompt_version"`
 	PromptSHA256  string `json:"prompt_sha256"`

@@ -2,9 +2,11 @@ package judge
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"path"
@@ -27,13 +29,13 @@ const (
 	PromptRubric     = "rubric"
 	PromptFuzzyMatch = "fuzzy-match"
 
-	TrajectoryVersion = PromptTrajectory + "-v1"
-	RubricVersion     = PromptRubric + "-v1"
-	FuzzyMatchVersion = PromptFuzzyMatch + "-v1"
+	TrajectoryVersion = PromptTrajectory + "-v2"
+	RubricVersion     = PromptRubric + "-v2"
+	FuzzyMatchVersion = PromptFuzzyMatch + "-v2"
 )
 
 // Prompt is one stored prompt template: Version is its file name without
-// ".md" (such as "trajectory-v1"), SHA256 the hex digest of Text.
+// ".md" (such as "trajectory-v2"), SHA256 the hex digest of Text.
 type Prompt struct {
 	Name    string
 	Version string
@@ -112,7 +114,7 @@ func loadPrompts() (map[string]*prompt, error) {
 		if !ok {
 			return nil, fmt.Errorf("judge: prompt %s is not stored", version)
 		}
-		tmpl, err := template.New(version).Option("missingkey=error").Parse(p.Text)
+		tmpl, err := template.New(version).Option("missingkey=error").Funcs(template.FuncMap{"json": quoted}).Parse(p.Text)
 		if err != nil {
 			return nil, fmt.Errorf("judge: parse prompt %s: %w", version, err)
 		}
@@ -126,8 +128,13 @@ func loadPrompts() (map[string]*prompt, error) {
 	return out, nil
 }
 
-// render executes the prompt's system and user templates on data.
+// render executes the prompt's system and user templates on data. It picks
+// data's boundary first when there is none yet, or when the untrusted data
+// happens to contain it, so that the data can never close its own block.
 func (p *prompt) render(data *promptData) (system, user string, err error) {
+	for data.Boundary == "" || strings.Contains(data.untrusted(), data.Boundary) {
+		data.Boundary = rand.Text()
+	}
 	var b bytes.Buffer
 	if err := p.tmpl.ExecuteTemplate(&b, "system", data); err != nil {
 		return "", "", fmt.Errorf("render prompt %s: %w", p.Version, err)
@@ -143,6 +150,10 @@ func (p *prompt) render(data *promptData) (system, user string, err error) {
 // promptData is what the templates may use; each uses its own part.
 type promptData struct {
 	Intent string
+	// Boundary marks the block of untrusted data (what the agent and the web
+	// pages wrote): random for each request, so that the data cannot forge
+	// the line that ends its block, and named in the instructions.
+	Boundary string
 	// Trajectory: the rendered steps, how many there were and were shown, and
 	// how the episode ended.
 	Steps      string
@@ -156,6 +167,22 @@ type promptData struct {
 	// Fuzzy match: the reference and the agent's answer.
 	Reference string
 	Answer    string
+}
+
+// untrusted is everything in data that the agent or a web page wrote: the
+// text the templates put inside the data block.
+func (d *promptData) untrusted() string {
+	return strings.Join([]string{d.Steps, d.Ending, d.Answer}, "\n")
+}
+
+// quoted renders s as a JSON string: one line, quotes and newlines escaped,
+// so that a value cannot pass for the prompt's own lines.
+func quoted(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // encoding a string into a buffer cannot fail
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // promptItem is one rubric item as the rubric prompt lists it.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -37,7 +38,7 @@ func extractObject(reply string) ([]byte, error) {
 		text = strings.TrimSpace(inner)
 	}
 	if !strings.HasPrefix(text, "{") {
-		return nil, offf("the reply is not a JSON object: it starts with %q", firstRunes(text, 40))
+		return nil, offf("the reply is not a JSON object: it starts with %s", quoteShort(text))
 	}
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
@@ -52,7 +53,7 @@ func extractObject(reply string) ([]byte, error) {
 	case strings.HasPrefix(rest, "{"):
 		return nil, offf("the reply holds more than one JSON object")
 	default:
-		return nil, offf("the reply has text after its JSON object: %q", firstRunes(rest, 40))
+		return nil, offf("the reply has text after its JSON object: %s", quoteShort(rest))
 	}
 }
 
@@ -83,7 +84,7 @@ func objectFields(where string, raw []byte) (*fields, error) {
 			return nil, offf("%s is not valid JSON: %s", where, strings.TrimPrefix(err.Error(), "json: "))
 		}
 		if _, dup := f.m[key]; dup {
-			return nil, offf("%s has the field %q twice", where, key)
+			return nil, offf("%s has the field %s twice", where, quoteShort(key))
 		}
 		f.m[key] = val
 	}
@@ -101,7 +102,7 @@ func (f *fields) only(names ...string) error {
 			known = known || key == n
 		}
 		if !known {
-			return offf("%s has the unknown field %q (expected only %s)", f.where, key, strings.Join(quoteAll(names), ", "))
+			return offf("%s has the unknown field %s (expected only %s)", f.where, quoteShort(key), strings.Join(quoteAll(names), ", "))
 		}
 	}
 	return nil
@@ -194,7 +195,11 @@ func kindOf(v json.RawMessage) string {
 	}
 	switch s[0] {
 	case '"':
-		return "the string " + firstRunes(s, 40)
+		var str string
+		if json.Unmarshal(v, &str) != nil {
+			return "the string " + firstRunes(s, maxQuoted)
+		}
+		return "the string " + quoteShort(str)
 	case '{':
 		return "an object"
 	case '[':
@@ -207,6 +212,22 @@ func kindOf(v json.RawMessage) string {
 	return "the number " + firstRunes(s, 20)
 }
 
+// maxQuoted caps the reply text an error message quotes, in characters:
+// enough to recognise what was wrong, too little to carry much of whatever a
+// reply was led to repeat, such as the fuzzy-match judge's reference answer.
+const maxQuoted = 40
+
+// quoteShort quotes at most maxQuoted characters of reply text, saying how
+// much was left out.
+func quoteShort(s string) string {
+	total := utf8.RuneCountInString(s)
+	if total <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%s… (%d more characters)", strconv.Quote(firstRunes(s, maxQuoted)), total-maxQuoted)
+}
+
+// quoteAll quotes names the judge was given, which need no cap.
 func quoteAll(names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {

@@ -22,7 +22,7 @@ type rubricJudge struct{ c *Client }
 // every item passes ("perfect").
 func (c *Client) Rubric() eval.Evaluator { return &rubricJudge{c: c} }
 
-// ID is "llm-judge:<model>:rubric-v1".
+// ID is "llm-judge:<model>:" + RubricVersion, such as "llm-judge:gpt-4o:rubric-v2".
 func (j *rubricJudge) ID() string {
 	return models.EvaluatorLLMJudge + ":" + j.c.cfg.Model + ":" + RubricVersion
 }
@@ -125,7 +125,7 @@ func parseRubricReply(reply string, items []rubricItem, steps map[int]bool) (map
 		}
 		switch {
 		case seen[key]:
-			return nil, offf("the reply judges rubric item %q more than once", key)
+			return nil, offf("the reply judges rubric item %s more than once", quoteShort(key))
 		case !known[key]:
 			unknown = append(unknown, key)
 		}
@@ -143,12 +143,28 @@ func parseRubricReply(reply string, items []rubricItem, steps map[int]bool) (map
 		problems = append(problems, "it lacks rubric items "+strings.Join(missing, ", "))
 	}
 	if len(unknown) > 0 {
-		problems = append(problems, "it names unknown rubric items "+strings.Join(quoteAll(unknown), ", "))
+		problems = append(problems, "it names unknown rubric items "+quoteList(unknown))
 	}
 	if len(problems) > 0 {
 		return nil, offf("the reply does not judge the rubric's items: %s", strings.Join(problems, "; "))
 	}
 	return verdicts, nil
+}
+
+// maxQuotedKeys caps how many unknown keys a message quotes.
+const maxQuotedKeys = 5
+
+// quoteList quotes the first few of keys from a reply, each cut short.
+func quoteList(keys []string) string {
+	var short []string
+	for _, k := range keys[:min(len(keys), maxQuotedKeys)] {
+		short = append(short, quoteShort(k))
+	}
+	list := strings.Join(short, ", ")
+	if more := len(keys) - maxQuotedKeys; more > 0 {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	return list
 }
 
 // stepNumbers reads an item's "steps": integers naming steps of the trajectory.

@@ -49,7 +49,7 @@ func TestRubric_Verdicts(t *testing.T) {
 		f := replyWith(t, rubricReply(map[string]bool{"R1": true, "R2": false, "R3": true}, "R1", "R2", "R3"))
 		c, _ := newTestClient(t, f, nil)
 		j := c.Rubric()
-		require.Equal(t, "llm-judge:judge-model:rubric-v1", j.ID())
+		require.Equal(t, "llm-judge:judge-model:rubric-v2", j.ID())
 		res, err := j.Evaluate(context.Background(), rubricInput(0.5, 0.3, 0.2))
 		require.NoError(t, err)
 		require.Equal(t, j.ID(), res.Evaluator)

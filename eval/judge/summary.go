@@ -61,9 +61,11 @@ type stepView struct {
 func viewsOf(steps []eval.TrajectoryStep) []*stepView {
 	views := make([]*stepView, len(steps))
 	for i, s := range steps {
-		v := &stepView{number: s.Index + 1, url: s.URL, title: s.Title, action: s.Action, thought: s.Thought, err: s.Error, screenshot: s.Screenshot}
+		// URLs are folded onto one line like every other field, so that none
+		// can add a line to the trajectory.
+		v := &stepView{number: s.Index + 1, url: oneLine(s.URL), title: s.Title, action: s.Action, thought: s.Thought, err: s.Error, screenshot: s.Screenshot}
 		if i+1 < len(steps) {
-			v.nextURL, v.nextTitle = steps[i+1].URL, steps[i+1].Title
+			v.nextURL, v.nextTitle = oneLine(steps[i+1].URL), steps[i+1].Title
 		} else {
 			v.last = true
 		}
@@ -287,11 +289,13 @@ func pickImages(views []*stepView, n int) []int {
 func ending(in eval.Input) string {
 	switch {
 	case in.Final != nil && in.Final.Type == models.ActAnswer:
-		answer := in.Final.Text
+		// The text is quoted as a JSON string, so that an answer spanning lines
+		// cannot pass for more of the trajectory.
+		answer := "the agent gave its final answer: " + quoted(truncate(in.Final.Text, maxFinalAnswer))
 		if len(in.Final.Response) > 0 {
-			answer = strings.TrimSpace(strings.Join([]string{answer, compactJSON(in.Final.Response)}, " "))
+			answer += " with the structured response " + truncate(compactJSON(in.Final.Response), maxFinalAnswer)
 		}
-		return "the agent gave its final answer: " + truncate(answer, maxFinalAnswer)
+		return answer
 	case in.Final != nil && in.Final.Type == models.ActStop:
 		reason := strings.TrimSpace(in.Final.Reason)
 		if reason == "" {

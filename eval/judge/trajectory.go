@@ -15,7 +15,7 @@ type trajectoryJudge struct{ c *Client }
 // steps, their screenshots and how the episode ended.
 func (c *Client) Trajectory() eval.Evaluator { return &trajectoryJudge{c: c} }
 
-// ID is "llm-judge:<model>:trajectory-v1".
+// ID is "llm-judge:<model>:" + TrajectoryVersion, such as "llm-judge:gpt-4o:trajectory-v2".
 func (j *trajectoryJudge) ID() string {
 	return models.EvaluatorLLMJudge + ":" + j.c.cfg.Model + ":" + TrajectoryVersion
 }

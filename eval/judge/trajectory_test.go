@@ -29,7 +29,7 @@ func TestTrajectory_Verdicts(t *testing.T) {
 		f := replyWith(t, `{"success": true, "score": 5, "rationale": "Step 3 shows the mug at $12.50 and the answer matches."}`)
 		c, _ := newTestClient(t, f, nil)
 		j := c.Trajectory()
-		require.Equal(t, "llm-judge:judge-model:trajectory-v1", j.ID())
+		require.Equal(t, "llm-judge:judge-model:trajectory-v2", j.ID())
 
 		res, err := j.Evaluate(context.Background(), shopInput())
 		require.NoError(t, err)
@@ -93,7 +93,7 @@ func TestTrajectory_Verdicts(t *testing.T) {
 		require.Contains(t, user, "next observation: http://shop.test/page/1?category=kitchen-and-dining&color=blue&sort=price_asc&mode=list&p=1 — \"Page 1\"")
 		require.Contains(t, user, "Step 3\n")
 		require.Contains(t, user, "next observation: none (the episode ended after this step)")
-		require.Contains(t, user, "the agent gave its final answer: $12.50")
+		require.Contains(t, user, `the agent gave its final answer: "$12.50"`)
 		require.NotContains(t, user, "shortened")
 		require.NotContains(t, string(r.raw), "sk-test-key")
 	})
