@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -337,7 +336,7 @@ func (db *DB) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Tim
 	privileged := models.ActorFrom(ctx).Privileged()
 	for i := range evs {
 		if !privileged {
-			evs[i].Details = redactEvaluationDetails(evs[i].Details)
+			evs[i].Details = publicEvaluationDetails(evs[i].Kind, evs[i].Details)
 		}
 		if evs[i].IsPrimary && tl.Evaluation == nil {
 			tl.Evaluation = &evs[i]
@@ -350,52 +349,6 @@ func (db *DB) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Tim
 	}
 	tl.Task = tasks[0]
 	return tl, nil
-}
-
-// hiddenDetailKey reports whether an evaluation detail field may repeat a
-// task's hidden answers: what an evaluator expected, and assertion messages
-// quoting it.
-func hiddenDetailKey(k string) bool {
-	switch k {
-	case "expected", "message", "reference_answers", "eval_spec":
-		return true
-	}
-	return false
-}
-
-// redactEvaluationDetails removes the hidden answers from an evaluation's
-// details JSON; details that are not JSON are dropped entirely.
-func redactEvaluationDetails(raw string) string {
-	if strings.TrimSpace(raw) == "" {
-		return raw
-	}
-	var v any
-	if err := json.Unmarshal([]byte(raw), &v); err != nil {
-		return ""
-	}
-	var walk func(any)
-	walk = func(v any) {
-		switch t := v.(type) {
-		case map[string]any:
-			for k, child := range t {
-				if hiddenDetailKey(k) {
-					delete(t, k)
-					continue
-				}
-				walk(child)
-			}
-		case []any:
-			for _, child := range t {
-				walk(child)
-			}
-		}
-	}
-	walk(v)
-	out, err := json.Marshal(v)
-	if err != nil {
-		return ""
-	}
-	return string(out)
 }
 
 // CancelRun cancels a queued, running or evaluating run: the run ends canceled
