@@ -3,9 +3,9 @@ package storage
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"database/sql"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"

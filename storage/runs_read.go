@@ -275,11 +275,12 @@ func (db *DB) RunPage(ctx context.Context, runID int64, page, perPage int) (*mod
 	return &models.RunPage{Progress: *p, CanManage: manage, Attempts: attempts, AttemptsTotal: total, Page: page, PerPage: perPage}, nil
 }
 
-// AttemptTimeline returns an attempt with its task's public fields, its run,
-// its steps in order and its primary evaluation. Only administrators see what
-// an evaluation expected; for everyone else the expected values are removed
-// from its details, as they are the task's hidden answers. ENOTFOUND when the
-// attempt is missing or its run is not visible to the caller.
+// AttemptTimeline returns an attempt with its task's public fields and rubric,
+// its run, its steps in order and every evaluation (newest first; the primary
+// one also as Evaluation). Administrators see evaluations' full details;
+// everyone else sees an allowlisted public view (publicEvaluationDetails), as
+// details can carry the task's hidden answers. ENOTFOUND when the attempt is
+// missing or its run is not visible to the caller.
 func (db *DB) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Timeline, error) {
 	q := db.q(ctx)
 	notFound := models.Errorf(models.ENOTFOUND, "Attempt %d not found.", attemptID)
