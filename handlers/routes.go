@@ -27,6 +27,10 @@ func (s *Server) routes() {
 	s.agentRoutes(e)
 	s.benchmarkRoutes(e)
 	s.runRoutes(e)
+	s.leaderboardRoutes(e)
+	s.breakdownsRoutes(e)
+	s.compareRoutes(e)
+	s.moderationRoutes(e)
 	s.queueUIRoutes(e)
 
 	api := e.Group("/api/v1")

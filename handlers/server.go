@@ -67,6 +67,10 @@ type Store interface {
 	AgentStore
 	BenchmarkStore
 	RunStore
+	LeaderboardStore
+	BreakdownStore
+	CompareStore
+	ModerationStore
 }
 
 // isUpload reports whether a request is an upload POST, which skips the global
