@@ -1,0 +1,549 @@
+package models
+
+import (
+	"cmp"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Leaderboard columns a board can be sorted by (the ?sort= values).
+const (
+	SortRank        = "rank"
+	SortAgent       = "agent"
+	SortTeam        = "team"
+	SortModel       = "model"
+	SortOrigin      = "origin"
+	SortSuccessRate = "success_rate"
+	SortJudgeScore  = "judge_score"
+	SortRubricScore = "rubric_score"
+	SortPerfectRate = "perfect_rate"
+	SortEfficiency  = "efficiency"
+	SortMeanSteps   = "mean_steps"
+	SortCostPerTask = "cost_per_task"
+	SortTokens      = "tokens"
+	SortDate        = "date"
+)
+
+// Sort directions.
+const (
+	SortAsc  = "asc"
+	SortDesc = "desc"
+)
+
+// Ways the model filter matches.
+const (
+	ModelContains = "contains"
+	ModelExact    = "exact"
+)
+
+// maxModelFilter bounds the model filter's text.
+const maxModelFilter = 200
+
+// LeaderboardDateLayout is the layout of the from and to filters.
+const LeaderboardDateLayout = "2006-01-02"
+
+// LeaderboardSortKey describes one sortable column: which direction is better
+// ("" when neither is, as for names) and the direction a first click sorts by.
+type LeaderboardSortKey struct {
+	Key        string
+	Better     string // SortAsc, SortDesc or ""
+	DefaultDir string
+}
+
+// LeaderboardSortKeys lists every sortable column in table order.
+func LeaderboardSortKeys() []LeaderboardSortKey {
+	return []LeaderboardSortKey{
+		{SortRank, SortAsc, SortAsc},
+		{SortAgent, "", SortAsc},
+		{SortTeam, "", SortAsc},
+		{SortModel, "", SortAsc},
+		{SortOrigin, "", SortAsc},
+		{SortSuccessRate, SortDesc, SortDesc},
+		{SortJudgeScore, SortDesc, SortDesc},
+		{SortRubricScore, SortDesc, SortDesc},
+		{SortPerfectRate, SortDesc, SortDesc},
+		{SortEfficiency, SortDesc, SortDesc},
+		{SortMeanSteps, SortAsc, SortAsc},
+		{SortCostPerTask, SortAsc, SortAsc},
+		{SortTokens, SortAsc, SortAsc},
+		{SortDate, "", SortDesc}, // newest first; neither end is better
+	}
+}
+
+// LeaderboardSort returns the description of a sort key; ok is false for an
+// unknown key.
+func LeaderboardSort(key string) (LeaderboardSortKey, bool) {
+	for _, k := range LeaderboardSortKeys() {
+		if k.Key == key {
+			return k, true
+		}
+	}
+	return LeaderboardSortKey{}, false
+}
+
+// LeaderboardQuery is what a visitor asks of a board: sort, filters and the
+// best-per-agent toggle. The zero value (after Normalized) is the default
+// board: every published run, best success rate first.
+type LeaderboardQuery struct {
+	Sort string // a Sort* key; "" is SortSuccessRate
+	Dir  string // SortAsc or SortDesc; "" is the key's default direction
+	// Origin keeps runs of one origin (OriginExecuted, OriginUploaded,
+	// OriginReproduced); "" keeps all.
+	Origin string
+	// OpenSource keeps open-source agents (true) or the others (false); nil keeps all.
+	OpenSource *bool
+	// Model keeps runs whose model contains the text (ModelContains) or is it
+	// (ModelExact), ignoring case.
+	Model      string
+	ModelMatch string
+	// From and To keep runs finished on or after From's day and on or before
+	// To's day (UTC); runs that never finished drop out when either is set.
+	From, To *time.Time
+	// BestPerAgent keeps each agent's best row by success rate.
+	BestPerAgent bool
+	// Version picks a version of the benchmark by number; 0 is the current one.
+	Version int
+}
+
+// Normalized fills the defaults: sort by success rate, the key's default
+// direction, and contains for the model match.
+func (q LeaderboardQuery) Normalized() LeaderboardQuery {
+	if q.Sort == "" {
+		q.Sort = SortSuccessRate
+	}
+	if q.Dir == "" {
+		if k, ok := LeaderboardSort(q.Sort); ok {
+			q.Dir = k.DefaultDir
+		} else {
+			q.Dir = SortDesc
+		}
+	}
+	if q.ModelMatch == "" {
+		q.ModelMatch = ModelContains
+	}
+	return q
+}
+
+// Filtered reports whether any filter narrows the board.
+func (q LeaderboardQuery) Filtered() bool {
+	return q.Origin != "" || q.OpenSource != nil || q.Model != "" || q.From != nil || q.To != nil
+}
+
+// ParseLeaderboardQuery reads a board's query parameters: sort, dir, origin,
+// open_source (yes|no), model, model_match (contains|exact), from and to
+// (YYYY-MM-DD), best (1|0) and version. EINVALID naming the parameter when
+// one is malformed; unknown parameters are ignored.
+func ParseLeaderboardQuery(v url.Values) (LeaderboardQuery, error) {
+	var q LeaderboardQuery
+	q.Sort = strings.TrimSpace(v.Get("sort"))
+	if q.Sort != "" {
+		if _, ok := LeaderboardSort(q.Sort); !ok {
+			keys := make([]string, 0, len(LeaderboardSortKeys()))
+			for _, k := range LeaderboardSortKeys() {
+				keys = append(keys, k.Key)
+			}
+			return q, FieldError("sort", "sort: %q is not a column of the leaderboard; use one of %s", cut(q.Sort), strings.Join(keys, ", "))
+		}
+	}
+	switch q.Dir = strings.TrimSpace(v.Get("dir")); q.Dir {
+	case "", SortAsc, SortDesc:
+	default:
+		return q, FieldError("dir", "dir: %q is not a sort direction; use asc or desc", cut(q.Dir))
+	}
+	switch q.Origin = strings.TrimSpace(v.Get("origin")); q.Origin {
+	case "", OriginExecuted, OriginUploaded, OriginReproduced:
+	default:
+		return q, FieldError("origin", "origin: %q is not a run origin; use executed, uploaded or reproduced", cut(q.Origin))
+	}
+	switch os := strings.TrimSpace(v.Get("open_source")); os {
+	case "":
+	case "yes", "true", "1":
+		q.OpenSource = new(true)
+	case "no", "false", "0":
+		q.OpenSource = new(false)
+	default:
+		return q, FieldError("open_source", "open_source: %q is neither yes nor no", cut(os))
+	}
+	q.Model = strings.TrimSpace(v.Get("model"))
+	if len(q.Model) > maxModelFilter {
+		return q, FieldError("model", "model: the filter is longer than %d characters", maxModelFilter)
+	}
+	switch q.ModelMatch = strings.TrimSpace(v.Get("model_match")); q.ModelMatch {
+	case "", ModelContains, ModelExact:
+	default:
+		return q, FieldError("model_match", "model_match: %q is neither contains nor exact", cut(q.ModelMatch))
+	}
+	for _, d := range []struct {
+		field string
+		dst   **time.Time
+	}{{"from", &q.From}, {"to", &q.To}} {
+		raw := strings.TrimSpace(v.Get(d.field))
+		if raw == "" {
+			continue
+		}
+		t, err := time.Parse(LeaderboardDateLayout, raw)
+		if err != nil {
+			return q, FieldError(d.field, "%s: %q is not a date; use YYYY-MM-DD", d.field, cut(raw))
+		}
+		*d.dst = &t
+	}
+	if q.From != nil && q.To != nil && q.To.Before(*q.From) {
+		return q, FieldError("to", "to: %s is before from (%s)", q.To.Format(LeaderboardDateLayout), q.From.Format(LeaderboardDateLayout))
+	}
+	switch best := strings.TrimSpace(v.Get("best")); best {
+	case "", "0", "false", "no":
+	case "1", "true", "yes", "on":
+		q.BestPerAgent = true
+	default:
+		return q, FieldError("best", "best: %q is neither 1 nor 0", cut(best))
+	}
+	if raw := strings.TrimSpace(v.Get("version")); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 {
+			return q, FieldError("version", "version: %q is not a version number", cut(raw))
+		}
+		q.Version = n
+	}
+	return q.Normalized(), nil
+}
+
+// cut shortens an echoed parameter so error messages stay readable.
+func cut(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// Values encodes the query as URL parameters, leaving out defaults, so that a
+// board's URL is a short permalink that ParseLeaderboardQuery reads back.
+func (q LeaderboardQuery) Values() url.Values {
+	q = q.Normalized()
+	v := url.Values{}
+	if k, _ := LeaderboardSort(q.Sort); q.Sort != SortSuccessRate || q.Dir != k.DefaultDir {
+		v.Set("sort", q.Sort)
+		v.Set("dir", q.Dir)
+	}
+	if q.Origin != "" {
+		v.Set("origin", q.Origin)
+	}
+	if q.OpenSource != nil {
+		v.Set("open_source", map[bool]string{true: "yes", false: "no"}[*q.OpenSource])
+	}
+	if q.Model != "" {
+		v.Set("model", q.Model)
+		if q.ModelMatch == ModelExact {
+			v.Set("model_match", ModelExact)
+		}
+	}
+	if q.From != nil {
+		v.Set("from", q.From.Format(LeaderboardDateLayout))
+	}
+	if q.To != nil {
+		v.Set("to", q.To.Format(LeaderboardDateLayout))
+	}
+	if q.BestPerAgent {
+		v.Set("best", "1")
+	}
+	if q.Version > 0 {
+		v.Set("version", strconv.Itoa(q.Version))
+	}
+	return v
+}
+
+// SortedBy returns the query sorting by key: a second click on the current
+// key flips the direction, a first click takes the key's default.
+func (q LeaderboardQuery) SortedBy(key string) LeaderboardQuery {
+	q = q.Normalized()
+	k, _ := LeaderboardSort(key)
+	if q.Sort == key {
+		q.Dir = map[string]string{SortAsc: SortDesc, SortDesc: SortAsc}[q.Dir]
+	} else {
+		q.Sort, q.Dir = key, k.DefaultDir
+	}
+	return q
+}
+
+// LeaderboardRow is one run's precomputed numbers on one board, with what the
+// board shows about the run. Rank, BandStart and BandEnd are set by Apply.
+type LeaderboardRow struct {
+	RunID      int64
+	AgentID    int64
+	AgentName  string
+	AgentSlug  string
+	TeamSlug   string
+	TeamName   string
+	Model      string
+	OpenSource bool
+	Origin     string
+	Verified   bool
+	// RunSubset is the subset the run ran; Restricted marks a full run shown
+	// on a named subset's board with its numbers on that subset's tasks only.
+	RunSubset  string
+	Restricted bool
+
+	Tasks       int
+	Successes   int
+	SuccessRate float64
+	CILow       float64
+	CIHigh      float64
+	JudgeScore  *float64
+	Judged      int
+	RubricScore *float64
+	PerfectRate *float64
+	Efficiency  *float64
+	MeanSteps   float64
+	CostPerTask float64
+	Tokens      int64
+	FinishedAt  *time.Time
+
+	// Rank is the row's place by success rate (tied rates share it). BandStart
+	// and BandEnd are the first and last rank of its band: consecutive rows
+	// whose 95% intervals overlap the row above, whose order may be chance.
+	// Band numbers the bands from 1, top down.
+	Rank      int
+	BandStart int
+	BandEnd   int
+	Band      int
+}
+
+// SharesBand reports whether the row's rank band holds more than one rank.
+func (r LeaderboardRow) SharesBand() bool { return r.BandEnd > r.BandStart }
+
+// RankText is the rank as the board prints it: "3", or "2–4" in a band.
+func (r LeaderboardRow) RankText() string {
+	if r.SharesBand() {
+		return fmt.Sprintf("%d–%d", r.BandStart, r.BandEnd)
+	}
+	return strconv.Itoa(r.Rank)
+}
+
+// Leaderboard is one benchmark version's board for one subset, as a visitor
+// asked for it.
+type Leaderboard struct {
+	BenchmarkSlug string
+	BenchmarkName string
+	// BenchmarkPublished is false only on boards admins see before publishing.
+	BenchmarkPublished bool
+	Version            int
+	CurrentVersion     int
+	Subset             string
+	SubsetTasks        int
+	// Subsets lists the boards of this version: "full" first, then the named subsets.
+	Subsets []string
+	Query   LeaderboardQuery
+	// Rows are the published runs that pass the filters, sorted as asked.
+	Rows []LeaderboardRow
+	// Published counts every published run on the board before filters.
+	Published int
+	// HasJudge, HasRubric, HasPerfect and HasEfficiency say whether any
+	// published run on the board has the metric; columns that none has are hidden.
+	HasJudge, HasRubric, HasPerfect, HasEfficiency bool
+}
+
+// SetRows applies the board's query to every published row of the board (the
+// filters, the best-per-agent toggle, ranks and bands by success rate, then
+// the requested order) and sets the column flags and count from all of them.
+func (lb *Leaderboard) SetRows(all []LeaderboardRow) {
+	lb.Published = len(all)
+	for _, r := range all {
+		lb.HasJudge = lb.HasJudge || r.JudgeScore != nil
+		lb.HasRubric = lb.HasRubric || r.RubricScore != nil
+		lb.HasPerfect = lb.HasPerfect || r.PerfectRate != nil
+		lb.HasEfficiency = lb.HasEfficiency || r.Efficiency != nil
+	}
+	lb.Rows = lb.Query.Apply(all)
+}
+
+// Apply filters rows, keeps each agent's best when asked, ranks what is left
+// by success rate with rank bands, and sorts it as the query asks. It does
+// not modify rows.
+func (q LeaderboardQuery) Apply(rows []LeaderboardRow) []LeaderboardRow {
+	q = q.Normalized()
+	out := make([]LeaderboardRow, 0, len(rows))
+	for _, r := range rows {
+		if q.keeps(r) {
+			out = append(out, r)
+		}
+	}
+	if q.BestPerAgent {
+		out = bestPerAgent(out)
+	}
+	rankRows(out)
+	sortRows(out, q.Sort, q.Dir)
+	return out
+}
+
+// keeps reports whether a row passes the query's filters.
+func (q LeaderboardQuery) keeps(r LeaderboardRow) bool {
+	if q.Origin != "" && r.Origin != q.Origin {
+		return false
+	}
+	if q.OpenSource != nil && r.OpenSource != *q.OpenSource {
+		return false
+	}
+	if q.Model != "" {
+		if q.ModelMatch == ModelExact && !strings.EqualFold(r.Model, q.Model) {
+			return false
+		}
+		if q.ModelMatch != ModelExact && !strings.Contains(strings.ToLower(r.Model), strings.ToLower(q.Model)) {
+			return false
+		}
+	}
+	if q.From != nil || q.To != nil {
+		if r.FinishedAt == nil {
+			return false
+		}
+		day := r.FinishedAt.UTC()
+		if q.From != nil && day.Before(*q.From) {
+			return false
+		}
+		if q.To != nil && !day.Before(q.To.AddDate(0, 0, 1)) {
+			return false
+		}
+	}
+	return true
+}
+
+// byStanding orders rows best first: success rate, then the interval's lower
+// end (more evidence for the same rate), more tasks, then the earlier run.
+func byStanding(a, b LeaderboardRow) int {
+	return cmp.Or(
+		cmp.Compare(b.SuccessRate, a.SuccessRate),
+		cmp.Compare(b.CILow, a.CILow),
+		cmp.Compare(b.Tasks, a.Tasks),
+		cmp.Compare(a.RunID, b.RunID),
+	)
+}
+
+// bestPerAgent keeps each agent's best row by standing, in input order.
+func bestPerAgent(rows []LeaderboardRow) []LeaderboardRow {
+	best := map[int64]int{}
+	for i, r := range rows {
+		if j, ok := best[r.AgentID]; !ok || byStanding(r, rows[j]) < 0 {
+			best[r.AgentID] = i
+		}
+	}
+	out := rows[:0:0]
+	for i, r := range rows {
+		if best[r.AgentID] == i {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// rankRows sets ranks and bands. Ranks follow success rate (equal rates share
+// a rank, the next rank skips). A row whose interval overlaps the interval of
+// the row above joins that row's band, so a band is a chain of overlaps: the
+// board cannot tell its members' order apart from chance.
+func rankRows(rows []LeaderboardRow) {
+	slices.SortStableFunc(rows, byStanding)
+	band := 0
+	for i := range rows {
+		r := &rows[i]
+		r.Rank = i + 1
+		if i > 0 && rows[i-1].SuccessRate == r.SuccessRate {
+			r.Rank = rows[i-1].Rank
+		}
+		if i > 0 && overlaps(rows[i-1], *r) {
+			r.BandStart, r.Band = rows[i-1].BandStart, band
+			continue
+		}
+		band++
+		r.BandStart, r.Band = r.Rank, band
+	}
+	// A band ends at the rank of its last row; walk upwards to share it.
+	for i := len(rows) - 1; i >= 0; i-- {
+		if i+1 < len(rows) && rows[i+1].Band == rows[i].Band {
+			rows[i].BandEnd = rows[i+1].BandEnd
+		} else {
+			rows[i].BandEnd = rows[i].Rank
+		}
+	}
+}
+
+// overlaps reports whether two rows' 95% intervals share any point.
+func overlaps(a, b LeaderboardRow) bool {
+	return a.CILow <= b.CIHigh && b.CILow <= a.CIHigh
+}
+
+// sortRows orders ranked rows by a column: missing values (no judge score,
+// no finish date) last in either direction, ties by standing.
+func sortRows(rows []LeaderboardRow, key, dir string) {
+	sign := 1
+	if dir == SortDesc {
+		sign = -1
+	}
+	slices.SortStableFunc(rows, func(a, b LeaderboardRow) int {
+		c, missing := compareColumn(a, b, key)
+		if missing == 0 {
+			c *= sign
+		} else {
+			c = missing
+		}
+		return cmp.Or(c, byStanding(a, b))
+	})
+}
+
+// compareColumn compares two rows by a column. missing is non-zero when
+// exactly one of them lacks the value: -1 when b lacks it, 1 when a does.
+func compareColumn(a, b LeaderboardRow, key string) (c, missing int) {
+	switch key {
+	case SortRank:
+		return cmp.Compare(a.Rank, b.Rank), 0
+	case SortAgent:
+		return compareText(a.AgentName, b.AgentName), 0
+	case SortTeam:
+		return compareText(a.TeamName, b.TeamName), 0
+	case SortModel:
+		return compareText(a.Model, b.Model), 0
+	case SortOrigin:
+		return compareText(a.Origin, b.Origin), 0
+	case SortJudgeScore:
+		return compareOptional(a.JudgeScore, b.JudgeScore)
+	case SortRubricScore:
+		return compareOptional(a.RubricScore, b.RubricScore)
+	case SortPerfectRate:
+		return compareOptional(a.PerfectRate, b.PerfectRate)
+	case SortEfficiency:
+		return compareOptional(a.Efficiency, b.Efficiency)
+	case SortMeanSteps:
+		return cmp.Compare(a.MeanSteps, b.MeanSteps), 0
+	case SortCostPerTask:
+		return cmp.Compare(a.CostPerTask, b.CostPerTask), 0
+	case SortTokens:
+		return cmp.Compare(a.Tokens, b.Tokens), 0
+	case SortDate:
+		switch {
+		case a.FinishedAt == nil && b.FinishedAt == nil:
+			return 0, 0
+		case a.FinishedAt == nil:
+			return 0, 1
+		case b.FinishedAt == nil:
+			return 0, -1
+		}
+		return a.FinishedAt.Compare(*b.FinishedAt), 0
+	}
+	return cmp.Compare(a.SuccessRate, b.SuccessRate), 0
+}
+
+func compareText(a, b string) int {
+	return cmp.Or(cmp.Compare(strings.ToLower(a), strings.ToLower(b)), cmp.Compare(a, b))
+}
+
+func compareOptional(a, b *float64) (int, int) {
+	switch {
+	case a == nil && b == nil:
+		return 0, 0
+	case a == nil:
+		return 0, 1
+	case b == nil:
+		return 0, -1
+	}
+	return cmp.Compare(*a, *b), 0
+}

@@ -1,0 +1,160 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"gorm.io/gorm"
+
+	"proctor/models"
+)
+
+// boardRow is one leaderboard entry joined to its run, agent and team, as the
+// board's single query returns it.
+type boardRow struct {
+	RunID           int64
+	AgentID         int64
+	Restricted      bool
+	Tasks           int
+	Successes       int
+	SuccessRate     float64
+	CILow           float64 `gorm:"column:ci_low"`
+	CIHigh          float64 `gorm:"column:ci_high"`
+	JudgeScore      *float64
+	Judged          int
+	RubricScore     *float64
+	PerfectRate     *float64
+	Efficiency      *float64
+	MeanSteps       float64
+	CostPerTask     float64
+	Tokens          int64
+	Origin          string
+	Verified        bool
+	RunSubset       string
+	AgentSnapshot   string
+	FinishedAt      *time.Time
+	AgentName       string
+	AgentSlug       string
+	AgentModel      string
+	AgentOpenSource bool
+	TeamSlug        string
+	TeamName        string
+}
+
+// boardColumns are the columns of a boardRow over boardFrom.
+const boardColumns = `le.run_id, r.agent_id, le.restricted, le.tasks, le.successes, le.success_rate, le.ci_low, le.ci_high,
+	le.judge_score, le.judged, le.rubric_score, le.perfect_rate, le.efficiency, le.mean_steps, le.cost_per_task, le.tokens,
+	r.origin, r.verified, r.subset_name AS run_subset, r.agent_snapshot, r.finished_at,
+	a.name AS agent_name, a.slug AS agent_slug, a.model AS agent_model, a.open_source AS agent_open_source,
+	t.slug AS team_slug, t.name AS team_name`
+
+// boardRows loads every published run's entry on one board in one query: the
+// precomputed numbers with the run, agent and team they belong to.
+func boardRows(q *gorm.DB, versionID int64, subset string) ([]models.LeaderboardRow, error) {
+	var rows []boardRow
+	err := q.Table("leaderboard_entries le").Select(boardColumns).
+		Joins("JOIN runs r ON r.id = le.run_id").
+		Joins("JOIN agents a ON a.id = r.agent_id").
+		Joins("JOIN teams t ON t.id = r.team_id").
+		Where("le.version_id = ? AND le.subset_name = ? AND r.published = ?", versionID, subset, true).
+		Order("le.run_id").Scan(&rows).Error
+	if err != nil {
+		return nil, wrap(err, "leaderboard entries")
+	}
+	out := make([]models.LeaderboardRow, len(rows))
+	for i, r := range rows {
+		out[i] = r.toModel()
+	}
+	return out, nil
+}
+
+// toModel names the agent as the run's snapshot does: the board shows what
+// ran, not what the agent has been renamed or re-pointed to since. An agent
+// that has become open source since counts as open source.
+func (r boardRow) toModel() models.LeaderboardRow {
+	var snap models.AgentSnapshot
+	_ = json.Unmarshal([]byte(r.AgentSnapshot), &snap) // an unreadable snapshot falls back to the agent row
+	name, model := snap.Name, snap.Model
+	if name == "" {
+		name = r.AgentName
+	}
+	if model == "" {
+		model = r.AgentModel
+	}
+	return models.LeaderboardRow{
+		RunID: r.RunID, AgentID: r.AgentID, AgentName: name, AgentSlug: r.AgentSlug, TeamSlug: r.TeamSlug, TeamName: r.TeamName,
+		Model: model, OpenSource: snap.OpenSource || r.AgentOpenSource, Origin: r.Origin, Verified: r.Verified,
+		RunSubset: r.RunSubset, Restricted: r.Restricted,
+		Tasks: r.Tasks, Successes: r.Successes, SuccessRate: r.SuccessRate, CILow: r.CILow, CIHigh: r.CIHigh,
+		JudgeScore: r.JudgeScore, Judged: r.Judged, RubricScore: r.RubricScore, PerfectRate: r.PerfectRate,
+		Efficiency: r.Efficiency, MeanSteps: r.MeanSteps, CostPerTask: r.CostPerTask, Tokens: r.Tokens,
+		FinishedAt: r.FinishedAt,
+	}
+}
+
+// Leaderboard returns a benchmark's board for one subset ("full" or a named
+// subset of the version) of its current version, or of the version the query
+// names: one row per published run with an entry there, filtered, ranked and
+// sorted as the query asks. Rows are the precomputed leaderboard entries, read
+// with one query however many there are. ENOTFOUND for an unknown benchmark,
+// version or subset, and for an unpublished benchmark unless the caller is an
+// admin.
+func (db *DB) Leaderboard(ctx context.Context, slug, subset string, query models.LeaderboardQuery) (*models.Leaderboard, error) {
+	q := db.q(ctx)
+	b, err := visibleBenchmark(ctx, q, slug)
+	if err != nil {
+		return nil, err
+	}
+	var versions []models.BenchmarkVersion
+	if err := q.Where("benchmark_id = ?", b.ID).Order("version").Find(&versions).Error; err != nil {
+		return nil, wrap(err, "benchmark versions")
+	}
+	lb := &models.Leaderboard{
+		BenchmarkSlug: b.Slug, BenchmarkName: b.Name, BenchmarkPublished: b.Published,
+		Subset: subset, Query: query.Normalized(),
+	}
+	var version *models.BenchmarkVersion
+	for i, v := range versions {
+		if b.CurrentVersionID != nil && v.ID == *b.CurrentVersionID {
+			lb.CurrentVersion = v.Version
+			if query.Version == 0 {
+				version = &versions[i]
+			}
+		}
+		if query.Version != 0 && v.Version == query.Version {
+			version = &versions[i]
+		}
+	}
+	if version == nil {
+		if query.Version != 0 {
+			return nil, models.Errorf(models.ENOTFOUND, "Benchmark %q has no version %d.", slug, query.Version)
+		}
+		return nil, models.Errorf(models.ENOTFOUND, "Benchmark %q has no tasks yet.", slug)
+	}
+	lb.Version = version.Version
+	var subsets []models.Subset
+	if err := q.Select("name, task_count").Where("version_id = ?", version.ID).Order("name").Find(&subsets).Error; err != nil {
+		return nil, wrap(err, "subsets")
+	}
+	lb.Subsets = []string{models.SubsetFull}
+	found := subset == models.SubsetFull
+	if found {
+		lb.SubsetTasks = version.TaskCount
+	}
+	for _, s := range subsets {
+		lb.Subsets = append(lb.Subsets, s.Name)
+		if s.Name == subset {
+			found, lb.SubsetTasks = true, s.TaskCount
+		}
+	}
+	if !found {
+		return nil, models.Errorf(models.ENOTFOUND, "Version %d of benchmark %q has no subset %q.", version.Version, slug, subset)
+	}
+	rows, err := boardRows(q, version.ID, subset)
+	if err != nil {
+		return nil, err
+	}
+	lb.SetRows(rows)
+	return lb, nil
+}
