@@ -1,11 +1,157 @@
 package handlers
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
 	"github.com/labstack/echo/v4"
+
+	"proctor/models"
+	"proctor/web"
 )
 
 // CompareStore is what the compare pages need from storage.
-type CompareStore interface{}
+type CompareStore interface {
+	// CompareRuns compares 2–4 runs of one benchmark, the first being the
+	// baseline; ENOTFOUND for a run the caller may not see, EINVALID on the
+	// runs field for bad counts, repeated runs or different benchmarks.
+	CompareRuns(ctx context.Context, runIDs []int64) (*models.Comparison, error)
+}
 
-// compareRoutes registers the compare pages and API routes.
-func (s *Server) compareRoutes(e *echo.Echo) {}
+// compareRoutes registers the compare pages and API routes. Anyone may
+// compare the runs they may see; the store decides which those are.
+func (s *Server) compareRoutes(e *echo.Echo) {
+	e.GET("/compare", s.showComparison)
+	e.GET("/api/v1/compare", s.apiCompare)
+}
+
+// compareRunsParam is the runs query parameter; several of them are read as
+// one comma-separated list. present is false when the parameter is absent.
+func compareRunsParam(c echo.Context) (raw string, present bool) {
+	values, present := c.QueryParams()[models.CompareParam]
+	return strings.Join(values, ","), present
+}
+
+// showComparison is the compare page: the form alone until runs are chosen,
+// then the comparison. Runs that cannot be compared (malformed, too few or too
+// many, repeated, of different benchmarks) re-render the form with the reason
+// and status 400; a run the caller may not see is the plain 404 page.
+func (s *Server) showComparison(c echo.Context) error {
+	raw, present := compareRunsParam(c)
+	v := web.CompareView{Runs: raw}
+	if !present {
+		return s.render(c, http.StatusOK, web.ComparePage(s.page(c, "Compare runs"), v))
+	}
+	cmp, err := s.compare(c, raw)
+	if models.ErrorCode(err) == models.EINVALID {
+		v.Error = models.ErrorMessage(err)
+		return s.render(c, http.StatusBadRequest, web.ComparePage(s.page(c, "Compare runs"), v))
+	}
+	if err != nil {
+		return err
+	}
+	v.Comparison, v.Runs = cmp, models.CompareRunsValue(cmp.RunIDs())
+	return s.render(c, http.StatusOK, web.ComparePage(s.page(c, "Compare runs "+strings.ReplaceAll(v.Runs, ",", ", ")), v))
+}
+
+func (s *Server) compare(c echo.Context, raw string) (*models.Comparison, error) {
+	ids, err := models.ParseCompareRuns(raw)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.CompareRuns(c.Request().Context(), ids)
+}
+
+// apiComparison is GET /api/v1/compare: the compare page's content.
+type apiComparison struct {
+	Benchmark      apiCompareBenchmark       `json:"benchmark"`
+	Runs           []apiCompareRun           `json:"runs"`
+	VersionsDiffer bool                      `json:"versions_differ"`
+	MetricsSubset  string                    `json:"metrics_subset"`
+	Metrics        []models.CompareMetric    `json:"metrics"`
+	Breakdowns     []models.CompareBreakdown `json:"breakdowns"`
+	SharedTasks    int                       `json:"shared_tasks"`
+	DifferingTasks int                       `json:"differing_tasks"`
+	Tasks          []apiCompareTask          `json:"tasks"`
+	PairedTests    []models.PairedTest       `json:"paired_tests"`
+	URL            string                    `json:"url"`
+}
+
+type apiCompareBenchmark struct {
+	Slug string `json:"slug"`
+	Name string `json:"name"`
+}
+
+// apiCompareRun is a compared run: its listing plus what the comparison adds.
+type apiCompareRun struct {
+	apiRunItem
+	Label            string `json:"label"`
+	Baseline         bool   `json:"baseline"`
+	Model            string `json:"model"`
+	BenchmarkVersion int    `json:"benchmark_version"`
+	MetricsSubset    string `json:"metrics_subset"`
+	Restricted       bool   `json:"restricted"`
+}
+
+// apiCompareTask is a shared task with each run's attempt and timeline.
+type apiCompareTask struct {
+	ID         string           `json:"task_id"`
+	Intent     string           `json:"intent"`
+	Difficulty string           `json:"difficulty,omitempty"`
+	Site       string           `json:"site,omitempty"`
+	Differs    bool             `json:"differs"`
+	Group      string           `json:"group,omitempty"` // two runs only: first_only, second_only, both, neither, ungraded
+	Runs       []apiCompareCell `json:"runs"`
+}
+
+type apiCompareCell struct {
+	models.CompareCell
+	TimelineURL string `json:"timeline_url"`
+}
+
+// apiCompare answers the comparison as JSON; every error, a missing runs
+// parameter included, is the API's error object.
+func (s *Server) apiCompare(c echo.Context) error {
+	raw, _ := compareRunsParam(c)
+	cmp, err := s.compare(c, raw)
+	if err != nil {
+		return err
+	}
+	out := apiComparison{
+		Benchmark:      apiCompareBenchmark{Slug: cmp.BenchmarkSlug, Name: cmp.BenchmarkName},
+		VersionsDiffer: cmp.VersionsDiffer, MetricsSubset: cmp.MetricsSubset,
+		Metrics: cmp.Metrics, Breakdowns: cmp.Breakdowns, PairedTests: cmp.Paired,
+		SharedTasks: len(cmp.Tasks), Tasks: make([]apiCompareTask, 0, len(cmp.Tasks)),
+		URL: web.ComparePath(cmp.RunIDs()),
+	}
+	if out.Breakdowns == nil {
+		out.Breakdowns = []models.CompareBreakdown{}
+	}
+	for i, r := range cmp.Runs {
+		out.Runs = append(out.Runs, apiCompareRun{
+			apiRunItem: toAPIRunItem(r.RunListItem), Label: string(rune('A' + i)), Baseline: i == 0,
+			Model: r.Model, BenchmarkVersion: r.BenchmarkVersion, MetricsSubset: r.MetricsSubset, Restricted: r.Restricted,
+		})
+	}
+	for _, t := range cmp.Tasks {
+		at := apiCompareTask{ID: t.ExternalID, Intent: t.Intent, Difficulty: t.Difficulty, Site: t.Site, Differs: t.Differs()}
+		if len(cmp.Runs) == 2 {
+			at.Group = t.PairGroup(0, 1)
+		}
+		for _, cell := range t.Cells {
+			at.Runs = append(at.Runs, apiCompareCell{CompareCell: cell, TimelineURL: compareTimelinePath(cell.RunID, cell.AttemptID)})
+		}
+		if at.Differs {
+			out.DifferingTasks++
+		}
+		out.Tasks = append(out.Tasks, at)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// compareTimelinePath is the timeline page of a run's attempt.
+func compareTimelinePath(runID, attemptID int64) string {
+	return fmt.Sprintf("/runs/%d/attempts/%d", runID, attemptID)
+}

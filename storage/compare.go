@@ -74,8 +74,8 @@ func (db *DB) CompareRuns(ctx context.Context, ids []int64) (*models.Comparison,
 	for _, r := range rows[1:] {
 		if r.BenchmarkID != rows[0].BenchmarkID {
 			return nil, models.FieldError(models.CompareParam,
-				"run %d is on %s and run %d on %s: only runs of the same benchmark can be compared",
-				rows[0].ID, rows[0].BenchmarkName, r.ID, r.BenchmarkName)
+				"run %d is on %s (%s) and run %d on %s (%s): only runs of the same benchmark can be compared",
+				rows[0].ID, rows[0].BenchmarkName, rows[0].BenchmarkSlug, r.ID, r.BenchmarkName, r.BenchmarkSlug)
 		}
 	}
 	reports, err := compareReports(q, rows)
