@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -41,9 +43,29 @@ func runNotFound(runID int64) error {
 	return models.Errorf(models.ENOTFOUND, "Run %d not found.", runID)
 }
 
-// runAccess loads a run the caller may see (locked for update when lock is
-// set) and tells whether they may act on it. ENOTFOUND otherwise.
+// runAccess loads a run whose attempts the caller may see (locked for update
+// when lock is set) and tells whether they may act on it. A run hidden by
+// administrators keeps its attempts from everyone outside its team (its page
+// shows only its summary and the reason). ENOTFOUND otherwise.
 func (db *DB) runAccess(ctx context.Context, q *gorm.DB, runID int64, lock bool) (*models.Run, bool, error) {
+	run, manage, err := db.runSummaryAccess(ctx, q, runID, lock)
+	if err != nil || manage {
+		return run, manage, err
+	}
+	h, err := runHidingOf(q, runID)
+	if err != nil {
+		return nil, false, err
+	}
+	if h.HiddenAt != nil {
+		return nil, false, models.Errorf(models.ENOTFOUND, "Run %d was hidden by the administrators: %s", runID, h.HiddenReason)
+	}
+	return run, manage, nil
+}
+
+// runSummaryAccess loads a run the caller may see the summary of (locked for
+// update when lock is set) and tells whether they may act on it: members of
+// its team and admins, everyone once it is published. ENOTFOUND otherwise.
+func (db *DB) runSummaryAccess(ctx context.Context, q *gorm.DB, runID int64, lock bool) (*models.Run, bool, error) {
 	var runs []models.Run
 	qq := q
 	if lock {
@@ -157,7 +179,7 @@ func (db *DB) TeamRuns(ctx context.Context, teamSlug string, page, perPage int) 
 // an ETA and the names of what it runs. ENOTFOUND when the caller may not see it.
 func (db *DB) RunProgress(ctx context.Context, runID int64) (*models.RunProgress, error) {
 	q := db.q(ctx)
-	run, _, err := db.runAccess(ctx, q, runID, false)
+	run, _, err := db.runSummaryAccess(ctx, q, runID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +245,7 @@ func progressOf(q *gorm.DB, run *models.Run) (*models.RunProgress, error) {
 
 // RunAttempts returns one page (from 1) of a run's attempts in task order with
 // their tasks' ids and intents, and their total. ENOTFOUND when the caller may
-// not see the run; EINVALID for bad page bounds.
+// not see the run's attempts; EINVALID for bad page bounds.
 func (db *DB) RunAttempts(ctx context.Context, runID int64, page, perPage int) ([]models.AttemptListItem, int, error) {
 	if page < 1 || perPage < 1 {
 		return nil, 0, models.Errorf(models.EINVALID, "page and per_page must be positive")
@@ -232,29 +254,102 @@ func (db *DB) RunAttempts(ctx context.Context, runID int64, page, perPage int) (
 	if _, _, err := db.runAccess(ctx, q, runID, false); err != nil {
 		return nil, 0, err
 	}
-	return attemptsOf(q, runID, page, perPage)
+	return attemptsOf(q, runID, models.AttemptFilter{Page: page, PerPage: perPage})
 }
 
-func attemptsOf(q *gorm.DB, runID int64, page, perPage int) ([]models.AttemptListItem, int, error) {
+// attemptsOf returns one page of a run's attempts matching f in task order,
+// and how many match, in two queries.
+func attemptsOf(q *gorm.DB, runID int64, f models.AttemptFilter) ([]models.AttemptListItem, int, error) {
+	matching := func() *gorm.DB {
+		return filterAttempts(q.Table("attempts a").Joins("JOIN tasks t ON t.id = a.task_id").Where("a.run_id = ?", runID), f)
+	}
 	var total int64
-	if err := q.Model(&models.Attempt{}).Where("run_id = ?", runID).Count(&total).Error; err != nil {
+	if err := matching().Count(&total).Error; err != nil {
 		return nil, 0, wrap(err, "attempts")
 	}
 	var out []models.AttemptListItem
-	err := q.Table("attempts a").Joins("JOIN tasks t ON t.id = a.task_id").
+	err := matching().
 		Select(`a.id, a.run_id, t.external_id AS task_external_id, t.intent, a.status, a.outcome,
 			a.error_class, a.error_message, a.score, a.steps, a.cost, a.duration_ms, a.tries`).
-		Where("a.run_id = ?", runID).Order("t.position, a.id").
-		Offset((page - 1) * perPage).Limit(perPage).Scan(&out).Error
+		Order("t.position, a.id").
+		Offset((f.Page - 1) * f.PerPage).Limit(f.PerPage).Scan(&out).Error
 	if err != nil {
 		return nil, 0, wrap(err, "attempts")
 	}
 	return out, int(total), nil
 }
 
+// filterAttempts narrows a query over "attempts a JOIN tasks t" to f.
+func filterAttempts(tx *gorm.DB, f models.AttemptFilter) *gorm.DB {
+	switch f.Outcome {
+	case "":
+	case models.OutcomeNone:
+		tx = tx.Where("a.outcome = ?", "")
+	default:
+		tx = tx.Where("a.outcome = ?", f.Outcome)
+	}
+	switch f.ErrorClass {
+	case "":
+	case models.ErrorClassEvaluation:
+		tx = tx.Where("a.outcome = ? AND a.error_class = ?", models.OutcomeError, "")
+	default:
+		tx = tx.Where("a.error_class = ?", f.ErrorClass)
+	}
+	switch f.Site {
+	case "":
+	case models.MultiSite:
+		tx = tx.Where("t.site_key = ?", models.MultiSite)
+	default:
+		tx = tx.Where("EXISTS (SELECT 1 FROM task_sites ts WHERE ts.task_id = t.id AND ts.site = ?)", f.Site)
+	}
+	if f.Difficulty != "" {
+		tx = tx.Where("t.difficulty = ?", f.Difficulty)
+	}
+	return tx
+}
+
+// attemptFacets lists the sites (with multi-site when tasks span several) and
+// difficulties of a benchmark version's tasks, sorted.
+func attemptFacets(q *gorm.DB, versionID int64) (*models.AttemptFacets, error) {
+	f := &models.AttemptFacets{}
+	if err := q.Table("task_sites ts").Joins("JOIN tasks t ON t.id = ts.task_id").Where("t.version_id = ?", versionID).
+		Distinct().Order("ts.site").Pluck("ts.site", &f.Sites).Error; err != nil {
+		return nil, wrap(err, "sites")
+	}
+	var multi int64
+	if err := q.Model(&models.Task{}).Where("version_id = ? AND site_key = ?", versionID, models.MultiSite).
+		Count(&multi).Error; err != nil {
+		return nil, wrap(err, "sites")
+	}
+	if multi > 0 {
+		f.Sites = append(f.Sites, models.MultiSite)
+	}
+	if err := q.Model(&models.Task{}).Where("version_id = ? AND difficulty <> ?", versionID, "").
+		Distinct().Order("difficulty").Pluck("difficulty", &f.Difficulties).Error; err != nil {
+		return nil, wrap(err, "difficulties")
+	}
+	f.Sites = uniqueNonEmpty(f.Sites)
+	return f, nil
+}
+
+// checkFacetFilter checks a filter's site and difficulty against the run's
+// choices: EINVALID naming the parameter otherwise.
+func checkFacetFilter(f models.AttemptFilter, facets *models.AttemptFacets) error {
+	if f.Site != "" && !slices.Contains(facets.Sites, f.Site) {
+		return models.FieldError("site", "site must be one of the benchmark's sites (%s), not %q", strings.Join(facets.Sites, ", "), f.Site)
+	}
+	if f.Difficulty != "" && !slices.Contains(facets.Difficulties, f.Difficulty) {
+		if len(facets.Difficulties) == 0 {
+			return models.FieldError("difficulty", "the benchmark's tasks have no difficulty to filter by")
+		}
+		return models.FieldError("difficulty", "difficulty must be one of %s, not %q", strings.Join(facets.Difficulties, ", "), f.Difficulty)
+	}
+	return nil
+}
+
 // RunPage returns what a run's page shows: its progress, whether the caller may
 // act on it and one page of its attempts. ENOTFOUND when the caller may not see
-// it; EINVALID for bad page bounds.
+// its attempts; EINVALID for bad page bounds.
 func (db *DB) RunPage(ctx context.Context, runID int64, page, perPage int) (*models.RunPage, error) {
 	if page < 1 || perPage < 1 {
 		return nil, models.Errorf(models.EINVALID, "page and per_page must be positive")
@@ -268,11 +363,57 @@ func (db *DB) RunPage(ctx context.Context, runID int64, page, perPage int) (*mod
 	if err != nil {
 		return nil, err
 	}
-	attempts, total, err := attemptsOf(q, runID, page, perPage)
+	attempts, total, err := attemptsOf(q, runID, models.AttemptFilter{Page: page, PerPage: perPage})
 	if err != nil {
 		return nil, err
 	}
 	return &models.RunPage{Progress: *p, CanManage: manage, Attempts: attempts, AttemptsTotal: total, Page: page, PerPage: perPage}, nil
+}
+
+// RunOverview returns what a run's page shows: its progress, whether the
+// caller may act on it, one page of its attempts matching the filter, the
+// filter's choices and the run's publication state. Visitors outside the
+// team see no attempts of a run the administrators hid (AttemptsWithheld),
+// only its summary and the public reason. ENOTFOUND when the caller may not
+// see the run; EINVALID naming the parameter for a bad filter value or page
+// bounds.
+func (db *DB) RunOverview(ctx context.Context, runID int64, f models.AttemptFilter) (*models.RunOverview, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	q := db.q(ctx)
+	run, manage, err := db.runSummaryAccess(ctx, q, runID, false)
+	if err != nil {
+		return nil, err
+	}
+	facets, err := attemptFacets(q, run.VersionID)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFacetFilter(f, facets); err != nil {
+		return nil, err
+	}
+	mod, err := moderationOf(ctx, q, run, manage)
+	if err != nil {
+		return nil, err
+	}
+	p, err := progressOf(q, run)
+	if err != nil {
+		return nil, err
+	}
+	out := &models.RunOverview{
+		Page:   models.RunPage{Progress: *p, CanManage: manage, Page: f.Page, PerPage: f.PerPage},
+		Filter: f, Facets: *facets, Moderation: *mod,
+	}
+	if mod.Hidden() && !manage {
+		out.AttemptsWithheld = true
+		return out, nil
+	}
+	out.Page.Attempts, out.Page.AttemptsTotal, err = attemptsOf(q, runID, f)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // AttemptTimeline returns an attempt with its task's public fields and rubric,
