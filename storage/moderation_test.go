@@ -159,7 +159,9 @@ func TestStore_ModerateRun(t *testing.T) {
 				"verify":    db.VerifyRun,
 				"unhide":    db.UnhideRun,
 				"reproduce": db.MarkRunReproduced,
-				"hide":      func(ctx context.Context, id int64) (*models.RunModeration, error) { return db.HideRun(ctx, id, "reason") },
+				"hide": func(ctx context.Context, id int64) (*models.RunModeration, error) {
+					return db.HideRun(ctx, id, "reason")
+				},
 			} {
 				_, err := act(f.member, f.run.ID)
 				require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err), name)
