@@ -1,11 +1,279 @@
 package handlers
 
 import (
+	"context"
+	"encoding/csv"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
 	"github.com/labstack/echo/v4"
+
+	"proctor/models"
+	"proctor/web"
 )
 
 // LeaderboardStore is what the leaderboard pages need from storage.
-type LeaderboardStore interface{}
+type LeaderboardStore interface {
+	// Leaderboard returns a benchmark's board for a subset, filtered, ranked
+	// and sorted by the query; ENOTFOUND for unknown or hidden boards.
+	Leaderboard(ctx context.Context, slug, subset string, q models.LeaderboardQuery) (*models.Leaderboard, error)
+}
 
-// leaderboardRoutes registers the leaderboard pages and API routes.
-func (s *Server) leaderboardRoutes(e *echo.Echo) {}
+// Export formats of a board.
+const (
+	boardHTML = ""
+	boardJSON = "json"
+	boardCSV  = "csv"
+)
+
+// leaderboardRoutes registers the leaderboard pages, their JSON and CSV
+// exports and the JSON API. Boards are public: they show only published runs,
+// and a board of an unpublished benchmark answers 404 to everyone but admins.
+func (s *Server) leaderboardRoutes(e *echo.Echo) {
+	e.GET("/benchmarks/:slug/leaderboard", s.showLeaderboard)
+	e.GET("/benchmarks/:slug/leaderboard.json", s.showLeaderboard)
+	e.GET("/benchmarks/:slug/leaderboard.csv", s.showLeaderboard)
+	// The subset's name carries the export's extension (hard.csv): subset
+	// names are slugs, so a dot can only start one.
+	e.GET("/benchmarks/:slug/leaderboard/:subset", s.showLeaderboard)
+	e.GET("/api/v1/benchmarks/:slug/leaderboard", s.apiLeaderboard)
+}
+
+// boardTarget reads which subset's board a request asks for and in which format.
+func boardTarget(c echo.Context) (subset, format string) {
+	subset, format = models.SubsetFull, boardHTML
+	switch {
+	case strings.HasSuffix(c.Path(), ".json"):
+		format = boardJSON
+	case strings.HasSuffix(c.Path(), ".csv"):
+		format = boardCSV
+	}
+	if name := pathParam(c, "subset"); name != "" {
+		subset = name
+		for _, f := range []string{boardJSON, boardCSV} {
+			if base, ok := strings.CutSuffix(name, "."+f); ok {
+				subset, format = base, f
+			}
+		}
+	}
+	return subset, format
+}
+
+// showLeaderboard is a board as a page, as the table alone for htmx's sorts
+// and filters, or as a JSON or CSV export with the same filters and sort.
+func (s *Server) showLeaderboard(c echo.Context) error {
+	subset, format := boardTarget(c)
+	lb, err := s.leaderboard(c, subset)
+	if err != nil {
+		if format == boardJSON {
+			return jsonExportError(c, err)
+		}
+		return err
+	}
+	switch format {
+	case boardJSON:
+		return c.JSON(http.StatusOK, s.toAPILeaderboard(c, lb))
+	case boardCSV:
+		return s.writeLeaderboardCSV(c, lb)
+	}
+	v := web.LeaderboardView{Board: lb}
+	c.Response().Header().Add("Vary", "HX-Request")
+	if wantsFragment(c) {
+		return s.render(c, http.StatusOK, web.LeaderboardTable(v))
+	}
+	title := "Leaderboard of " + lb.BenchmarkName
+	if lb.Subset != models.SubsetFull {
+		title += " (" + lb.Subset + ")"
+	}
+	return s.render(c, http.StatusOK, web.LeaderboardPage(s.page(c, title), v))
+}
+
+// apiLeaderboard is a board as JSON: ?subset= picks the subset (full by
+// default); the other parameters are the page's.
+func (s *Server) apiLeaderboard(c echo.Context) error {
+	subset := c.QueryParam("subset")
+	if subset == "" {
+		subset = models.SubsetFull
+	}
+	lb, err := s.leaderboard(c, subset)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.toAPILeaderboard(c, lb))
+}
+
+// leaderboard parses the board's query parameters and loads it.
+func (s *Server) leaderboard(c echo.Context, subset string) (*models.Leaderboard, error) {
+	q, err := models.ParseLeaderboardQuery(c.QueryParams())
+	if err != nil {
+		return nil, err
+	}
+	return s.store.Leaderboard(c.Request().Context(), pathParam(c, "slug"), subset, q)
+}
+
+// jsonExportError answers a failed .json export in the API's error shape, as
+// its client expects JSON; internal errors go to the one error handler, which
+// logs them.
+func jsonExportError(c echo.Context, err error) error {
+	code := models.ErrorCode(err)
+	if code == models.EINTERNAL {
+		return err
+	}
+	body := map[string]string{"code": code, "message": models.ErrorMessage(err)}
+	if field := models.ErrorField(err); field != "" {
+		body["field"] = field
+	}
+	return c.JSON(statusOf(code), map[string]any{"error": body})
+}
+
+// apiLeaderboard is a board in JSON exports and the API.
+type apiLeaderboard struct {
+	Benchmark      string `json:"benchmark"`
+	Name           string `json:"name"`
+	Version        int    `json:"version"`
+	CurrentVersion int    `json:"current_version"`
+	Subset         string `json:"subset"`
+	SubsetTasks    int    `json:"subset_tasks"`
+	Sort           string `json:"sort"`
+	Dir            string `json:"dir"`
+	// Filters are the query's filters as URL parameters (best, origin,
+	// open_source, model, model_match, from, to, version).
+	Filters       map[string]string    `json:"filters"`
+	PublishedRuns int                  `json:"published_runs"`
+	URL           string               `json:"url"`
+	Entries       []apiLeaderboardItem `json:"entries"`
+}
+
+// apiLeaderboardItem is one row of a board.
+type apiLeaderboardItem struct {
+	Rank        int        `json:"rank"`
+	RankBand    string     `json:"rank_band"`
+	BandStart   int        `json:"band_start"`
+	BandEnd     int        `json:"band_end"`
+	RunID       int64      `json:"run_id"`
+	URL         string     `json:"url"`
+	APIURL      string     `json:"api_url"`
+	Agent       string     `json:"agent"`
+	AgentSlug   string     `json:"agent_slug"`
+	Team        string     `json:"team"`
+	TeamSlug    string     `json:"team_slug"`
+	Model       string     `json:"model"`
+	OpenSource  bool       `json:"open_source"`
+	Origin      string     `json:"origin"`
+	Verified    bool       `json:"verified"`
+	RunSubset   string     `json:"run_subset"`
+	Restricted  bool       `json:"restricted"`
+	Tasks       int        `json:"tasks"`
+	Successes   int        `json:"successes"`
+	SuccessRate float64    `json:"success_rate"`
+	CI95Low     float64    `json:"ci95_low"`
+	CI95High    float64    `json:"ci95_high"`
+	JudgeScore  *float64   `json:"judge_score"`
+	Judged      int        `json:"judged"`
+	RubricScore *float64   `json:"rubric_score"`
+	PerfectRate *float64   `json:"perfect_rate"`
+	Efficiency  *float64   `json:"efficiency"`
+	MeanSteps   float64    `json:"mean_steps"`
+	CostPerTask float64    `json:"cost_per_task"`
+	Tokens      int64      `json:"tokens"`
+	FinishedAt  *time.Time `json:"finished_at"`
+}
+
+// absoluteURL makes a path absolute with the configured base URL (or, when
+// none is configured, the request's own), for links that leave the site.
+func (s *Server) absoluteURL(c echo.Context, path string) string {
+	base := s.opts.BaseURL
+	if base == "" {
+		base = c.Scheme() + "://" + c.Request().Host
+	}
+	return strings.TrimSuffix(base, "/") + path
+}
+
+func (s *Server) toAPILeaderboard(c echo.Context, lb *models.Leaderboard) apiLeaderboard {
+	out := apiLeaderboard{
+		Benchmark: lb.BenchmarkSlug, Name: lb.BenchmarkName, Version: lb.Version, CurrentVersion: lb.CurrentVersion,
+		Subset: lb.Subset, SubsetTasks: lb.SubsetTasks, Sort: lb.Query.Sort, Dir: lb.Query.Dir,
+		Filters: map[string]string{}, PublishedRuns: lb.Published,
+		URL:     s.absoluteURL(c, web.LeaderboardURL(lb.BenchmarkSlug, lb.Subset, "", lb.Query)),
+		Entries: make([]apiLeaderboardItem, len(lb.Rows)),
+	}
+	for k := range lb.Query.Values() {
+		if k != "sort" && k != "dir" {
+			out.Filters[k] = lb.Query.Values().Get(k)
+		}
+	}
+	for i, r := range lb.Rows {
+		out.Entries[i] = apiLeaderboardItem{
+			Rank: r.Rank, RankBand: r.RankText(), BandStart: r.BandStart, BandEnd: r.BandEnd,
+			RunID: r.RunID, URL: s.absoluteURL(c, runPath(r.RunID)), APIURL: s.absoluteURL(c, apiRunPath(r.RunID)),
+			Agent: r.AgentName, AgentSlug: r.AgentSlug, Team: r.TeamName, TeamSlug: r.TeamSlug, Model: r.Model,
+			OpenSource: r.OpenSource, Origin: r.Origin, Verified: r.Verified, RunSubset: r.RunSubset, Restricted: r.Restricted,
+			Tasks: r.Tasks, Successes: r.Successes, SuccessRate: r.SuccessRate, CI95Low: r.CILow, CI95High: r.CIHigh,
+			JudgeScore: r.JudgeScore, Judged: r.Judged, RubricScore: r.RubricScore, PerfectRate: r.PerfectRate,
+			Efficiency: r.Efficiency, MeanSteps: r.MeanSteps, CostPerTask: r.CostPerTask, Tokens: r.Tokens, FinishedAt: r.FinishedAt,
+		}
+	}
+	return out
+}
+
+// leaderboardCSVHeader names the CSV export's columns, as in the JSON export.
+func leaderboardCSVHeader() []string {
+	return []string{
+		"rank", "band_start", "band_end", "run_id", "url", "agent", "agent_slug", "team", "team_slug", "model",
+		"open_source", "origin", "verified", "run_subset", "restricted", "tasks", "successes", "success_rate",
+		"ci95_low", "ci95_high", "judge_score", "judged", "rubric_score", "perfect_rate", "efficiency",
+		"mean_steps", "cost_per_task", "tokens", "finished_at",
+	}
+}
+
+// writeLeaderboardCSV answers the CSV export: one header line, one line per
+// row, numbers unrounded and empty where a metric is missing.
+func (s *Server) writeLeaderboardCSV(c echo.Context, lb *models.Leaderboard) error {
+	name := lb.BenchmarkSlug + "-" + lb.Subset + "-leaderboard.csv"
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
+	c.Response().WriteHeader(http.StatusOK)
+	w := csv.NewWriter(c.Response())
+	if err := w.Write(leaderboardCSVHeader()); err != nil {
+		return err
+	}
+	num := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+	opt := func(x *float64) string {
+		if x == nil {
+			return ""
+		}
+		return num(*x)
+	}
+	for _, r := range lb.Rows {
+		finished := ""
+		if r.FinishedAt != nil {
+			finished = r.FinishedAt.UTC().Format(time.RFC3339)
+		}
+		rec := []string{
+			strconv.Itoa(r.Rank), strconv.Itoa(r.BandStart), strconv.Itoa(r.BandEnd), strconv.FormatInt(r.RunID, 10),
+			s.absoluteURL(c, runPath(r.RunID)), csvText(r.AgentName), r.AgentSlug, csvText(r.TeamName), r.TeamSlug, csvText(r.Model),
+			strconv.FormatBool(r.OpenSource), r.Origin, strconv.FormatBool(r.Verified), r.RunSubset, strconv.FormatBool(r.Restricted),
+			strconv.Itoa(r.Tasks), strconv.Itoa(r.Successes), num(r.SuccessRate), num(r.CILow), num(r.CIHigh),
+			opt(r.JudgeScore), strconv.Itoa(r.Judged), opt(r.RubricScore), opt(r.PerfectRate), opt(r.Efficiency),
+			num(r.MeanSteps), num(r.CostPerTask), strconv.FormatInt(r.Tokens, 10), finished,
+		}
+		if err := w.Write(rec); err != nil {
+			return err
+		}
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// csvText keeps a team's free text from being read as a formula by the
+// spreadsheet that opens the export: a leading =, +, -, @, tab or carriage
+// return gets a quote in front.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
