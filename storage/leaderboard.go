@@ -49,15 +49,16 @@ const boardColumns = `le.run_id, r.agent_id, le.restricted, le.tasks, le.success
 	a.name AS agent_name, a.slug AS agent_slug, a.model AS agent_model, a.open_source AS agent_open_source,
 	t.slug AS team_slug, t.name AS team_name`
 
-// boardRows loads every published run's entry on one board in one query: the
-// precomputed numbers with the run, agent and team they belong to.
+// boardRows loads the entry of every run on one board in one query: the
+// precomputed numbers with the run, agent and team they belong to. A run is on
+// the board when it is published and administrators have not hidden it.
 func boardRows(q *gorm.DB, versionID int64, subset string) ([]models.LeaderboardRow, error) {
 	var rows []boardRow
 	err := q.Table("leaderboard_entries le").Select(boardColumns).
 		Joins("JOIN runs r ON r.id = le.run_id").
 		Joins("JOIN agents a ON a.id = r.agent_id").
 		Joins("JOIN teams t ON t.id = r.team_id").
-		Where("le.version_id = ? AND le.subset_name = ? AND r.published = ?", versionID, subset, true).
+		Where("le.version_id = ? AND le.subset_name = ? AND r.published = ? AND r.hidden_at IS NULL", versionID, subset, true).
 		Order("le.run_id").Scan(&rows).Error
 	if err != nil {
 		return nil, wrap(err, "leaderboard entries")
@@ -95,7 +96,8 @@ func (r boardRow) toModel() models.LeaderboardRow {
 
 // Leaderboard returns a benchmark's board for one subset ("full" or a named
 // subset of the version) of its current version, or of the version the query
-// names: one row per published run with an entry there, filtered, ranked and
+// names: one row per published run with an entry there (unless hidden by
+// administrators), filtered, ranked and
 // sorted as the query asks. Rows are the precomputed leaderboard entries, read
 // with one query however many there are. ENOTFOUND for an unknown benchmark,
 // version or subset, and for an unpublished benchmark unless the caller is an

@@ -149,6 +149,17 @@ func TestStore_Leaderboard(t *testing.T) {
 			require.LessOrEqual(t, few, int64(4), "benchmark, versions, subsets, entries")
 		})
 
+		t.Run("HiddenRunsLeave", func(t *testing.T) {
+			_, err := db.HideRun(f.admin, f.b.ID, "Reproduction failed.")
+			require.NoError(t, err)
+			for _, ctx := range []context.Context{f.anon, f.outsider, f.admin} {
+				require.Equal(t, []int64{f.a.ID}, boardRunIDs(board(ctx, models.SubsetFull, models.LeaderboardQuery{})), "a hidden run is on no board")
+			}
+			_, err = db.UnhideRun(f.admin, f.b.ID)
+			require.NoError(t, err)
+			require.Equal(t, []int64{f.b.ID, f.a.ID}, boardRunIDs(board(f.anon, models.SubsetFull, models.LeaderboardQuery{})))
+		})
+
 		t.Run("NotFound", func(t *testing.T) {
 			_, err := db.Leaderboard(f.anon, "mini", "nope", models.LeaderboardQuery{})
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "unknown subset")
