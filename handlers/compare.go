@@ -35,7 +35,7 @@ func compareRunsParam(c echo.Context) (raw string, present bool) {
 }
 
 // showComparison is the compare page: the form alone until runs are chosen,
-// then the comparison. Runs that cannot be compared (malformed, too few or too
+// then the comparison at its permalink, /compare?runs=12,15. Runs that cannot be compared (malformed, too few or too
 // many, repeated, of different benchmarks) re-render the form with the reason
 // and status 400; a run the caller may not see is the plain 404 page.
 func (s *Server) showComparison(c echo.Context) error {
@@ -44,7 +44,16 @@ func (s *Server) showComparison(c echo.Context) error {
 	if !present {
 		return s.render(c, http.StatusOK, web.ComparePage(s.page(c, "Compare runs"), v))
 	}
-	cmp, err := s.compare(c, raw)
+	ids, err := models.ParseCompareRuns(raw)
+	if err == nil && c.Request().URL.RawQuery != strings.TrimPrefix(web.ComparePath(ids), "/compare?") {
+		// One address per comparison: spaces, escaped commas and repeated
+		// parameters (as a form submits them) lead to the permalink.
+		return redirect(c, web.ComparePath(ids))
+	}
+	var cmp *models.Comparison
+	if err == nil {
+		cmp, err = s.store.CompareRuns(c.Request().Context(), ids)
+	}
 	if models.ErrorCode(err) == models.EINVALID {
 		v.Error = models.ErrorMessage(err)
 		return s.render(c, http.StatusBadRequest, web.ComparePage(s.page(c, "Compare runs"), v))

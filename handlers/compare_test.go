@@ -88,8 +88,9 @@ func TestAuthz_Compare(t *testing.T) {
 	rows := []authzCase{
 		{method: "GET", path: "/compare", want: all(ok)},
 		{method: "GET", path: "/compare?runs={a},{b}", want: all(ok)},
-		{method: "GET", path: "/compare?runs={b}%2C{a}", want: all(ok)},
-		{method: "GET", path: "/compare?runs={a}&runs={b}", want: all(ok)},
+		// Other spellings of a list lead to its permalink.
+		{method: "GET", path: "/compare?runs={b}%2C{a}", want: all(http.StatusSeeOther)},
+		{method: "GET", path: "/compare?runs={a}&runs={b}", want: all(http.StatusSeeOther)},
 		// Private runs: their team and admins only, wherever they are in the list.
 		{method: "GET", path: "/compare?runs={a},{private}", want: who(notFound, ok, notFound, ok)},
 		{method: "GET", path: "/compare?runs={private},{a},{b}", want: who(notFound, ok, notFound, ok)},
@@ -161,8 +162,8 @@ func TestCompare_TwoRuns(t *testing.T) {
 		body := readBody(t, res)
 		require.Equal(t, http.StatusOK, res.StatusCode, body)
 		require.Contains(t, body, f.path(`value="{a},{b}"`), "the form holds the runs")
-		require.Contains(t, body, f.path(`href="/compare?runs={a}%2C{b}"`), "a permalink")
-		require.Contains(t, body, f.path(`href="/api/v1/compare?runs={a}%2C{b}"`))
+		require.Contains(t, body, f.path(`href="/compare?runs={a},{b}"`), "a permalink")
+		require.Contains(t, body, f.path(`href="/api/v1/compare?runs={a},{b}"`))
 		require.Contains(t, body, `data-testid="compare-runs"`)
 		require.Contains(t, body, "<caption>Compared runs; A is the baseline")
 		require.Contains(t, body, `<th scope="col">Metric</th>`)
@@ -207,11 +208,15 @@ func TestCompare_TwoRuns(t *testing.T) {
 		require.Contains(t, medium, `data-change="better"`)
 	})
 
-	t.Run("SpacesAndRepeatedParameters", func(t *testing.T) {
-		res := anon.get(f.path("/compare?runs={a}+,+{b}"))
-		body := readBody(t, res)
-		require.Equal(t, http.StatusOK, res.StatusCode, body)
-		require.Contains(t, body, f.path(`value="{a},{b}"`), "the form shows the canonical list")
+	t.Run("OneAddressPerComparison", func(t *testing.T) {
+		for _, spelling := range []string{"/compare?runs={a}+,+{b}", "/compare?runs={a}%2C{b}", "/compare?runs={a}&runs={b}", "/compare?runs={a},{b}&x=1"} {
+			res := anon.get(f.path(spelling))
+			require.Equal(t, http.StatusSeeOther, res.StatusCode, spelling)
+			require.Equal(t, f.path("/compare?runs={a},{b}"), res.Header.Get("Location"), spelling)
+		}
+		// Invalid lists are not redirected: the form says what is wrong.
+		res := anon.get("/compare?runs=7%2C7")
+		require.Equal(t, http.StatusBadRequest, res.StatusCode)
 	})
 
 	t.Run("BadRunsKeepTheForm", func(t *testing.T) {
@@ -269,7 +274,7 @@ func TestCompare_TwoRuns(t *testing.T) {
 		require.Len(t, got.Runs, 2)
 		require.Equal(t, []any{f.second, "A", true, "walker", "full"}, []any{got.Runs[0].ID, got.Runs[0].Label, got.Runs[0].Baseline, got.Runs[0].Agent, got.Runs[0].Subset})
 		require.Equal(t, []any{f.first, "B", false}, []any{got.Runs[1].ID, got.Runs[1].Label, got.Runs[1].Baseline})
-		require.Equal(t, f.path("/compare?runs={b}%2C{a}"), got.URL)
+		require.Equal(t, f.path("/compare?runs={b},{a}"), got.URL)
 		require.Equal(t, "success_rate", got.Metrics[0].Key)
 		require.Equal(t, 2, got.Metrics[0].Values[0].K)
 		require.Equal(t, 4, got.Metrics[0].Values[0].N)
