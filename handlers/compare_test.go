@@ -20,11 +20,12 @@ import (
 //	first, second lab, published, outcomes differing on t2 and t3
 //	private  lab, unpublished
 //	theirs   other team, unpublished
+//	hidden   lab, published, then hidden by administrators
 //	elsewhere lab, published, on benchmark mini2
 type compareFixture struct {
 	*runsFixture
-	first, second, private, theirs, elsewhere int64
-	attempts                                  map[int64][]int64 // attempt ids of each run in task order
+	first, second, private, theirs, hidden, elsewhere int64
+	attempts                                          map[int64][]int64 // attempt ids of each run in task order
 }
 
 func newCompareFixture(t *testing.T) *compareFixture {
@@ -53,13 +54,16 @@ func newCompareFixture(t *testing.T) *compareFixture {
 	f.second = queue(f.member, "lab", "walker", "mini", true, s, s, fl, fl)
 	f.private = queue(f.member, "lab", "walker", "mini", false, s, s, s, s)
 	f.theirs = queue(f.outsider, "other", "theirs", "mini", false, fl, fl, fl, fl)
+	f.hidden = queue(f.member, "lab", "walker", "mini", true, s, s, s, fl)
+	_, err := db.HideRun(actorCtx(f.b.admin), f.hidden, "Trained on the test tasks.")
+	require.NoError(t, err)
 	f.elsewhere = queue(f.member, "lab", "walker", "mini2", true)
 	return f
 }
 
-// path fills {a}, {b}, {private}, {theirs} and {elsewhere} with run ids.
+// path fills {a}, {b}, {private}, {theirs}, {hidden} and {elsewhere} with run ids.
 func (f *compareFixture) path(p string) string {
-	for name, id := range map[string]int64{"a": f.first, "b": f.second, "private": f.private, "theirs": f.theirs, "elsewhere": f.elsewhere} {
+	for name, id := range map[string]int64{"a": f.first, "b": f.second, "private": f.private, "theirs": f.theirs, "hidden": f.hidden, "elsewhere": f.elsewhere} {
 		p = strings.ReplaceAll(p, "{"+name+"}", strconv.FormatInt(id, 10))
 	}
 	return p
@@ -96,6 +100,8 @@ func TestAuthz_Compare(t *testing.T) {
 		{method: "GET", path: "/compare?runs={private},{a},{b}", want: who(notFound, ok, notFound, ok)},
 		{method: "GET", path: "/compare?runs={a},{theirs}", want: who(notFound, notFound, ok, ok)},
 		{method: "GET", path: "/compare?runs={a},999999", want: all(notFound)},
+		// A hidden run's attempts stay with its team and admins.
+		{method: "GET", path: "/compare?runs={hidden},{a}", want: who(notFound, ok, notFound, ok)},
 		// Bad lists name the runs parameter.
 		{method: "GET", path: "/compare?runs=", want: all(bad)},
 		{method: "GET", path: "/compare?runs={a}", want: all(bad)},
@@ -112,6 +118,7 @@ func TestAuthz_Compare(t *testing.T) {
 		{method: "GET", path: "/api/v1/compare?runs={a},{private}", want: who(notFound, ok, notFound, ok)},
 		{method: "GET", path: "/api/v1/compare?runs={theirs},{a}", want: who(notFound, notFound, ok, ok)},
 		{method: "GET", path: "/api/v1/compare?runs={a},999999", want: all(notFound)},
+		{method: "GET", path: "/api/v1/compare?runs={a},{hidden}", want: who(notFound, ok, notFound, ok)},
 		{method: "GET", path: "/api/v1/compare", want: all(bad)},
 		{method: "GET", path: "/api/v1/compare?runs={a},{a}", want: all(bad)},
 		{method: "GET", path: "/api/v1/compare?runs={a},x", want: all(bad)},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -23,6 +24,8 @@ type compareRunRow struct {
 	BenchmarkID        int64
 	BenchmarkPublished bool
 	AgentSnapshot      string
+	HiddenAt           *time.Time
+	HiddenReason       string
 }
 
 // compareAttemptRow is one attempt of a compared run with its task's public labels.
@@ -52,7 +55,7 @@ func compareDimensions() []stats.Dimension {
 // each run against the baseline.
 //
 // A run is comparable by its team's members and admins, and by everyone once
-// both the run and its benchmark are published. EINVALID on the runs field for
+// both the run and its benchmark are published, unless administrators hid it. EINVALID on the runs field for
 // fewer than two or more than four ids, a repeated id, or runs of different
 // benchmarks; ENOTFOUND for a run that does not exist or that the caller may
 // not see (checked before benchmarks, so an error never tells what a private
@@ -118,7 +121,7 @@ func (db *DB) CompareRuns(ctx context.Context, ids []int64) (*models.Comparison,
 func comparableRuns(ctx context.Context, q *gorm.DB, ids []int64) ([]compareRunRow, error) {
 	var found []compareRunRow
 	err := runListFrom(q).Select(runListColumns+`, r.team_id, r.version_id, v.version AS benchmark_version,
-		b.id AS benchmark_id, b.published AS benchmark_published, r.agent_snapshot`).
+		b.id AS benchmark_id, b.published AS benchmark_published, r.agent_snapshot, r.hidden_at, r.hidden_reason`).
 		Where("r.id IN ?", ids).Scan(&found).Error
 	if err != nil {
 		return nil, wrap(err, "compared runs")
@@ -146,9 +149,17 @@ func comparableRuns(ctx context.Context, q *gorm.DB, ids []int64) ([]compareRunR
 			return nil, runNotFound(id)
 		}
 		r := found[i]
-		public := r.Published && r.BenchmarkPublished
-		if !public && !a.Privileged() && !member[r.TeamID] {
+		if a.Privileged() || member[r.TeamID] {
+			out = append(out, r)
+			continue
+		}
+		if !r.Published || !r.BenchmarkPublished {
 			return nil, runNotFound(id)
+		}
+		if r.HiddenAt != nil {
+			// As on the run's own page: its summary and the reason are public,
+			// its attempts are not.
+			return nil, models.Errorf(models.ENOTFOUND, "Run %d was hidden by the administrators: %s", id, r.HiddenReason)
 		}
 		out = append(out, r)
 	}

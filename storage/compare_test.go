@@ -132,6 +132,19 @@ func TestStore_CompareRuns(t *testing.T) {
 			check(f.admin, "", f.a, f.b)
 			require.NoError(t, db.SetBenchmarkPublished(f.admin, "mini", true))
 			check(f.outsider, "", f.their, f.a)
+			// A run hidden by administrators keeps its attempts from everyone
+			// outside its team; the public reason is all that is said.
+			_, err = db.HideRun(f.admin, f.b.ID, "Trained on the test tasks.")
+			require.NoError(t, err)
+			_, err = f.compare(f.anon, f.a, f.b)
+			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
+			require.Contains(t, models.ErrorMessage(err), "Trained on the test tasks.")
+			check(f.outsider, models.ENOTFOUND, f.b, f.a)
+			check(f.member, "", f.a, f.b)
+			check(f.admin, "", f.a, f.b)
+			_, err = db.UnhideRun(f.admin, f.b.ID)
+			require.NoError(t, err)
+			check(f.anon, "", f.a, f.b)
 		})
 
 		t.Run("BadInput", func(t *testing.T) {
