@@ -136,11 +136,12 @@ func (db *DB) VerifyRun(ctx context.Context, runID int64) (*models.RunModeration
 // Administrators only, as VerifyRun; EINVALID on "reason" when the reason is
 // empty or too long, ECONFLICT when the run is already hidden.
 func (db *DB) HideRun(ctx context.Context, runID int64, reason string) (*models.RunModeration, error) {
-	reason, err := models.CheckHideReason(reason)
-	if err != nil {
-		return nil, err
-	}
 	return db.moderateRun(ctx, runID, true, func(run *models.Run, h runHiding) (runChange, error) {
+		// Checked once the caller may act: others learn nothing from a reason.
+		reason, err := models.CheckHideReason(reason)
+		if err != nil {
+			return runChange{}, err
+		}
 		if h.HiddenAt != nil {
 			return runChange{}, models.Errorf(models.ECONFLICT, "Run %d is already hidden: %s", run.ID, h.HiddenReason)
 		}
