@@ -148,10 +148,12 @@ type apiLeaderboard struct {
 
 // apiLeaderboardItem is one row of a board.
 type apiLeaderboardItem struct {
-	Rank        int        `json:"rank"`
-	RankBand    string     `json:"rank_band"`
-	BandStart   int        `json:"band_start"`
-	BandEnd     int        `json:"band_end"`
+	Rank int `json:"rank"`
+	// RankRange is "2–4" when the 95% intervals allow places 2 to 4
+	// (RankBest to RankWorst), the rank alone when they fix it.
+	RankRange   string     `json:"rank_range"`
+	RankBest    int        `json:"rank_best"`
+	RankWorst   int        `json:"rank_worst"`
 	RunID       int64      `json:"run_id"`
 	URL         string     `json:"url"`
 	APIURL      string     `json:"api_url"`
@@ -206,7 +208,7 @@ func (s *Server) toAPILeaderboard(c echo.Context, lb *models.Leaderboard) apiLea
 	}
 	for i, r := range lb.Rows {
 		out.Entries[i] = apiLeaderboardItem{
-			Rank: r.Rank, RankBand: r.RankText(), BandStart: r.BandStart, BandEnd: r.BandEnd,
+			Rank: r.Rank, RankRange: r.RankText(), RankBest: r.RankBest, RankWorst: r.RankWorst,
 			RunID: r.RunID, URL: s.absoluteURL(c, runPath(r.RunID)), APIURL: s.absoluteURL(c, apiRunPath(r.RunID)),
 			Agent: r.AgentName, AgentSlug: r.AgentSlug, Team: r.TeamName, TeamSlug: r.TeamSlug, Model: r.Model,
 			OpenSource: r.OpenSource, Origin: r.Origin, Verified: r.Verified, RunSubset: r.RunSubset, Restricted: r.Restricted,
@@ -221,7 +223,7 @@ func (s *Server) toAPILeaderboard(c echo.Context, lb *models.Leaderboard) apiLea
 // leaderboardCSVHeader names the CSV export's columns, as in the JSON export.
 func leaderboardCSVHeader() []string {
 	return []string{
-		"rank", "band_start", "band_end", "run_id", "url", "agent", "agent_slug", "team", "team_slug", "model",
+		"rank", "rank_best", "rank_worst", "run_id", "url", "agent", "agent_slug", "team", "team_slug", "model",
 		"open_source", "origin", "verified", "run_subset", "restricted", "tasks", "successes", "success_rate",
 		"ci95_low", "ci95_high", "judge_score", "judged", "rubric_score", "perfect_rate", "efficiency",
 		"mean_steps", "cost_per_task", "tokens", "finished_at",
@@ -253,7 +255,7 @@ func (s *Server) writeLeaderboardCSV(c echo.Context, lb *models.Leaderboard) err
 			finished = r.FinishedAt.UTC().Format(time.RFC3339)
 		}
 		rec := []string{
-			strconv.Itoa(r.Rank), strconv.Itoa(r.BandStart), strconv.Itoa(r.BandEnd), strconv.FormatInt(r.RunID, 10),
+			strconv.Itoa(r.Rank), strconv.Itoa(r.RankBest), strconv.Itoa(r.RankWorst), strconv.FormatInt(r.RunID, 10),
 			s.absoluteURL(c, runPath(r.RunID)), csvText(r.AgentName), r.AgentSlug, csvText(r.TeamName), r.TeamSlug, csvText(r.Model),
 			strconv.FormatBool(r.OpenSource), r.Origin, strconv.FormatBool(r.Verified), r.RunSubset, strconv.FormatBool(r.Restricted),
 			strconv.Itoa(r.Tasks), strconv.Itoa(r.Successes), num(r.SuccessRate), num(r.CILow), num(r.CIHigh),

@@ -211,7 +211,7 @@ func TestLeaderboard_Page(t *testing.T) {
 		require.Contains(t, body, "<html")
 		require.Equal(t, f.ids("navigator", "scout", "open-walker", "slowpoke"), rowRuns(t, body))
 		require.Contains(t, body, "80.0% (95% CI 73.9–85.0%)", "the rate with its interval as text")
-		require.Contains(t, body, `>1–3</th>`, "the top three overlap: one band")
+		require.Contains(t, body, `>1–3</th>`, "the top three overlap: any of them could be first")
 		require.Contains(t, body, `>4</th>`)
 		require.Contains(t, body, "executed by Proctor")
 		require.Contains(t, body, "reproduced by admins")
@@ -312,7 +312,7 @@ type apiBoard struct {
 	URL           string            `json:"url"`
 	Entries       []struct {
 		Rank       int      `json:"rank"`
-		RankBand   string   `json:"rank_band"`
+		RankRange  string   `json:"rank_range"`
 		RunID      int64    `json:"run_id"`
 		URL        string   `json:"url"`
 		Agent      string   `json:"agent"`
@@ -368,7 +368,7 @@ func TestLeaderboard_Exports(t *testing.T) {
 			require.InDelta(t, ci.High, e.High, 1e-12)
 			require.Nil(t, e.Judge)
 			require.Equal(t, "2026-03-09T14:30:00Z", e.FinishedAt)
-			require.Equal(t, "1", e.RankBand)
+			require.Equal(t, "1", e.RankRange)
 		}
 		var smoke apiBoard
 		decodeJSON(t, anon.get("/api/v1/benchmarks/mini/leaderboard?subset=smoke"), &smoke)
@@ -405,8 +405,8 @@ func TestLeaderboard_Exports(t *testing.T) {
 		require.Equal(t, "", col(newest, "judge_score"), "missing metrics are empty")
 		require.Equal(t, anon.base+"/runs/"+col(newest, "run_id"), col(newest, "url"))
 		top := records[4]
-		require.Equal(t, "1", col(top, "band_start"))
-		require.Equal(t, "3", col(top, "band_end"))
+		require.Equal(t, "1", col(top, "rank_best"))
+		require.Equal(t, "3", col(top, "rank_worst"))
 		require.Equal(t, "4.21", col(top, "judge_score"))
 		require.Equal(t, "executed", col(top, "origin"))
 	})

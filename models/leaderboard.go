@@ -3,6 +3,7 @@ package models
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -269,7 +270,7 @@ func (q LeaderboardQuery) SortedBy(key string) LeaderboardQuery {
 }
 
 // LeaderboardRow is one run's precomputed numbers on one board, with what the
-// board shows about the run. Rank, BandStart and BandEnd are set by Apply.
+// board shows about the run. Rank, RankBest, RankWorst and OverlapsAbove are set by Apply.
 type LeaderboardRow struct {
 	RunID      int64
 	AgentID    int64
@@ -301,23 +302,26 @@ type LeaderboardRow struct {
 	Tokens      int64
 	FinishedAt  *time.Time
 
-	// Rank is the row's place by success rate (tied rates share it). BandStart
-	// and BandEnd are the first and last rank of its band: consecutive rows
-	// whose 95% intervals overlap the row above, whose order may be chance.
-	// Band numbers the bands from 1, top down.
-	Rank      int
-	BandStart int
-	BandEnd   int
-	Band      int
+	// Rank is the row's place by success rate (tied rates share it).
+	// RankBest and RankWorst bound the places the row could hold given the
+	// 95% intervals: rows whose whole interval lies above the row's are
+	// clearly better, rows whose whole interval lies below clearly worse, and
+	// every other row could fall either side. OverlapsAbove marks a row whose
+	// interval overlaps the interval of the row ranked just above it.
+	Rank          int
+	RankBest      int
+	RankWorst     int
+	OverlapsAbove bool
 }
 
-// SharesBand reports whether the row's rank band holds more than one rank.
-func (r LeaderboardRow) SharesBand() bool { return r.BandEnd > r.BandStart }
+// Uncertain reports whether the intervals leave the row more than one place.
+func (r LeaderboardRow) Uncertain() bool { return r.RankWorst > r.RankBest }
 
-// RankText is the rank as the board prints it: "3", or "2–4" in a band.
+// RankText is the rank as the board prints it: "3" when the intervals fix
+// it, or the range of places they allow, such as "2–4".
 func (r LeaderboardRow) RankText() string {
-	if r.SharesBand() {
-		return fmt.Sprintf("%d–%d", r.BandStart, r.BandEnd)
+	if r.Uncertain() {
+		return fmt.Sprintf("%d–%d", r.RankBest, r.RankWorst)
 	}
 	return strconv.Itoa(r.Rank)
 }
@@ -360,7 +364,8 @@ func (lb *Leaderboard) SetRows(all []LeaderboardRow) {
 }
 
 // Apply filters rows, keeps each agent's best when asked, ranks what is left
-// by success rate with rank bands, and sorts it as the query asks. It does
+// by success rate with the range of ranks its interval allows, and sorts it
+// as the query asks. It does
 // not modify rows.
 func (q LeaderboardQuery) Apply(rows []LeaderboardRow) []LeaderboardRow {
 	q = q.Normalized()
@@ -437,33 +442,35 @@ func bestPerAgent(rows []LeaderboardRow) []LeaderboardRow {
 	return out
 }
 
-// rankRows sets ranks and bands. Ranks follow success rate (equal rates share
-// a rank, the next rank skips). A row whose interval overlaps the interval of
-// the row above joins that row's band, so a band is a chain of overlaps: the
-// board cannot tell its members' order apart from chance.
+// rankRows orders rows best first and sets their ranks. Ranks follow
+// success rate (equal rates share a rank, the next rank skips). A row's rank
+// range runs from one past the rows that are clearly better (their interval's
+// low end above the row's high end) to the last row that is not clearly worse
+// (its interval's high end at or above the row's low end): its place within
+// that range could be chance. Two sorted lists of interval ends find both in
+// O(n log n), so a board of any size ranks quickly.
 func rankRows(rows []LeaderboardRow) {
 	slices.SortStableFunc(rows, byStanding)
-	band := 0
+	lows := make([]float64, len(rows))
+	highs := make([]float64, len(rows))
+	for i, r := range rows {
+		lows[i], highs[i] = r.CILow, r.CIHigh
+	}
+	slices.Sort(lows)
+	slices.Sort(highs)
 	for i := range rows {
 		r := &rows[i]
 		r.Rank = i + 1
 		if i > 0 && rows[i-1].SuccessRate == r.SuccessRate {
 			r.Rank = rows[i-1].Rank
 		}
-		if i > 0 && overlaps(rows[i-1], *r) {
-			r.BandStart, r.Band = rows[i-1].BandStart, band
-			continue
-		}
-		band++
-		r.BandStart, r.Band = r.Rank, band
-	}
-	// A band ends at the rank of its last row; walk upwards to share it.
-	for i := len(rows) - 1; i >= 0; i-- {
-		if i+1 < len(rows) && rows[i+1].Band == rows[i].Band {
-			rows[i].BandEnd = rows[i+1].BandEnd
-		} else {
-			rows[i].BandEnd = rows[i].Rank
-		}
+		// Lows strictly above this row's high end: the clearly better rows.
+		above, _ := slices.BinarySearch(lows, math.Nextafter(r.CIHigh, math.Inf(1)))
+		r.RankBest = 1 + len(rows) - above
+		// Highs strictly below this row's low end: the clearly worse rows.
+		below, _ := slices.BinarySearch(highs, r.CILow)
+		r.RankWorst = len(rows) - below
+		r.OverlapsAbove = i > 0 && overlaps(rows[i-1], *r)
 	}
 }
 

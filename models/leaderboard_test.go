@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"math/rand/v2"
 	"net/url"
 	"testing"
 	"time"
@@ -95,22 +96,24 @@ func ids(rows []models.LeaderboardRow) []int64 {
 
 func TestLeaderboardQuery_Apply(t *testing.T) {
 	t.Parallel()
-	t.Run("RankBands", func(t *testing.T) {
+	t.Run("RankRanges", func(t *testing.T) {
 		rows := []models.LeaderboardRow{
-			row(5, 5, 0.20, 0.10, 0.30), // overlaps nothing above
-			row(1, 1, 0.90, 0.85, 0.95),
-			row(2, 2, 0.70, 0.60, 0.80), // clear of 1
-			row(3, 3, 0.65, 0.55, 0.75), // overlaps 2
-			row(4, 4, 0.52, 0.45, 0.58), // overlaps 3 (not 2): the band chains
+			row(5, 5, 0.20, 0.10, 0.30), // clear of everything
+			row(1, 1, 0.90, 0.85, 0.95), // clear of everything
+			row(2, 2, 0.70, 0.60, 0.80), // overlaps 3
+			row(3, 3, 0.65, 0.55, 0.75), // overlaps 2 and 4
+			row(4, 4, 0.52, 0.45, 0.58), // overlaps 3, clearly below 2
 		}
 		got := models.LeaderboardQuery{}.Apply(rows)
 		require.Equal(t, []int64{1, 2, 3, 4, 5}, ids(got))
 		var text []string
+		var above []bool
 		for _, r := range got {
 			text = append(text, r.RankText())
+			above = append(above, r.OverlapsAbove)
 		}
-		require.Equal(t, []string{"1", "2–4", "2–4", "2–4", "5"}, text)
-		require.Equal(t, []int{1, 2, 2, 2, 3}, []int{got[0].Band, got[1].Band, got[2].Band, got[3].Band, got[4].Band})
+		require.Equal(t, []string{"1", "2–3", "2–4", "3–4", "5"}, text, "4 may swap with 3 but not with 2")
+		require.Equal(t, []bool{false, false, true, true, false}, above)
 		require.Equal(t, 3, got[2].Rank)
 		require.Equal(t, int64(5), rows[0].RunID, "the input is left alone")
 	})
@@ -120,8 +123,37 @@ func TestLeaderboardQuery_Apply(t *testing.T) {
 		})
 		require.Equal(t, []int64{1, 2, 3}, ids(got), "the narrower interval first")
 		require.Equal(t, []int{1, 1, 3}, []int{got[0].Rank, got[1].Rank, got[2].Rank})
-		require.Equal(t, "1", got[0].RankText(), "a tie alone is not a band of ranks")
+		require.Equal(t, "1–2", got[0].RankText())
 		require.Equal(t, "3", got[2].RankText())
+	})
+	t.Run("RangesMatchPairwiseDefinition", func(t *testing.T) {
+		rnd := rand.New(rand.NewPCG(7, 11))
+		var rows []models.LeaderboardRow
+		for i := range 400 {
+			rate := float64(rnd.IntN(41)) / 40 // many ties
+			half := 0.01 + rnd.Float64()*0.1
+			rows = append(rows, row(int64(i+1), int64(i+1), rate, max(rate-half, 0), min(rate+half, 1)))
+		}
+		got := models.LeaderboardQuery{}.Apply(rows)
+		for _, r := range got {
+			best, worst := 1, 0
+			for _, o := range got {
+				if o.CILow > r.CIHigh {
+					best++
+				}
+				if o.CIHigh >= r.CILow {
+					worst++
+				}
+			}
+			require.Equal(t, best, r.RankBest, "run %d", r.RunID)
+			require.Equal(t, worst, r.RankWorst, "run %d", r.RunID)
+			require.LessOrEqual(t, r.RankBest, r.Rank)
+			require.GreaterOrEqual(t, r.RankWorst, r.Rank)
+		}
+	})
+	t.Run("TouchingIntervalsOverlap", func(t *testing.T) {
+		got := models.LeaderboardQuery{}.Apply([]models.LeaderboardRow{row(1, 1, 0.6, 0.5, 0.7), row(2, 2, 0.4, 0.3, 0.5)})
+		require.Equal(t, []string{"1–2", "1–2"}, []string{got[0].RankText(), got[1].RankText()})
 	})
 	t.Run("BestPerAgent", func(t *testing.T) {
 		rows := []models.LeaderboardRow{

@@ -74,7 +74,8 @@ func TestStore_Leaderboard(t *testing.T) {
 			require.InDelta(t, 0.10, a.CostPerTask, 1e-9)
 			require.InDelta(t, 3.5, a.MeanSteps, 1e-9, "steps 2, 3, 4, 5")
 			require.Equal(t, "1–2", a.RankText(), "three or four graded tasks cannot tell 50% from 67%")
-			require.Equal(t, 1, b.BandStart)
+			require.Equal(t, 1, b.RankBest)
+			require.Equal(t, 2, b.RankWorst)
 			require.False(t, lb.HasJudge, "nothing is judged: the column is hidden")
 		})
 
