@@ -104,15 +104,16 @@ func breakdownColumns(withReport bool) string {
 }
 
 // breakdownRows loads every published run's entry on the board in one query,
-// best success rate first. Unpublished runs never appear, whoever asks: the
-// breakdowns are the public board's.
+// best success rate first. Unpublished runs and runs hidden by
+// administrators never appear, whoever asks: the breakdowns are the public
+// board's.
 func breakdownRows(q *gorm.DB, s *breakdownScope, withReport bool) ([]breakdownRow, error) {
 	var rows []breakdownRow
 	err := q.Table("leaderboard_entries le").Select(breakdownColumns(withReport)).
 		Joins("JOIN runs r ON r.id = le.run_id").
 		Joins("JOIN agents a ON a.id = r.agent_id").
 		Joins("JOIN teams t ON t.id = r.team_id").
-		Where("le.version_id = ? AND le.subset_name = ? AND r.published = ?", s.versionID, s.ref.Subset, true).
+		Where("le.version_id = ? AND le.subset_name = ? AND r.published = ? AND r.hidden_at IS NULL", s.versionID, s.ref.Subset, true).
 		Order("le.success_rate DESC, le.ci_low DESC, le.run_id").Scan(&rows).Error
 	if err != nil {
 		return nil, wrap(err, "leaderboard entries")

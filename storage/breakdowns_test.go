@@ -153,6 +153,26 @@ func TestStore_BreakdownBoard(t *testing.T) {
 				require.NotContains(t, entryRuns(board.Entries), f.d.ID)
 			}
 		})
+		t.Run("HiddenRunsLeave", func(t *testing.T) {
+			_, err := db.HideRun(f.admin, f.b.ID, "Ran with the answers in its prompt.")
+			require.NoError(t, err)
+			t.Cleanup(func() {
+				_, err := db.UnhideRun(f.admin, f.b.ID)
+				require.NoError(t, err)
+			})
+			for _, ctx := range []context.Context{f.anon, f.outsider, f.admin} {
+				board, err := db.BreakdownBoard(ctx, full)
+				require.NoError(t, err)
+				require.Equal(t, []int64{f.a.ID}, entryRuns(board.Entries), "a hidden run leaves the board, for its team and admins too")
+				m, err := db.TaskMatrix(ctx, models.BreakdownQuery{Slug: "mini", Subset: "smoke", Page: 1, PerPage: 10})
+				require.NoError(t, err)
+				require.Equal(t, []models.MatrixEntry{
+					{RunID: f.a.ID, AgentName: "Walker", TeamName: "LAB", Restricted: true},
+					{RunID: f.c.ID, AgentName: "Walker", TeamName: "LAB"},
+				}, m.Entries)
+				require.Equal(t, []int{1, 2}, []int{m.Tasks[0].Solved, m.Tasks[0].Graded}, "its outcomes leave the solve counts")
+			}
+		})
 		t.Run("Errors", func(t *testing.T) {
 			for _, tc := range []struct {
 				name  string
