@@ -27,6 +27,7 @@ func (s *Server) routes() {
 	s.agentRoutes(e)
 	s.benchmarkRoutes(e)
 	s.runRoutes(e)
+	s.timelineRoutes(e)
 	s.leaderboardRoutes(e)
 	s.breakdownsRoutes(e)
 	s.compareRoutes(e)

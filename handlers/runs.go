@@ -24,8 +24,6 @@ type RunStore interface {
 	TeamRuns(ctx context.Context, teamSlug string, page, perPage int) (*models.TeamRunList, error)
 	RunProgress(ctx context.Context, runID int64) (*models.RunProgress, error)
 	RunPage(ctx context.Context, runID int64, page, perPage int) (*models.RunPage, error)
-	RunOverview(ctx context.Context, runID int64, f models.AttemptFilter) (*models.RunOverview, error)
-	RunResults(ctx context.Context, runID int64, emit func([]models.RunResult) error) error
 	RunAttempts(ctx context.Context, runID int64, page, perPage int) ([]models.AttemptListItem, int, error)
 	AttemptTimeline(ctx context.Context, attemptID int64) (*models.Timeline, error)
 	CancelRun(ctx context.Context, runID int64) error
@@ -104,10 +102,7 @@ func (s *Server) listTeamRuns(c echo.Context) error {
 	return s.render(c, http.StatusOK, web.TeamRunsPage(s.page(c, "Runs of "+tr.Team.Name), v))
 }
 
-// showRun is the run page: summary, live progress, publication state, actions
-// and the attempts table, filtered by the query's outcome, error_class, site
-// and difficulty. An htmx request from the filter form or the table's pages
-// gets the attempts results only.
+// showRun is the run page: summary, live progress, actions and attempts.
 func (s *Server) showRun(c echo.Context) error {
 	return s.renderRun(c, http.StatusOK, "")
 }
@@ -119,50 +114,23 @@ func (s *Server) renderRun(c echo.Context, status int, message string) error {
 	if err != nil {
 		return err
 	}
-	f, err := attemptFilterOf(c)
+	page, perPage, err := pageParams(c)
 	if err != nil {
 		return err
 	}
-	ov, err := s.store.RunOverview(c.Request().Context(), id, f)
+	rp, err := s.store.RunPage(c.Request().Context(), id, page, perPage)
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Add("Vary", "HX-Request")
-	v := web.RunView{Run: ov.Page, Error: message, Filter: ov.Filter, Facets: ov.Facets, Moderation: ov.Moderation, AttemptsWithheld: ov.AttemptsWithheld}
-	if wantsFragment(c) && message == "" {
-		return s.render(c, status, web.AttemptResults(v))
-	}
-	if !ov.AttemptsWithheld {
-		// A hidden run's numbers stay with its team and the administrators.
-		if v.Metrics, err = s.store.RunMetrics(c.Request().Context(), id); err != nil {
-			return err
-		}
+	metrics, err := s.store.RunMetrics(c.Request().Context(), id)
+	if err != nil {
+		return err
 	}
 	p := s.page(c, "Run "+strconv.FormatInt(id, 10))
 	if n := runNotice(c); n != "" && message == "" {
 		p.Flash = n
-	} else if n := moderationNotice(c); n != "" && message == "" {
-		p.Flash = n
 	}
-	return s.render(c, status, web.RunPage(p, v))
-}
-
-// attemptFilterOf reads the run page's query parameters: outcome,
-// error_class, site, difficulty, page and per_page. Values are checked by the
-// store (EINVALID naming the parameter).
-func attemptFilterOf(c echo.Context) (models.AttemptFilter, error) {
-	page, perPage, err := pageParams(c)
-	if err != nil {
-		return models.AttemptFilter{}, err
-	}
-	return models.AttemptFilter{
-		Outcome:    strings.TrimSpace(c.QueryParam("outcome")),
-		ErrorClass: strings.TrimSpace(c.QueryParam("error_class")),
-		Site:       strings.TrimSpace(c.QueryParam("site")),
-		Difficulty: strings.TrimSpace(c.QueryParam("difficulty")),
-		Page:       page,
-		PerPage:    perPage,
-	}, nil
+	return s.render(c, status, web.RunPage(p, web.RunView{Run: *rp, Metrics: metrics, Error: message}))
 }
 
 // runNotice is the one-time notice of a run action's redirect.
@@ -387,14 +355,22 @@ func runRequestFromForm(c echo.Context) (models.RunRequest, error) {
 	return req, nil
 }
 
-// showTimeline is an attempt's timeline: task, final answer, verdict and every
-// step with its screenshot.
+// showTimeline is an attempt's timeline: its metadata, the task, every step in
+// a filmstrip with the current one (?step=N, numbered from 1; the first
+// without) shown large, the final answer beside a way to reveal the expected
+// one (for administrators) and the verdicts. A step number that is not one of the
+// attempt's is EINVALID on "step".
 func (s *Server) showTimeline(c echo.Context) error {
 	tl, err := s.timelineOf(c)
 	if err != nil {
 		return err
 	}
-	v := web.TimelineView{Timeline: *tl, URLs: s.stepArtifactURLs(c.Request().Context(), tl.Steps)}
+	current, err := stepQuery(c, len(tl.Steps))
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	v := web.TimelineView{Timeline: *tl, URLs: s.stepArtifactURLs(ctx, tl.Steps), Current: current, Admin: models.ActorFrom(ctx).Privileged()}
 	return s.render(c, http.StatusOK, web.TimelinePage(s.page(c, "Attempt "+tl.Task.ExternalID+" of run "+strconv.FormatInt(tl.Attempt.RunID, 10)), v))
 }
 

@@ -41,7 +41,10 @@ type Pinger interface {
 
 // Deps are the services the server uses; main wires them.
 type Deps struct {
-	Store     Store
+	Store Store
+	// Artifacts is the artifact store: /readyz pings it, and the timeline
+	// reads accessibility texts, HARs and screenshots through it when it is
+	// an ArtifactReader (artifact.Store is).
 	Artifacts Pinger
 	// ArtifactHandler serves signed local artifact URLs under /artifacts/; nil for S3.
 	ArtifactHandler http.Handler
@@ -67,6 +70,7 @@ type Store interface {
 	AgentStore
 	BenchmarkStore
 	RunStore
+	TimelineStore
 	LeaderboardStore
 	BreakdownStore
 	CompareStore
