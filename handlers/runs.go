@@ -24,6 +24,8 @@ type RunStore interface {
 	TeamRuns(ctx context.Context, teamSlug string, page, perPage int) (*models.TeamRunList, error)
 	RunProgress(ctx context.Context, runID int64) (*models.RunProgress, error)
 	RunPage(ctx context.Context, runID int64, page, perPage int) (*models.RunPage, error)
+	RunOverview(ctx context.Context, runID int64, f models.AttemptFilter) (*models.RunOverview, error)
+	RunResults(ctx context.Context, runID int64, emit func([]models.RunResult) error) error
 	RunAttempts(ctx context.Context, runID int64, page, perPage int) ([]models.AttemptListItem, int, error)
 	AttemptTimeline(ctx context.Context, attemptID int64) (*models.Timeline, error)
 	CancelRun(ctx context.Context, runID int64) error
@@ -102,7 +104,10 @@ func (s *Server) listTeamRuns(c echo.Context) error {
 	return s.render(c, http.StatusOK, web.TeamRunsPage(s.page(c, "Runs of "+tr.Team.Name), v))
 }
 
-// showRun is the run page: summary, live progress, actions and attempts.
+// showRun is the run page: summary, live progress, publication state, actions
+// and the attempts table, filtered by the query's outcome, error_class, site
+// and difficulty. An htmx request from the filter form or the table's pages
+// gets the attempts results only.
 func (s *Server) showRun(c echo.Context) error {
 	return s.renderRun(c, http.StatusOK, "")
 }
@@ -114,23 +119,50 @@ func (s *Server) renderRun(c echo.Context, status int, message string) error {
 	if err != nil {
 		return err
 	}
-	page, perPage, err := pageParams(c)
+	f, err := attemptFilterOf(c)
 	if err != nil {
 		return err
 	}
-	rp, err := s.store.RunPage(c.Request().Context(), id, page, perPage)
+	ov, err := s.store.RunOverview(c.Request().Context(), id, f)
 	if err != nil {
 		return err
 	}
-	metrics, err := s.store.RunMetrics(c.Request().Context(), id)
-	if err != nil {
-		return err
+	c.Response().Header().Add("Vary", "HX-Request")
+	v := web.RunView{Run: ov.Page, Error: message, Filter: ov.Filter, Facets: ov.Facets, Moderation: ov.Moderation, AttemptsWithheld: ov.AttemptsWithheld}
+	if wantsFragment(c) && message == "" {
+		return s.render(c, status, web.AttemptResults(v))
+	}
+	if !ov.AttemptsWithheld {
+		// A hidden run's numbers stay with its team and the administrators.
+		if v.Metrics, err = s.store.RunMetrics(c.Request().Context(), id); err != nil {
+			return err
+		}
 	}
 	p := s.page(c, "Run "+strconv.FormatInt(id, 10))
 	if n := runNotice(c); n != "" && message == "" {
 		p.Flash = n
+	} else if n := moderationNotice(c); n != "" && message == "" {
+		p.Flash = n
 	}
-	return s.render(c, status, web.RunPage(p, web.RunView{Run: *rp, Metrics: metrics, Error: message}))
+	return s.render(c, status, web.RunPage(p, v))
+}
+
+// attemptFilterOf reads the run page's query parameters: outcome,
+// error_class, site, difficulty, page and per_page. Values are checked by the
+// store (EINVALID naming the parameter).
+func attemptFilterOf(c echo.Context) (models.AttemptFilter, error) {
+	page, perPage, err := pageParams(c)
+	if err != nil {
+		return models.AttemptFilter{}, err
+	}
+	return models.AttemptFilter{
+		Outcome:    strings.TrimSpace(c.QueryParam("outcome")),
+		ErrorClass: strings.TrimSpace(c.QueryParam("error_class")),
+		Site:       strings.TrimSpace(c.QueryParam("site")),
+		Difficulty: strings.TrimSpace(c.QueryParam("difficulty")),
+		Page:       page,
+		PerPage:    perPage,
+	}, nil
 }
 
 // runNotice is the one-time notice of a run action's redirect.
