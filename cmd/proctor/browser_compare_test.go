@@ -41,11 +41,11 @@ type comparedRun struct {
 	attempts map[string]int64
 }
 
-// seedComparedRuns stores the benchmark and two published runs of different
+// seedComparedRuns stores the benchmark and three published runs of different
 // teams' agents whose outcomes differ on some tasks, each attempt with two
 // steps (a screenshot and an answer), a check verdict and a judge score, and
 // their precomputed metrics.
-func seedComparedRuns(t *testing.T, env testEnv) (navigator, pathfinder comparedRun) {
+func seedComparedRuns(t *testing.T, env testEnv) (navigator, pathfinder, scout comparedRun) {
 	t.Helper()
 	code, _, stderr := env.run(t, "", "migrate")
 	require.Equal(t, 0, code, stderr)
@@ -110,7 +110,10 @@ func seedComparedRuns(t *testing.T, env testEnv) (navigator, pathfinder compared
 	pathfinder = seedRun("Open Agents", "Pathfinder", "pathfinder-2", color.RGBA{43, 138, 62, 255},
 		map[string]bool{"shop-1": true, "forum-1": true, "forum-2": true, "forum-3": true},
 		map[string]int{"shop-1": 5, "shop-2": 2, "shop-3": 1, "shop-4": 2, "forum-1": 5, "forum-2": 4, "forum-3": 4, "forum-4": 3})
-	return navigator, pathfinder
+	scout = seedRun("Scouts", "Scout", "scout-0.5", color.RGBA{230, 119, 0, 255},
+		map[string]bool{"shop-1": true, "shop-2": true},
+		map[string]int{"shop-1": 4, "shop-2": 4, "shop-3": 2, "shop-4": 1, "forum-1": 2, "forum-2": 1, "forum-3": 1, "forum-4": 1})
+	return navigator, pathfinder, scout
 }
 
 // pageJPEG draws a plausible page: a coloured header and content blocks.
@@ -135,7 +138,7 @@ func TestBrowser_CompareRuns(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
 	browserOptionsOrSkip(t)
-	navigator, pathfinder := seedComparedRuns(t, env)
+	navigator, pathfinder, scout := seedComparedRuns(t, env)
 	base := env.serve(t)
 
 	b := launchBrowser(t)
@@ -173,6 +176,9 @@ func TestBrowser_CompareRuns(t *testing.T) {
 	require.NoError(t, expect.Locator(page.GetByTestId("group-both").GetByTestId("group-count")).ToHaveText("2 tasks"))
 	require.NoError(t, expect.Locator(page.GetByTestId("group-neither").GetByTestId("group-count")).ToHaveText("1 task"))
 	shot(t, page, "compare")
+	require.NoError(t, page.EmulateMedia(playwright.PageEmulateMediaOptions{ColorScheme: playwright.ColorSchemeDark}))
+	shot(t, page, "compare-dark")
+	require.NoError(t, page.EmulateMedia(playwright.PageEmulateMediaOptions{ColorScheme: playwright.ColorSchemeLight}))
 
 	// forum-2: solved by Pathfinder only. Its row links to both timelines.
 	row := page.GetByTestId("group-second_only").GetByTestId("diff-task-forum-2")
@@ -188,6 +194,15 @@ func TestBrowser_CompareRuns(t *testing.T) {
 	require.NoError(t, expect.Page(page).ToHaveURL(fmt.Sprintf("%s/runs/%d/attempts/%d", base, pathfinder.id, pathfinder.attempts["forum-2"])))
 	require.NoError(t, expect.Page(page).ToHaveTitle(regexp.MustCompile(`forum-2`)))
 	shot(t, page, "compare-timeline-b")
+
+	// Three runs: a matrix of the tasks whose outcomes differ.
+	_, err = page.Goto(base + fmt.Sprintf("/compare?runs=%d,%d,%d", navigator.id, pathfinder.id, scout.id))
+	require.NoError(t, err)
+	diff := page.GetByTestId("compare-diff")
+	require.NoError(t, expect.Locator(diff).ToContainText("8 tasks attempted by every run; 6 tasks with different outcomes are listed"))
+	require.NoError(t, expect.Locator(diff.Locator("tbody tr")).ToHaveCount(6))
+	require.NoError(t, expect.Locator(page.GetByTestId(fmt.Sprintf("paired-%d", scout.id)).GetByTestId("paired-discordant")).ToHaveText("3"))
+	shot(t, page, "compare-matrix")
 
 	// A bad list keeps the form with the reason; a run that is not there is
 	// not found.
