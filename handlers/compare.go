@@ -35,9 +35,10 @@ func compareRunsParam(c echo.Context) (raw string, present bool) {
 }
 
 // showComparison is the compare page: the form alone until runs are chosen,
-// then the comparison at its permalink, /compare?runs=12,15. Runs that cannot be compared (malformed, too few or too
-// many, repeated, of different benchmarks) re-render the form with the reason
-// and status 400; a run the caller may not see is the plain 404 page.
+// then the comparison at its permalink, /compare?runs=12,15. Runs that cannot
+// be compared (malformed, too few or too many, repeated, of different
+// benchmarks) re-render the form with the reason and status 400; a run the
+// caller may not see is the plain 404 page.
 func (s *Server) showComparison(c echo.Context) error {
 	raw, present := compareRunsParam(c)
 	v := web.CompareView{Runs: raw}
@@ -63,14 +64,6 @@ func (s *Server) showComparison(c echo.Context) error {
 	}
 	v.Comparison, v.Runs = cmp, models.CompareRunsValue(cmp.RunIDs())
 	return s.render(c, http.StatusOK, web.ComparePage(s.page(c, "Compare runs "+strings.ReplaceAll(v.Runs, ",", ", ")), v))
-}
-
-func (s *Server) compare(c echo.Context, raw string) (*models.Comparison, error) {
-	ids, err := models.ParseCompareRuns(raw)
-	if err != nil {
-		return nil, err
-	}
-	return s.store.CompareRuns(c.Request().Context(), ids)
 }
 
 // apiComparison is GET /api/v1/compare: the compare page's content.
@@ -124,7 +117,11 @@ type apiCompareCell struct {
 // parameter included, is the API's error object.
 func (s *Server) apiCompare(c echo.Context) error {
 	raw, _ := compareRunsParam(c)
-	cmp, err := s.compare(c, raw)
+	ids, err := models.ParseCompareRuns(raw)
+	if err != nil {
+		return err
+	}
+	cmp, err := s.store.CompareRuns(c.Request().Context(), ids)
 	if err != nil {
 		return err
 	}
