@@ -185,8 +185,13 @@ func TestCompare_TwoRuns(t *testing.T) {
 		require.NotContains(t, body, `data-testid="group-ungraded"`, "every task has a verdict")
 		require.Contains(t, body, `data-testid="group-first_only" open>`, "groups that differ are open")
 		require.Contains(t, body, `data-testid="group-both">`, "groups that agree are closed")
+		// Tasks both runs agree on are a compact list, still linking to both timelines.
 		for i, task := range []string{"t1", "t2", "t3", "t4"} {
-			row := compareSection(t, body, `data-testid="diff-task-`+task+`"`, "</tr>")
+			end := "</tr>"
+			if task == "t1" || task == "t4" {
+				end = "</li>"
+			}
+			row := compareSection(t, body, `data-testid="diff-task-`+task+`"`, end)
 			require.Contains(t, row, `href="`+f.path("/runs/{a}/attempts/")+strconv.FormatInt(a[i], 10)+`"`, task)
 			require.Contains(t, row, `href="`+f.path("/runs/{b}/attempts/")+strconv.FormatInt(b[i], 10)+`"`, task)
 		}

@@ -175,6 +175,10 @@ func TestBrowser_CompareRuns(t *testing.T) {
 	require.NoError(t, expect.Locator(page.GetByTestId("group-second_only").GetByTestId("group-count")).ToHaveText("2 tasks"))
 	require.NoError(t, expect.Locator(page.GetByTestId("group-both").GetByTestId("group-count")).ToHaveText("2 tasks"))
 	require.NoError(t, expect.Locator(page.GetByTestId("group-neither").GetByTestId("group-count")).ToHaveText("1 task"))
+	// Tasks both solved are a compact list behind their summary.
+	require.NoError(t, page.GetByTestId("group-both").Locator("summary").Click())
+	require.NoError(t, expect.Locator(page.GetByTestId("group-both").Locator("li")).ToHaveCount(2))
+	require.NoError(t, expect.Locator(page.GetByTestId("group-both").GetByTestId("timeline-B-forum-1")).ToBeVisible())
 	shot(t, page, "compare")
 	require.NoError(t, page.EmulateMedia(playwright.PageEmulateMediaOptions{ColorScheme: playwright.ColorSchemeDark}))
 	shot(t, page, "compare-dark")
