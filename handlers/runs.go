@@ -130,6 +130,9 @@ func (s *Server) renderRun(c echo.Context, status int, message string) error {
 	c.Response().Header().Add("Vary", "HX-Request")
 	v := web.RunView{Run: ov.Page, Error: message, Filter: ov.Filter, Facets: ov.Facets, Moderation: ov.Moderation, AttemptsWithheld: ov.AttemptsWithheld}
 	if wantsFragment(c) && message == "" {
+		// The address the browser shows is the filter's canonical one, without
+		// the form's empty fields, so that it is worth sharing.
+		c.Response().Header().Set("HX-Push-Url", runPath(id)+f.Query(f.Page, defaultPerPage))
 		return s.render(c, status, web.AttemptResults(v))
 	}
 	if !ov.AttemptsWithheld {
