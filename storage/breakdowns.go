@@ -1,9 +1,12 @@
 package storage
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -148,35 +151,160 @@ type storedGroup struct {
 	Metrics storedRate `json:"metrics"`
 }
 
-// storedReport is the part of a stored stats.Report the breakdowns read.
-// Only the dimensions a page offers are named, so decoding skips the rest
-// (intent templates, the largest) without building them.
+// storedReport is what the breakdowns read of a stored stats.Report: the
+// overall success rate and the groups of two dimensions.
 type storedReport struct {
-	Metrics    storedRate `json:"metrics"`
-	Breakdowns struct {
-		Site       []storedGroup `json:"site"`
-		Domain     []storedGroup `json:"domain"`
-		Difficulty []storedGroup `json:"difficulty"`
-		Attribute  []storedGroup `json:"attribute"`
-		TaskType   []storedGroup `json:"task_type"`
-	} `json:"breakdowns"`
+	metrics    storedRate
+	groups     []storedGroup // of the page's dimension
+	difficulty []storedGroup
 }
 
-// groups returns the stored groups of one offered dimension.
-func (r *storedReport) groups(dim string) []storedGroup {
-	switch stats.Dimension(dim) {
-	case stats.DimensionSite:
-		return r.Breakdowns.Site
-	case stats.DimensionDomain:
-		return r.Breakdowns.Domain
-	case stats.DimensionDifficulty:
-		return r.Breakdowns.Difficulty
-	case stats.DimensionAttribute:
-		return r.Breakdowns.Attribute
-	case stats.DimensionTaskType:
-		return r.Breakdowns.TaskType
+// decodeStoredReport reads the overall metrics and the groups of dim and of
+// the difficulty from a stored report. A report holds every dimension,
+// intent templates too (hundreds of groups on WebArena-Verified), so it runs
+// to about 200 kB; decoding 200 of them whole would take most of a page's
+// time. The parts needed are cut out first and only they are decoded.
+func decodeStoredReport(raw []byte, dim string) (storedReport, error) {
+	var rep storedReport
+	metrics, err := jsonField(raw, "metrics")
+	if err != nil {
+		return rep, err
 	}
-	return nil
+	if err := json.Unmarshal(metrics, &rep.metrics); err != nil {
+		return rep, fmt.Errorf("metrics: %w", err)
+	}
+	breakdowns, err := jsonField(raw, "breakdowns")
+	if err != nil || breakdowns == nil {
+		return rep, err
+	}
+	for _, part := range []struct {
+		dim string
+		dst *[]storedGroup
+	}{{dim, &rep.groups}, {models.BreakdownDifficulty, &rep.difficulty}} {
+		groups, err := jsonField(breakdowns, part.dim)
+		if err != nil {
+			return rep, err
+		}
+		if groups == nil {
+			continue
+		}
+		if err := json.Unmarshal(groups, part.dst); err != nil {
+			return rep, fmt.Errorf("breakdown %s: %w", part.dim, err)
+		}
+	}
+	return rep, nil
+}
+
+// jsonField returns the raw value of a member of a JSON object, or nil when
+// the object has no such member. It skips the other members' values by
+// matching brackets and quotes without decoding them; the value returned is
+// checked by whoever decodes it. Keys are compared as written, so key must
+// need no escaping.
+func jsonField(object []byte, key string) ([]byte, error) {
+	i := skipSpace(object, 0)
+	if i >= len(object) || object[i] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	i++
+	for {
+		i = skipSpace(object, i)
+		if i < len(object) && object[i] == '}' {
+			return nil, nil
+		}
+		if i >= len(object) || object[i] != '"' {
+			return nil, errors.New("malformed JSON object: expected a key")
+		}
+		end, err := skipString(object, i)
+		if err != nil {
+			return nil, err
+		}
+		name := object[i+1 : end-1]
+		i = skipSpace(object, end)
+		if i >= len(object) || object[i] != ':' {
+			return nil, errors.New("malformed JSON object: expected a colon")
+		}
+		start := skipSpace(object, i+1)
+		if i, err = skipValue(object, start); err != nil {
+			return nil, err
+		}
+		if string(name) == key {
+			return object[start:i], nil
+		}
+		i = skipSpace(object, i)
+		switch {
+		case i < len(object) && object[i] == ',':
+			i++
+		case i < len(object) && object[i] == '}':
+			return nil, nil
+		default:
+			return nil, errors.New("malformed JSON object: expected a comma")
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string that starts at b[i] ('"').
+func skipString(b []byte, i int) (int, error) {
+	for j := i + 1; j < len(b); {
+		k := bytes.IndexAny(b[j:], `"\`)
+		if k < 0 {
+			break
+		}
+		j += k
+		if b[j] == '"' {
+			return j + 1, nil
+		}
+		j += 2 // an escape and the character it escapes
+	}
+	return 0, errors.New("malformed JSON: unterminated string")
+}
+
+// skipValue returns the index after the value that starts at b[i]: a string,
+// an object or array (to its matching bracket), or a literal or number (to
+// the next delimiter).
+func skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, errors.New("malformed JSON: missing value")
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, err := skipString(b, j)
+				if err != nil {
+					return 0, err
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return 0, errors.New("malformed JSON: unbalanced brackets")
+	}
+	j := i
+	for ; j < len(b); j++ {
+		if c := b[j]; c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			break
+		}
+	}
+	if j == i {
+		return 0, errors.New("malformed JSON: missing value")
+	}
+	return j, nil
 }
 
 // cells maps groups to rate cells and adds their keys to seen.
@@ -236,17 +364,17 @@ func (db *DB) BreakdownBoard(ctx context.Context, bq models.BreakdownQuery) (*mo
 	out := &models.BreakdownBoard{Board: s.ref, Dimension: dim, Entries: make([]models.BreakdownEntry, 0, len(rows))}
 	groupKeys, difficulties := map[string]bool{}, map[string]bool{}
 	for _, r := range rows {
-		var rep storedReport
-		if err := json.Unmarshal([]byte(r.Metrics), &rep); err != nil {
+		rep, err := decodeStoredReport([]byte(r.Metrics), dim)
+		if err != nil {
 			return nil, wrap(err, "leaderboard metrics")
 		}
 		name, model := r.agentNameModel()
 		e := models.BreakdownEntry{
 			RunID: r.RunID, AgentName: name, AgentSlug: r.AgentSlug, TeamName: r.TeamName, TeamSlug: r.TeamSlug,
 			Model: model, Origin: r.Origin, Verified: r.Verified, Restricted: r.Restricted,
-			Success: rep.Metrics.cell(), Tasks: r.Tasks, MeanSteps: r.MeanSteps, CostPerTask: r.CostPerTask,
-			Groups:     cells(rep.groups(dim), groupKeys),
-			Difficulty: cells(rep.groups(models.BreakdownDifficulty), difficulties),
+			Success: rep.metrics.cell(), Tasks: r.Tasks, MeanSteps: r.MeanSteps, CostPerTask: r.CostPerTask,
+			Groups:     cells(rep.groups, groupKeys),
+			Difficulty: cells(rep.difficulty, difficulties),
 		}
 		out.Entries = append(out.Entries, e)
 	}
@@ -279,28 +407,48 @@ type matrixAttemptRow struct {
 }
 
 // boardTasks returns the board's tasks (every task of the version, or the
-// subset's) with their solve counts over the given runs, in one query. A
-// full run on a named subset's board counts only its attempts at the
-// subset's tasks.
+// subset's) with how many of the given runs solved and graded each: one
+// query for the tasks and one that counts the runs' attempts. Counting from
+// the attempts, rather than joining every task to them, lets the database
+// walk the runs' attempts once by their (run, task) index. A full run on a
+// named subset's board counts only its attempts at the subset's tasks.
 func boardTasks(q *gorm.DB, s *breakdownScope, runIDs []int64) ([]matrixTaskRow, error) {
-	sel := q.Table("tasks t")
-	if len(runIDs) == 0 {
-		sel = sel.Select("t.id, t.external_id, t.intent, t.difficulty, t.position, 0 AS solved, 0 AS graded")
-	} else {
-		sel = sel.Select(`t.id, t.external_id, t.intent, t.difficulty, t.position,
-			COALESCE(SUM(CASE WHEN a.outcome = ? THEN 1 ELSE 0 END), 0) AS solved,
-			COALESCE(SUM(CASE WHEN a.outcome IN (?, ?, ?) THEN 1 ELSE 0 END), 0) AS graded`,
-			models.OutcomeSuccess, models.OutcomeSuccess, models.OutcomeFailure, models.OutcomeError).
-			Joins("LEFT JOIN attempts a ON a.task_id = t.id AND a.run_id IN ?", runIDs).
-			Group("t.id, t.external_id, t.intent, t.difficulty, t.position")
-	}
-	sel = sel.Where("t.version_id = ?", s.versionID)
-	if s.subsetID != 0 {
-		sel = sel.Where("t.id IN (SELECT st.task_id FROM subset_tasks st WHERE st.subset_id = ?)", s.subsetID)
+	inBoard := func(db *gorm.DB, column string) *gorm.DB {
+		if s.subsetID == 0 {
+			return db
+		}
+		return db.Where(column+" IN (SELECT st.task_id FROM subset_tasks st WHERE st.subset_id = ?)", s.subsetID)
 	}
 	var tasks []matrixTaskRow
-	if err := sel.Scan(&tasks).Error; err != nil {
+	if err := inBoard(q.Table("tasks t").Select("t.id, t.external_id, t.intent, t.difficulty, t.position").
+		Where("t.version_id = ?", s.versionID), "t.id").Scan(&tasks).Error; err != nil {
 		return nil, wrap(err, "board tasks")
+	}
+	if len(runIDs) == 0 || len(tasks) == 0 {
+		return tasks, nil
+	}
+	var counts []struct {
+		TaskID int64
+		Solved int
+		Graded int
+	}
+	err := inBoard(q.Table("attempts a").Select(`a.task_id,
+			COUNT(*) FILTER (WHERE a.outcome = ?) AS solved,
+			COUNT(*) FILTER (WHERE a.outcome IN (?, ?, ?)) AS graded`,
+		models.OutcomeSuccess, models.OutcomeSuccess, models.OutcomeFailure, models.OutcomeError).
+		Where("a.run_id IN ?", runIDs), "a.task_id").
+		Group("a.task_id").Scan(&counts).Error
+	if err != nil {
+		return nil, wrap(err, "board task outcomes")
+	}
+	byID := make(map[int64]int, len(tasks))
+	for i, t := range tasks {
+		byID[t.ID] = i
+	}
+	for _, c := range counts {
+		if i, ok := byID[c.TaskID]; ok {
+			tasks[i].Solved, tasks[i].Graded = c.Solved, c.Graded
+		}
 	}
 	return tasks, nil
 }
