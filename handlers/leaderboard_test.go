@@ -220,6 +220,15 @@ func TestLeaderboard_Page(t *testing.T) {
 		require.Contains(t, body, `href="/runs/`+f.ids("navigator")[0]+`"`, "each row links to its run")
 		require.Contains(t, body, `aria-sort="descending"`, "sorted by success rate, best first")
 		require.Contains(t, body, `data-testid="subset-tab-smoke"`)
+		for _, link := range []string{"/benchmarks/mini/leaderboard/breakdowns", "/benchmarks/mini/leaderboard/changes"} {
+			require.Contains(t, body, `href="`+link+`"`)
+			require.Equal(t, http.StatusOK, anon.get(link).StatusCode, link)
+		}
+		body = readBody(t, anon.get("/benchmarks/mini/leaderboard/smoke"))
+		for _, link := range []string{"/benchmarks/mini/leaderboard/smoke/breakdowns", "/benchmarks/mini/leaderboard/changes?subset=smoke"} {
+			require.Contains(t, body, `href="`+strings.ReplaceAll(link, "&", "&amp;")+`"`)
+			require.Equal(t, http.StatusOK, anon.get(link).StatusCode, link)
+		}
 	})
 
 	t.Run("SortAndFilter", func(t *testing.T) {

@@ -171,7 +171,19 @@ func TestBrowser_Leaderboard(t *testing.T) {
 	require.NoError(t, expect.Locator(rows).ToHaveCount(6))
 	shot(t, page, "leaderboard-dark")
 
+	// Two rows go to the comparison, first the better one.
+	require.NoError(t, rows.Nth(0).GetByTestId("compare-run").Check())
+	require.NoError(t, rows.Nth(1).GetByTestId("compare-run").Check())
+	require.NoError(t, page.GetByTestId("compare-selected").Click())
+	require.NoError(t, expect.Page(page).ToHaveURL(regexp.MustCompile(`/compare\?runs=`+strconv.FormatInt(ids["northwind/Navigator#1"], 10)+`(%2C|,)`+strconv.FormatInt(ids["northwind/Scout#1"], 10)+`$`)))
+	require.NoError(t, expect.Page(page).ToHaveTitle(regexp.MustCompile(`^Compare runs \d+, \d+`)))
+	shot(t, page, "leaderboard-compare")
+	_, err = page.GoBack()
+	require.NoError(t, err)
+
 	// A row leads to its run.
+	_, err = page.Goto(base + "/benchmarks/" + sandbox.Slug + "/leaderboard")
+	require.NoError(t, err)
 	require.NoError(t, rows.First().GetByTestId("run-link").Click())
 	require.NoError(t, expect.Page(page).ToHaveURL(regexp.MustCompile(`/runs/`+strconv.FormatInt(ids["northwind/Navigator#1"], 10)+`$`)))
 
