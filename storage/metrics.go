@@ -179,14 +179,20 @@ func leaderboardEntry(run *models.Run, benchmarkID int64, rm stats.Report, now t
 }
 
 // RunMetrics returns a run's metrics on its own subset first, then on every
-// named subset for a full run: the precomputed rows, or (before the first
-// computation finished) computed now. ENOTFOUND when the caller may not see
+// named subset for a full run: the precomputed rows when they reflect every
+// verdict, else computed now. ENOTFOUND when the caller may not see
 // the run.
 func (db *DB) RunMetrics(ctx context.Context, runID int64) ([]stats.Report, error) {
 	q := db.q(ctx)
 	run, _, err := db.runAccess(ctx, q, runID, false)
 	if err != nil {
 		return nil, err
+	}
+	if run.MetricsVersion != run.EvaluationsVersion {
+		// The metrics job has not caught up with the latest verdicts yet (it
+		// runs a second after them): compute this one run's numbers now rather
+		// than show stale ones.
+		return computeRunMetrics(q, run)
 	}
 	var entries []models.LeaderboardEntry
 	if err := q.Where("run_id = ?", runID).Find(&entries).Error; err != nil {
