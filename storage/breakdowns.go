@@ -196,12 +196,15 @@ func decodeStoredReport(raw []byte, dim string) (storedReport, error) {
 }
 
 // jsonField returns the raw value of a member of a JSON object, or nil when
-// the object has no such member. It skips the other members' values by
-// matching brackets and quotes without decoding them; the value returned is
-// checked by whoever decodes it. Keys are compared as written, so key must
-// need no escaping.
+// the object has no such member or is null (a report of no attempts has null
+// breakdowns). It skips the other members' values by matching brackets and
+// quotes without decoding them; the value returned is checked by whoever
+// decodes it. Keys are compared as written, so key must need no escaping.
 func jsonField(object []byte, key string) ([]byte, error) {
 	i := skipSpace(object, 0)
+	if bytes.Equal(bytes.TrimSpace(object[i:]), []byte("null")) {
+		return nil, nil
+	}
 	if i >= len(object) || object[i] != '{' {
 		return nil, errors.New("not a JSON object")
 	}

@@ -27,6 +27,9 @@ func TestJSONField(t *testing.T) {
 	got, err = jsonField([]byte(" { } "), "a")
 	require.NoError(t, err)
 	require.Nil(t, got)
+	got, err = jsonField([]byte(" null"), "a")
+	require.NoError(t, err, "null has no members")
+	require.Nil(t, got)
 
 	for _, bad := range []string{``, `[]`, `{"a"}`, `{"a":}`, `{"a":"open`, `{"a":[1,2}`, `{"a":1 "b":2}`, `{a:1}`} {
 		_, err := jsonField([]byte(bad), "b")
@@ -66,4 +69,11 @@ func TestDecodeStoredReport(t *testing.T) {
 	rep, err = decodeStoredReport([]byte(`{"metrics": {"graded": 2}}`), "site")
 	require.NoError(t, err, "a report without breakdowns has no groups")
 	require.Empty(t, rep.groups)
+	raw, err = json.Marshal(stats.Report{Subset: "full", Metrics: stats.Metrics{Graded: 4, Successes: 1}})
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"breakdowns":null`)
+	rep, err = decodeStoredReport(raw, "site")
+	require.NoError(t, err, "nor one whose breakdowns are null")
+	require.Empty(t, rep.groups)
+	require.Equal(t, 4, rep.metrics.Graded)
 }
