@@ -104,6 +104,9 @@ func (db *DB) RecordEvaluations(ctx context.Context, attemptID int64, b Evaluati
 				Updates(map[string]any{"rescored_at": now, "rescored_with": evaluatorNames(b.evaluations())}).Error; err != nil {
 				return wrap(err, "run")
 			}
+			if err := RecordRescoredEvent(tx, a.RunID, b.RescoreID, now); err != nil {
+				return err
+			}
 		}
 		if refresh == nil {
 			return nil

@@ -129,6 +129,8 @@ func TestStore_Rescore(t *testing.T) {
 		require.Equal(t, 2, n, "only finished attempts are re-scored")
 		require.Equal(t, ids[:2], queued)
 
+		// The run is on the public board, so its change log notes the re-scoring.
+		f.publish(t, f.run.ID, true)
 		// The new verdict flips the first attempt; the old one stays as history.
 		batch := storage.EvaluationBatch{Primary: check(models.OutcomeSuccess, 1), RescoreID: rescoreID}
 		_, err = db.RecordEvaluations(f.system, ids[0], batch, nil)
@@ -150,6 +152,9 @@ func TestStore_Rescore(t *testing.T) {
 		require.Equal(t, 2, run.Successes, "run totals follow the new verdict")
 		require.NotNil(t, run.RescoredAt)
 		require.Equal(t, "webarena-verified@1", run.RescoredWith)
+		var events int64
+		require.NoError(t, db.Gorm().Table("leaderboard_events").Where("run_id = ? AND kind = ?", f.run.ID, "rescored").Count(&events).Error)
+		require.EqualValues(t, 1, events, "one change-log line per re-scoring request")
 	})
 }
 
