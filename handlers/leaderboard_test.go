@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/csv"
+	"encoding/json"
 	"flag"
 	"net/http"
 	"os"
@@ -109,7 +110,7 @@ func (f *boardFixture) entry(t *testing.T, run *models.Run, subset string, restr
 		RunID: run.ID, BenchmarkID: benchmarkID, VersionID: run.VersionID, SubsetName: subset, Restricted: restricted,
 		Tasks: a.tasks, Successes: a.successes, SuccessRate: float64(a.successes) / float64(a.tasks), CILow: ci.Low, CIHigh: ci.High,
 		JudgeScore: a.judge, RubricScore: a.rubric, MeanSteps: a.steps, CostPerTask: a.cost, Tokens: a.tokens,
-		Metrics: "{}", ComputedAt: time.Now().UTC(),
+		Metrics: storedReport(t, subset, restricted, a.successes, a.tasks), ComputedAt: time.Now().UTC(),
 	}
 	if a.judge != nil {
 		e.Judged = a.tasks
@@ -119,6 +120,18 @@ func (f *boardFixture) entry(t *testing.T, run *models.Run, subset string, restr
 		e.Efficiency = f64(*a.rubric / a.steps)
 	}
 	require.NoError(t, f.b.db.Gorm().Create(e).Error)
+}
+
+// storedReport is the metrics JSON an entry carries, with the overall numbers
+// only (no attempts, so no breakdowns), as the metrics job would store it.
+func storedReport(t *testing.T, subset string, restricted bool, successes, tasks int) string {
+	t.Helper()
+	raw, err := json.Marshal(stats.Report{Subset: subset, Restricted: restricted, Breakdowns: map[stats.Dimension][]stats.Group{}, Metrics: stats.Metrics{
+		N: tasks, Tasks: tasks, Graded: tasks, Successes: successes, Failures: tasks - successes,
+		SuccessRate: float64(successes) / float64(tasks), SuccessCI: stats.Wilson95(successes, tasks), ErrorClasses: map[string]int{},
+	}})
+	require.NoError(t, err)
+	return string(raw)
 }
 
 // rowRuns lists the run ids of a board page's rows in order.
@@ -210,7 +223,8 @@ func TestLeaderboard_Page(t *testing.T) {
 		body := readBody(t, res)
 		require.Contains(t, body, "<html")
 		require.Equal(t, f.ids("navigator", "scout", "open-walker", "slowpoke"), rowRuns(t, body))
-		require.Contains(t, body, "80.0% (95% CI 73.9–85.0%)", "the rate with its interval as text")
+		text := strings.Join(strings.Fields(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(body, " ")), " ")
+		require.Contains(t, text, "80.0% (95% CI 73.9–85.0%) 160 of 200 tasks", "the rate with its interval as text")
 		require.Contains(t, body, `>1–3</th>`, "the top three overlap: any of them could be first")
 		require.Contains(t, body, `>4</th>`)
 		require.Contains(t, body, "executed by Proctor")

@@ -12,6 +12,9 @@
 #                              one core (812 synthetic outputs from the real
 #                              specs, demo-sized HARs) against only JSON-decoding
 #                              the same inputs (skips without ../shared/data)
+#   BenchmarkLeaderboardPage   the leaderboard page of 200 published runs of
+#                              812 tasks against serving a static file of the
+#                              page's size, in the same run
 #
 # Usage: scripts/bench.sh [go test flags/packages...]   (default: ./...)
 # BENCHTIME sets -benchtime (default 20x: 20 steps for the overhead, 20
@@ -89,6 +92,15 @@ awk '
 			printf "  %-46s %8.1f\n", "graded (tasks/s)", v[w, "tasks/s"]
 			printf "  %-46s %8.1f\n", "baseline: JSON-decoding the inputs (tasks/s)", v[w, "baseline-tasks/s"]
 			printf "  %-46s %7.2fx\n", "grading speed / decoding speed", v[w, "x-baseline"]
+		}
+		l = "BenchmarkLeaderboardPage"
+		if (has(l, "x-static")) {
+			print ""
+			print "Leaderboard page, 200 published runs of 812 tasks, served in-process:"
+			printf "  %-46s %8.2f\n", "page, router to last byte (ms)", v[l, "page-ms"]
+			printf "  %-46s %8.2f\n", "static file of the same size (ms)", v[l, "static-ms"]
+			printf "  %-46s %8.1f\n", "page size (KiB)", v[l, "page-KiB"]
+			printf "  %-46s %7.2fx\n", "page time / static file time", v[l, "x-static"]
 		}
 	}
 ' "$log"

@@ -74,7 +74,12 @@ func boardRows(q *gorm.DB, versionID int64, subset string) ([]models.Leaderboard
 // ran, not what the agent has been renamed or re-pointed to since. An agent
 // that has become open source since counts as open source.
 func (r boardRow) toModel() models.LeaderboardRow {
-	var snap models.AgentSnapshot
+	// Only the names: a snapshot's config (a replay script) can be long.
+	var snap struct {
+		Name       string `json:"name"`
+		Model      string `json:"model"`
+		OpenSource bool   `json:"open_source"`
+	}
 	_ = json.Unmarshal([]byte(r.AgentSnapshot), &snap) // an unreadable snapshot falls back to the agent row
 	name, model := snap.Name, snap.Model
 	if name == "" {

@@ -75,9 +75,14 @@ func seedSandboxBoard(t *testing.T, db *storage.DB, seeds []boardSeed) map[strin
 			k, n       int
 		}{{models.SubsetFull, false, s.successes, 20}, {"hard", true, s.successes * 6 / 20, 6}} {
 			ci := stats.Wilson95(e.k, e.n)
+			report, err := json.Marshal(stats.Report{Subset: e.subset, Restricted: e.restricted, Breakdowns: map[stats.Dimension][]stats.Group{}, Metrics: stats.Metrics{
+				N: e.n, Tasks: e.n, Graded: e.n, Successes: e.k, Failures: e.n - e.k, SuccessRate: float64(e.k) / float64(e.n), SuccessCI: ci,
+				ErrorClasses: map[string]int{},
+			}})
+			require.NoError(t, err)
 			entry := &models.LeaderboardEntry{RunID: run.ID, BenchmarkID: b.ID, VersionID: run.VersionID, SubsetName: e.subset,
 				Restricted: e.restricted, Tasks: e.n, Successes: e.k, SuccessRate: float64(e.k) / float64(e.n), CILow: ci.Low, CIHigh: ci.High,
-				JudgeScore: s.judge, MeanSteps: s.steps, CostPerTask: s.cost, Tokens: s.tokens, Metrics: "{}", ComputedAt: now}
+				JudgeScore: s.judge, MeanSteps: s.steps, CostPerTask: s.cost, Tokens: s.tokens, Metrics: string(report), ComputedAt: now}
 			if s.judge != nil {
 				entry.Judged = e.n
 			}

@@ -1,0 +1,135 @@
+package handlers_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"proctor/handlers"
+	"proctor/importer"
+	"proctor/models"
+	"proctor/static"
+	"proctor/stats"
+	"proctor/storage"
+	"proctor/storage/storagetest"
+)
+
+// benchBoardRuns and benchBoardTasks size the board BenchmarkLeaderboardPage
+// serves: 200 published runs of WebArena-Verified's size (812 tasks, 258 in
+// its hard subset), each with its full entry and a restricted one on the
+// benchmark's named subset, which the full board's query must skip.
+const (
+	benchBoardRuns  = 200
+	benchBoardTasks = 812
+	benchHardTasks  = 258
+)
+
+// seedBenchBoard writes 20 teams of 5 agents with 2 published runs each and
+// their leaderboard entries, in batches, as the metrics job would leave them.
+func seedBenchBoard(tb testing.TB, db *storage.DB) {
+	tb.Helper()
+	sys := models.WithActor(context.Background(), models.SystemActor())
+	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(benchDataset), nil)
+	require.NoError(tb, err)
+	res, err := db.ImportBenchmark(sys, "mini", ds, "mini.jsonl")
+	require.NoError(tb, err)
+	g := db.Gorm()
+	rnd := rand.New(rand.NewPCG(1, 2))
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var entries []models.LeaderboardEntry
+	for team := range benchBoardRuns / 10 {
+		tm := &models.Team{Slug: fmt.Sprintf("team-%02d", team), Name: fmt.Sprintf("Team %02d", team), CreatedAt: now, UpdatedAt: now}
+		require.NoError(tb, g.Create(tm).Error)
+		for agent := range 5 {
+			a := &models.Agent{TeamID: tm.ID, Slug: fmt.Sprintf("agent-%d", agent), Name: fmt.Sprintf("Agent %02d-%d", team, agent),
+				Kind: models.AgentUpload, Model: []string{"gpt-4o", "gpt-4o-mini", "claude-sonnet", "qwen2.5-vl-72b", "llama-3.1-70b"}[agent],
+				OpenSource: agent >= 3, CreatedAt: now, UpdatedAt: now}
+			require.NoError(tb, g.Create(a).Error)
+			for n := range 2 {
+				finished := now.Add(-time.Duration(team*10+agent*2+n) * time.Hour)
+				run := &models.Run{TeamID: tm.ID, AgentID: a.ID, VersionID: res.Version.ID, SubsetName: models.SubsetFull,
+					Status: models.RunCompleted, Origin: []string{models.OriginExecuted, models.OriginUploaded, models.OriginReproduced}[(team+n)%3],
+					AgentSnapshot: fmt.Sprintf(`{"name":%q,"slug":%q,"model":%q}`, a.Name, a.Slug, a.Model), Published: true,
+					CreatedAt: finished.Add(-time.Hour), FinishedAt: &finished}
+				require.NoError(tb, g.Create(run).Error)
+				judge := 1 + 4*rnd.Float64()
+				for _, board := range []struct {
+					subset     string
+					restricted bool
+					tasks      int
+				}{{models.SubsetFull, false, benchBoardTasks}, {"smoke", true, benchHardTasks}} {
+					k := rnd.IntN(board.tasks + 1)
+					ci := stats.Wilson95(k, board.tasks)
+					entries = append(entries, models.LeaderboardEntry{
+						RunID: run.ID, BenchmarkID: res.Version.BenchmarkID, VersionID: run.VersionID, SubsetName: board.subset, Restricted: board.restricted,
+						Tasks: board.tasks, Successes: k, SuccessRate: float64(k) / float64(board.tasks), CILow: ci.Low, CIHigh: ci.High,
+						JudgeScore: &judge, Judged: board.tasks, MeanSteps: 5 + 20*rnd.Float64(), CostPerTask: rnd.Float64() / 10,
+						Tokens: rnd.Int64N(5_000_000), Metrics: "{}", ComputedAt: now,
+					})
+				}
+			}
+		}
+	}
+	require.NoError(tb, g.CreateInBatches(entries, 100).Error)
+}
+
+// BenchmarkLeaderboardPage serves the board of 200 runs of 812 tasks, a page
+// request from the router to the last byte, against serving a static file of
+// the page's size from disk in the same run: x-static is how many times
+// longer the page takes. The board reads precomputed entries in one query
+// and ranks them in memory, so the ratio stays small as runs pile up.
+func BenchmarkLeaderboardPage(b *testing.B) {
+	db := storagetest.OpenSQLite(b)
+	seedBenchBoard(b, db)
+	h, err := handlers.New(handlers.Options{}, handlers.Deps{Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(b, err)
+	page := func() *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/benchmarks/mini/leaderboard", nil))
+		return rec
+	}
+	first := page()
+	require.Equal(b, http.StatusOK, first.Code)
+	require.Equal(b, benchBoardRuns, strings.Count(first.Body.String(), `data-testid="leaderboard-row"`))
+	dir := b.TempDir()
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "board.html"), first.Body.Bytes(), 0o644))
+	files := http.FileServer(http.Dir(dir))
+	file := func() *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		files.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/board.html", nil))
+		return rec
+	}
+	require.Equal(b, first.Body.Len(), file().Body.Len())
+
+	var pageTime, fileTime time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if rec := page(); rec.Code != http.StatusOK {
+			b.Fatalf("leaderboard answered %d", rec.Code)
+		}
+		mid := time.Now()
+		if rec := file(); rec.Code != http.StatusOK {
+			b.Fatalf("static file answered %d", rec.Code)
+		}
+		pageTime += mid.Sub(start)
+		fileTime += time.Since(mid)
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(pageTime)/float64(time.Millisecond)/n, "page-ms")
+	b.ReportMetric(float64(fileTime)/float64(time.Millisecond)/n, "static-ms")
+	b.ReportMetric(float64(pageTime)/float64(fileTime), "x-static")
+	b.ReportMetric(float64(first.Body.Len())/1024, "page-KiB")
+}
