@@ -81,6 +81,9 @@ func (s *Server) showLeaderboard(c echo.Context) error {
 	v := web.LeaderboardView{Board: lb}
 	c.Response().Header().Add("Vary", "HX-Request")
 	if wantsFragment(c) {
+		// The address bar gets the board's permalink rather than the form's
+		// every field, empty ones included.
+		c.Response().Header().Set("HX-Push-Url", web.LeaderboardURL(lb.BenchmarkSlug, lb.Subset, "", lb.Query))
 		return s.render(c, http.StatusOK, web.LeaderboardTable(v))
 	}
 	title := "Leaderboard of " + lb.BenchmarkName

@@ -287,12 +287,14 @@ func TestLeaderboard_Page(t *testing.T) {
 	})
 
 	t.Run("Fragment", func(t *testing.T) {
-		req, err := http.NewRequest(http.MethodGet, anon.base+"/benchmarks/mini/leaderboard?sort=tokens", nil)
+		// As the filter form sends it: every field, empty ones too.
+		req, err := http.NewRequest(http.MethodGet, anon.base+"/benchmarks/mini/leaderboard?origin=&open_source=&model=&model_match=contains&from=&to=&sort=tokens&dir=asc", nil)
 		require.NoError(t, err)
 		req.Header.Set("HX-Request", "true")
 		res := anon.do(req)
 		require.Equal(t, http.StatusOK, res.StatusCode)
 		require.Contains(t, res.Header.Values("Vary"), "HX-Request")
+		require.Equal(t, "/benchmarks/mini/leaderboard?dir=asc&sort=tokens", res.Header.Get("HX-Push-Url"), "the address bar shows the permalink")
 		body := readBody(t, res)
 		require.NotContains(t, body, "<html", "htmx gets only the table")
 		require.True(t, strings.HasPrefix(body, `<div id="leaderboard-board"`), body[:min(len(body), 200)])
