@@ -119,7 +119,7 @@ func TestBrowser_Breakdowns(t *testing.T) {
 	t.Cleanup(func() { bctx.Close() })
 	page, err := bctx.NewPage()
 	require.NoError(t, err)
-	expect := playwright.NewPlaywrightAssertions()
+	expect := browserExpect()
 
 	_, err = page.Goto(base + "/benchmarks/" + sandbox.Slug + "/leaderboard/breakdowns")
 	require.NoError(t, err)

@@ -147,7 +147,7 @@ func TestBrowser_CompareRuns(t *testing.T) {
 	t.Cleanup(func() { bctx.Close() })
 	page, err := bctx.NewPage()
 	require.NoError(t, err)
-	expect := playwright.NewPlaywrightAssertions()
+	expect := browserExpect()
 
 	_, err = page.Goto(base + "/compare")
 	require.NoError(t, err)

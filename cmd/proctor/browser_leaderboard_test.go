@@ -121,7 +121,7 @@ func TestBrowser_Leaderboard(t *testing.T) {
 	t.Cleanup(func() { bctx.Close() })
 	page, err := bctx.NewPage()
 	require.NoError(t, err)
-	expect := playwright.NewPlaywrightAssertions()
+	expect := browserExpect()
 	rows := page.GetByTestId("leaderboard-row")
 
 	_, err = page.Goto(base + "/benchmarks/" + sandbox.Slug)

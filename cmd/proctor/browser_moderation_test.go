@@ -72,7 +72,7 @@ func TestBrowser_PublishAndModerate(t *testing.T) {
 	const reason = "The agent's answers match a leaked copy of the references."
 
 	b := launchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions()
+	expect := browserExpect()
 	newPage := func() playwright.Page {
 		bctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 900}})
 		require.NoError(t, err)

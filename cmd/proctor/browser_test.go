@@ -69,7 +69,7 @@ func TestBrowser_SignupTeamAgent(t *testing.T) {
 	t.Cleanup(func() { bctx.Close() })
 	page, err := bctx.NewPage()
 	require.NoError(t, err)
-	expect := playwright.NewPlaywrightAssertions()
+	expect := browserExpect()
 
 	_, err = page.Goto(base + "/")
 	require.NoError(t, err)
@@ -135,7 +135,7 @@ func TestBrowser_AdminImportsAndBrowses(t *testing.T) {
 	t.Cleanup(func() { bctx.Close() })
 	page, err := bctx.NewPage()
 	require.NoError(t, err)
-	expect := playwright.NewPlaywrightAssertions()
+	expect := browserExpect()
 
 	_, err = page.Goto(base + "/admin")
 	require.NoError(t, err)
@@ -215,7 +215,7 @@ func TestBrowser_QueueSandboxRunAndWatch(t *testing.T) {
 	t.Cleanup(func() { bctx.Close() })
 	page, err := bctx.NewPage()
 	require.NoError(t, err)
-	expect := playwright.NewPlaywrightAssertions()
+	expect := browserExpect()
 	exact := playwright.Bool(true)
 
 	_, err = page.Goto(base + "/signup")
@@ -271,4 +271,14 @@ func TestBrowser_QueueSandboxRunAndWatch(t *testing.T) {
 	require.NoError(t, expect.Locator(page.GetByTestId("evaluation-verdict")).ToHaveText("success"))
 	require.NoError(t, expect.Locator(page.GetByTestId("not-judged")).ToBeVisible())
 	shot(t, page, "timeline")
+}
+
+// browserExpectTimeout is how long a browser assertion waits. The test suite
+// runs several browsers and servers at once on a small machine, where a page
+// (bcrypt on login, a run's evaluation) can take seconds.
+const browserExpectTimeout = 30_000 // ms
+
+// browserExpect returns Playwright's assertions with browserExpectTimeout.
+func browserExpect() playwright.PlaywrightAssertions {
+	return playwright.NewPlaywrightAssertions(browserExpectTimeout)
 }

@@ -155,7 +155,7 @@ func TestBrowser_TimelineKeyboard(t *testing.T) {
 	require.NoError(t, err)
 	seed := seedTimeline(t, env, page, base)
 	require.NoError(t, page.SetViewportSize(1280, 900))
-	expect := playwright.NewPlaywrightAssertions()
+	expect := browserExpect()
 	path := fmt.Sprintf("/runs/%d/attempts/%d", seed.runID, seed.attemptID)
 	status := page.GetByTestId("step-status")
 	current := page.Locator(".tl-step.tl-current")
