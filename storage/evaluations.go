@@ -76,6 +76,13 @@ func (db *DB) RecordEvaluations(ctx context.Context, attemptID int64, b Evaluati
 		} else if a.Status != models.AttemptEvaluating {
 			return nil
 		}
+		// Evaluations of one run are recorded one at a time: each recounts the
+		// run's open attempts, and two concurrent transactions could otherwise
+		// each see the other's attempt still open, leaving the run unfinished.
+		var run models.Run
+		if err := lockRow(tx, db.dialect).Select("id").First(&run, a.RunID).Error; err != nil {
+			return wrap(err, "run")
+		}
 		now := db.now()
 		if err := db.insertEvaluations(tx, &a, b, now); err != nil {
 			return err

@@ -288,3 +288,41 @@ func TestStore_BenchmarkJudge(t *testing.T) {
 		require.Equal(t, models.JudgeSettings{}, spec.Judge)
 	})
 }
+
+// TestStore_ConcurrentEvaluationsCompleteTheRun: the last attempts of a run
+// evaluated at the same moment still complete it (each transaction recounts
+// the open attempts only after the previous one committed).
+func TestStore_ConcurrentEvaluationsCompleteTheRun(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newReadFixture(t, db)
+		for round := range 5 {
+			run := f.run
+			if round > 0 {
+				var err error
+				run, err = f.queue(t, f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini", Parallelism: 4}, 0)
+				require.NoError(t, err)
+			}
+			ids := f.dispatch(t, run.ID)
+			for _, id := range ids {
+				status, spec, err := db.ClaimAttempt(f.system, id, time.Hour)
+				require.NoError(t, err)
+				require.Equal(t, storage.ClaimOK, status)
+				require.NoError(t, db.FinishEpisode(f.system, id, spec.Try, storage.EpisodeOutcome{Steps: 1}, func(context.Context, *sql.Tx) error { return nil }))
+			}
+			errs := make(chan error, len(ids))
+			for _, id := range ids {
+				go func() {
+					_, err := db.RecordEvaluations(f.system, id, storage.EvaluationBatch{Primary: &models.Evaluation{Evaluator: "x", Verdict: models.OutcomeSuccess, Score: score(1)}}, nil)
+					errs <- err
+				}()
+			}
+			for range ids {
+				require.NoError(t, <-errs)
+			}
+			status, err := db.RunStatus(f.system, run.ID)
+			require.NoError(t, err)
+			require.Equal(t, models.RunCompleted, status, "round %d", round)
+		}
+	})
+}
