@@ -12,6 +12,8 @@
 #                              one core (812 synthetic outputs from the real
 #                              specs, demo-sized HARs) against only JSON-decoding
 #                              the same inputs (skips without ../shared/data)
+#   BenchmarkTimeline200Steps  the timeline page of a 200-step attempt: time
+#                              and HTML size
 #   BenchmarkLeaderboardPage   the leaderboard page of 200 published runs of
 #                              812 tasks against serving a static file of the
 #                              page's size, in the same run
@@ -101,6 +103,13 @@ awk '
 			printf "  %-46s %8.2f\n", "static file of the same size (ms)", v[l, "static-ms"]
 			printf "  %-46s %8.1f\n", "page size (KiB)", v[l, "page-KiB"]
 			printf "  %-46s %7.2fx\n", "page time / static file time", v[l, "x-static"]
+		}
+		tl = "BenchmarkTimeline200Steps"
+		if (has(tl, "ns/op")) {
+			print ""
+			print "Timeline page of a 200-step attempt, served in-process:"
+			printf "  %-46s %8.2f\n", "page, router to last byte (ms)", v[tl, "ns/op"] / 1e6
+			printf "  %-46s %8.1f\n", "HTML size (KiB)", v[tl, "html-bytes"] / 1024
 		}
 	}
 ' "$log"
