@@ -26,24 +26,47 @@ import (
 )
 
 // benchBoardRuns and benchBoardTasks size the board BenchmarkLeaderboardPage
-// serves: 200 published runs of WebArena-Verified's size (812 tasks, 258 in
-// its hard subset), each with its full entry and a restricted one on the
-// benchmark's named subset, which the full board's query must skip.
+// serves: 200 published runs, with all their attempts, of WebArena-Verified's
+// size (812 tasks, 258 in its hard subset), each with its full entry and a
+// restricted one on the benchmark's named subset, which the full board's query
+// must skip.
 const (
 	benchBoardRuns  = 200
 	benchBoardTasks = 812
 	benchHardTasks  = 258
 )
 
-// seedBenchBoard writes 20 teams of 5 agents with 2 published runs each and
-// their leaderboard entries, in batches, as the metrics job would leave them.
+// benchBoardDataset is a benchmark of benchBoardTasks tasks in Proctor's
+// format, the first benchHardTasks of them in the subset "smoke".
+func benchBoardDataset() string {
+	var b strings.Builder
+	ids := make([]string, benchHardTasks)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%q", fmt.Sprintf("t%d", i))
+	}
+	fmt.Fprintf(&b, `{"proctor_benchmark": 1, "name": "Board bench", "evaluator": "rubric", "subsets": {"smoke": {"description": "The first tasks", "task_ids": [%s]}}}`+"\n", strings.Join(ids, ","))
+	sites := []string{"shopping", "gitlab", "reddit", "map"}
+	levels := []string{"easy", "medium", "hard"}
+	for i := range benchBoardTasks {
+		fmt.Fprintf(&b, `{"id": "t%d", "intent": "Task number %d of the board benchmark.", "start_urls": ["__%s__"], "sites": [%q], "task_type": "qa", "difficulty": %q, "rubric": [{"requirement": "Answers"}]}`+"\n",
+			i, i, strings.ToUpper(sites[i%4]), sites[i%4], levels[i%3])
+	}
+	return b.String()
+}
+
+// seedBenchBoard writes a benchmark of 812 tasks, 20 teams of 5 agents with 2
+// published runs each, every run's 812 attempts, and their leaderboard
+// entries, in batches, as the runner and the metrics job would leave them.
 func seedBenchBoard(tb testing.TB, db *storage.DB) {
 	tb.Helper()
 	sys := models.WithActor(context.Background(), models.SystemActor())
-	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(benchDataset), nil)
+	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(benchBoardDataset()), nil)
 	require.NoError(tb, err)
-	res, err := db.ImportBenchmark(sys, "mini", ds, "mini.jsonl")
+	res, err := db.ImportBenchmark(sys, "mini", ds, "board.jsonl")
 	require.NoError(tb, err)
+	var taskIDs []int64
+	require.NoError(tb, db.Gorm().Model(&models.Task{}).Where("version_id = ?", res.Version.ID).Order("position").Pluck("id", &taskIDs).Error)
+	require.Len(tb, taskIDs, benchBoardTasks)
 	g := db.Gorm()
 	rnd := rand.New(rand.NewPCG(1, 2))
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -63,6 +86,13 @@ func seedBenchBoard(tb testing.TB, db *storage.DB) {
 					AgentSnapshot: fmt.Sprintf(`{"name":%q,"slug":%q,"model":%q}`, a.Name, a.Slug, a.Model), Published: true,
 					CreatedAt: finished.Add(-time.Hour), FinishedAt: &finished}
 				require.NoError(tb, g.Create(run).Error)
+				attempts := make([]models.Attempt, len(taskIDs))
+				for i, task := range taskIDs {
+					outcome := []string{models.OutcomeSuccess, models.OutcomeFailure, models.OutcomeError}[rnd.IntN(3)]
+					attempts[i] = models.Attempt{RunID: run.ID, TaskID: task, Status: models.AttemptDone, Outcome: outcome,
+						Steps: 1 + rnd.IntN(30), CreatedAt: finished, UpdatedAt: finished}
+				}
+				require.NoError(tb, g.CreateInBatches(attempts, 500).Error)
 				judge := 1 + 4*rnd.Float64()
 				for _, board := range []struct {
 					subset     string
@@ -82,6 +112,9 @@ func seedBenchBoard(tb testing.TB, db *storage.DB) {
 		}
 	}
 	require.NoError(tb, g.CreateInBatches(entries, 100).Error)
+	var n int64
+	require.NoError(tb, g.Model(&models.Attempt{}).Count(&n).Error)
+	require.EqualValues(tb, benchBoardRuns*benchBoardTasks, n, "every run has its attempts")
 }
 
 // BenchmarkLeaderboardPage serves the board of 200 runs of 812 tasks, a page

@@ -14,9 +14,9 @@
 #                              the same inputs (skips without ../shared/data)
 #   BenchmarkTimeline200Steps  the timeline page of a 200-step attempt: time
 #                              and HTML size
-#   BenchmarkLeaderboardPage   the leaderboard page of 200 published runs of
-#                              812 tasks against serving a static file of the
-#                              page's size, in the same run
+#   BenchmarkLeaderboardPage   the leaderboard page of 200 published runs,
+#                              each with its 812 attempts, against serving a
+#                              static file of the page's size, in the same run
 #
 # Usage: scripts/bench.sh [go test flags/packages...]   (default: ./...)
 # BENCHTIME sets -benchtime (default 20x: 20 steps for the overhead, 20
