@@ -114,14 +114,10 @@ func TestBrowser_Breakdowns(t *testing.T) {
 	base := env.serve(t)
 
 	b := launchBrowser(t)
-	bctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 900}})
-	require.NoError(t, err)
-	t.Cleanup(func() { bctx.Close() })
-	page, err := bctx.NewPage()
-	require.NoError(t, err)
+	page := newBrowserPage(t, b, 1280, 900)
 	expect := browserExpect()
 
-	_, err = page.Goto(base + "/benchmarks/" + sandbox.Slug + "/leaderboard/breakdowns")
+	_, err := page.Goto(base + "/benchmarks/" + sandbox.Slug + "/leaderboard/breakdowns")
 	require.NoError(t, err)
 	require.NoError(t, expect.Locator(page.GetByTestId("breakdowns-title")).ToContainText("Proctor sandbox"))
 	rows := page.GetByTestId("breakdown-table").GetByTestId("breakdown-row")

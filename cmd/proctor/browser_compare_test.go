@@ -142,14 +142,10 @@ func TestBrowser_CompareRuns(t *testing.T) {
 	base := env.serve(t)
 
 	b := launchBrowser(t)
-	bctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 900}})
-	require.NoError(t, err)
-	t.Cleanup(func() { bctx.Close() })
-	page, err := bctx.NewPage()
-	require.NoError(t, err)
+	page := newBrowserPage(t, b, 1280, 900)
 	expect := browserExpect()
 
-	_, err = page.Goto(base + "/compare")
+	_, err := page.Goto(base + "/compare")
 	require.NoError(t, err)
 	form := page.GetByTestId("compare-form")
 	require.NoError(t, form.GetByLabel("Run ids", playwright.LocatorGetByLabelOptions{Exact: playwright.Bool(false)}).Fill(fmt.Sprintf("%d, %d", navigator.id, pathfinder.id)))

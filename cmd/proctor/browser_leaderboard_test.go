@@ -116,15 +116,11 @@ func TestBrowser_Leaderboard(t *testing.T) {
 	base := env.serve(t)
 
 	b := launchBrowser(t)
-	bctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1440, Height: 900}})
-	require.NoError(t, err)
-	t.Cleanup(func() { bctx.Close() })
-	page, err := bctx.NewPage()
-	require.NoError(t, err)
+	page := newBrowserPage(t, b, 1440, 900)
 	expect := browserExpect()
 	rows := page.GetByTestId("leaderboard-row")
 
-	_, err = page.Goto(base + "/benchmarks/" + sandbox.Slug)
+	_, err := page.Goto(base + "/benchmarks/" + sandbox.Slug)
 	require.NoError(t, err)
 	require.NoError(t, page.GetByTestId("leaderboard-link").Click())
 	require.NoError(t, expect.Locator(rows).ToHaveCount(6), "six published runs; the private one never shows")

@@ -73,14 +73,7 @@ func TestBrowser_PublishAndModerate(t *testing.T) {
 
 	b := launchBrowser(t)
 	expect := browserExpect()
-	newPage := func() playwright.Page {
-		bctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 900}})
-		require.NoError(t, err)
-		t.Cleanup(func() { bctx.Close() })
-		page, err := bctx.NewPage()
-		require.NoError(t, err)
-		return page
-	}
+	newPage := func() playwright.Page { return newBrowserPage(t, b, 1280, 900) }
 	login := func(page playwright.Page, email, password string) {
 		_, err := page.Goto(base + "/login")
 		require.NoError(t, err)

@@ -62,16 +62,10 @@ func TestBrowser_SignupTeamAgent(t *testing.T) {
 	env := newTestEnv(t)
 	base := env.serve(t)
 	b := launchBrowser(t)
-	bctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{
-		Viewport: &playwright.Size{Width: 1200, Height: 900},
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { bctx.Close() })
-	page, err := bctx.NewPage()
-	require.NoError(t, err)
+	page := newBrowserPage(t, b, 1200, 900)
 	expect := browserExpect()
 
-	_, err = page.Goto(base + "/")
+	_, err := page.Goto(base + "/")
 	require.NoError(t, err)
 	shot(t, page, "home")
 	require.NoError(t, page.GetByRole("link", playwright.PageGetByRoleOptions{Name: "Sign up"}).Click())
@@ -130,14 +124,10 @@ func TestBrowser_AdminImportsAndBrowses(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	base := env.serve(t)
 	b := launchBrowser(t)
-	bctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 900}})
-	require.NoError(t, err)
-	t.Cleanup(func() { bctx.Close() })
-	page, err := bctx.NewPage()
-	require.NoError(t, err)
+	page := newBrowserPage(t, b, 1280, 900)
 	expect := browserExpect()
 
-	_, err = page.Goto(base + "/admin")
+	_, err := page.Goto(base + "/admin")
 	require.NoError(t, err)
 	require.NoError(t, page.GetByLabel("Email").Fill("ada@example.org"))
 	require.NoError(t, page.GetByLabel("Password").Fill("an admin passphrase"))
@@ -210,15 +200,11 @@ func TestBrowser_QueueSandboxRunAndWatch(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 
 	b := launchBrowser(t)
-	bctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 900}})
-	require.NoError(t, err)
-	t.Cleanup(func() { bctx.Close() })
-	page, err := bctx.NewPage()
-	require.NoError(t, err)
+	page := newBrowserPage(t, b, 1280, 900)
 	expect := browserExpect()
 	exact := playwright.Bool(true)
 
-	_, err = page.Goto(base + "/signup")
+	_, err := page.Goto(base + "/signup")
 	require.NoError(t, err)
 	require.NoError(t, page.GetByLabel("Name").Fill("Newcomer"))
 	require.NoError(t, page.GetByLabel("Email").Fill("new@example.org"))
@@ -281,4 +267,16 @@ const browserExpectTimeout = 30_000 // ms
 // browserExpect returns Playwright's assertions with browserExpectTimeout.
 func browserExpect() playwright.PlaywrightAssertions {
 	return playwright.NewPlaywrightAssertions(browserExpectTimeout)
+}
+
+// newBrowserPage opens a page of the given viewport in a fresh browser
+// context (its own cookies), closed when the test ends.
+func newBrowserPage(t *testing.T, b *episode.Browser, width, height int) playwright.Page {
+	t.Helper()
+	bctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: width, Height: height}})
+	require.NoError(t, err)
+	t.Cleanup(func() { bctx.Close() })
+	page, err := bctx.NewPage()
+	require.NoError(t, err)
+	return page
 }

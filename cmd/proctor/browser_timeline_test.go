@@ -148,11 +148,7 @@ func TestBrowser_TimelineKeyboard(t *testing.T) {
 	base := env.serve(t)
 
 	b := launchBrowser(t)
-	bctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 800}})
-	require.NoError(t, err)
-	t.Cleanup(func() { bctx.Close() })
-	page, err := bctx.NewPage()
-	require.NoError(t, err)
+	page := newBrowserPage(t, b, 1280, 800)
 	seed := seedTimeline(t, env, page, base)
 	require.NoError(t, page.SetViewportSize(1280, 900))
 	expect := browserExpect()
@@ -173,7 +169,7 @@ func TestBrowser_TimelineKeyboard(t *testing.T) {
 		visible(n)
 	}
 
-	_, err = page.Goto(base + path)
+	_, err := page.Goto(base + path)
 	require.NoError(t, err)
 	visible(1)
 	require.NoError(t, expect.Locator(page.GetByTestId("film-frame")).ToHaveCount(seed.steps))
