@@ -436,11 +436,7 @@ func (s *Server) stepArtifactURLs(ctx context.Context, steps []models.TimelineSt
 // timelineOf loads the timeline of the attempt named by the :id and :attemptID
 // path parameters; an attempt of another run is not found.
 func (s *Server) timelineOf(c echo.Context) (*models.Timeline, error) {
-	runID, err := int64Param(c, "id")
-	if err != nil {
-		return nil, err
-	}
-	attemptID, err := int64Param(c, "attemptID")
+	runID, attemptID, err := attemptPathIDs(c)
 	if err != nil {
 		return nil, err
 	}
@@ -448,8 +444,25 @@ func (s *Server) timelineOf(c echo.Context) (*models.Timeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tl.Attempt.RunID != runID {
-		return nil, models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, attemptID)
+	if err := checkAttemptRun(tl.Attempt, runID); err != nil {
+		return nil, err
 	}
 	return tl, nil
+}
+
+// attemptPathIDs reads the :id (run) and :attemptID path parameters.
+func attemptPathIDs(c echo.Context) (runID, attemptID int64, err error) {
+	if runID, err = int64Param(c, "id"); err != nil {
+		return 0, 0, err
+	}
+	attemptID, err = int64Param(c, "attemptID")
+	return runID, attemptID, err
+}
+
+// checkAttemptRun answers not found for an attempt addressed under another run.
+func checkAttemptRun(a models.Attempt, runID int64) error {
+	if a.RunID != runID {
+		return models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, a.ID)
+	}
+	return nil
 }

@@ -107,11 +107,7 @@ func stepQuery(c echo.Context, steps int) (int, error) {
 // attemptStepsOf loads the attempt named by the :id and :attemptID path
 // parameters with its steps; an attempt of another run is not found.
 func (s *Server) attemptStepsOf(c echo.Context) (*models.AttemptSteps, error) {
-	runID, err := int64Param(c, "id")
-	if err != nil {
-		return nil, err
-	}
-	attemptID, err := int64Param(c, "attemptID")
+	runID, attemptID, err := attemptPathIDs(c)
 	if err != nil {
 		return nil, err
 	}
@@ -119,8 +115,8 @@ func (s *Server) attemptStepsOf(c echo.Context) (*models.AttemptSteps, error) {
 	if err != nil {
 		return nil, err
 	}
-	if as.Attempt.RunID != runID {
-		return nil, models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, attemptID)
+	if err := checkAttemptRun(as.Attempt, runID); err != nil {
+		return nil, err
 	}
 	return as, nil
 }
