@@ -23,6 +23,7 @@ func (s *Server) apiRoutes(g *echo.Group) {
 	s.apiAgentRoutes(g)
 	s.apiBenchmarkRoutes(g)
 	s.apiRunRoutes(g)
+	s.apiSubmissionRoutes(g)
 }
 
 func (s *Server) apiIndex(c echo.Context) error {

@@ -33,6 +33,7 @@ func (s *Server) routes() {
 	s.compareRoutes(e)
 	s.moderationRoutes(e)
 	s.queueUIRoutes(e)
+	s.submissionRoutes(e)
 
 	api := e.Group("/api/v1")
 	s.apiRoutes(api)

@@ -56,6 +56,9 @@ type Deps struct {
 	ArtifactURLs ArtifactURLSigner
 	// Runs queues runs; nil when this process has no queue (queuing answers 503).
 	Runs RunQueue
+	// Submissions moves uploaded bundles through the submission portal; nil
+	// when this process has no queue (the portal answers 503).
+	Submissions SubmissionService
 	// QueueUI is River UI built for QueueUIPrefix, the admins' view of the job
 	// queue; nil answers 503 there.
 	QueueUI http.Handler
@@ -75,6 +78,7 @@ type Store interface {
 	BreakdownStore
 	CompareStore
 	ModerationStore
+	SubmissionStore
 }
 
 // isUpload reports whether a request is an upload POST, which skips the global

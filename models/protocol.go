@@ -26,6 +26,9 @@ const (
 	ActCloseTab  = "close_tab"
 	ActAnswer    = "answer"
 	ActStop      = "stop"
+	// ActRecorded is an action recorded elsewhere and uploaded as its own
+	// description (an Online-Mind2Web "<button> -> CLICK"); agents never send it.
+	ActRecorded = "recorded"
 )
 
 // ActionTypes lists the protocol's action types.
@@ -154,6 +157,8 @@ func (a Action) Summary() string {
 		fmt.Fprintf(&b, " %s", a.Response)
 	case a.Type == ActFill || a.Type == ActAnswer:
 		fmt.Fprintf(&b, " %q", a.Text)
+	case a.Type == ActRecorded:
+		return a.Text
 	case a.Type == ActStop && a.Reason != "":
 		fmt.Fprintf(&b, " (%s)", a.Reason)
 	case len(a.Values) > 0:

@@ -1,0 +1,164 @@
+// Package bundle reads submission bundles: trajectories and results run outside
+// Proctor, uploaded as zip or tar.gz archives in one of the formats of
+// docs/bundle-formats.md. It never extracts to disk and never holds a bundle in
+// memory whole: Inspect streams the archive once to check every limit and
+// parse every file, Extract streams it again to hand the kept files (screenshots,
+// HARs) to the caller.
+package bundle
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"proctor/models"
+)
+
+// Limits cap what a bundle may hold. Breaking one refuses the whole bundle.
+type Limits struct {
+	MaxBundleBytes int64   // the archive itself
+	MaxFiles       int     // entries, directories included
+	MaxFileBytes   int64   // one file, uncompressed
+	MaxTotalBytes  int64   // all files, uncompressed
+	MaxRatio       float64 // uncompressed ÷ compressed, for the archive and for each zip entry
+	MaxJSONBytes   int64   // one JSON or JSON Lines file
+	MaxHARBytes    int64   // one HAR
+	MaxImagePixels int64   // one screenshot, width × height
+}
+
+// DefaultLimits are the server's defaults (config can change them).
+func DefaultLimits() Limits {
+	return Limits{
+		MaxBundleBytes: 8 << 30,
+		MaxFiles:       200_000,
+		MaxFileBytes:   512 << 20,
+		MaxTotalBytes:  32 << 30,
+		MaxRatio:       100,
+		MaxJSONBytes:   16 << 20,
+		MaxHARBytes:    512 << 20,
+		MaxImagePixels: 40_000_000,
+	}
+}
+
+// RefusedError refuses a whole bundle: corrupt, of an unknown format, hostile
+// (traversal, links, special files, bombs) or over a limit. Path names the
+// archive entry at fault ("" for the archive itself).
+type RefusedError struct {
+	Path   string
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	if e.Path == "" {
+		return e.Reason
+	}
+	return fmt.Sprintf("%s: %s", e.Path, e.Reason)
+}
+
+// Catalog is what the bundle is checked against: the benchmark version's task
+// ids and the subset's.
+type Catalog struct {
+	Benchmark     string
+	TaskIDs       []string // every task of the version
+	Subset        string   // models.SubsetFull or a named subset
+	SubsetTaskIDs []string // the subset's tasks; equal to TaskIDs for the full set
+}
+
+// Declared is what the submitter said the bundle is, compared with the
+// bundle's own manifest.
+type Declared struct {
+	Benchmark string
+	Subset    string
+	Agent     string
+}
+
+// Bundle is an inspected bundle: its format, manifest and tasks. It keeps
+// only metadata (steps, file names, answers), never file contents.
+type Bundle struct {
+	Format   string
+	Manifest *models.BundleManifest
+	Tasks    []*Task // sorted by ID
+	// Report is filled by Inspect (format, files, bytes, invalid files,
+	// duplicates) and completed by Check.
+	Report models.SubmissionReport
+	files  map[string]fileRef // archive path -> what the ingest keeps
+}
+
+// fileRef is a kept file's place in the bundle.
+type fileRef struct {
+	taskID string
+	kind   string
+}
+
+// Task is one task of a bundle.
+type Task struct {
+	ID           string
+	NotAttempted bool            // .missing marker (WebArena-Verified) or an empty result
+	Final        json.RawMessage // the final action as models.Action JSON (answer or stop), or nil
+	HAR          string          // archive path of the network log, or ""
+	Steps        []Step
+	TokensIn     int64
+	TokensOut    int64
+	Cost         float64
+	DurationMS   int64
+	StartedAt    *time.Time
+	ErrorMessage string               // the agent's own error, when the bundle records one
+	Problems     []models.FileProblem // this task's invalid files
+}
+
+// Step is one recorded step.
+type Step struct {
+	Index      int
+	Action     json.RawMessage // models.Action JSON (type "recorded" for free-text actions)
+	Thought    string
+	URL        string
+	Title      string
+	Screenshot string // archive path, or ""
+	StartedAt  *time.Time
+	DurationMS int64
+	TokensIn   int64
+	TokensOut  int64
+	Cost       float64
+	Error      string
+}
+
+// File kinds Extract hands over.
+const (
+	KindScreenshot = "screenshot"
+	KindHAR        = "har"
+)
+
+// File is a kept file Extract hands over.
+type File struct {
+	Path        string
+	TaskID      string
+	Kind        string // KindScreenshot or KindHAR
+	Size        int64
+	ContentType string
+}
+
+// Inspect reads the archive in r (zip or tar.gz, told apart by content),
+// refusing it with a *RefusedError when it breaks a limit or is hostile,
+// detects its format, parses every JSON, JSON Lines and HAR file within the
+// size limits and decodes every screenshot. Per-file problems do not refuse
+// the bundle: they are listed in Report.InvalidFiles and on their task.
+// progress, when not nil, is told how many compressed bytes were read.
+func Inspect(ctx context.Context, r io.ReaderAt, size int64, lim Limits, progress func(done, total int64)) (*Bundle, error) {
+	return nil, fmt.Errorf("bundle: Inspect is not implemented yet")
+}
+
+// Check compares the bundle with the benchmark and what the submitter
+// declared, completing and returning Report: tasks found, not attempted,
+// missing, unknown, outside the subset, coverage, and the blocking reasons
+// (no task of the benchmark found, manifest for another benchmark or subset).
+func (b *Bundle) Check(c Catalog, d Declared) models.SubmissionReport {
+	return b.Report
+}
+
+// Extract streams every kept file (valid screenshots and HARs of tasks in
+// keep) to fn in archive order; the reader is valid until fn returns.
+func (b *Bundle) Extract(ctx context.Context, r io.ReaderAt, size int64, keep func(taskID string) bool, fn func(f File, content io.Reader) error) error {
+	return fmt.Errorf("bundle: Extract is not implemented yet")
+}

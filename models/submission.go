@@ -1,0 +1,250 @@
+package models
+
+import (
+	"strings"
+	"time"
+)
+
+// Submission statuses, in the order a bundle goes through them.
+const (
+	SubmissionUploading  = "uploading"  // parts are arriving
+	SubmissionUploaded   = "uploaded"   // assembled; validation is queued
+	SubmissionValidating = "validating" // the validation job is reading the bundle
+	SubmissionValidated  = "validated"  // the report is ready; waiting for the submitter to ingest
+	SubmissionRefused    = "refused"    // the bundle broke a limit or is hostile; its bytes are deleted
+	SubmissionIngesting  = "ingesting"  // the ingest job is storing artifacts and creating the run
+	SubmissionIngested   = "ingested"   // the run exists; its attempts are being evaluated
+	SubmissionFailed     = "failed"     // the ingest failed; nothing of the run was kept
+	SubmissionDiscarded  = "discarded"  // the submitter discarded it; its bytes are deleted
+)
+
+// SubmissionFinished reports whether a submission's status is final.
+func SubmissionFinished(status string) bool {
+	switch status {
+	case SubmissionRefused, SubmissionIngested, SubmissionFailed, SubmissionDiscarded:
+		return true
+	}
+	return false
+}
+
+// Bundle formats the submission portal reads (docs/bundle-formats.md).
+const (
+	BundleWebArenaVerified = "webarena-verified" // {task_id}/agent_response.json + network.har
+	BundleProctor          = "proctor"           // manifest.json + tasks/{task_id}/steps.jsonl
+	BundleOnlineMind2Web   = "online-mind2web"   // {task_id}/result.json + trajectory/*.png
+	BundleAgentLab         = "agentlab"          // AgentLab/BrowserGym experiment folders
+)
+
+// BundleFormats lists the formats in detection order.
+func BundleFormats() []string {
+	return []string{BundleProctor, BundleWebArenaVerified, BundleOnlineMind2Web, BundleAgentLab}
+}
+
+// BundleFormatName is a format's display name.
+func BundleFormatName(format string) string {
+	switch format {
+	case BundleWebArenaVerified:
+		return "WebArena-Verified submission"
+	case BundleProctor:
+		return "Proctor trajectory bundle"
+	case BundleOnlineMind2Web:
+		return "Online-Mind2Web results"
+	case BundleAgentLab:
+		return "AgentLab / BrowserGym experiments"
+	}
+	return format
+}
+
+// Submission is one uploaded bundle on its way to becoming a run with origin
+// uploaded. Its bytes live under the artifact prefix "submissions/{id}/" and
+// nowhere else until the ingest job's transaction creates the run.
+type Submission struct {
+	ID          int64
+	TeamID      int64
+	AgentID     int64
+	BenchmarkID int64
+	VersionID   int64
+	SubsetName  string
+	CreatedBy   *int64
+	Status      string
+	Filename    string
+	Size        int64  // declared size in bytes
+	SHA256      string // declared SHA-256 (hex) of the whole bundle; checked by validation
+	PartSize    int64  // every part but the last has this size
+	StorageKey  string // the assembled bundle: submissions/{id}/bundle
+	MultipartID string // the S3 multipart upload id, or the local staging id
+	Format      string // detected bundle format (Bundle* constants)
+	Report      string // JSON SubmissionReport, once validated
+	Error       string // why the bundle was refused or the ingest failed
+	// ProgressDone and ProgressTotal are bytes read by the running job
+	// (validation or ingest), for the live progress bar.
+	ProgressDone  int64
+	ProgressTotal int64
+	RunID         *int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	ValidatedAt   *time.Time
+	IngestedAt    *time.Time
+
+	Team      *Team      `gorm:"foreignKey:TeamID"`
+	Agent     *Agent     `gorm:"foreignKey:AgentID"`
+	Benchmark *Benchmark `gorm:"foreignKey:BenchmarkID"`
+}
+
+// PartsTotal is how many parts the declared size takes.
+func (s *Submission) PartsTotal() int {
+	if s.PartSize <= 0 || s.Size <= 0 {
+		return 0
+	}
+	return int((s.Size + s.PartSize - 1) / s.PartSize)
+}
+
+// PartLength is the size part n (from 1) must have.
+func (s *Submission) PartLength(n int) int64 {
+	if n < 1 || n > s.PartsTotal() {
+		return 0
+	}
+	if n < s.PartsTotal() {
+		return s.PartSize
+	}
+	return s.Size - int64(n-1)*s.PartSize
+}
+
+// SubmissionRequest starts a submission. Agent is "team/agent" or an agent slug
+// of one of the caller's teams (Team disambiguates); Subset "" is the full set.
+type SubmissionRequest struct {
+	Team      string `json:"team,omitempty"`
+	Agent     string `json:"agent"`
+	Benchmark string `json:"benchmark"`
+	Subset    string `json:"subset,omitempty"`
+	Filename  string `json:"filename"`
+	Size      int64  `json:"size"`
+	SHA256    string `json:"sha256,omitempty"`
+}
+
+// Normalize trims the request and splits "team/agent".
+func (r *SubmissionRequest) Normalize() {
+	r.Team, r.Agent = strings.TrimSpace(r.Team), strings.TrimSpace(r.Agent)
+	r.Benchmark, r.Subset = strings.TrimSpace(r.Benchmark), strings.TrimSpace(r.Subset)
+	r.Filename, r.SHA256 = strings.TrimSpace(r.Filename), strings.ToLower(strings.TrimSpace(r.SHA256))
+	if team, agent, ok := strings.Cut(r.Agent, "/"); ok && r.Team == "" {
+		r.Team, r.Agent = team, agent
+	}
+	if r.Subset == "" {
+		r.Subset = SubsetFull
+	}
+}
+
+// SubmissionPart is one received part of an upload.
+type SubmissionPart struct {
+	Number int    `json:"number"`
+	Size   int64  `json:"size"`
+	MD5    string `json:"md5"` // hex; S3 part ETags are the same digest
+}
+
+// SubmissionReport is the validation report of a bundle: what was found, what
+// is missing and what is wrong, before anything is scored. Ingest is refused
+// while Blocking is not empty.
+type SubmissionReport struct {
+	Format      string          `json:"format"`
+	FormatName  string          `json:"format_name"`
+	SHA256      string          `json:"sha256"`
+	Manifest    *BundleManifest `json:"manifest,omitempty"`
+	Files       int             `json:"files"`
+	Bytes       int64           `json:"bytes"` // uncompressed
+	Steps       int             `json:"steps"`
+	Screenshots int             `json:"screenshots"`
+	HARs        int             `json:"hars"`
+
+	TasksFound        []string       `json:"tasks_found"`         // in the bundle and in the subset
+	TasksNotAttempted []string       `json:"tasks_not_attempted"` // marked as not attempted (.missing)
+	TasksMissing      []string       `json:"tasks_missing"`       // in the subset, absent from the bundle
+	TasksUnknown      []string       `json:"tasks_unknown"`       // in the bundle, not in the benchmark
+	TasksOutside      []string       `json:"tasks_outside"`       // in the benchmark but outside the subset
+	TasksDuplicated   []string       `json:"tasks_duplicated"`    // present more than once
+	InvalidFiles      []FileProblem  `json:"invalid_files"`
+	Coverage          BundleCoverage `json:"coverage"`
+	Blocking          []string       `json:"blocking"` // why ingest is refused
+	Warnings          []string       `json:"warnings"`
+}
+
+// FileProblem is one invalid file of a bundle and why.
+type FileProblem struct {
+	Path    string `json:"path"`
+	TaskID  string `json:"task_id,omitempty"`
+	Problem string `json:"problem"`
+}
+
+// BundleCoverage says how much of the benchmark and subset a bundle covers.
+type BundleCoverage struct {
+	Benchmark      string  `json:"benchmark"`
+	BenchmarkTasks int     `json:"benchmark_tasks"`
+	Subset         string  `json:"subset"`
+	SubsetTasks    int     `json:"subset_tasks"`
+	Covered        int     `json:"covered"` // subset tasks present in the bundle (attempted or not)
+	Fraction       float64 `json:"fraction"`
+}
+
+// BundleManifest is what a bundle says about the run (the Proctor format's
+// manifest.json; other formats fill what they know).
+type BundleManifest struct {
+	Format         string        `json:"format"` // "proctor-trajectory/1"
+	Agent          string        `json:"agent,omitempty"`
+	Model          string        `json:"model,omitempty"`
+	AgentFramework string        `json:"agent_framework,omitempty"`
+	Benchmark      string        `json:"benchmark,omitempty"`
+	Subset         string        `json:"subset,omitempty"`
+	Date           string        `json:"date,omitempty"` // RFC 3339 or YYYY-MM-DD
+	Budgets        BundleBudgets `json:"budgets,omitzero"`
+	Notes          string        `json:"notes,omitempty"`
+}
+
+// BundleBudgets are the budgets the agent ran under elsewhere.
+type BundleBudgets struct {
+	MaxSteps          int      `json:"max_steps,omitempty"`
+	MaxEpisodeSeconds int      `json:"max_episode_seconds,omitempty"`
+	MaxCost           *float64 `json:"max_cost,omitempty"`
+}
+
+// SubmissionView is a submission with the names a page shows.
+type SubmissionView struct {
+	Submission
+	TeamSlug      string            `json:"team"`
+	AgentSlug     string            `json:"agent"`
+	AgentName     string            `json:"agent_name"`
+	BenchmarkSlug string            `json:"benchmark"`
+	CreatedByName string            `json:"created_by"`
+	Parts         []SubmissionPart  `json:"parts"`
+	ParsedReport  *SubmissionReport `json:"report,omitempty"`
+	// DirectUpload is true when parts may go straight to S3 through presigned URLs.
+	DirectUpload bool `json:"direct_upload"`
+}
+
+// SubmissionFilter selects submissions: a team's (members), or all (admins).
+type SubmissionFilter struct {
+	TeamSlug string
+	Status   string
+	Page     int
+	PerPage  int
+}
+
+// SubmissionFormOptions are the choices of the upload form: the caller's
+// teams' agents and the benchmarks with their subsets.
+type SubmissionFormOptions struct {
+	Agents     []AgentChoice     `json:"agents"`
+	Benchmarks []BenchmarkChoice `json:"benchmarks"`
+}
+
+// AgentChoice is an agent the caller may submit for.
+type AgentChoice struct {
+	TeamSlug  string `json:"team"`
+	AgentSlug string `json:"agent"`
+	Name      string `json:"name"`
+}
+
+// BenchmarkChoice is a benchmark and its subsets.
+type BenchmarkChoice struct {
+	Slug    string   `json:"slug"`
+	Name    string   `json:"name"`
+	Subsets []string `json:"subsets"`
+}
