@@ -38,6 +38,8 @@ type Store interface {
 	URL(ctx context.Context, key string, ttl time.Duration) (string, error)
 	// Ping reports whether the store is usable, for /readyz.
 	Ping(ctx context.Context) error
+	// Multipart uploads large artifacts (submission bundles) in resumable parts.
+	Multipart
 }
 
 // Info describes a stored artifact.

@@ -216,6 +216,11 @@ func runStoreSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		require.Error(t, err)
 	})
 
+	t.Run("Multipart", func(t *testing.T) {
+		t.Parallel()
+		runMultipartSuite(t, newStore)
+	})
+
 	t.Run("Ping", func(t *testing.T) {
 		t.Parallel()
 		require.NoError(t, newStore(t).Ping(t.Context()))
