@@ -117,10 +117,13 @@ func (db *DB) WithdrawRun(ctx context.Context, runID int64) (*models.RunModerati
 // VerifyRun marks a completed run verified by the administrators and logs
 // "verified" when it is published. Administrators only: ENOTFOUND when the run
 // does not exist, EUNAUTHORIZED or EFORBIDDEN for others, ECONFLICT when it
-// has not completed or is already verified.
+// has not completed, is already verified, or was uploaded (an uploaded run
+// is verified only once administrators reproduced it).
 func (db *DB) VerifyRun(ctx context.Context, runID int64) (*models.RunModeration, error) {
 	return db.moderateRun(ctx, runID, true, func(run *models.Run, _ runHiding) (runChange, error) {
 		switch {
+		case run.Origin == models.OriginUploaded:
+			return runChange{}, models.Errorf(models.ECONFLICT, "Run %d was uploaded: reproduce it before verifying.", run.ID)
 		case run.Status != models.RunCompleted:
 			return runChange{}, notCompleted(run, "verified")
 		case run.Verified:

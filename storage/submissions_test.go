@@ -1,0 +1,547 @@
+package storage_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"proctor/models"
+	"proctor/storage"
+	"proctor/storage/storagetest"
+)
+
+// submissionFixture is the run fixture (the mini benchmark, team lab with
+// agents walker and uploader, team other with theirs) plus an administrator.
+type submissionFixture struct {
+	*runFixture
+	admin, anon context.Context
+	rules       storage.SubmissionRules
+}
+
+func newSubmissionFixture(t *testing.T, db *storage.DB) *submissionFixture {
+	t.Helper()
+	f := &submissionFixture{runFixture: newRunFixture(t, db), anon: context.Background(),
+		rules: storage.SubmissionRules{MaxBytes: 1 << 30, PartSize: 5 << 20}}
+	f.admin = actorCtx(agentTestUser(t, db, "admin@submissions.test", true))
+	return f
+}
+
+// sha is a well-formed SHA-256 made of one repeated digit.
+func sha(digit string) string { return strings.Repeat(digit, 64) }
+
+func (f *submissionFixture) request(mod func(*models.SubmissionRequest)) models.SubmissionRequest {
+	req := models.SubmissionRequest{Agent: "lab/uploader", Benchmark: "mini", Filename: "results.zip", Size: 12 << 20, SHA256: sha("a")}
+	if mod != nil {
+		mod(&req)
+	}
+	return req
+}
+
+func (f *submissionFixture) create(t *testing.T, ctx context.Context, req models.SubmissionRequest) *models.Submission {
+	t.Helper()
+	s, resumed, err := f.db.CreateSubmission(ctx, req, f.rules)
+	require.NoError(t, err)
+	require.False(t, resumed)
+	return s
+}
+
+// noEnqueue checks that the job is inserted inside the change's transaction.
+func noEnqueue(t *testing.T) func(context.Context, *sql.Tx, int64) error {
+	return func(_ context.Context, tx *sql.Tx, _ int64) error {
+		require.NotNil(t, tx)
+		return nil
+	}
+}
+
+// validate takes a submission from uploading to validated with the report.
+func (f *submissionFixture) validate(t *testing.T, id int64, rep models.SubmissionReport) *models.SubmissionReport {
+	t.Helper()
+	require.NoError(t, f.db.CompleteSubmissionUpload(f.member, id, 0, noEnqueue(t)))
+	_, ok, err := f.db.StartSubmissionValidation(f.system, id)
+	require.NoError(t, err)
+	require.True(t, ok)
+	out, err := f.db.FinishSubmissionValidation(f.system, id, rep)
+	require.NoError(t, err)
+	return out
+}
+
+func TestStore_CreateSubmission(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newSubmissionFixture(t, db)
+
+		t.Run("BadInput", func(t *testing.T) {
+			for name, tc := range map[string]struct {
+				mod         func(*models.SubmissionRequest)
+				code, field string
+				message     string
+			}{
+				"NoAgent":        {func(r *models.SubmissionRequest) { r.Agent = " " }, models.EINVALID, "agent", "choose the agent"},
+				"UnknownAgent":   {func(r *models.SubmissionRequest) { r.Agent = "lab/nobody" }, models.EINVALID, "agent", `team lab has no agent "nobody"`},
+				"UnknownTeam":    {func(r *models.SubmissionRequest) { r.Agent = "ghosts/uploader" }, models.EINVALID, "agent", `there is no team "ghosts"`},
+				"NotMine":        {func(r *models.SubmissionRequest) { r.Agent = "theirs" }, models.EINVALID, "agent", `none of your teams has an agent "theirs"`},
+				"OtherTeam":      {func(r *models.SubmissionRequest) { r.Agent = "other/theirs" }, models.EFORBIDDEN, "", "Only members of this team"},
+				"NoBenchmark":    {func(r *models.SubmissionRequest) { r.Benchmark = "" }, models.EINVALID, "benchmark", "choose the benchmark"},
+				"Benchmark":      {func(r *models.SubmissionRequest) { r.Benchmark = "maxi" }, models.EINVALID, "benchmark", `there is no benchmark "maxi"`},
+				"Subset":         {func(r *models.SubmissionRequest) { r.Subset = "huge" }, models.EINVALID, "subset", `there is no subset "huge"`},
+				"Extension":      {func(r *models.SubmissionRequest) { r.Filename = "results.rar" }, models.EINVALID, "filename", "must end in .zip, .tar.gz or .tgz"},
+				"OnlyExtension":  {func(r *models.SubmissionRequest) { r.Filename = ".zip" }, models.EINVALID, "filename", "must end in"},
+				"ControlChars":   {func(r *models.SubmissionRequest) { r.Filename = "a\x01b.zip" }, models.EINVALID, "filename", "control characters"},
+				"SHA256":         {func(r *models.SubmissionRequest) { r.SHA256 = "abc" }, models.EINVALID, "sha256", "64 hexadecimal digits"},
+				"SHA256NotHex":   {func(r *models.SubmissionRequest) { r.SHA256 = strings.Repeat("g", 64) }, models.EINVALID, "sha256", "64 hexadecimal digits"},
+				"ZeroSize":       {func(r *models.SubmissionRequest) { r.Size = 0 }, models.EINVALID, "size", "positive number of bytes"},
+				"TooLarge":       {func(r *models.SubmissionRequest) { r.Size = 2 << 30 }, models.ETOOLARGE, "size", "The bundle is 2 GiB; the largest this server accepts is 1 GiB."},
+				"NegativeStream": {func(r *models.SubmissionRequest) { r.Size = -1 }, models.EINVALID, "size", "positive"},
+			} {
+				_, _, err := db.CreateSubmission(f.member, f.request(tc.mod), f.rules)
+				require.Equal(t, tc.code, models.ErrorCode(err), "%s: %v", name, err)
+				require.Equal(t, tc.field, models.ErrorField(err), name)
+				require.Contains(t, models.ErrorMessage(err), tc.message, name)
+			}
+			_, _, err := db.CreateSubmission(f.anon, f.request(nil), f.rules)
+			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
+			require.Zero(t, countRows(t, db, "submissions", ""), "refused requests store nothing")
+		})
+
+		s, resumed, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) {
+			r.Agent, r.Subset, r.Filename, r.SHA256 = "uploader", "smoke", "  path/to/Results.TAR.GZ ", strings.ToUpper(sha("b"))
+		}), f.rules)
+		require.NoError(t, err)
+		require.False(t, resumed)
+		require.Equal(t, models.SubmissionUploading, s.Status)
+		require.Equal(t, "Results.TAR.GZ", s.Filename, "the base name is kept")
+		require.Equal(t, sha("b"), s.SHA256, "hex is lower-cased")
+		require.Equal(t, "smoke", s.SubsetName)
+		require.Equal(t, fmt.Sprintf("submissions/%d/bundle", s.ID), s.StorageKey)
+		require.Equal(t, int64(5<<20), s.PartSize)
+		require.Equal(t, 3, s.PartsTotal())
+		require.Equal(t, int64(2<<20), s.PartLength(3))
+		require.NotNil(t, s.CreatedBy)
+		require.Equal(t, int64(1), countRows(t, db, "audit_events", "action = ? AND subject = ?", "submission.create", fmt.Sprintf("submission %d", s.ID)))
+
+		t.Run("Resume", func(t *testing.T) {
+			again, resumed, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) {
+				r.Agent, r.Subset, r.Filename, r.SHA256 = "lab/uploader", "smoke", "renamed.tgz", sha("b")
+			}), f.rules)
+			require.NoError(t, err)
+			require.True(t, resumed, "the same bundle of the same agent resumes its unfinished upload")
+			require.Equal(t, s.ID, again.ID)
+
+			other, resumed, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) {
+				r.Subset, r.SHA256 = "smoke", sha("c")
+			}), f.rules)
+			require.NoError(t, err)
+			require.False(t, resumed, "another bundle is another upload")
+			require.NotEqual(t, s.ID, other.ID)
+
+			// Without a declared SHA-256, the file name tells bundles apart.
+			first := f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256, r.Filename = "", "a.zip" }))
+			same, resumed, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256, r.Filename = "", "a.zip" }), f.rules)
+			require.NoError(t, err)
+			require.True(t, resumed)
+			require.Equal(t, first.ID, same.ID)
+			f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256, r.Filename = "", "b.zip" }))
+
+			// A streamed upload never resumes.
+			streamed, resumed, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256, r.Filename, r.Size = "", "a.zip", 0 }),
+				storage.SubmissionRules{MaxBytes: 1 << 30, PartSize: 5 << 20, Streamed: true})
+			require.NoError(t, err)
+			require.False(t, resumed)
+			require.Zero(t, streamed.Size)
+		})
+
+		t.Run("PartSize", func(t *testing.T) {
+			big := f.create(t, f.admin, f.request(func(r *models.SubmissionRequest) { r.Size, r.SHA256 = 1<<30, sha("d") }))
+			require.Equal(t, int64(5<<20), big.PartSize)
+			rules := f.rules
+			rules.MaxBytes = 1 << 40
+			huge, _, err := db.CreateSubmission(f.admin, f.request(func(r *models.SubmissionRequest) { r.Size, r.SHA256 = 100<<30, sha("e") }), rules)
+			require.NoError(t, err)
+			require.LessOrEqual(t, huge.PartsTotal(), 10_000, "a bundle never needs more parts than S3 allows")
+			require.Greater(t, huge.PartSize, int64(5<<20))
+		})
+
+		t.Run("Quota", func(t *testing.T) {
+			n := countRows(t, db, "submissions", "team_id = ?", s.TeamID)
+			rules := f.rules
+			rules.DailyQuota = int(n)
+			_, _, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("f") }), rules)
+			require.Equal(t, models.ERATELIMIT, models.ErrorCode(err))
+			require.Contains(t, models.ErrorMessage(err), fmt.Sprintf("Team lab has started %d submissions in the last 24 hours", n))
+			_, resumed, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) {
+				r.Subset, r.SHA256 = "smoke", sha("b")
+			}), rules)
+			require.NoError(t, err, "resuming an upload is not a new submission")
+			require.True(t, resumed)
+			_, _, err = db.CreateSubmission(f.admin, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("f") }), rules)
+			require.NoError(t, err, "administrators are exempt")
+			rules.DailyQuota = 0
+			_, _, err = db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("9") }), rules)
+			require.NoError(t, err, "0 is unlimited")
+		})
+
+		t.Run("AgentAmongTeams", func(t *testing.T) {
+			// An admin who belongs to no team finds the agent among every team's.
+			got := f.create(t, f.admin, f.request(func(r *models.SubmissionRequest) { r.Agent, r.SHA256 = "theirs", sha("8") }))
+			var team models.Team
+			require.NoError(t, db.Gorm().First(&team, got.TeamID).Error)
+			require.Equal(t, "other", team.Slug)
+		})
+	})
+}
+
+func TestStore_SubmissionVisibility(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newSubmissionFixture(t, db)
+		ours := f.create(t, f.member, f.request(nil))
+		theirs := f.create(t, f.outsider, f.request(func(r *models.SubmissionRequest) { r.Agent = "theirs"; r.Subset = "smoke" }))
+
+		v, err := db.SubmissionByID(f.member, ours.ID)
+		require.NoError(t, err)
+		require.Equal(t, "lab", v.TeamSlug)
+		require.Equal(t, "uploader", v.AgentSlug)
+		require.Equal(t, "Uploader", v.AgentName)
+		require.Equal(t, "mini", v.BenchmarkSlug)
+		require.Equal(t, "member", v.CreatedByName)
+		require.Equal(t, []models.SubmissionPart{}, v.Parts)
+		_, err = db.SubmissionByID(f.admin, ours.ID)
+		require.NoError(t, err)
+		_, err = db.SubmissionByID(f.outsider, ours.ID)
+		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "another team's submission does not exist for outsiders")
+		require.Equal(t, fmt.Sprintf("Submission %d not found.", ours.ID), models.ErrorMessage(err))
+		_, err = db.SubmissionByID(f.anon, ours.ID)
+		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
+		_, err = db.SubmissionByID(f.member, 999999)
+		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
+
+		list := func(ctx context.Context, filter models.SubmissionFilter) []int64 {
+			t.Helper()
+			items, total, err := db.ListSubmissions(ctx, filter)
+			require.NoError(t, err)
+			require.Len(t, items, total)
+			out := []int64{}
+			for _, it := range items {
+				out = append(out, it.ID)
+			}
+			return out
+		}
+		require.Equal(t, []int64{ours.ID}, list(f.member, models.SubmissionFilter{}))
+		require.Equal(t, []int64{theirs.ID}, list(f.outsider, models.SubmissionFilter{}))
+		require.Equal(t, []int64{theirs.ID, ours.ID}, list(f.admin, models.SubmissionFilter{}), "newest first")
+		require.Equal(t, []int64{ours.ID}, list(f.admin, models.SubmissionFilter{TeamSlug: "lab"}))
+		require.Equal(t, []int64{ours.ID}, list(f.member, models.SubmissionFilter{TeamSlug: "lab", Status: models.SubmissionUploading}))
+		require.Equal(t, []int64{}, list(f.member, models.SubmissionFilter{Status: models.SubmissionIngested}))
+
+		items, total, err := db.ListSubmissions(f.admin, models.SubmissionFilter{Page: 2, PerPage: 1})
+		require.NoError(t, err)
+		require.Equal(t, 2, total)
+		require.Len(t, items, 1)
+		require.Equal(t, ours.ID, items[0].ID)
+
+		_, _, err = db.ListSubmissions(f.member, models.SubmissionFilter{TeamSlug: "other"})
+		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
+		_, _, err = db.ListSubmissions(f.member, models.SubmissionFilter{TeamSlug: "ghosts"})
+		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
+		_, _, err = db.ListSubmissions(f.member, models.SubmissionFilter{Status: "lost"})
+		require.Equal(t, models.EINVALID, models.ErrorCode(err))
+		require.Equal(t, "status", models.ErrorField(err))
+		_, _, err = db.ListSubmissions(f.anon, models.SubmissionFilter{})
+		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
+
+		// Jobs only.
+		_, err = db.SubmissionForJob(f.member, ours.ID)
+		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
+		_, _, err = db.StartSubmissionValidation(f.admin, ours.ID)
+		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
+		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(db.RefuseSubmission(f.member, ours.ID, "no")))
+		_, err = db.CreateUploadedRun(f.admin, ours.ID, storage.SubmissionIngest{}, nil)
+		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
+
+		// Discarding and ingesting are the team's and the administrators'.
+		_, err = db.DiscardSubmission(f.outsider, ours.ID)
+		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
+		require.Equal(t, models.ENOTFOUND, models.ErrorCode(db.RequestSubmissionIngest(f.outsider, ours.ID, noEnqueue(t))))
+	})
+}
+
+func TestStore_SubmissionFormOptions(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newSubmissionFixture(t, db)
+		opts, err := db.SubmissionFormOptions(f.member)
+		require.NoError(t, err)
+		require.Equal(t, []models.AgentChoice{
+			{TeamSlug: "lab", AgentSlug: "uploader", Name: "Uploader"},
+			{TeamSlug: "lab", AgentSlug: "walker", Name: "Walker"},
+		}, opts.Agents, "agents of every kind, of the caller's teams only")
+		require.Equal(t, []models.BenchmarkChoice{{Slug: "mini", Name: "Mini bench", Subsets: []string{models.SubsetFull, "smoke"}}}, opts.Benchmarks)
+
+		opts, err = db.SubmissionFormOptions(f.admin)
+		require.NoError(t, err)
+		require.Len(t, opts.Agents, 3, "administrators may submit for every team")
+		_, err = db.SubmissionFormOptions(f.anon)
+		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
+	})
+}
+
+func TestStore_SubmissionLifecycle(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newSubmissionFixture(t, db)
+		s := f.create(t, f.member, f.request(nil))
+		audits := func(action string) int64 {
+			return countRows(t, db, "audit_events", "action = ? AND subject = ?", action, fmt.Sprintf("submission %d", s.ID))
+		}
+
+		require.NoError(t, db.SetSubmissionUpload(f.system, s.ID, "upload-1"))
+		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(db.SetSubmissionUpload(f.member, s.ID, "upload-2")))
+		require.NoError(t, db.RecordSubmissionPart(f.member, s.ID, models.SubmissionPart{Number: 2, Size: 5 << 20, MD5: "00"}))
+		require.Equal(t, int64(1), audits("submission.part"))
+
+		t.Run("NotYetUploaded", func(t *testing.T) {
+			_, ok, err := db.StartSubmissionValidation(f.system, s.ID)
+			require.NoError(t, err)
+			require.False(t, ok, "validation waits for the upload to complete")
+			err = db.RequestSubmissionIngest(f.member, s.ID, noEnqueue(t))
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+			require.Contains(t, models.ErrorMessage(err), "its upload is not complete")
+		})
+
+		enqueued := 0
+		require.NoError(t, db.CompleteSubmissionUpload(f.member, s.ID, 0, func(_ context.Context, tx *sql.Tx, id int64) error {
+			require.NotNil(t, tx)
+			require.Equal(t, s.ID, id)
+			enqueued++
+			return nil
+		}))
+		require.Equal(t, 1, enqueued)
+		require.Equal(t, int64(1), audits("submission.complete"))
+		err := db.RecordSubmissionPart(f.member, s.ID, models.SubmissionPart{Number: 1})
+		require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "a complete upload takes no more parts")
+		require.Equal(t, models.ECONFLICT, models.ErrorCode(db.CompleteSubmissionUpload(f.member, s.ID, 0, noEnqueue(t))))
+
+		got, ok, err := db.StartSubmissionValidation(f.system, s.ID)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, models.SubmissionValidating, got.Status)
+		_, ok, err = db.StartSubmissionValidation(f.system, s.ID)
+		require.NoError(t, err)
+		require.True(t, ok, "a redelivered validation starts over")
+		require.NoError(t, db.SubmissionProgress(f.system, s.ID, 10, 100))
+
+		_, err = db.FinishSubmissionValidation(f.system, s.ID, models.SubmissionReport{Format: models.BundleProctor})
+		require.Error(t, err, "a report without the bundle's SHA-256 is a bug")
+		rep, err := db.FinishSubmissionValidation(f.system, s.ID, models.SubmissionReport{Format: models.BundleProctor, SHA256: sha("a"),
+			TasksFound: []string{"t1", "t2"}, TasksNotAttempted: []string{"t2"}, TasksMissing: []string{"t3", "t4"}})
+		require.NoError(t, err)
+		require.Empty(t, rep.Blocking)
+		require.Equal(t, int64(1), audits("submission.validated"))
+		v, err := db.SubmissionByID(f.member, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, models.SubmissionValidated, v.Status)
+		require.Equal(t, models.BundleProctor, v.Format)
+		require.NotNil(t, v.ValidatedAt)
+		require.NotNil(t, v.ParsedReport)
+		require.Equal(t, []string{"t1", "t2"}, v.ParsedReport.TasksFound)
+		require.Equal(t, int64(100), v.ProgressDone, "a finished validation shows a full bar")
+
+		ingestJobs := 0
+		require.NoError(t, db.RequestSubmissionIngest(f.member, s.ID, func(_ context.Context, tx *sql.Tx, id int64) error {
+			require.NotNil(t, tx)
+			ingestJobs++
+			return nil
+		}))
+		require.Equal(t, 1, ingestJobs)
+		err = db.RequestSubmissionIngest(f.member, s.ID, noEnqueue(t))
+		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+		require.Contains(t, models.ErrorMessage(err), "it is being ingested")
+		_, err = db.DiscardSubmission(f.member, s.ID)
+		require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "a submission being ingested cannot be discarded")
+
+		started := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		maxCost := 2.5
+		in := storage.SubmissionIngest{
+			Manifest: &models.BundleManifest{Model: "gpt-test", AgentFramework: "browsergym", Date: "2026-03-01",
+				Budgets: models.BundleBudgets{MaxSteps: 12, MaxEpisodeSeconds: 600, MaxCost: &maxCost}},
+			Tasks: []storage.UploadedTask{
+				{ExternalID: "t1", FinalAnswer: `{"type":"answer","text":"cable"}`, HARKey: "submissions/1/tasks/t1/network.har",
+					TokensIn: 100, TokensOut: 10, Cost: 0.5, DurationMS: 3000, StartedAt: &started,
+					Steps: []models.Step{
+						{Index: 0, Action: `{"type":"recorded","text":"click"}`, URL: "http://shop/", ScreenshotKey: "submissions/1/tasks/t1/0.png"},
+						{Index: 1, Action: `{"type":"answer","text":"cable"}`},
+					}},
+				{ExternalID: "t2", NotAttempted: true},
+			},
+		}
+		var evaluate []int64
+		run, err := db.CreateUploadedRun(f.system, s.ID, in, func(_ context.Context, tx *sql.Tx, runID int64, ids []int64) error {
+			require.NotNil(t, tx)
+			evaluate = ids
+			return nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, models.OriginUploaded, run.Origin)
+		require.Equal(t, models.RunEvaluating, run.Status)
+		require.Equal(t, 4, run.TasksTotal)
+		require.Equal(t, 3, run.TasksDone, "the tasks not attempted or absent are done already")
+		require.Equal(t, 3, run.Failures)
+		require.Equal(t, 12, run.MaxSteps)
+		require.Equal(t, 600, run.MaxEpisodeSeconds)
+		require.Equal(t, &maxCost, run.MaxCost)
+		require.Equal(t, time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), run.StartedAt.UTC(), "the run started on the manifest's date")
+		var snap models.AgentSnapshot
+		require.NoError(t, json.Unmarshal([]byte(run.AgentSnapshot), &snap))
+		require.Equal(t, "gpt-test", snap.Model)
+		require.Equal(t, "browsergym", snap.Framework)
+		require.Equal(t, "uploader", snap.Slug)
+
+		var attempts []models.Attempt
+		require.NoError(t, db.Gorm().Preload("Task").Where("run_id = ?", run.ID).Order("id").Find(&attempts).Error)
+		require.Len(t, attempts, 4)
+		byTask := map[string]models.Attempt{}
+		for _, a := range attempts {
+			byTask[a.Task.ExternalID] = a
+		}
+		t1 := byTask["t1"]
+		require.Equal(t, []int64{t1.ID}, evaluate)
+		require.Equal(t, models.AttemptEvaluating, t1.Status)
+		require.Equal(t, 2, t1.Steps)
+		require.Equal(t, int64(100), t1.TokensIn)
+		require.Equal(t, 0.5, t1.Cost)
+		require.Equal(t, "submissions/1/tasks/t1/network.har", t1.HARKey)
+		require.JSONEq(t, `{"type":"answer","text":"cable"}`, t1.FinalAnswer)
+		require.Equal(t, started.Add(3*time.Second), t1.FinishedAt.UTC())
+		for task, msg := range map[string]string{"t2": "not attempted (marked .missing)", "t3": "absent from the bundle", "t4": "absent from the bundle"} {
+			a := byTask[task]
+			require.Equal(t, models.AttemptDone, a.Status, task)
+			require.Equal(t, models.OutcomeFailure, a.Outcome, task)
+			require.Equal(t, models.ErrorClassAgent, a.ErrorClass, task)
+			require.Equal(t, msg, a.ErrorMessage, task)
+		}
+		var steps []models.Step
+		require.NoError(t, db.Gorm().Where("attempt_id = ?", t1.ID).Order("step_index").Find(&steps).Error)
+		require.Len(t, steps, 2)
+		require.Equal(t, "submissions/1/tasks/t1/0.png", steps[0].ScreenshotKey)
+
+		v, err = db.SubmissionByID(f.member, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, models.SubmissionIngested, v.Status)
+		require.Equal(t, &run.ID, v.RunID)
+		require.NotNil(t, v.IngestedAt)
+		require.Equal(t, int64(1), audits("submission.ingest"))
+
+		again, err := db.CreateUploadedRun(f.system, s.ID, in, func(context.Context, *sql.Tx, int64, []int64) error {
+			t.Fatal("a redelivered ingest enqueues nothing")
+			return nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, run.ID, again.ID, "a redelivered ingest finds its run")
+		require.Equal(t, int64(1), countRows(t, db, "runs", "origin = ?", models.OriginUploaded))
+
+		t.Run("Duplicate", func(t *testing.T) {
+			_, _, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) { r.Agent = "walker" }), f.rules)
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+			require.Equal(t, fmt.Sprintf("This bundle was already submitted as run %d on %s.", run.ID, v.IngestedAt.UTC().Format("2 January 2006")),
+				models.ErrorMessage(err))
+
+			// Sent without its SHA-256, the same bytes are caught by validation.
+			dup := f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = "" }))
+			rep := f.validate(t, dup.ID, models.SubmissionReport{Format: models.BundleProctor, SHA256: sha("a"), TasksFound: []string{"t1"}})
+			require.Len(t, rep.Blocking, 1)
+			require.Contains(t, rep.Blocking[0], fmt.Sprintf("already submitted as run %d", run.ID))
+			err = db.RequestSubmissionIngest(f.member, dup.ID, noEnqueue(t))
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+			require.Contains(t, models.ErrorMessage(err), "cannot be ingested")
+
+			// The same bytes on another team's board are another submission.
+			theirs := f.create(t, f.outsider, f.request(func(r *models.SubmissionRequest) { r.Agent = "other/theirs" }))
+			require.NotZero(t, theirs.ID)
+		})
+
+		t.Run("EveryTaskDone", func(t *testing.T) {
+			s := f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.Subset, r.SHA256 = "smoke", sha("7") }))
+			f.validate(t, s.ID, models.SubmissionReport{Format: models.BundleWebArenaVerified, SHA256: sha("7"), TasksFound: []string{"t1"}})
+			require.NoError(t, db.RequestSubmissionIngest(f.member, s.ID, noEnqueue(t)))
+			run, err := db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{Tasks: []storage.UploadedTask{{ExternalID: "t1", NotAttempted: true}}},
+				func(_ context.Context, _ *sql.Tx, _ int64, ids []int64) error {
+					require.Empty(t, ids)
+					return nil
+				})
+			require.NoError(t, err)
+			require.Equal(t, models.RunCompleted, run.Status, "a run with nothing to evaluate completes at once")
+			require.Equal(t, 2, run.TasksTotal)
+			require.Equal(t, 2, run.Failures)
+			require.NotNil(t, run.FinishedAt)
+			require.Equal(t, 30, run.MaxSteps, "the benchmark's default budget without a manifest")
+		})
+
+		t.Run("Blocking", func(t *testing.T) {
+			s := f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("6") }))
+			f.validate(t, s.ID, models.SubmissionReport{Format: models.BundleProctor, SHA256: sha("6"),
+				Blocking: []string{"The manifest is for benchmark other, not mini."}})
+			err := db.RequestSubmissionIngest(f.member, s.ID, noEnqueue(t))
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+			require.Contains(t, models.ErrorMessage(err), "The manifest is for benchmark other, not mini.")
+			d, err := db.DiscardSubmission(f.member, s.ID)
+			require.NoError(t, err, "a validated submission may be discarded")
+			require.Equal(t, fmt.Sprintf("submissions/%d/bundle", s.ID), d.StorageKey)
+			_, err = db.DiscardSubmission(f.member, s.ID)
+			require.NoError(t, err, "discarding again retries the deletion")
+			require.Equal(t, int64(1), countRows(t, db, "audit_events", "action = ? AND subject = ?", "submission.discard", fmt.Sprintf("submission %d", s.ID)))
+		})
+
+		t.Run("Refused", func(t *testing.T) {
+			s := f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("5") }))
+			require.NoError(t, db.CompleteSubmissionUpload(f.member, s.ID, 0, noEnqueue(t)))
+			_, _, err := db.StartSubmissionValidation(f.system, s.ID)
+			require.NoError(t, err)
+			require.NoError(t, db.RefuseSubmission(f.system, s.ID, "../etc/passwd: the path leaves the bundle"))
+			v, err := db.SubmissionByID(f.member, s.ID)
+			require.NoError(t, err)
+			require.Equal(t, models.SubmissionRefused, v.Status)
+			require.Equal(t, "../etc/passwd: the path leaves the bundle", v.Error)
+			require.Equal(t, int64(1), countRows(t, db, "audit_events", "action = ? AND details = ?", "submission.refused", v.Error))
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(db.RefuseSubmission(f.system, s.ID, "again")), "refused is final")
+			_, err = db.DiscardSubmission(f.member, s.ID)
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+		})
+
+		t.Run("Failed", func(t *testing.T) {
+			s := f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("4") }))
+			f.validate(t, s.ID, models.SubmissionReport{Format: models.BundleProctor, SHA256: sha("4"), TasksFound: []string{"t1"}})
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(db.FailSubmission(f.system, s.ID, "not ingesting")))
+			require.NoError(t, db.RequestSubmissionIngest(f.admin, s.ID, noEnqueue(t)), "administrators may ingest")
+			require.NoError(t, db.FailSubmission(f.system, s.ID, "Storing the bundle's files failed."))
+			_, err := db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{}, nil)
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "a failed ingest makes no run")
+			v, err := db.SubmissionByID(f.member, s.ID)
+			require.NoError(t, err)
+			require.Equal(t, models.SubmissionFailed, v.Status)
+			require.Nil(t, v.RunID)
+			// The bytes of a failed ingest may be sent again.
+			again := f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("4") }))
+			require.NotEqual(t, s.ID, again.ID)
+		})
+
+		t.Run("RunFailsAtomically", func(t *testing.T) {
+			s := f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("3") }))
+			f.validate(t, s.ID, models.SubmissionReport{Format: models.BundleProctor, SHA256: sha("3"), TasksFound: []string{"t1"}})
+			require.NoError(t, db.RequestSubmissionIngest(f.member, s.ID, noEnqueue(t)))
+			runs := countRows(t, db, "runs", "")
+			_, err := db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{Tasks: []storage.UploadedTask{{ExternalID: "t1"}}},
+				func(context.Context, *sql.Tx, int64, []int64) error { return fmt.Errorf("queue unavailable") })
+			require.Error(t, err)
+			require.Equal(t, runs, countRows(t, db, "runs", ""), "no half-made run")
+			v, err := db.SubmissionByID(f.member, s.ID)
+			require.NoError(t, err)
+			require.Equal(t, models.SubmissionIngesting, v.Status)
+		})
+	})
+}
