@@ -96,6 +96,20 @@ func isUploadRoute(path string) bool {
 	return false
 }
 
+// isSubmissionUpload reports whether a request carries a submission's bytes:
+// a part PUT through the API, which its handler caps at the part's length, or
+// the upload form's POST, which the submission service caps at the largest
+// bundle it accepts while streaming it. Neither is ever read whole here.
+func isSubmissionUpload(c echo.Context) bool {
+	switch c.Request().Method {
+	case http.MethodPut:
+		return c.Path() == "/api/v1"+apiSubmissionPartRoute
+	case http.MethodPost:
+		return c.Path() == submissionUploadRoute
+	}
+	return false
+}
+
 // Server is Proctor's web server.
 type Server struct {
 	echo    *echo.Echo
@@ -144,7 +158,7 @@ func New(opts Options, deps Deps) (*Server, error) {
 	e.Use(securityHeaders)
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
 		Limit:   "2M",
-		Skipper: func(c echo.Context) bool { return isUpload(c) },
+		Skipper: func(c echo.Context) bool { return isUpload(c) || isSubmissionUpload(c) },
 	}))
 	e.Use(s.authenticate)
 	e.Use(s.guardUploads)
