@@ -38,14 +38,32 @@ type Program struct {
 	Ready chan<- string
 }
 
-// Exit codes scripts can rely on.
+// Exit codes scripts can rely on (docs/cli.md).
 const (
-	exitOK       = 0
-	exitError    = 1 // the command failed
-	exitUsage    = 2 // bad flags or arguments
-	exitNotFound = 3 // the named thing does not exist
-	exitConflict = 4 // it already exists or the state forbids the change
+	exitOK          = 0
+	exitError       = 1 // the command failed
+	exitUsage       = 2 // bad flags or arguments
+	exitNotFound    = 3 // the named thing does not exist
+	exitConflict    = 4 // it already exists or the state forbids the change
+	exitRefused     = 5 // the server refused the bundle, or its validation report blocks the ingest
+	exitRunFailed   = 6 // the run finished, but failed or was canceled
+	exitTimedOut    = 7 // waiting ended at --timeout before the run or submission finished
+	exitAuth        = 8 // the server refused the token (401) or the permission (403)
+	exitInterrupted = 9 // an upload was interrupted: the same command resumes it
 )
+
+// codedError is an error with the exit code it ends the program with, for
+// outcomes no error code of models names (a refused bundle, a failed run).
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
+// withExitCode makes err end the program with code.
+func withExitCode(code int, err error) error { return &codedError{code: code, err: err} }
 
 type command struct {
 	name    string
@@ -64,6 +82,9 @@ func (p *Program) commands() []command {
 		{"eval", "grade agent outputs offline: eval webarena-verified --dataset FILE --outputs DIR [--task-ids 1,2,3] [--out FILE.jsonl]", (*Program).evalCommand},
 		{"rescore", "grade finished attempts again: rescore --run ID | --benchmark SLUG | --all", (*Program).rescore},
 		{"user", "manage users: user create [--admin] [--password-stdin] EMAIL | user set-password [--admin] [--password-stdin] EMAIL | user list", (*Program).user},
+		{"submit", "upload a results bundle to a server: submit --server URL --token T --benchmark B [--subset S] --agent [TEAM/]AGENT [--no-ingest] [--wait] BUNDLE", (*Program).submit},
+		{"runs", "follow runs on a server: runs list | runs show ID | runs wait ID | runs publish ID", (*Program).runs},
+		{"queue", "queue a run on a server: queue --team T --agent A --benchmark B [--subset S] [--wait]", (*Program).queue},
 	}
 }
 
@@ -85,22 +106,34 @@ func (p *Program) Run(ctx context.Context, args []string) int {
 			return exitOK
 		}
 		fmt.Fprintf(p.Stderr, "proctor %s: %s\n", c.name, oneLine(err))
-		var ue usageError
-		if errors.As(err, &ue) {
-			return exitUsage
-		}
-		switch models.ErrorCode(err) {
-		case models.ENOTFOUND:
-			return exitNotFound
-		case models.ECONFLICT:
-			return exitConflict
-		case models.EINVALID:
-			return exitUsage
-		}
-		return exitError
+		return exitCodeOf(err)
 	}
 	fmt.Fprintf(p.Stderr, "proctor: unknown command %q (run \"proctor help\")\n", args[0])
 	return exitUsage
+}
+
+// exitCodeOf maps a command's error to its exit code: a code the command
+// chose, a usage mistake, or the code of the application error.
+func exitCodeOf(err error) int {
+	var coded *codedError
+	if errors.As(err, &coded) {
+		return coded.code
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	switch models.ErrorCode(err) {
+	case models.ENOTFOUND:
+		return exitNotFound
+	case models.ECONFLICT:
+		return exitConflict
+	case models.EINVALID:
+		return exitUsage
+	case models.EUNAUTHORIZED, models.EFORBIDDEN:
+		return exitAuth
+	}
+	return exitError
 }
 
 func (p *Program) usage(w io.Writer) {
@@ -111,6 +144,7 @@ func (p *Program) usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Settings come from PROCTOR_* environment variables (see README.md); flags override them.")
+	fmt.Fprintln(w, "submit, runs and queue talk to a server: PROCTOR_SERVER and PROCTOR_TOKEN, or --server and --token (docs/cli.md).")
 }
 
 // usageError marks a mistake in the command line itself.

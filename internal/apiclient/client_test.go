@@ -276,10 +276,13 @@ func TestClient_CreateSubmission(t *testing.T) {
 			w.WriteHeader(http.StatusConflict)
 			io.WriteString(w, `{"error":{"code":"conflict","message":"This bundle was already submitted as run 4 on 2026-01-02."}}`)
 		case "resume":
-			io.WriteString(w, `{"submission":{"id":3,"status":"uploading","size":10,"part_size":4,"parts":[{"number":1,"size":4,"md5":"x"}]},"resumed":true}`)
+			json.NewEncoder(w).Encode(map[string]any{"resumed": true, "submission": models.SubmissionView{
+				Submission: models.Submission{ID: 3, Status: models.SubmissionUploading, Size: 10, PartSize: 4},
+				Parts:      []models.SubmissionPart{{Number: 1, Size: 4, MD5: "x"}}}})
 		default:
 			w.WriteHeader(http.StatusCreated)
-			io.WriteString(w, `{"submission":{"id":2,"status":"uploading","size":10,"part_size":4},"resumed":false}`)
+			json.NewEncoder(w).Encode(map[string]any{"resumed": false, "submission": models.SubmissionView{
+				Submission: models.Submission{ID: 2, Status: models.SubmissionUploading, Size: 10, PartSize: 4}}})
 		}
 	})
 	sub, resumed, err := b.client.CreateSubmission(ctx, models.SubmissionRequest{Benchmark: "new"})

@@ -15,54 +15,17 @@ import (
 )
 
 // Submission is a submission as the API shows it (GET /api/v1/submissions/{id}):
-// its status, the parts the store holds, the validation report and, once
-// ingested, the run.
+// the server's view, with its status, the parts the store holds, the parsed
+// validation report (ParsedReport) and, once ingested, the run.
 type Submission struct {
-	ID            int64                    `json:"id"`
-	Status        string                   `json:"status"`
-	Team          string                   `json:"team"`
-	Agent         string                   `json:"agent"`
-	AgentName     string                   `json:"agent_name"`
-	Benchmark     string                   `json:"benchmark"`
-	Subset        string                   `json:"subset"`
-	Filename      string                   `json:"filename"`
-	Size          int64                    `json:"size"`
-	SHA256        string                   `json:"sha256"`
-	PartSize      int64                    `json:"part_size"`
-	Format        string                   `json:"format"`
-	Error         string                   `json:"error"`
-	ProgressDone  int64                    `json:"progress_done"`
-	ProgressTotal int64                    `json:"progress_total"`
-	RunID         *int64                   `json:"run_id"`
-	Parts         []models.SubmissionPart  `json:"parts"`
-	Report        *models.SubmissionReport `json:"report"`
-	DirectUpload  bool                     `json:"direct_upload"`
-	URL           string                   `json:"url"`
-	RunURL        string                   `json:"run_url"`
-	CreatedAt     time.Time                `json:"created_at"`
-	UpdatedAt     time.Time                `json:"updated_at"`
-}
-
-// PartsTotal is how many parts the declared size takes.
-func (s *Submission) PartsTotal() int {
-	return (&models.Submission{Size: s.Size, PartSize: s.PartSize}).PartsTotal()
-}
-
-// PartLength is the size part n (from 1) must have.
-func (s *Submission) PartLength(n int) int64 {
-	return (&models.Submission{Size: s.Size, PartSize: s.PartSize}).PartLength(n)
+	models.SubmissionView
 }
 
 // PartOffset is where part n (from 1) starts in the bundle.
 func (s *Submission) PartOffset(n int) int64 { return int64(n-1) * s.PartSize }
 
 // PageURL is the submission's page on the server, relative to its root.
-func (s *Submission) PageURL() string {
-	if s.URL != "" {
-		return s.URL
-	}
-	return "/submissions/" + strconv.FormatInt(s.ID, 10)
-}
+func (s *Submission) PageURL() string { return "/submissions/" + strconv.FormatInt(s.ID, 10) }
 
 // PartURL is a presigned direct upload of one part to storage.
 type PartURL struct {

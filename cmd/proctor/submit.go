@@ -1,0 +1,574 @@
+package main
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"proctor/internal/apiclient"
+	"proctor/models"
+)
+
+// submit is `proctor submit`: it uploads a results bundle to a server in
+// parts, resuming an interrupted upload of the same file, waits for the
+// validation report, asks for the ingest and prints the run's URL. The file is
+// streamed (hashed, then read part by part), never held in memory.
+func (p *Program) submit(ctx context.Context, args []string) error {
+	const usage = "submit --server URL --token T --benchmark B [--subset S] --agent [TEAM/]AGENT [--no-ingest] [--wait] [--timeout D] [--json] BUNDLE"
+	fs, rf := p.remoteFlagSet("submit")
+	benchmark := fs.String("benchmark", "", "the benchmark's slug")
+	subset := fs.String("subset", "", "the subset the bundle covers (default: every task)")
+	agent := fs.String("agent", "", "the agent that produced the bundle: its slug, or TEAM/AGENT")
+	noIngest := fs.Bool("no-ingest", false, "stop after the validation report; ingest on the submission's page")
+	wait := fs.Bool("wait", false, "wait for the run's evaluation to finish (exit 0 completed, 6 failed or canceled)")
+	parallel := fs.Int("parallel", 4, "parts sent at once")
+	var wo waitOptions
+	wo.register(fs)
+	asJSON := fs.Bool("json", false, "print the submission (and the run) as JSON on stdout")
+	positional, err := p.parseInterspersed(fs, usage, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(positional) != 1:
+		return usagef("expected exactly one BUNDLE argument, got %d (usage: proctor %s)", len(positional), usage)
+	case strings.TrimSpace(*benchmark) == "":
+		return usagef("--benchmark is required")
+	case strings.TrimSpace(*agent) == "":
+		return usagef("--agent is required: the agent's slug, or TEAM/AGENT")
+	case *parallel < 1 || *parallel > 16:
+		return usagef("--parallel must be between 1 and 16, got %d", *parallel)
+	}
+	if err := wo.check(); err != nil {
+		return err
+	}
+	c, err := p.client(rf, true)
+	if err != nil {
+		return err
+	}
+	path := positional[0]
+	f, err := os.Open(path)
+	if err != nil {
+		return usagef("cannot open the bundle: %v", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	switch {
+	case err != nil:
+		return fmt.Errorf("read the bundle %s: %w", path, err)
+	case !info.Mode().IsRegular():
+		return usagef("the bundle %s is not a regular file", path)
+	case info.Size() == 0:
+		return usagef("the bundle %s is empty", path)
+	}
+
+	// Human-readable results go to stdout, unless --json reserves it for the
+	// one JSON document; progress and notices always go to stderr.
+	out := p.Stdout
+	if *asJSON {
+		out = p.Stderr
+	}
+	up := &uploader{p: p, c: c, file: f, size: info.Size(), name: filepath.Base(path), tty: isTerminal(p.Stderr), parallel: *parallel}
+	sum, err := up.hash(ctx)
+	if err != nil {
+		return err
+	}
+	req := models.SubmissionRequest{Agent: strings.TrimSpace(*agent), Benchmark: strings.TrimSpace(*benchmark),
+		Subset: strings.TrimSpace(*subset), Filename: up.name, Size: up.size, SHA256: sum}
+	sub, err := up.upload(ctx, req)
+	if err != nil {
+		return err
+	}
+
+	// Everything after the upload is waiting, bounded by --timeout together.
+	waitCtx, cancel := wo.deadline(ctx)
+	defer cancel()
+	result := submitResult{}
+	sub, err = p.waitSubmission(ctx, waitCtx, c, sub, wo, "validating", models.SubmissionUploaded, models.SubmissionValidating)
+	result.Submission = sub
+	if err != nil {
+		return err
+	}
+	printReport(out, sub)
+	switch {
+	case sub.Status == models.SubmissionRefused:
+		return p.finishSubmit(result, *asJSON, withExitCode(exitRefused, fmt.Errorf("the server refused the bundle: %s", cmpOr(sub.Error, "no reason given"))))
+	case sub.Status == models.SubmissionValidated && sub.ParsedReport != nil && len(sub.ParsedReport.Blocking) > 0:
+		return p.finishSubmit(result, *asJSON, withExitCode(exitRefused, fmt.Errorf("the bundle cannot be ingested: %s", strings.Join(sub.ParsedReport.Blocking, "; "))))
+	case sub.Status == models.SubmissionValidated && *noIngest:
+		fmt.Fprintf(out, "validated; ingest it on %s\n", c.URL(sub.PageURL()))
+		return p.finishSubmit(result, *asJSON, nil)
+	case sub.Status == models.SubmissionValidated:
+		if sub, err = c.IngestSubmission(ctx, sub.ID); err != nil {
+			return err
+		}
+	}
+	sub, err = p.waitSubmission(ctx, waitCtx, c, sub, wo, "ingesting", models.SubmissionValidated, models.SubmissionIngesting)
+	result.Submission = sub
+	if err != nil {
+		return err
+	}
+	if sub.Status != models.SubmissionIngested || sub.RunID == nil {
+		return p.finishSubmit(result, *asJSON, fmt.Errorf("submission %d %s: %s", sub.ID, sub.Status, cmpOr(sub.Error, "no reason given")))
+	}
+	runURL := c.URL(fmt.Sprintf("/runs/%d", *sub.RunID))
+	fmt.Fprintf(out, "run %d: %s\n", *sub.RunID, runURL)
+	if !*wait {
+		return p.finishSubmit(result, *asJSON, nil)
+	}
+	run, err := p.waitRun(ctx, waitCtx, c, *sub.RunID, wo)
+	result.Run = run
+	if run != nil && !*asJSON && (err == nil || errors.As(err, new(*codedError))) {
+		fmt.Fprintf(out, "run %d %s: %s\n", run.ID, run.Status, runProgressLine(run))
+	}
+	return p.finishSubmit(result, *asJSON, err)
+}
+
+// submitResult is what `proctor submit --json` prints.
+type submitResult struct {
+	Submission *apiclient.Submission `json:"submission"`
+	Run        *apiclient.Run        `json:"run,omitempty"`
+}
+
+// finishSubmit prints the JSON result when asked, whatever the outcome.
+func (p *Program) finishSubmit(r submitResult, asJSON bool, err error) error {
+	if asJSON && r.Submission != nil {
+		if jerr := writeJSON(p.Stdout, r); jerr != nil && err == nil {
+			return jerr
+		}
+	}
+	return err
+}
+
+// uploader sends one bundle file in parts.
+type uploader struct {
+	p        *Program
+	c        *apiclient.Client
+	file     *os.File
+	size     int64
+	name     string
+	tty      bool
+	parallel int
+}
+
+// hash is the SHA-256 of the file, read once from start to end.
+func (u *uploader) hash(ctx context.Context) (string, error) {
+	h := sha256.New()
+	bar := newProgressBar(u.p.Stderr, u.tty, "hashing", u.size, 0)
+	bar.quiet = !u.tty // a log needs no lines for a local read
+	r := io.NewSectionReader(u.file, 0, u.size)
+	buf := make([]byte, 1<<20)
+	for {
+		if err := ctx.Err(); err != nil {
+			return "", fmt.Errorf("hashing %s: %w", u.name, err)
+		}
+		n, err := r.Read(buf)
+		h.Write(buf[:n])
+		bar.Add(int64(n))
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("read the bundle %s: %w", u.name, err)
+		}
+	}
+	bar.Finish()
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// upload creates (or resumes) the submission, sends the parts the server
+// lacks or holds corrupted, and completes it. Once the submission exists, a
+// lost connection or an interruption ends with exit code 9: running the
+// same command again resumes the upload.
+func (u *uploader) upload(ctx context.Context, req models.SubmissionRequest) (*apiclient.Submission, error) {
+	sub, resumed, err := u.c.CreateSubmission(ctx, req)
+	if err != nil {
+		if apiclient.IsConnectionError(err) {
+			return nil, fmt.Errorf("cannot reach %s: %w", u.c.BaseURL(), err)
+		}
+		if models.ErrorCode(err) == models.ETOOLARGE {
+			return nil, withExitCode(exitRefused, err)
+		}
+		return nil, err
+	}
+	interrupted := func(done, total int, err error) error {
+		return withExitCode(exitInterrupted, fmt.Errorf("upload of submission %d interrupted after %d of %d parts (%w): run the same command again to resume", sub.ID, done, total, err))
+	}
+	if resumed {
+		// The creation's view may predate parts still arriving from an
+		// earlier command: ask for what the store holds now.
+		if sub, err = u.c.Submission(ctx, sub.ID); err != nil {
+			if isInterruption(err) {
+				return nil, interrupted(0, 0, err)
+			}
+			return nil, err
+		}
+	}
+	if sub.Status != models.SubmissionUploading {
+		return sub, nil // already uploaded: only the waiting is left
+	}
+	if sub.Size != u.size || sub.PartSize <= 0 {
+		return nil, fmt.Errorf("submission %d declares %d bytes in parts of %d, but %s has %d bytes", sub.ID, sub.Size, sub.PartSize, u.name, u.size)
+	}
+	total := sub.PartsTotal()
+	missing, held, err := u.compareParts(sub)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case resumed:
+		fmt.Fprintf(u.p.Stderr, "resuming submission %d: the server holds %d of %d parts; sending %d (%s)\n",
+			sub.ID, total-len(missing), total, len(missing), formatBytes(u.size-held))
+	default:
+		fmt.Fprintf(u.p.Stderr, "submission %d created: sending %s in %d parts\n", sub.ID, formatBytes(u.size), total)
+	}
+	bar := newProgressBar(u.p.Stderr, u.tty, "uploading", u.size, held)
+	sent, err := u.sendParts(ctx, sub, missing, bar)
+	if err != nil {
+		if isInterruption(err) {
+			return nil, interrupted(total-len(missing)+sent, total, err)
+		}
+		return nil, err
+	}
+	bar.Finish()
+	done, err := u.c.CompleteSubmission(ctx, sub.ID)
+	if err != nil {
+		if isInterruption(err) {
+			return nil, interrupted(total, total, err)
+		}
+		return nil, err
+	}
+	fmt.Fprintf(u.p.Stderr, "uploaded %s (%s) as submission %d\n", u.name, formatBytes(u.size), sub.ID)
+	return done, nil
+}
+
+// isInterruption is a lost connection or a canceled command (Ctrl-C).
+func isInterruption(err error) bool {
+	return apiclient.IsConnectionError(err) || errors.Is(err, context.Canceled)
+}
+
+// compareParts lists the parts to send: those the server lacks, and those it
+// holds with another size or MD5 than the local file's (a file changed since,
+// or a corrupted part), saying so for each. held is the bytes kept.
+func (u *uploader) compareParts(sub *apiclient.Submission) (missing []int, held int64, err error) {
+	good := map[int]bool{}
+	for _, part := range sub.Parts {
+		n := part.Number
+		if n < 1 || n > sub.PartsTotal() {
+			continue
+		}
+		if want := sub.PartLength(n); part.Size != want {
+			fmt.Fprintf(u.p.Stderr, "part %d on the server has %d bytes instead of %d: sending it again\n", n, part.Size, want)
+			continue
+		}
+		sum, err := md5Of(io.NewSectionReader(u.file, sub.PartOffset(n), sub.PartLength(n)))
+		if err != nil {
+			return nil, 0, fmt.Errorf("read part %d of %s: %w", n, u.name, err)
+		}
+		if !strings.EqualFold(part.MD5, hex.EncodeToString(sum)) {
+			fmt.Fprintf(u.p.Stderr, "part %d on the server does not match your file: sending it again\n", n)
+			continue
+		}
+		good[n] = true
+		held += part.Size
+	}
+	for n := 1; n <= sub.PartsTotal(); n++ {
+		if !good[n] {
+			missing = append(missing, n)
+		}
+	}
+	return missing, held, nil
+}
+
+// sendParts uploads parts with u.parallel at once and returns how many
+// arrived. The first failure stops the others.
+func (u *uploader) sendParts(ctx context.Context, sub *apiclient.Submission, parts []int, bar *progressBar) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		direct   atomic.Bool
+		sent     atomic.Int64
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	direct.Store(sub.DirectUpload)
+	next := make(chan int)
+	for range min(u.parallel, len(parts)) {
+		wg.Go(func() {
+			for n := range next {
+				if err := u.sendPart(ctx, sub, n, &direct, bar); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					cancel()
+					continue
+				}
+				sent.Add(1)
+			}
+		})
+	}
+feed:
+	for _, n := range parts {
+		select {
+		case next <- n:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = ctx.Err()
+	}
+	return int(sent.Load()), firstErr
+}
+
+// sendPart uploads part n: straight to storage through a presigned URL when
+// the server offers it, else through the API, with its MD5 either way.
+func (u *uploader) sendPart(ctx context.Context, sub *apiclient.Submission, n int, direct *atomic.Bool, bar *progressBar) error {
+	section := io.NewSectionReader(u.file, sub.PartOffset(n), sub.PartLength(n))
+	sum, err := md5Of(section)
+	if err != nil {
+		return fmt.Errorf("read part %d of %s: %w", n, u.name, err)
+	}
+	report := bar.partReporter()
+	if direct.Load() {
+		target, err := u.c.PartURL(ctx, sub.ID, n)
+		if err == nil {
+			return u.c.PutPresigned(ctx, n, target, section, sum, report)
+		}
+		if models.ErrorCode(err) != models.ECONFLICT {
+			return err
+		}
+		direct.Store(false) // the server keeps parts itself after all
+	}
+	_, err = u.c.PutPart(ctx, sub.ID, n, section, sum, report)
+	return err
+}
+
+func md5Of(r io.Reader) ([]byte, error) {
+	h := md5.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
+}
+
+// waitSubmission polls a submission while its status is one of waiting,
+// showing the server's progress (bytes read by the validation or ingest job)
+// under label. A timeout ends with exit code 7.
+func (p *Program) waitSubmission(ctx, waitCtx context.Context, c *apiclient.Client, sub *apiclient.Submission, wo waitOptions, label string, waiting ...string) (*apiclient.Submission, error) {
+	var bar *progressBar
+	for slices.Contains(waiting, sub.Status) {
+		if sub.ProgressTotal > 0 {
+			if bar == nil {
+				bar = newProgressBar(p.Stderr, isTerminal(p.Stderr), label, sub.ProgressTotal, 0)
+			}
+			bar.Set(sub.ProgressDone)
+		}
+		select {
+		case <-waitCtx.Done():
+			if ctx.Err() != nil {
+				return sub, ctx.Err()
+			}
+			return sub, withExitCode(exitTimedOut, fmt.Errorf("submission %d is still %s after %s", sub.ID, sub.Status, wo.timeout))
+		case <-time.After(min(wo.interval, time.Second)):
+		}
+		next, err := c.Submission(waitCtx, sub.ID)
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				return sub, withExitCode(exitTimedOut, fmt.Errorf("submission %d is still %s after %s", sub.ID, sub.Status, wo.timeout))
+			}
+			return sub, err
+		}
+		sub = next
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	return sub, nil
+}
+
+// printReport writes a submission's validation report: format, tasks found,
+// missing, unknown and duplicated, invalid files with reasons, blocking
+// reasons and warnings.
+func printReport(w io.Writer, sub *apiclient.Submission) {
+	r := sub.ParsedReport
+	if r == nil {
+		fmt.Fprintf(w, "submission %d %s\n", sub.ID, sub.Status)
+		return
+	}
+	fmt.Fprintf(w, "submission %d %s: %s\n", sub.ID, sub.Status, cmpOr(r.FormatName, models.BundleFormatName(r.Format)))
+	cov := r.Coverage
+	fmt.Fprintf(w, "  tasks found:      %d of %d in %s, subset %s (%.0f%% covered)\n", len(r.TasksFound), cov.SubsetTasks, cov.Benchmark, cov.Subset, cov.Fraction*100)
+	for _, line := range []struct {
+		label string
+		ids   []string
+	}{
+		{"not attempted:", r.TasksNotAttempted},
+		{"missing:", r.TasksMissing},
+		{"unknown:", r.TasksUnknown},
+		{"outside subset:", r.TasksOutside},
+		{"duplicated:", r.TasksDuplicated},
+	} {
+		fmt.Fprintf(w, "  %-17s %s\n", line.label, idList(line.ids))
+	}
+	fmt.Fprintf(w, "  files:            %d (%s uncompressed), %d steps, %d screenshots, %d HARs\n", r.Files, formatBytes(r.Bytes), r.Steps, r.Screenshots, r.HARs)
+	fmt.Fprintf(w, "  invalid files:    %d\n", len(r.InvalidFiles))
+	const shown = 20
+	for i, f := range r.InvalidFiles {
+		if i == shown {
+			fmt.Fprintf(w, "    … and %d more (see the submission's page)\n", len(r.InvalidFiles)-shown)
+			break
+		}
+		fmt.Fprintf(w, "    %s: %s\n", f.Path, f.Problem)
+	}
+	for _, s := range r.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", s)
+	}
+	for _, s := range r.Blocking {
+		fmt.Fprintf(w, "  blocking: %s\n", s)
+	}
+}
+
+// idList is a count and the first task ids.
+func idList(ids []string) string {
+	if len(ids) == 0 {
+		return "0"
+	}
+	const shown = 10
+	if len(ids) <= shown {
+		return fmt.Sprintf("%d (%s)", len(ids), strings.Join(ids, ", "))
+	}
+	return fmt.Sprintf("%d (%s, … %d more)", len(ids), strings.Join(ids[:shown], ", "), len(ids)-shown)
+}
+
+// progressBar shows bytes done on stderr: one line redrawn with \r on a
+// terminal, otherwise (a CI log) one line each time another tenth is done.
+type progressBar struct {
+	w     io.Writer
+	tty   bool
+	label string
+	total int64
+	// quiet keeps a non-terminal bar silent until Finish.
+	quiet bool
+
+	mu       sync.Mutex
+	done     int64
+	base     int64 // done before this command started: not counted in the speed
+	start    time.Time
+	drawn    time.Time
+	tenths   int64
+	finished bool
+}
+
+func newProgressBar(w io.Writer, tty bool, label string, total, already int64) *progressBar {
+	return &progressBar{w: w, tty: tty, label: label, total: max(total, 1), done: already, base: already,
+		start: time.Now(), tenths: already * 10 / max(total, 1)}
+}
+
+// Add counts n more bytes done.
+func (b *progressBar) Add(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.done += n
+	b.draw(false)
+}
+
+// Set sets the bytes done (the server's count).
+func (b *progressBar) Set(done int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.done = done
+	b.draw(false)
+}
+
+// partReporter turns one part's running count (restarting at 0 on a retry)
+// into additions to the bar.
+func (b *progressBar) partReporter() func(sent int64) {
+	var last int64
+	return func(sent int64) {
+		b.Add(sent - last)
+		last = sent
+	}
+}
+
+// Finish draws the final state and ends the line.
+func (b *progressBar) Finish() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.finished {
+		return
+	}
+	b.finished = true
+	b.draw(true)
+}
+
+// draw writes the bar when it changed enough; callers hold mu.
+func (b *progressBar) draw(final bool) {
+	if b.finished && !final {
+		return
+	}
+	now := time.Now()
+	if b.tty {
+		if !final && now.Sub(b.drawn) < 100*time.Millisecond {
+			return
+		}
+		b.drawn = now
+		end := ""
+		if final {
+			end = "\n"
+		}
+		fmt.Fprintf(b.w, "\r%s%s", b.line(now, true), end)
+		return
+	}
+	tenths := min(b.done, b.total) * 10 / b.total
+	if final || (!b.quiet && tenths > b.tenths) {
+		b.tenths = tenths
+		fmt.Fprintln(b.w, b.line(now, false))
+	}
+}
+
+// line renders label, bar (on a terminal), percent, bytes and speed.
+func (b *progressBar) line(now time.Time, withBar bool) string {
+	done := min(b.done, b.total)
+	percent := done * 100 / b.total
+	speed := ""
+	if secs := now.Sub(b.start).Seconds(); secs > 0.05 && b.done > b.base {
+		speed = fmt.Sprintf("  %.1f MB/s", float64(b.done-b.base)/1e6/secs)
+	}
+	bar := ""
+	if withBar {
+		const width = 30
+		filled := int(done * width / b.total)
+		bar = " [" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "]"
+	}
+	return fmt.Sprintf("%-10s%s %3d%%  %s / %s%s", b.label, bar, percent, formatBytes(done), formatBytes(b.total), speed)
+}
+
+// formatBytes is a size in decimal units, as transfer speeds are given.
+func formatBytes(n int64) string {
+	switch {
+	case n < 1e3:
+		return fmt.Sprintf("%d B", n)
+	case n < 1e6:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	case n < 1e9:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+}
