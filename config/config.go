@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"proctor/bundle"
 	"proctor/storage"
 	"proctor/vault"
 )
@@ -49,6 +50,13 @@ const (
 	EnvJudgeOutPrice   = "PROCTOR_JUDGE_OUTPUT_PRICE"
 	EnvLogLevel        = "PROCTOR_LOG_LEVEL"
 	EnvLogFormat       = "PROCTOR_LOG_FORMAT"
+
+	EnvSubmissionQuota        = "PROCTOR_SUBMISSION_QUOTA"
+	EnvSubmissionMaxBytes     = "PROCTOR_SUBMISSION_MAX_BYTES"
+	EnvSubmissionPartBytes    = "PROCTOR_SUBMISSION_PART_BYTES"
+	EnvSubmissionMaxFiles     = "PROCTOR_SUBMISSION_MAX_FILES"
+	EnvSubmissionMaxFileBytes = "PROCTOR_SUBMISSION_MAX_FILE_BYTES"
+	EnvSubmissionMaxRatio     = "PROCTOR_SUBMISSION_MAX_RATIO"
 )
 
 // Artifact store kinds.
@@ -104,7 +112,28 @@ type Config struct {
 	// Judge is the server's LLM judge; BaseURL is empty when none is configured
 	// (attempts then say "not judged").
 	Judge Judge
+	// Submission limits the submission portal's uploads.
+	Submission Submission
 }
+
+// Submission limits the submission portal's uploads.
+type Submission struct {
+	Quota     int   // submissions a team may start in 24 hours; 0 = unlimited
+	MaxBytes  int64 // the largest bundle
+	PartBytes int64 // every part of a resumable upload but the last
+	// Limits cap what a bundle holds: MaxBundleBytes is MaxBytes, and the
+	// file count, per-file size and compression ratio come from the
+	// environment; the rest are the bundle reader's defaults.
+	Limits bundle.Limits
+}
+
+// Submission portal bounds.
+const (
+	// MinPartBytes is S3's smallest part but the last.
+	MinPartBytes = 5 << 20
+	// maxPartBytes is S3's largest part.
+	maxPartBytes = 5 << 30
+)
 
 // Judge configures an OpenAI-compatible chat-completions endpoint used as the
 // LLM judge.
@@ -296,6 +325,39 @@ func Load(getenv func(string) string, overrides map[string]string) (*Config, err
 	}
 	c.Judge.InputPrice, c.Judge.OutputPrice = priceVar(EnvJudgeInputPrice), priceVar(EnvJudgeOutPrice)
 
+	bytesVar := func(name string, def, min, max int64) int64 {
+		v := get(name)
+		if v == "" {
+			return def
+		}
+		n, err := ParseBytes(v)
+		if err != nil || n < min || n > max {
+			bad(name, "%q must be a size from %s to %s, such as 8GiB or 16MiB", v, FormatBytes(min), FormatBytes(max))
+			return def
+		}
+		return n
+	}
+	limits := bundle.DefaultLimits()
+	c.Submission = Submission{Quota: intVar(EnvSubmissionQuota, 10, 0, 1_000_000)}
+	c.Submission.MaxBytes = bytesVar(EnvSubmissionMaxBytes, limits.MaxBundleBytes, 1<<20, 5<<40)
+	c.Submission.PartBytes = bytesVar(EnvSubmissionPartBytes, 16<<20, MinPartBytes, maxPartBytes)
+	limits.MaxBundleBytes = c.Submission.MaxBytes
+	limits.MaxFiles = intVar(EnvSubmissionMaxFiles, limits.MaxFiles, 1, 100_000_000)
+	limits.MaxFileBytes = bytesVar(EnvSubmissionMaxFileBytes, limits.MaxFileBytes, 1<<10, 1<<40)
+	if v := get(EnvSubmissionMaxRatio); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 1 || math.IsInf(f, 0) || math.IsNaN(f) {
+			bad(EnvSubmissionMaxRatio, "%q must be a compression ratio of at least 1, such as 100", v)
+		} else {
+			limits.MaxRatio = f
+		}
+	}
+	// Screenshots and logs may be as large as any file, and the bundle as a
+	// whole as large as its ratio allows.
+	limits.MaxHARBytes = min(limits.MaxHARBytes, limits.MaxFileBytes)
+	limits.MaxTotalBytes = max(limits.MaxTotalBytes, c.Submission.MaxBytes)
+	c.Submission.Limits = limits
+
 	switch lvl := strings.ToLower(orDefault(get(EnvLogLevel), "info")); lvl {
 	case "debug":
 		c.LogLevel = slog.LevelDebug
@@ -411,4 +473,45 @@ func orDefault(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// byteUnits are the suffixes ParseBytes knows, longest first.
+var byteUnits = []struct {
+	suffix string
+	factor int64
+}{
+	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
+	{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
+	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"b", 1},
+}
+
+// ParseBytes reads a size: a number of bytes, or a number with a unit such as
+// 16MiB, 8 GiB, 500MB or 2g (k, m, g, t are binary units).
+func ParseBytes(s string) (int64, error) {
+	text := strings.ToLower(strings.TrimSpace(s))
+	factor := int64(1)
+	for _, u := range byteUnits {
+		if strings.HasSuffix(text, u.suffix) {
+			text, factor = strings.TrimSpace(strings.TrimSuffix(text, u.suffix)), u.factor
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(text, 64)
+	if err != nil || n < 0 || math.IsNaN(n) || n*float64(factor) > math.MaxInt64/2 {
+		return 0, fmt.Errorf("%q is not a size", s)
+	}
+	return int64(n * float64(factor)), nil
+}
+
+// FormatBytes writes a size in the largest binary unit that divides it.
+func FormatBytes(n int64) string {
+	for _, u := range []struct {
+		name   string
+		factor int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.factor && n%u.factor == 0 {
+			return fmt.Sprintf("%d%s", n/u.factor, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"proctor/bundle"
 	"proctor/config"
 )
 
@@ -82,6 +83,42 @@ func TestLoad(t *testing.T) {
 		require.ErrorContains(t, err, config.EnvJudgeBaseURL+": must not carry credentials")
 		require.NotContains(t, err.Error(), "secret", "the error never repeats the credentials")
 	})
+	t.Run("Submission", func(t *testing.T) {
+		c, err := config.Load(env(nil), nil)
+		require.NoError(t, err)
+		require.Equal(t, 10, c.Submission.Quota)
+		require.Equal(t, int64(8<<30), c.Submission.MaxBytes)
+		require.Equal(t, int64(16<<20), c.Submission.PartBytes)
+		def := bundle.DefaultLimits()
+		require.Equal(t, def, c.Submission.Limits, "the bundle reader's defaults")
+
+		c, err = config.Load(env(map[string]string{
+			config.EnvSubmissionQuota: "0", config.EnvSubmissionMaxBytes: "500MB", config.EnvSubmissionPartBytes: "5MiB",
+			config.EnvSubmissionMaxFiles: "1000", config.EnvSubmissionMaxFileBytes: "64 MiB", config.EnvSubmissionMaxRatio: "50",
+		}), nil)
+		require.NoError(t, err)
+		require.Equal(t, 0, c.Submission.Quota, "0 is unlimited")
+		require.Equal(t, int64(500_000_000), c.Submission.MaxBytes)
+		require.Equal(t, int64(5<<20), c.Submission.PartBytes)
+		lim := c.Submission.Limits
+		require.Equal(t, int64(500_000_000), lim.MaxBundleBytes)
+		require.Equal(t, 1000, lim.MaxFiles)
+		require.Equal(t, int64(64<<20), lim.MaxFileBytes)
+		require.Equal(t, int64(64<<20), lim.MaxHARBytes, "no HAR is larger than a file may be")
+		require.Equal(t, 50.0, lim.MaxRatio)
+		require.Equal(t, def.MaxJSONBytes, lim.MaxJSONBytes)
+
+		_, err = config.Load(env(map[string]string{
+			config.EnvSubmissionQuota: "-1", config.EnvSubmissionMaxBytes: "lots", config.EnvSubmissionPartBytes: "1MiB",
+			config.EnvSubmissionMaxFiles: "0", config.EnvSubmissionMaxFileBytes: "-5", config.EnvSubmissionMaxRatio: "0.5",
+		}), nil)
+		require.Error(t, err)
+		for _, name := range []string{config.EnvSubmissionQuota, config.EnvSubmissionMaxBytes, config.EnvSubmissionMaxFiles,
+			config.EnvSubmissionMaxFileBytes, config.EnvSubmissionMaxRatio} {
+			require.ErrorContains(t, err, name+": ")
+		}
+		require.ErrorContains(t, err, config.EnvSubmissionPartBytes+`: "1MiB" must be a size from 5MiB to 5GiB`, "S3 takes no smaller part")
+	})
 	t.Run("S3NeedsCredentials", func(t *testing.T) {
 		_, err := config.Load(env(map[string]string{config.EnvArtifactsURL: "s3://bucket"}), nil)
 		require.ErrorContains(t, err, config.EnvS3Endpoint+": required")
@@ -104,4 +141,21 @@ func TestConfig_EnsureSecretKey(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, again.EnsureSecretKey())
 	require.Equal(t, c.SecretKey, again.SecretKey, "the generated key is reused on the next start")
+}
+
+func TestParseBytes(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int64{
+		"1024": 1024, "16MiB": 16 << 20, "8 GiB": 8 << 30, "500MB": 500_000_000, "2g": 2 << 30, "1.5KiB": 1536, "7b": 7, " 3 kb ": 3000,
+	} {
+		got, err := config.ParseBytes(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "MiB", "-1", "ten", "1 parsec", "1e30GiB"} {
+		_, err := config.ParseBytes(in)
+		require.Error(t, err, in)
+	}
+	require.Equal(t, "16MiB", config.FormatBytes(16<<20))
+	require.Equal(t, "1000 bytes", config.FormatBytes(1000))
 }

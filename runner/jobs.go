@@ -8,6 +8,7 @@ const (
 	QueueEvaluate     = "evaluate"
 	QueueHousekeeping = "housekeeping"
 	QueueMetrics      = "metrics"
+	QueueSubmissions  = "submissions"
 )
 
 // DispatchArgs creates a run's attempts and enqueues their episodes.
@@ -54,3 +55,24 @@ type HousekeepingArgs struct{}
 
 // Kind names the job in the queue.
 func (HousekeepingArgs) Kind() string { return "housekeeping" }
+
+// ValidateSubmissionArgs checks an assembled submission bundle: its SHA-256,
+// every limit and file, and its tasks against the benchmark. A redelivered
+// job validates again from the start; one that finds the submission past
+// validation does nothing.
+type ValidateSubmissionArgs struct {
+	SubmissionID int64 `json:"submission_id"`
+}
+
+// Kind names the job in the queue.
+func (ValidateSubmissionArgs) Kind() string { return "validate_submission" }
+
+// IngestSubmissionArgs stores a validated bundle's screenshots and network
+// logs and creates its run. A redelivered job removes what an interrupted one
+// stored and starts over; one that finds the run made does nothing.
+type IngestSubmissionArgs struct {
+	SubmissionID int64 `json:"submission_id"`
+}
+
+// Kind names the job in the queue.
+func (IngestSubmissionArgs) Kind() string { return "ingest_submission" }

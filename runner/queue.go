@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 
+	"proctor/bundle"
 	"proctor/migrations"
 	"proctor/models"
 	"proctor/storage"
@@ -33,7 +34,58 @@ type Options struct {
 	EnvironmentRetries int
 	// CancelPoll is how often running episodes check whether their run was canceled.
 	CancelPoll time.Duration
-	Logger     *slog.Logger
+	// Submissions configure the submission portal's uploads and jobs.
+	Submissions SubmissionOptions
+	Logger      *slog.Logger
+}
+
+// SubmissionOptions configure the submission portal.
+type SubmissionOptions struct {
+	// DailyQuota caps the submissions a team may start in 24 hours; 0 = unlimited.
+	DailyQuota int
+	// PartBytes is the size of every part of an upload but the last
+	// (default 16 MiB; S3 takes no part under 5 MiB but the last).
+	PartBytes int64
+	// Limits cap what a bundle may hold; MaxBundleBytes is also the largest
+	// upload accepted. Zero fields take bundle.DefaultLimits().
+	Limits bundle.Limits
+	// TempDir is where a bundle is spooled when the artifact store cannot
+	// read it at an offset; "" is the system's temporary folder.
+	TempDir string
+}
+
+// withDefaults fills the unset options.
+func (o SubmissionOptions) withDefaults() SubmissionOptions {
+	if o.PartBytes <= 0 {
+		o.PartBytes = 16 << 20
+	}
+	def := bundle.DefaultLimits()
+	lim := &o.Limits
+	if lim.MaxBundleBytes <= 0 {
+		lim.MaxBundleBytes = def.MaxBundleBytes
+	}
+	if lim.MaxFiles <= 0 {
+		lim.MaxFiles = def.MaxFiles
+	}
+	if lim.MaxFileBytes <= 0 {
+		lim.MaxFileBytes = def.MaxFileBytes
+	}
+	if lim.MaxTotalBytes <= 0 {
+		lim.MaxTotalBytes = def.MaxTotalBytes
+	}
+	if lim.MaxRatio <= 0 {
+		lim.MaxRatio = def.MaxRatio
+	}
+	if lim.MaxJSONBytes <= 0 {
+		lim.MaxJSONBytes = def.MaxJSONBytes
+	}
+	if lim.MaxHARBytes <= 0 {
+		lim.MaxHARBytes = def.MaxHARBytes
+	}
+	if lim.MaxImagePixels <= 0 {
+		lim.MaxImagePixels = def.MaxImagePixels
+	}
+	return o
 }
 
 // workClient is the part of a River client that runs jobs.
@@ -64,6 +116,7 @@ func NewQueue(db *storage.DB, workers *river.Workers, opts Options) (*Queue, err
 	if opts.CancelPoll == 0 {
 		opts.CancelPoll = 2 * time.Second
 	}
+	opts.Submissions = opts.Submissions.withDefaults()
 	q := &Queue{db: db, opts: opts, log: opts.Logger}
 	cfg := &river.Config{
 		Logger:               opts.Logger.With("component", "river"),
@@ -81,6 +134,9 @@ func NewQueue(db *storage.DB, workers *river.Workers, opts Options) (*Queue, err
 			QueueEvaluate:     {MaxWorkers: 4},
 			QueueMetrics:      {MaxWorkers: 1},
 			QueueHousekeeping: {MaxWorkers: 1},
+			// Validations and ingests stream whole bundles: two at a time
+			// keep the disk, network and memory of a worker bounded.
+			QueueSubmissions: {MaxWorkers: 2},
 		}
 		cfg.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) {
@@ -202,4 +258,37 @@ func (q *Queue) Rescore(ctx context.Context, scope storage.RescoreScope) (int, e
 		_, err := q.inserter.InsertManyTx(ctx, tx, params)
 		return err
 	})
+}
+
+// submissionJobAttempts is how often a submission job is tried: a bundle's
+// problems are final at once, so only failures of the platform are retried.
+const submissionJobAttempts = 3
+
+// insertValidation enqueues a submission's validation inside tx.
+func (q *Queue) insertValidation(ctx context.Context, tx *sql.Tx, id int64) error {
+	_, err := q.inserter.InsertTx(ctx, tx, ValidateSubmissionArgs{SubmissionID: id},
+		&river.InsertOpts{Queue: QueueSubmissions, MaxAttempts: submissionJobAttempts})
+	return err
+}
+
+// insertIngest enqueues a submission's ingest inside tx.
+func (q *Queue) insertIngest(ctx context.Context, tx *sql.Tx, id int64) error {
+	_, err := q.inserter.InsertTx(ctx, tx, IngestSubmissionArgs{SubmissionID: id},
+		&river.InsertOpts{Queue: QueueSubmissions, MaxAttempts: submissionJobAttempts})
+	return err
+}
+
+// insertUploadedEvaluations enqueues, inside the transaction that creates an
+// uploaded run, the evaluation of each of its attempts waiting for one, or the
+// run's metrics when none waits (every task was missing: the run is complete).
+func (q *Queue) insertUploadedEvaluations(ctx context.Context, tx *sql.Tx, runID int64, attemptIDs []int64) error {
+	if len(attemptIDs) == 0 {
+		return q.insertMetricsRefresh(ctx, tx, runID)
+	}
+	params := make([]river.InsertManyParams, len(attemptIDs))
+	for i, id := range attemptIDs {
+		params[i] = river.InsertManyParams{Args: EvaluateArgs{AttemptID: id}, InsertOpts: &river.InsertOpts{Queue: QueueEvaluate}}
+	}
+	_, err := q.inserter.InsertManyTx(ctx, tx, params)
+	return err
 }

@@ -63,6 +63,8 @@ func New(cfg Config) (*Runner, error) {
 	river.AddWorker(workers, &evaluateWorker{r: r})
 	river.AddWorker(workers, &housekeepingWorker{r: r})
 	river.AddWorker(workers, &metricsWorker{r: r})
+	river.AddWorker(workers, &validateSubmissionWorker{r: r})
+	river.AddWorker(workers, &ingestSubmissionWorker{r: r})
 	opts := cfg.Options
 	opts.Logger = cfg.Logger
 	q, err := NewQueue(cfg.DB, workers, opts)

@@ -2,53 +2,372 @@ package runner
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"proctor/models"
+	"proctor/storage"
+	"proctor/storage/artifact"
 )
 
-func errSubmissionsPending() error {
-	return models.Errorf(models.EUNAVAILABLE, "The submission portal is not implemented yet.")
+// The submission portal's service: uploads go to the artifact store under
+// the submission's own prefix, in parts (S3 multipart, or staged parts on the
+// local disk) or streamed whole from the upload form, and the queue's
+// submission jobs validate and ingest them.
+
+// partURLTTL is how long a presigned part upload stays valid.
+const partURLTTL = time.Hour
+
+// submissionRules are the storage rules of new submissions.
+func (r *Runner) submissionRules(streamed bool) storage.SubmissionRules {
+	o := r.opts.Submissions
+	return storage.SubmissionRules{MaxBytes: o.Limits.MaxBundleBytes, PartSize: o.PartBytes, DailyQuota: o.DailyQuota, Streamed: streamed}
 }
 
-// CreateSubmission starts an upload, or resumes the caller's unfinished upload
-// of the same bundle.
+// CreateSubmission starts an upload for the context's actor, or resumes the
+// caller's unfinished upload of the same bundle (resumed = true, with the
+// parts already received). An upload whose parts the store lost starts
+// again. Errors as storage's CreateSubmission; EUNAVAILABLE when the
+// artifact store cannot start the upload.
 func (r *Runner) CreateSubmission(ctx context.Context, req models.SubmissionRequest) (*models.SubmissionView, bool, error) {
-	return nil, false, errSubmissionsPending()
+	s, resumed, err := r.db.CreateSubmission(ctx, req, r.submissionRules(false))
+	if err != nil {
+		return nil, false, err
+	}
+	if s.MultipartID != "" {
+		_, err := r.artifacts.ListParts(ctx, s.StorageKey, s.MultipartID)
+		switch {
+		case errors.Is(err, artifact.ErrNotFound):
+			s.MultipartID = "" // expired or aborted in the store: begin again
+		case err != nil:
+			return nil, false, storeUnavailable("read the upload's parts", err)
+		}
+	}
+	if s.MultipartID == "" {
+		// A failure here leaves the submission uploading without an upload;
+		// creating it again resumes it and begins one.
+		uploadID, err := r.artifacts.BeginMultipart(ctx, s.StorageKey)
+		if err != nil {
+			return nil, false, storeUnavailable("start the upload", err)
+		}
+		if err := r.db.SetSubmissionUpload(systemContext(ctx), s.ID, uploadID); err != nil {
+			return nil, false, err
+		}
+	}
+	v, err := r.Submission(ctx, s.ID)
+	if err != nil {
+		return nil, false, err
+	}
+	return v, resumed, nil
 }
 
-// Submission is one submission with its received parts and report.
+// storeUnavailable is EUNAVAILABLE for a failure of the artifact store.
+func storeUnavailable(what string, err error) error {
+	return &models.Error{Code: models.EUNAVAILABLE, Message: fmt.Sprintf("The artifact store could not %s; try again shortly.", what), Err: err}
+}
+
+// Submission is one submission with the parts its unfinished upload holds
+// (the store's list: S3's parts with their ETags, or the local staged parts)
+// and whether parts may go straight to the store. ENOTFOUND unless the
+// caller is a member of its team or an admin; EUNAUTHORIZED when signed out.
 func (r *Runner) Submission(ctx context.Context, id int64) (*models.SubmissionView, error) {
-	return nil, errSubmissionsPending()
+	v, err := r.db.SubmissionByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if v.Status != models.SubmissionUploading || v.MultipartID == "" {
+		return v, nil
+	}
+	parts, err := r.artifacts.ListParts(ctx, v.StorageKey, v.MultipartID)
+	switch {
+	case errors.Is(err, artifact.ErrNotFound):
+		return v, nil
+	case err != nil:
+		return nil, storeUnavailable("list the upload's parts", err)
+	}
+	for _, p := range parts {
+		v.Parts = append(v.Parts, models.SubmissionPart{Number: p.Number, Size: p.Size, MD5: p.MD5})
+	}
+	_, err = r.artifacts.PartURL(ctx, v.StorageKey, v.MultipartID, 1, partURLTTL)
+	v.DirectUpload = err == nil
+	return v, nil
 }
 
-// PutSubmissionPart stores one part of an upload.
+// uploading loads a submission the caller may upload to: ENOTFOUND for
+// others, ECONFLICT once its upload is complete or when it has none.
+func (r *Runner) uploading(ctx context.Context, id int64) (*models.SubmissionView, error) {
+	v, err := r.db.SubmissionByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if v.Status != models.SubmissionUploading {
+		return nil, models.Errorf(models.ECONFLICT, "Submission %d is %s: it takes no more parts.", id, v.Status)
+	}
+	if v.MultipartID == "" {
+		return nil, models.Errorf(models.ECONFLICT, "Submission %d has no upload in progress: create it again to resume.", id)
+	}
+	return v, nil
+}
+
+// checkPartNumber is EINVALID on "part" for a number outside the upload.
+func checkPartNumber(v *models.Submission, n int) error {
+	if n < 1 || n > v.PartsTotal() {
+		return models.FieldError("part", "part %d is outside this upload's parts 1 to %d", n, v.PartsTotal())
+	}
+	return nil
+}
+
+// PutSubmissionPart stores part n (from 1) of an upload, replacing an
+// earlier copy: size must be exactly the part's length (PartLength), and
+// md5 (the raw 16-byte Content-MD5, nil when the client sent none) must
+// match the bytes, or nothing is stored. Members of the team and admins
+// only (ENOTFOUND for others). EINVALID on "part", "size" or "content_md5",
+// ETOOLARGE for a part longer than its length, ECONFLICT once the upload is
+// complete.
 func (r *Runner) PutSubmissionPart(ctx context.Context, id int64, n int, body io.Reader, size int64, md5 []byte) (*models.SubmissionPart, error) {
-	return nil, errSubmissionsPending()
+	v, err := r.uploading(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPartNumber(&v.Submission, n); err != nil {
+		return nil, err
+	}
+	want := v.PartLength(n)
+	switch {
+	case size > want:
+		return nil, &models.Error{Code: models.ETOOLARGE, Field: "size",
+			Message: fmt.Sprintf("part %d must be %d bytes, not %d", n, want, size)}
+	case size != want:
+		return nil, models.FieldError("size", "part %d must be %d bytes, not %d", n, want, size)
+	case md5 != nil && len(md5) != 16:
+		return nil, models.FieldError("content_md5", "Content-MD5 must be the base64 of a 16-byte MD5 digest")
+	}
+	src := newDigestReader(body, size, md5)
+	part, err := r.artifacts.PutPart(ctx, v.StorageKey, v.MultipartID, n, src, size)
+	switch {
+	case errors.Is(err, errPartDigest):
+		return nil, models.FieldError("content_md5", "part %d's bytes have MD5 %s, not the Content-MD5 sent: it was corrupted on the way; send it again", n, src.sum())
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, models.FieldError("size", "part %d ended before its %d bytes: send it again", n, size)
+	case errors.Is(err, artifact.ErrNotFound):
+		return nil, models.Errorf(models.ECONFLICT, "Submission %d has no upload in progress: create it again to resume.", id)
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		return nil, storeUnavailable(fmt.Sprintf("store part %d", n), err)
+	}
+	out := &models.SubmissionPart{Number: part.Number, Size: part.Size, MD5: part.MD5}
+	if err := r.db.RecordSubmissionPart(ctx, id, *out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-// SubmissionPartURL presigns a direct upload of one part to S3.
+// SubmissionPartURL presigns a direct upload (PUT) of part n to S3, valid
+// for an hour. ECONFLICT with the local artifact store, whose parts go
+// through the API; access and state errors as PutSubmissionPart.
 func (r *Runner) SubmissionPartURL(ctx context.Context, id int64, n int) (string, time.Time, error) {
-	return "", time.Time{}, errSubmissionsPending()
+	v, err := r.uploading(ctx, id)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if err := checkPartNumber(&v.Submission, n); err != nil {
+		return "", time.Time{}, err
+	}
+	expires := time.Now().Add(partURLTTL).UTC()
+	u, err := r.artifacts.PartURL(ctx, v.StorageKey, v.MultipartID, n, partURLTTL)
+	switch {
+	case errors.Is(err, artifact.ErrNoDirectUpload):
+		return "", time.Time{}, models.Errorf(models.ECONFLICT,
+			"This server keeps uploads on its own disk: PUT part %d to /api/v1/submissions/%d/parts/%d instead.", n, id, n)
+	case err != nil:
+		return "", time.Time{}, storeUnavailable("sign the part's upload", err)
+	}
+	return u, expires, nil
 }
 
-// CompleteSubmission assembles the parts and queues validation.
+// CompleteSubmission assembles the parts into the bundle and queues its
+// validation. Every part must be present with its length: ECONFLICT naming
+// the missing and short parts otherwise. Completing a submission that is
+// already complete returns it as it is (a client retrying after a lost
+// answer). Members of the team and admins only (ENOTFOUND for others).
 func (r *Runner) CompleteSubmission(ctx context.Context, id int64) (*models.SubmissionView, error) {
-	return nil, errSubmissionsPending()
+	v, err := r.db.SubmissionByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	switch v.Status {
+	case models.SubmissionUploading:
+	case models.SubmissionRefused, models.SubmissionDiscarded, models.SubmissionFailed:
+		return nil, models.Errorf(models.ECONFLICT, "Submission %d is %s: there is nothing to complete.", id, v.Status)
+	default:
+		return v, nil
+	}
+	if v.MultipartID == "" {
+		return nil, models.Errorf(models.ECONFLICT, "Submission %d has no upload in progress: create it again to resume.", id)
+	}
+	parts, err := r.artifacts.ListParts(ctx, v.StorageKey, v.MultipartID)
+	switch {
+	case errors.Is(err, artifact.ErrNotFound):
+		// Joined by an earlier call whose answer was lost, or lost by the store.
+		info, serr := r.artifacts.Stat(ctx, v.StorageKey)
+		if serr != nil || info.Size != v.Size {
+			return nil, models.Errorf(models.ECONFLICT, "The parts of submission %d are no longer in storage: create it again and send every part.", id)
+		}
+	case err != nil:
+		return nil, storeUnavailable("list the upload's parts", err)
+	default:
+		joined, err := checkParts(&v.Submission, parts)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.artifacts.CompleteMultipart(ctx, v.StorageKey, v.MultipartID, joined); err != nil {
+			return nil, storeUnavailable("join the parts", err)
+		}
+	}
+	if err := r.db.CompleteSubmissionUpload(ctx, id, 0, r.queue.insertValidation); err != nil {
+		return nil, err
+	}
+	return r.db.SubmissionByID(ctx, id)
 }
 
-// UploadSubmission stores a whole bundle streamed in one request.
+// checkParts returns parts 1 to PartsTotal as the store holds them, or
+// ECONFLICT naming each part missing or of the wrong length.
+func checkParts(s *models.Submission, held []artifact.Part) ([]artifact.Part, error) {
+	byNumber := make(map[int]artifact.Part, len(held))
+	for _, p := range held {
+		byNumber[p.Number] = p
+	}
+	var missing []string
+	var wrong []string
+	joined := make([]artifact.Part, 0, s.PartsTotal())
+	for n := 1; n <= s.PartsTotal(); n++ {
+		p, ok := byNumber[n]
+		switch {
+		case !ok:
+			missing = append(missing, fmt.Sprint(n))
+		case p.Size != s.PartLength(n):
+			wrong = append(wrong, fmt.Sprintf("part %d has %d bytes instead of %d", n, p.Size, s.PartLength(n)))
+		}
+		joined = append(joined, p)
+	}
+	if len(missing) == 0 && len(wrong) == 0 {
+		return joined, nil
+	}
+	var problems []string
+	switch {
+	case len(missing) == 1:
+		problems = append(problems, "part "+missing[0]+" is missing")
+	case len(missing) > 1:
+		problems = append(problems, fmt.Sprintf("%d parts are missing (%s)", len(missing), listShort(missing, 20)))
+	}
+	problems = append(problems, wrong...)
+	return nil, models.Errorf(models.ECONFLICT, "The upload of submission %d is not complete: %s. Send them, then complete it again.",
+		s.ID, strings.Join(problems, "; "))
+}
+
+// listShort joins items, eliding all but the first n.
+func listShort(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
+}
+
+// errStreamTooLarge ends a streamed upload that passed the size limit.
+var errStreamTooLarge = errors.New("the bundle is over the size limit")
+
+// cappedReader fails once more than left bytes have been read.
+type cappedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, errStreamTooLarge
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return 0, errStreamTooLarge
+	}
+	return n, err
+}
+
+// UploadSubmission stores a whole bundle streamed in one request (the upload
+// form without JavaScript) straight into the store, then queues its
+// validation. req.Size may be 0 when the form does not know it. A bundle
+// over the size limit is refused (ETOOLARGE) and an interrupted one discarded,
+// with nothing kept. Errors of creation as CreateSubmission.
 func (r *Runner) UploadSubmission(ctx context.Context, req models.SubmissionRequest, body io.Reader) (*models.SubmissionView, error) {
-	return nil, errSubmissionsPending()
+	s, _, err := r.db.CreateSubmission(ctx, req, r.submissionRules(true))
+	if err != nil {
+		return nil, err
+	}
+	limit := r.opts.Submissions.Limits.MaxBundleBytes
+	if err := r.artifacts.Put(ctx, s.StorageKey, &cappedReader{r: body, left: limit}, -1, "application/octet-stream"); err != nil {
+		sys := systemContext(context.WithoutCancel(ctx))
+		if derr := r.deleteSubmissionBytes(sys, s); derr != nil {
+			r.log.Warn("delete an interrupted upload", "submission_id", s.ID, "error", derr.Error())
+		}
+		if errors.Is(err, errStreamTooLarge) {
+			msg := fmt.Sprintf("The bundle is larger than %d bytes, the largest this server accepts.", limit)
+			if rerr := r.db.RefuseSubmission(sys, s.ID, msg); rerr != nil {
+				r.log.Warn("refuse an oversized upload", "submission_id", s.ID, "error", rerr.Error())
+			}
+			return nil, &models.Error{Code: models.ETOOLARGE, Field: "file", Message: msg}
+		}
+		if _, derr := r.db.DiscardSubmission(context.WithoutCancel(ctx), s.ID); derr != nil {
+			r.log.Warn("discard an interrupted upload", "submission_id", s.ID, "error", derr.Error())
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, models.Errorf(models.EINVALID, "The upload was interrupted before the whole bundle arrived; send it again.")
+	}
+	info, err := r.artifacts.Stat(ctx, s.StorageKey)
+	if err != nil {
+		return nil, storeUnavailable("read the stored bundle", err)
+	}
+	size := int64(0)
+	if s.Size <= 0 {
+		size = info.Size
+	}
+	if err := r.db.CompleteSubmissionUpload(ctx, s.ID, size, r.queue.insertValidation); err != nil {
+		return nil, err
+	}
+	return r.db.SubmissionByID(ctx, s.ID)
 }
 
-// IngestSubmission queues the ingest of a validated submission.
+// IngestSubmission queues the ingest of a validated submission whose report
+// blocks nothing. Members of the team and admins only (ENOTFOUND for
+// others); ECONFLICT when it is not validated, its report blocks it or the
+// team already ingested the same bundle.
 func (r *Runner) IngestSubmission(ctx context.Context, id int64) (*models.SubmissionView, error) {
-	return nil, errSubmissionsPending()
+	if err := r.db.RequestSubmissionIngest(ctx, id, r.queue.insertIngest); err != nil {
+		return nil, err
+	}
+	return r.db.SubmissionByID(ctx, id)
 }
 
-// DiscardSubmission deletes an unfinished submission's bytes.
+// DiscardSubmission discards an unfinished submission (uploading, uploaded or
+// validated) and deletes every byte it stored. Members of the team and admins
+// only (ENOTFOUND for others); ECONFLICT while a job works on it or once it
+// is final.
 func (r *Runner) DiscardSubmission(ctx context.Context, id int64) error {
-	return errSubmissionsPending()
+	s, err := r.db.DiscardSubmission(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := r.deleteSubmissionBytes(ctx, s); err != nil {
+		return storeUnavailable("delete the bundle", err)
+	}
+	return nil
 }

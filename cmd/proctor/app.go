@@ -165,6 +165,10 @@ func (p *Program) newRunner(app *App, episodes int) (*runner.Runner, error) {
 		Options: runner.Options{
 			Episodes: episodes, DailyRunQuota: app.Config.RunQuota,
 			RescueAfter: app.Config.RescueAfter, EnvironmentRetries: app.Config.EnvironmentRetries,
+			Submissions: runner.SubmissionOptions{
+				DailyQuota: app.Config.Submission.Quota, PartBytes: app.Config.Submission.PartBytes,
+				Limits: app.Config.Submission.Limits,
+			},
 		},
 	})
 }

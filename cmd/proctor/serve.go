@@ -85,7 +85,8 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 	}
 	url := "http://" + ln.Addr().String()
 	app.Log.Info("serving", "addr", ln.Addr().String(), "url", url, "base_url", app.Config.BaseURL,
-		"database", app.DB.Dialect(), "artifacts", app.Config.Artifacts.Kind, "episodes", app.Config.Episodes)
+		"database", app.DB.Dialect(), "artifacts", app.Config.Artifacts.Kind, "episodes", app.Config.Episodes,
+		"submission_max_bytes", app.Config.Submission.MaxBytes, "submission_quota", app.Config.Submission.Quota)
 	if p.Ready != nil {
 		p.Ready <- url
 	}

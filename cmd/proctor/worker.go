@@ -35,7 +35,8 @@ func (p *Program) worker(ctx context.Context, args []string) error {
 	if err := run.Start(ctx); err != nil {
 		return err
 	}
-	app.Log.Info("worker started", "episodes", episodes, "database", app.DB.Dialect(), "artifacts", app.Config.Artifacts.Kind)
+	app.Log.Info("worker started", "episodes", episodes, "database", app.DB.Dialect(), "artifacts", app.Config.Artifacts.Kind,
+		"submission_max_bytes", app.Config.Submission.MaxBytes)
 	if p.Ready != nil {
 		p.Ready <- "worker"
 	}

@@ -1,0 +1,189 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"proctor/bundle"
+	"proctor/models"
+	"proctor/storage"
+	"proctor/storage/artifact"
+)
+
+// validateSubmissionWorker checks an assembled bundle before anything of it
+// is kept: its SHA-256, every limit, every file, and its tasks against the
+// benchmark. A refused bundle's bytes are deleted.
+type validateSubmissionWorker struct {
+	river.WorkerDefaults[ValidateSubmissionArgs]
+	r *Runner
+}
+
+// Timeout stays under the rescue delay, so that River never hands a
+// validation still reading a large bundle to a second worker.
+func (w *validateSubmissionWorker) Timeout(*river.Job[ValidateSubmissionArgs]) time.Duration {
+	return submissionJobTimeout(w.r.opts.RescueAfter)
+}
+
+// submissionJobTimeout is a submission job's time limit for a rescue delay.
+func submissionJobTimeout(rescueAfter time.Duration) time.Duration {
+	return rescueAfter * 3 / 4
+}
+
+// refusal is a bundle's problem: the submission is refused with its message.
+type refusal struct{ message string }
+
+func (e *refusal) Error() string { return e.message }
+
+// Work validates the submission. A refusal deletes every byte under the
+// submission's prefix and marks it refused with the message; a failure of
+// the platform is retried, and on the last try refuses the bundle saying so.
+func (w *validateSubmissionWorker) Work(ctx context.Context, job *river.Job[ValidateSubmissionArgs]) error {
+	r := w.r
+	ctx = systemContext(ctx)
+	s, ok, err := r.db.StartSubmissionValidation(ctx, job.Args.SubmissionID)
+	if models.ErrorCode(err) == models.ENOTFOUND {
+		return river.JobCancel(err)
+	}
+	if err != nil || !ok {
+		return err
+	}
+	err = r.validateSubmission(ctx, s)
+	var refused *refusal
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &refused):
+	case ctx.Err() == nil && job.Attempt >= job.MaxAttempts:
+		r.log.Error("submission validation failed on its last try", "submission_id", s.ID, "error", err.Error())
+		refused = &refusal{"Proctor could not read the bundle back from its storage; submit it again."}
+	default:
+		return err
+	}
+	r.log.Info("submission refused", "submission_id", s.ID, "reason", refused.message)
+	return r.refuseSubmission(ctx, s, refused.message)
+}
+
+// validateSubmission hashes, inspects and checks the bundle, and stores the
+// report; a *refusal is the bundle's fault.
+func (r *Runner) validateSubmission(ctx context.Context, s *models.Submission) error {
+	info, err := r.artifacts.Stat(ctx, s.StorageKey)
+	if errors.Is(err, artifact.ErrNotFound) {
+		return &refusal{"The bundle's bytes are no longer in storage; submit it again."}
+	}
+	if err != nil {
+		return err
+	}
+	if s.Size > 0 && info.Size != s.Size {
+		return &refusal{fmt.Sprintf("the assembled bundle has %d bytes, but the upload declared %d: a part is missing or was sent twice", info.Size, s.Size)}
+	}
+	limits := r.opts.Submissions.Limits
+	if info.Size > limits.MaxBundleBytes {
+		return &refusal{fmt.Sprintf("the bundle is %d bytes, over the bundle size limit of %d bytes", info.Size, limits.MaxBundleBytes)}
+	}
+	meter := r.newProgressMeter(ctx, s.ID, 2*info.Size)
+	b, sum, err := r.openBundle(ctx, s.StorageKey, true, meter.pass(info.Size))
+	if errors.Is(err, artifact.ErrNotFound) {
+		return &refusal{"The bundle's bytes are no longer in storage; submit it again."}
+	}
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if s.SHA256 != "" && sum != s.SHA256 {
+		return &refusal{fmt.Sprintf("the assembled bundle's SHA-256 is %s, but the upload declared %s: a part was corrupted or mixed up", sum, s.SHA256)}
+	}
+	inspected, err := inspectBundle(ctx, b, limits, meter.pass(b.size))
+	if err != nil {
+		return err
+	}
+	catalog, declared, err := r.submissionCatalog(ctx, s)
+	if err != nil {
+		return err
+	}
+	report := inspected.Check(catalog, declared)
+	report.SHA256 = sum
+	if report.Format == "" {
+		report.Format = inspected.Format
+	}
+	if report.FormatName == "" {
+		report.FormatName = models.BundleFormatName(report.Format)
+	}
+	_, err = r.db.FinishSubmissionValidation(ctx, s.ID, report)
+	return err
+}
+
+// inspectBundle runs the bundle reader, turning its refusals into ours.
+func inspectBundle(ctx context.Context, b *storedBundle, limits bundle.Limits, progress func(int64)) (*bundle.Bundle, error) {
+	inspected, err := bundle.Inspect(ctx, b, b.size, limits, func(done, _ int64) { progress(done) })
+	var refused *bundle.RefusedError
+	if errors.As(err, &refused) {
+		return nil, &refusal{refused.Error()}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("inspect bundle: %w", err)
+	}
+	return inspected, nil
+}
+
+// submissionCatalog is what a submission's bundle is checked against.
+func (r *Runner) submissionCatalog(ctx context.Context, s *models.Submission) (bundle.Catalog, bundle.Declared, error) {
+	slug, taskIDs, subsetIDs, err := r.db.SubmissionCatalog(ctx, s)
+	if err != nil {
+		return bundle.Catalog{}, bundle.Declared{}, err
+	}
+	view, err := r.db.SubmissionByID(ctx, s.ID)
+	if err != nil {
+		return bundle.Catalog{}, bundle.Declared{}, err
+	}
+	return bundle.Catalog{Benchmark: slug, TaskIDs: taskIDs, Subset: s.SubsetName, SubsetTaskIDs: subsetIDs},
+		bundle.Declared{Benchmark: slug, Subset: s.SubsetName, Agent: view.TeamSlug + "/" + view.AgentSlug}, nil
+}
+
+// refuseSubmission deletes every byte of a submission, then marks it refused
+// with the message. Deleting first means a failure in between is retried
+// and finds nothing left to read, which refuses the bundle again.
+func (r *Runner) refuseSubmission(ctx context.Context, s *models.Submission, message string) error {
+	if err := r.deleteSubmissionBytes(ctx, s); err != nil {
+		return err
+	}
+	err := r.db.RefuseSubmission(ctx, s.ID, message)
+	if models.ErrorCode(err) == models.ECONFLICT {
+		return nil // discarded meanwhile: its bytes are gone all the same
+	}
+	return err
+}
+
+// deleteSubmissionBytes removes an unfinished upload's parts and every
+// artifact under the submission's prefix.
+func (r *Runner) deleteSubmissionBytes(ctx context.Context, s *models.Submission) error {
+	var errs []error
+	if s.MultipartID != "" {
+		if err := r.artifacts.AbortMultipart(ctx, s.StorageKey, s.MultipartID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, r.deletePrefix(ctx, storage.SubmissionPrefix(s.ID)))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("delete submission %d: %w", s.ID, err)
+	}
+	return nil
+}
+
+// deletePrefix removes every artifact whose key starts with prefix.
+func (r *Runner) deletePrefix(ctx context.Context, prefix string) error {
+	infos, err := r.artifacts.List(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, info := range infos {
+		if err := r.artifacts.Delete(ctx, info.Key); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
