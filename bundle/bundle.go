@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"proctor/models"
@@ -84,12 +86,18 @@ type Bundle struct {
 	// duplicates) and completed by Check.
 	Report models.SubmissionReport
 	files  map[string]fileRef // archive path -> what the ingest keeps
+
+	limits          Limits   // Inspect's, which Extract enforces again
+	inspectWarnings []string // Inspect's warnings, which Check keeps
+	manifestProblem string   // why a Proctor bundle's manifest is unusable (blocks ingest)
 }
 
 // fileRef is a kept file's place in the bundle.
 type fileRef struct {
-	taskID string
-	kind   string
+	taskID      string
+	kind        string
+	size        int64
+	contentType string
 }
 
 // Task is one task of a bundle.
@@ -146,7 +154,25 @@ type File struct {
 // the bundle: they are listed in Report.InvalidFiles and on their task.
 // progress, when not nil, is told how many compressed bytes were read.
 func Inspect(ctx context.Context, r io.ReaderAt, size int64, lim Limits, progress func(done, total int64)) (*Bundle, error) {
-	return nil, fmt.Errorf("bundle: Inspect is not implemented yet")
+	in := &inspector{lim: lim, records: map[string]*record{}}
+	w, err := walk(ctx, r, size, lim, progress, true, in.visit)
+	if err != nil {
+		return nil, err
+	}
+	b, err := in.assemble()
+	if err != nil {
+		return nil, err
+	}
+	b.limits = lim
+	b.Report.Files, b.Report.Bytes = len(in.files), w.total
+	b.Report.Warnings = append([]string{}, b.inspectWarnings...)
+	if b.Report.InvalidFiles == nil {
+		b.Report.InvalidFiles = []models.FileProblem{}
+	}
+	if b.Report.TasksDuplicated == nil {
+		b.Report.TasksDuplicated = []string{}
+	}
+	return b, nil
 }
 
 // Check compares the bundle with the benchmark and what the submitter
@@ -154,11 +180,44 @@ func Inspect(ctx context.Context, r io.ReaderAt, size int64, lim Limits, progres
 // missing, unknown, outside the subset, coverage, and the blocking reasons
 // (no task of the benchmark found, manifest for another benchmark or subset).
 func (b *Bundle) Check(c Catalog, d Declared) models.SubmissionReport {
+	b.Report = check(b, c, d)
 	return b.Report
 }
 
 // Extract streams every kept file (valid screenshots and HARs of tasks in
 // keep) to fn in archive order; the reader is valid until fn returns.
+// The archive is walked again with every limit enforced; a kept file whose
+// size differs from what Inspect saw means the archive changed in between,
+// which is an error. Errors of fn are returned wrapped with the file's path.
 func (b *Bundle) Extract(ctx context.Context, r io.ReaderAt, size int64, keep func(taskID string) bool, fn func(f File, content io.Reader) error) error {
-	return fmt.Errorf("bundle: Extract is not implemented yet")
+	_, err := walk(ctx, r, size, b.limits, nil, false, func(e entry, open func() (io.Reader, error)) error {
+		ref, ok := b.files[e.Name]
+		if e.Dir || !ok || (keep != nil && !keep(ref.taskID)) {
+			return nil
+		}
+		if e.Size != ref.size {
+			return fmt.Errorf("extract %s: the archive changed since it was inspected (%d bytes, then %d)", e.Name, ref.size, e.Size)
+		}
+		content, err := open()
+		if err != nil {
+			return err
+		}
+		f := File{Path: e.Name, TaskID: ref.taskID, Kind: ref.kind, Size: ref.size, ContentType: ref.contentType}
+		if err := fn(f, content); err != nil {
+			return fmt.Errorf("extract %s: %w", e.Name, err)
+		}
+		return nil
+	})
+	return err
+}
+
+// Files lists the files Extract hands over, in path order: the valid
+// screenshots steps reference and the valid HARs of the bundle's tasks.
+func (b *Bundle) Files() []File {
+	files := make([]File, 0, len(b.files))
+	for p, ref := range b.files {
+		files = append(files, File{Path: p, TaskID: ref.taskID, Kind: ref.kind, Size: ref.size, ContentType: ref.contentType})
+	}
+	slices.SortFunc(files, func(x, y File) int { return strings.Compare(x.Path, y.Path) })
+	return files
 }

@@ -9,6 +9,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -65,9 +66,10 @@ func harEntry(i int, text string) string {
 }
 
 // LargeHAR is a valid HAR of at least size bytes, generated while it is read
-// (never held in memory): entries of about 4 KiB of page text each.
+// (never held in memory): entries of about 4 KiB of page text each, with
+// random ids so it compresses about as well as a real HAR.
 func LargeHAR(size int64) func() io.Reader {
-	return func() io.Reader { return &harGenerator{size: size} }
+	return func() io.Reader { return &harGenerator{size: size, rng: rand.New(rand.NewPCG(uint64(size), 1))} }
 }
 
 type harGenerator struct {
@@ -75,6 +77,8 @@ type harGenerator struct {
 	entries       int
 	buf           []byte
 	done          bool
+	rng           *rand.Rand
+	text          strings.Builder
 }
 
 func (g *harGenerator) Read(p []byte) (int, error) {
@@ -91,7 +95,11 @@ func (g *harGenerator) Read(p []byte) (int, error) {
 		default:
 			g.buf = []byte(",")
 		}
-		g.buf = append(g.buf, harEntry(g.entries, strings.Repeat(fmt.Sprintf("<p>row %d of the catalog</p>", g.entries), 150))...)
+		g.text.Reset()
+		for range 100 {
+			fmt.Fprintf(&g.text, "<p>item %016x costs %d</p>", g.rng.Uint64(), g.rng.IntN(100000))
+		}
+		g.buf = append(g.buf, harEntry(g.entries, g.text.String())...)
 		g.entries++
 	}
 	n := copy(p, g.buf)

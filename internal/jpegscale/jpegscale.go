@@ -1,21 +1,117 @@
-// Package jpegscale downscales JPEG screenshots: thumbnails for timelines and
-// the smaller images LLM judges see.
+// Package jpegscale decodes screenshots safely and downscales them to JPEG:
+// thumbnails for timelines and the smaller images LLM judges see. Screenshots
+// come from Proctor's own browser (JPEG) or from uploaded bundles (PNG or
+// JPEG), so every decode checks the image's dimensions before allocating them.
 package jpegscale
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
+	"image/png"
+	"io"
 )
 
-// Scale decodes a JPEG screenshot and returns a JPEG at most width pixels
-// wide, averaging boxes of source pixels. Chromium's JPEGs are YCbCr, which is
-// scaled plane by plane without per-pixel interface calls (a few milliseconds
-// for 1280×800); any other image falls back to the generic path.
+// DefaultMaxPixels caps the width × height of a screenshot Scale decodes: 40
+// megapixels, far above any screen, far below what would exhaust memory
+// (a decoded pixel takes up to 8 bytes).
+const DefaultMaxPixels = 40_000_000
+
+// maxHeaderBytes bounds what DecodeConfig may read before the dimensions:
+// a JPEG's metadata segments come first, a PNG's dimensions are in its first
+// 33 bytes.
+const maxHeaderBytes = 1 << 20
+
+// Content types of the formats Decode reads.
+const (
+	ContentTypePNG  = "image/png"
+	ContentTypeJPEG = "image/jpeg"
+)
+
+// TooLargeError refuses an image whose dimensions exceed the pixel cap.
+type TooLargeError struct {
+	Width, Height int
+	MaxPixels     int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the image is %d×%d pixels, over the limit of %d pixels", e.Width, e.Height, e.MaxPixels)
+}
+
+// Decode reads a PNG or JPEG image (told apart by content) from r. It first
+// reads only the header (DecodeConfig) and refuses, with a *TooLargeError,
+// an image of more than maxPixels pixels, so a small file that claims huge
+// dimensions never gets its pixels allocated; then it decodes the whole image,
+// which proves the file is not truncated or corrupt. contentType is
+// ContentTypePNG or ContentTypeJPEG.
+func Decode(r io.Reader, maxPixels int64) (img image.Image, contentType string, err error) {
+	head := &recorder{r: r, max: maxHeaderBytes}
+	var magic [8]byte
+	n, _ := io.ReadFull(head, magic[:])
+	decodeConfig, decode := png.DecodeConfig, png.Decode
+	switch {
+	case n == 8 && string(magic[:]) == "\x89PNG\r\n\x1a\n":
+		contentType = ContentTypePNG
+	case n >= 3 && magic[0] == 0xFF && magic[1] == 0xD8 && magic[2] == 0xFF:
+		contentType, decodeConfig, decode = ContentTypeJPEG, jpeg.DecodeConfig, jpeg.Decode
+	default:
+		if head.err != nil {
+			return nil, "", head.err
+		}
+		return nil, "", errors.New("not a PNG or JPEG image")
+	}
+	cfg, err := decodeConfig(io.MultiReader(bytes.NewReader(magic[:n]), head))
+	if err != nil {
+		if head.err != nil {
+			return nil, "", head.err
+		}
+		return nil, "", fmt.Errorf("invalid %s header: %w", contentType, err)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return nil, "", fmt.Errorf("invalid %s header: %d×%d pixels", contentType, cfg.Width, cfg.Height)
+	}
+	if maxPixels > 0 && int64(cfg.Width)*int64(cfg.Height) > maxPixels {
+		return nil, "", &TooLargeError{Width: cfg.Width, Height: cfg.Height, MaxPixels: maxPixels}
+	}
+	// Decode again from the first byte: what the header read was recorded.
+	img, err = decode(io.MultiReader(bytes.NewReader(head.buf), r))
+	if err != nil {
+		return nil, "", fmt.Errorf("invalid %s image: %w", contentType, err)
+	}
+	return img, contentType, nil
+}
+
+// recorder keeps what is read through it, up to max bytes.
+type recorder struct {
+	r   io.Reader
+	buf []byte
+	max int
+	err error // a read error of r, as opposed to a malformed image
+}
+
+func (h *recorder) Read(p []byte) (int, error) {
+	if len(h.buf) >= h.max {
+		return 0, fmt.Errorf("the image header is larger than %d bytes", h.max)
+	}
+	p = p[:min(len(p), h.max-len(h.buf))]
+	n, err := h.r.Read(p)
+	h.buf = append(h.buf, p[:n]...)
+	if err != nil && err != io.EOF && h.err == nil {
+		h.err = err
+	}
+	return n, err
+}
+
+// Scale decodes a PNG or JPEG screenshot (at most DefaultMaxPixels) and
+// returns a JPEG at most width pixels wide, averaging boxes of source pixels.
+// Chromium's JPEGs are YCbCr, which is scaled plane by plane without
+// per-pixel interface calls (a few milliseconds for 1280×800); any other
+// image falls back to the generic path.
 func Scale(src []byte, width, quality int) ([]byte, error) {
-	img, err := jpeg.Decode(bytes.NewReader(src))
+	img, _, err := Decode(bytes.NewReader(src), DefaultMaxPixels)
 	if err != nil {
 		return nil, fmt.Errorf("decode screenshot: %w", err)
 	}
