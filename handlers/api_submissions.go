@@ -148,7 +148,7 @@ func (s *Server) apiPutSubmissionPart(c echo.Context) error {
 	}
 	req := c.Request()
 	if req.ContentLength < 0 {
-		return &models.Error{Code: models.EINVALID, Field: "Content-Length",
+		return &models.Error{Code: models.EINVALID, Field: "size",
 			Message: "Send each part with a Content-Length header equal to the part's size (chunked bodies are not accepted)."}
 	}
 	sum, err := contentMD5(req.Header.Get("Content-MD5"))
@@ -182,7 +182,7 @@ func contentMD5(header string) ([]byte, error) {
 	}
 	sum, err := base64.StdEncoding.DecodeString(header)
 	if err != nil || len(sum) != 16 {
-		return nil, models.FieldError("Content-MD5", "Content-MD5 must be the base64 encoding of the part's 16-byte MD5 digest (RFC 1864).")
+		return nil, models.FieldError("content_md5", "Content-MD5 must be the base64 encoding of the part's 16-byte MD5 digest (RFC 1864).")
 	}
 	return sum, nil
 }

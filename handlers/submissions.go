@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/http"
 	"path"
@@ -112,6 +113,9 @@ func readUploadFormCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 		req := c.Request()
 		if req.Method != http.MethodPost || req.URL.Path != submissionUploadRoute {
 			return next(c)
+		}
+		if mt, _, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType)); err != nil || mt != echo.MIMEMultipartForm {
+			return next(c) // not multipart: the handler says what to send
 		}
 		mr, err := req.MultipartReader()
 		if err != nil {
