@@ -692,7 +692,7 @@ func TestSubmissions_ProgressPolling(t *testing.T) {
 	body = readBody(t, res)
 	require.Contains(t, body, `hx-trigger="every 2s"`)
 	require.Contains(t, body, `data-testid="submission-progress-bar"`)
-	body = readBody(t, f.member.get("/submissions/" + strconv.FormatInt(sub.ID, 10)))
+	body = readBody(t, f.member.get("/submissions/"+strconv.FormatInt(sub.ID, 10)))
 	require.Contains(t, body, `hx-get="`+path+`"`)
 	require.NotContains(t, body, `data-testid="ingest"`)
 }
