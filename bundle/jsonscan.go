@@ -264,6 +264,9 @@ func (s *jsonScanner) str(keep bool) error {
 	s.key = s.key[:0]
 	var rb [utf8.UTFMax]byte
 	for {
+		if err := s.skipPlain(keep); err != nil {
+			return err
+		}
 		c, err := s.byte()
 		if err != nil {
 			return err
@@ -317,6 +320,48 @@ func (s *jsonScanner) str(keep bool) error {
 			if r, n := utf8.DecodeRune(rb[:size]); r == utf8.RuneError || n != size {
 				return errors.New("invalid UTF-8 in a string")
 			}
+		}
+	}
+}
+
+// skipPlain consumes the run of plain string bytes (no quote, escape or
+// control character; valid UTF-8) at the front of the
+// buffer in one step: HAR bodies are long strings, and byte-at-a-time reads
+// would make them the bottleneck.
+func (s *jsonScanner) skipPlain(keep bool) error {
+	for {
+		if s.r.Buffered() == 0 {
+			if _, err := s.r.Peek(1); err != nil {
+				return nil // the next byte() reports it
+			}
+		}
+		buf, _ := s.r.Peek(s.r.Buffered())
+		i := 0
+		for i < len(buf) {
+			c := buf[i]
+			if c >= utf8.RuneSelf {
+				r, size := utf8.DecodeRune(buf[i:])
+				if r == utf8.RuneError && size <= 1 {
+					break // invalid, or cut by the buffer's end: byte() decides
+				}
+				i += size
+				continue
+			}
+			if c == '"' || c == '\\' || c < 0x20 {
+				break
+			}
+			i++
+		}
+		if keep && len(s.key) < 64 {
+			s.key = append(s.key, buf[:min(i, 64-len(s.key))]...)
+		}
+		_, _ = s.r.Discard(i)
+		s.n += int64(i)
+		if s.limit > 0 && s.n > s.limit {
+			return overLimit{}
+		}
+		if i < len(buf) {
+			return nil
 		}
 	}
 }

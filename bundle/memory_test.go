@@ -1,0 +1,135 @@
+package bundle_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"proctor/bundle"
+	"proctor/bundle/bundletest"
+)
+
+// peakHeap runs fn and returns how far the heap grew above where it started,
+// sampled every millisecond.
+func peakHeap(t *testing.T, fn func()) uint64 {
+	t.Helper()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base, peak := ms.HeapAlloc, ms.HeapAlloc
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var ms runtime.MemStats
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapAlloc)
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	fn()
+	close(done)
+	wg.Wait()
+	if peak < base {
+		return 0
+	}
+	return peak - base
+}
+
+// TestInspect_Memory inspects and extracts a bundle holding a 64 MiB HAR:
+// the heap must stay far below the file's size, since nothing is held whole.
+// Not parallel: the heap is the whole process's.
+func TestInspect_Memory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 64 MiB HAR; skipped with -short")
+	}
+	const harSize = 64 << 20
+	const budget = 16 << 20
+	for _, kind := range kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			entries := append(bundletest.WebArenaVerifiedEntries(bundletest.WAVTask{ID: "1", NoHAR: true}),
+				bundletest.Entry{Name: "1/network.har", Open: bundletest.LargeHAR(harSize)})
+			path := bundletest.Write(t, filepath.Join(t.TempDir(), "big."+string(kind)), kind, entries)
+			f, err := os.Open(path)
+			require.NoError(t, err)
+			defer f.Close()
+			st, err := f.Stat()
+			require.NoError(t, err)
+
+			var b *bundle.Bundle
+			grew := peakHeap(t, func() {
+				b, err = bundle.Inspect(context.Background(), f, st.Size(), bundle.DefaultLimits(), nil)
+			})
+			require.NoError(t, err)
+			require.Empty(t, b.Report.InvalidFiles)
+			require.Equal(t, 1, b.Report.HARs)
+			require.Greater(t, b.Report.Bytes, int64(harSize))
+			require.Less(t, grew, uint64(budget), "Inspect's heap grew by %d MiB for a %d MiB HAR", grew>>20, harSize>>20)
+			t.Logf("Inspect: heap grew by %.1f MiB for a %d MiB HAR", float64(grew)/(1<<20), harSize>>20)
+
+			var n int64
+			grew = peakHeap(t, func() {
+				err = b.Extract(context.Background(), f, st.Size(), nil, func(_ bundle.File, content io.Reader) error {
+					var cerr error
+					n, cerr = io.Copy(io.Discard, content)
+					return cerr
+				})
+			})
+			require.NoError(t, err)
+			require.Greater(t, n, int64(harSize))
+			require.Less(t, grew, uint64(budget), "Extract's heap grew by %d MiB", grew>>20)
+		})
+	}
+}
+
+// BenchmarkInspect measures Inspect's throughput (MB/s of archive) on a
+// bundle shaped like a real upload: tasks of 1280×800 JPEG screenshots and
+// a HAR each.
+func BenchmarkInspect(b *testing.B) {
+	shot := bundletest.JPEG(1280, 800)
+	var tasks []bundletest.ProctorTask
+	for i := range 8 {
+		task := bundletest.ProctorTask{ID: fmt.Sprint(i + 1)}
+		var lines string
+		for s := range 10 {
+			name := fmt.Sprintf("screenshots/%02d.jpg", s)
+			task.Extra = append(task.Extra, bundletest.Entry{Name: name, Body: shot, Store: true})
+			lines += bundletest.ProctorStepLine(s, name) + "\n"
+		}
+		task.StepsJSONL = lines
+		task.Extra = append(task.Extra, bundletest.Entry{Name: "network.har", Open: bundletest.LargeHAR(2 << 20)})
+		tasks = append(tasks, task)
+	}
+	for _, kind := range kinds {
+		path := bundletest.Write(b, filepath.Join(b.TempDir(), "bench."+string(kind)), kind,
+			bundletest.ProctorEntries(bundletest.ProctorManifest("webarena-verified", ""), tasks...))
+		f, err := os.Open(path)
+		require.NoError(b, err)
+		st, err := f.Stat()
+		require.NoError(b, err)
+		b.Run(string(kind), func(b *testing.B) {
+			b.SetBytes(st.Size())
+			for b.Loop() {
+				bun, err := bundle.Inspect(context.Background(), f, st.Size(), bundle.DefaultLimits(), nil)
+				if err != nil || bun.Report.Screenshots != 80 || bun.Report.HARs != 8 {
+					b.Fatalf("inspect: %v", err)
+				}
+			}
+		})
+		f.Close()
+	}
+}
