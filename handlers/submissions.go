@@ -50,6 +50,13 @@ type SubmissionService interface {
 	DiscardSubmission(ctx context.Context, id int64) error
 }
 
+// submissionLimiter is a SubmissionService that tells the bundle limits it
+// enforces, for the upload form's help; without it the form states
+// bundle.DefaultLimits, the limits of an unconfigured server.
+type submissionLimiter interface {
+	SubmissionLimits() bundle.Limits
+}
+
 // submissionRoutes registers the submission portal's pages. Every page needs a
 // signed-in caller (anonymous visits go to the login page); the submission
 // service shows a submission only to its team's members and administrators,
@@ -151,11 +158,7 @@ func (s *Server) listSubmissions(c echo.Context) error {
 		return err
 	}
 	v := web.SubmissionListView{Items: subs, Page: f.Page, PerPage: f.PerPage, Total: total, Status: f.Status, Team: f.TeamSlug}
-	p := s.page(c, "Submissions")
-	if n := submissionNotice(c); n != "" {
-		p.Flash = n
-	}
-	return s.render(c, http.StatusOK, web.SubmissionsPage(p, v))
+	return s.render(c, http.StatusOK, web.SubmissionsPage(s.page(c, "Submissions"), v))
 }
 
 // newSubmission is the upload form; ?agent=, ?benchmark= and ?subset= preselect.
@@ -173,6 +176,9 @@ func (s *Server) renderSubmissionForm(c echo.Context, status int, f web.Form) er
 		return err
 	}
 	lim := bundle.DefaultLimits()
+	if l, ok := s.deps.Submissions.(submissionLimiter); ok {
+		lim = l.SubmissionLimits()
+	}
 	v := web.SubmissionFormView{
 		Options: opts, Form: f, Available: s.deps.Submissions != nil,
 		Limits: web.SubmissionLimits(lim.MaxBundleBytes, lim.MaxFiles, lim.MaxFileBytes, lim.MaxTotalBytes, lim.MaxRatio),
@@ -277,14 +283,16 @@ func readUploadFields(form *uploadForm, f web.Form) (models.SubmissionRequest, i
 	}
 }
 
-// submissionNotice is the one-time notice of a submission action's redirect.
-func submissionNotice(c echo.Context) string {
-	switch c.QueryParam("notice") {
-	case "uploaded":
+// submissionNotice is the one-time notice of a submission action's redirect,
+// while it still holds: the page reloads itself with the same address when
+// a job finishes, and then the status says what happened.
+func submissionNotice(c echo.Context, status string) string {
+	switch notice := c.QueryParam("notice"); {
+	case notice == "uploaded" && (status == models.SubmissionUploaded || status == models.SubmissionValidating):
 		return "Bundle uploaded. It is being validated; the report appears on this page."
-	case "ingesting":
+	case notice == "ingesting" && status == models.SubmissionIngesting:
 		return "Ingest queued. The run appears here once its attempts are stored."
-	case "discarded":
+	case notice == "discarded" && status == models.SubmissionDiscarded:
 		return "Submission discarded. Its bundle is deleted."
 	}
 	return ""
@@ -310,7 +318,7 @@ func (s *Server) renderSubmission(c echo.Context, status int, message string) er
 		return err
 	}
 	p := s.page(c, fmt.Sprintf("Submission %d", id))
-	if n := submissionNotice(c); n != "" && message == "" {
+	if n := submissionNotice(c, sub.Status); n != "" && message == "" {
 		p.Flash = n
 	}
 	return s.render(c, status, web.SubmissionPage(p, web.SubmissionView{Sub: sub, Error: message}))

@@ -611,9 +611,7 @@ func TestSubmissions_FormUpload(t *testing.T) {
 	m := submissionLocation.FindStringSubmatch(res.Header.Get("Location"))
 	require.NotNil(t, m, res.Header.Get("Location"))
 	page := "/submissions/" + m[1]
-	body = readBody(t, member.get(res.Header.Get("Location")))
-	require.Contains(t, body, `data-testid="flash"`)
-	require.Contains(t, body, "results.zip")
+	require.Contains(t, readBody(t, member.get(page)), "results.zip")
 
 	require.Eventually(t, func() bool {
 		body = readBody(t, member.get(page))
@@ -692,9 +690,13 @@ func TestSubmissions_ProgressPolling(t *testing.T) {
 	body = readBody(t, res)
 	require.Contains(t, body, `hx-trigger="every 2s"`)
 	require.Contains(t, body, `data-testid="submission-progress-bar"`)
-	body = readBody(t, f.member.get("/submissions/"+strconv.FormatInt(sub.ID, 10)))
+	body = readBody(t, f.member.get("/submissions/"+strconv.FormatInt(sub.ID, 10)+"?notice=uploaded"))
 	require.Contains(t, body, `hx-get="`+path+`"`)
 	require.NotContains(t, body, `data-testid="ingest"`)
+	require.Contains(t, body, `data-testid="flash"`, "the upload's notice holds while validation is queued")
+	require.Contains(t, body, "It is being validated")
+	body = readBody(t, f.member.get("/submissions/"+strconv.FormatInt(sub.ID, 10)+"?notice=discarded"))
+	require.NotContains(t, body, `data-testid="flash"`, "a notice that no longer holds is not shown")
 }
 
 // TestSubmissions_Discard discards an upload from its page.

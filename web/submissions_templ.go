@@ -359,7 +359,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "<div class=\"table-wrap\"><table data-testid=\"submissions-table\"><caption class=\"visually-hidden\">Submissions, newest first</caption> <thead><tr><th scope=\"col\">Submission</th><th scope=\"col\">Status</th><th scope=\"col\">Agent</th><th scope=\"col\">Benchmark</th><th scope=\"col\">File</th><th scope=\"col\" class=\"num\">Size</th><th scope=\"col\">Submitted</th><th scope=\"col\">Run</th></tr></thead> <tbody>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "<div class=\"table-wrap\"><table data-testid=\"submissions-table\" class=\"sub-table\"><caption class=\"visually-hidden\">Submissions, newest first</caption> <thead><tr><th scope=\"col\">Submission</th><th scope=\"col\">Status</th><th scope=\"col\">Agent</th><th scope=\"col\">Benchmark</th><th scope=\"col\">File</th><th scope=\"col\" class=\"num\">Size</th><th scope=\"col\">Submitted</th><th scope=\"col\">Run</th></tr></thead> <tbody>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -596,7 +596,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 							return templ_7745c5c3_Err
 						}
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, "</td><td>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, "</td><td class=\"sub-run\">")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -1189,12 +1189,12 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 96, "</small> ")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 96, "</small>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 97, "<small id=\"h-subset\" class=\"muted\">The tasks the bundle answers: <code>full</code> is every task of the benchmark; a named subset belongs to the benchmark it is listed under.</small></label> <label for=\"f-bundle\">Bundle <input id=\"f-bundle\" name=\"bundle\" type=\"file\" accept=\".zip,.tar.gz,.tgz,application/zip,application/gzip\" required")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 97, "</label> <small id=\"h-subset\" class=\"muted sub-hint\">The tasks the bundle answers: <code>full</code> is every task of the benchmark; a named subset belongs to the benchmark it is listed under.</small> <label for=\"f-bundle\">Bundle <input id=\"f-bundle\" name=\"bundle\" type=\"file\" accept=\".zip,.tar.gz,.tgz,application/zip,application/gzip\" required")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1227,12 +1227,12 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 102, "</small> ")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 102, "</small>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 103, "<small id=\"h-bundle\" class=\"muted\">A <code>.zip</code>, <code>.tar.gz</code> or <code>.tgz</code> archive in one of the formats listed beside this form.</small></label><div class=\"sub-upload-progress\" data-upload-progress hidden><label for=\"upload-progress\">Uploading <span data-upload-status></span></label> <progress id=\"upload-progress\" value=\"0\" max=\"100\"></progress></div><button type=\"submit\" data-testid=\"submit-bundle\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 103, "</label> <small id=\"h-bundle\" class=\"muted sub-hint\">A <code>.zip</code>, <code>.tar.gz</code> or <code>.tgz</code> archive in one of the formats listed beside this form.</small><div class=\"sub-upload-progress\" data-upload-progress hidden><label for=\"upload-progress\">Uploading <span data-upload-status></span></label> <progress id=\"upload-progress\" value=\"0\" max=\"100\"></progress></div><button type=\"submit\" data-testid=\"submit-bundle\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
