@@ -51,6 +51,7 @@ type walker struct {
 	expanded int64 // bytes the archive expanded to (tar.gz: the whole tar stream)
 	names    map[string]bool
 	fatal    error // the first refusal or read error met inside a content reader
+	tar      bool  // a tar.gz: expanded counts the whole tar stream
 	// drain reads every zip entry even when visit does not (Inspect: every
 	// byte is checked once); Extract leaves unread the entries it skips.
 	drain bool
@@ -173,8 +174,18 @@ func (w *walker) count(c *contentReader, n int) error {
 	return w.checkArchiveRatio()
 }
 
+// tarEntryAllowance is how many bytes of each tar entry's header, name
+// records and padding are left out of the archive's ratio: a bundle of many
+// empty .missing markers is almost only headers, which compress about 70:1,
+// while a bomb made of headers needs far more than this per entry.
+const tarEntryAllowance = 2048
+
 func (w *walker) checkArchiveRatio() error {
-	if w.lim.MaxRatio > 0 && w.expanded > ratioFloor && float64(w.expanded) > w.lim.MaxRatio*float64(max(w.size, 1)) {
+	expanded := w.expanded
+	if w.tar {
+		expanded -= tarEntryAllowance * int64(w.files)
+	}
+	if w.lim.MaxRatio > 0 && expanded > ratioFloor && float64(expanded) > w.lim.MaxRatio*float64(max(w.size, 1)) {
 		return refuse("", "compression ratio over %g: the %s archive expands past %s (a zip bomb)", w.lim.MaxRatio, humanBytes(w.size), humanBytes(w.expanded))
 	}
 	return nil
@@ -405,6 +416,7 @@ func (w *walker) directoryRecordAt(off int64) bool {
 // against the compression ratio as it is produced, so header-only bombs
 // (long names, large PAX records) are caught too.
 func (w *walker) walkTarGz(visit visitFunc) error {
+	w.tar = true
 	gz, err := gzip.NewReader(bufio.NewReaderSize(io.NewSectionReader(w.src, 0, w.size), 64<<10))
 	if err != nil {
 		return w.classify(refuse("", "corrupt tar.gz archive: %v", err))

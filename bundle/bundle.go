@@ -81,7 +81,7 @@ type Declared struct {
 type Bundle struct {
 	Format   string
 	Manifest *models.BundleManifest
-	Tasks    []*Task // sorted by ID
+	Tasks    []*Task // sorted by ID, numerically when ids are numbers
 	// Report is filled by Inspect (format, files, bytes, invalid files,
 	// duplicates) and completed by Check.
 	Report models.SubmissionReport
@@ -118,7 +118,7 @@ type Task struct {
 
 // Step is one recorded step.
 type Step struct {
-	Index      int
+	Index      int             // from 0, in order
 	Action     json.RawMessage // models.Action JSON (type "recorded" for free-text actions)
 	Thought    string
 	URL        string
@@ -185,7 +185,9 @@ func (b *Bundle) Check(c Catalog, d Declared) models.SubmissionReport {
 }
 
 // Extract streams every kept file (valid screenshots and HARs of tasks in
-// keep) to fn in archive order; the reader is valid until fn returns.
+// keep; a nil keep keeps every task) to fn in archive order; the reader is
+// valid until fn returns. Files are those of Files(), with their archive
+// paths: Step.Screenshot and Task.HAR name them the same way.
 // The archive is walked again with every limit enforced; a kept file whose
 // size differs from what Inspect saw means the archive changed in between,
 // which is an error. Errors of fn are returned wrapped with the file's path.

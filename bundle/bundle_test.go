@@ -319,6 +319,20 @@ func TestInspect_NearMisses(t *testing.T) {
 			})
 		}
 	}
+	t.Run("thousands of .missing markers", func(t *testing.T) {
+		t.Parallel()
+		// Almost only tar headers, which compress about 70:1: not a bomb.
+		var tasks []bundletest.WAVTask
+		for i := range 2000 {
+			tasks = append(tasks, bundletest.WAVTask{ID: fmt.Sprint(i), Missing: true})
+		}
+		for _, kind := range kinds {
+			b, err := inspect(t, bundletest.WebArenaVerified(t, filepath.Join(t.TempDir(), "b."+string(kind)), tasks...), bundle.DefaultLimits())
+			require.NoError(t, err)
+			require.Len(t, b.Tasks, 2000)
+			require.True(t, b.Tasks[1999].NotAttempted)
+		}
+	})
 	t.Run("a tar.gz named .zip", func(t *testing.T) {
 		t.Parallel()
 		b := mustInspect(t, bundletest.Write(t, filepath.Join(t.TempDir(), "disguised.zip"), bundletest.TarGz, valid))
