@@ -236,6 +236,8 @@ type digestReader struct {
 	h    hash.Hash
 	want []byte // nil: no digest to check
 	err  error
+	// short is set when the body ended before size bytes.
+	short bool
 }
 
 func newDigestReader(r io.Reader, size int64, want []byte) *digestReader {
@@ -255,6 +257,10 @@ func (d *digestReader) Read(p []byte) (int, error) {
 	n, err := d.r.Read(p)
 	d.h.Write(p[:n])
 	d.left -= int64(n)
+	if err == io.EOF && d.left > 0 {
+		d.short = true
+		err = io.ErrUnexpectedEOF
+	}
 	if d.left == 0 && d.want != nil && !bytes.Equal(d.h.Sum(nil), d.want) {
 		d.err = errPartDigest
 		return 0, d.err

@@ -150,7 +150,7 @@ func (r *Runner) PutSubmissionPart(ctx context.Context, id int64, n int, body io
 	switch {
 	case errors.Is(err, errPartDigest):
 		return nil, models.FieldError("content_md5", "part %d's bytes have MD5 %s, not the Content-MD5 sent: it was corrupted on the way; send it again", n, src.sum())
-	case errors.Is(err, io.ErrUnexpectedEOF):
+	case src.short || errors.Is(err, io.ErrUnexpectedEOF):
 		return nil, models.FieldError("size", "part %d ended before its %d bytes: send it again", n, size)
 	case errors.Is(err, artifact.ErrNotFound):
 		return nil, models.Errorf(models.ECONFLICT, "Submission %d has no upload in progress: create it again to resume.", id)

@@ -1,0 +1,155 @@
+package runner
+
+import (
+	"bytes"
+	"crypto/md5"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"proctor/models"
+	"proctor/storage/artifact"
+)
+
+// countingSource is a ReaderAt that counts its calls, as each is a request
+// to an S3 store.
+type countingSource struct {
+	data  []byte
+	calls atomic.Int64
+}
+
+func (c *countingSource) ReadAt(p []byte, off int64) (int, error) {
+	c.calls.Add(1)
+	if off >= int64(len(c.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, c.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func TestBlockReaderAt(t *testing.T) {
+	t.Parallel()
+	data := make([]byte, 3*blockBytes+12345)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range data {
+		data[i] = byte(rng.UintN(256))
+	}
+	src := &countingSource{data: data}
+	b := newBlockReaderAt(src, int64(len(data)))
+
+	// Small reads in order cost one request per block.
+	var got bytes.Buffer
+	_, err := io.Copy(&got, io.NewSectionReader(b, 0, int64(len(data))))
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(data, got.Bytes()))
+	require.Equal(t, int64(4), src.calls.Load())
+
+	// Reads anywhere, across blocks, return the same bytes as the source.
+	for range 200 {
+		off := rng.Int64N(int64(len(data)))
+		p := make([]byte, rng.IntN(2*blockBytes))
+		n, err := b.ReadAt(p, off)
+		want := min(len(p), len(data)-int(off))
+		require.Equal(t, want, n)
+		if want < len(p) {
+			require.ErrorIs(t, err, io.EOF)
+		} else {
+			require.NoError(t, err)
+		}
+		require.True(t, bytes.Equal(data[off:int(off)+n], p[:n]), "offset %d", off)
+	}
+	n, err := b.ReadAt(make([]byte, 10), int64(len(data)))
+	require.Zero(t, n)
+	require.ErrorIs(t, err, io.EOF)
+	_, err = b.ReadAt(make([]byte, 10), -1)
+	require.Error(t, err)
+
+	// A store that holds less than it said is an error, not a short bundle.
+	short := newBlockReaderAt(&countingSource{data: data[:100]}, 200)
+	_, err = short.ReadAt(make([]byte, 150), 0)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+}
+
+func TestDigestReader(t *testing.T) {
+	t.Parallel()
+	body := []byte(strings.Repeat("part bytes ", 1000))
+	sum := md5.Sum(body)
+
+	t.Run("Match", func(t *testing.T) {
+		d := newDigestReader(bytes.NewReader(body), int64(len(body)), sum[:])
+		got, err := io.ReadAll(d)
+		require.NoError(t, err)
+		require.Equal(t, body, got)
+		require.Equal(t, fmt.Sprintf("%x", sum), d.sum())
+	})
+	t.Run("NoDigest", func(t *testing.T) {
+		got, err := io.ReadAll(newDigestReader(bytes.NewReader(body), 10, nil))
+		require.NoError(t, err)
+		require.Equal(t, body[:10], got, "exactly size bytes")
+	})
+	t.Run("Mismatch", func(t *testing.T) {
+		bad := bytes.Clone(body)
+		bad[500] ^= 1
+		d := newDigestReader(bytes.NewReader(bad), int64(len(bad)), sum[:])
+		got, err := io.ReadAll(d)
+		require.ErrorIs(t, err, errPartDigest)
+		require.Less(t, len(got), len(bad), "the reader never reaches the part's end")
+		// However it is read, the last bytes are withheld.
+		d = newDigestReader(bytes.NewReader(bad), int64(len(bad)), sum[:])
+		n, err := io.ReadFull(d, make([]byte, len(bad)))
+		require.ErrorIs(t, err, errPartDigest)
+		require.Less(t, n, len(bad))
+	})
+}
+
+func TestTaskFileKey(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ task, path, want string }{
+		{"108", "108/network.har", "submissions/7/tasks/108/108/network.har"},
+		{"shop-1", "results/shop-1/trajectory/0_full_screenshot.png", "submissions/7/tasks/shop-1/results/shop-1/trajectory/0_full_screenshot.png"},
+		{"a/b", "x//y.png", "submissions/7/tasks/a_b/x/y.png"},
+		{"..", ".proctor-meta/x.png", "submissions/7/tasks/_../_.proctor-meta/x.png"},
+		{"t", "dir\\evil\x01.png", "submissions/7/tasks/t/dir_evil_.png"},
+	} {
+		got := taskFileKey(7, tc.task, tc.path)
+		require.Equal(t, tc.want, got)
+		require.NoError(t, artifact.ValidateKey(got))
+	}
+	long := taskFileKey(7, "t", strings.Repeat("deep/", 200)+"shot.png")
+	require.NoError(t, artifact.ValidateKey(long))
+	require.True(t, strings.HasPrefix(long, "submissions/7/tasks/t/f-"))
+	require.True(t, strings.HasSuffix(long, ".png"))
+}
+
+func TestCheckParts(t *testing.T) {
+	t.Parallel()
+	s := &models.Submission{ID: 9, Size: 25, PartSize: 10}
+	full := []artifact.Part{{Number: 1, Size: 10}, {Number: 2, Size: 10}, {Number: 3, Size: 5}, {Number: 4, Size: 1}}
+	joined, err := checkParts(s, full)
+	require.NoError(t, err)
+	require.Equal(t, full[:3], joined, "parts beyond the declared size are left out")
+
+	_, err = checkParts(s, []artifact.Part{{Number: 2, Size: 10}})
+	require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+	require.Equal(t, "The upload of submission 9 is not complete: 2 parts are missing (1, 3). Send them, then complete it again.", models.ErrorMessage(err))
+	_, err = checkParts(s, []artifact.Part{{Number: 1, Size: 10}, {Number: 2, Size: 9}})
+	require.Equal(t, "The upload of submission 9 is not complete: part 3 is missing; part 2 has 9 bytes instead of 10. Send them, then complete it again.", models.ErrorMessage(err))
+}
+
+func TestCappedReader(t *testing.T) {
+	t.Parallel()
+	got, err := io.ReadAll(&cappedReader{r: strings.NewReader("12345"), left: 5})
+	require.NoError(t, err)
+	require.Equal(t, "12345", string(got))
+	_, err = io.ReadAll(&cappedReader{r: strings.NewReader("123456"), left: 5})
+	require.True(t, errors.Is(err, errStreamTooLarge))
+}
