@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,8 +80,10 @@ var submissionURL = regexp.MustCompile(`/submissions/\d+(\?notice=uploaded)?$`)
 // submitBundle is a team member's upload through the form: sign in, choose
 // the agent, the sandbox and its hard subset and the file, upload, and wait
 // for the validation report. Without JavaScript the page does not poll, so
-// the member reloads it until the report is there.
-func submitBundle(t *testing.T, env *browserEnv, page playwright.Page, bundle string, javaScript bool, shots string) {
+// the member reloads it until the report is there. When interrupted is set,
+// the first upload is expected to stop with that message, and the member
+// sends the form again.
+func submitBundle(t *testing.T, env *browserEnv, page playwright.Page, bundle string, javaScript bool, interrupted, shots string) {
 	t.Helper()
 	expect := browserExpect()
 	_, err := page.Goto(env.base + "/submissions")
@@ -102,6 +105,13 @@ func submitBundle(t *testing.T, env *browserEnv, page playwright.Page, bundle st
 	require.NoError(t, form.GetByLabel("Bundle").SetInputFiles(bundle))
 	shot(t, page, shots+"-form")
 	require.NoError(t, page.GetByTestId("submit-bundle").Click())
+	if interrupted != "" {
+		// The upload stopped: the form says so, and sending it again resumes.
+		alert := form.Locator("[data-upload-error]")
+		require.NoError(t, expect.Locator(alert).ToContainText(interrupted))
+		shot(t, page, shots+"-interrupted")
+		require.NoError(t, page.GetByTestId("submit-bundle").Click())
+	}
 
 	require.NoError(t, page.WaitForURL(submissionURL))
 	if javaScript {
@@ -182,15 +192,26 @@ func TestBrowser_SubmitBundle(t *testing.T) {
 	be := &browserEnv{base: base, browser: launchBrowser(t)}
 	page := submissionPage(t, be, 1280, 900, true, nil)
 
-	// Each part is one API request: three of 5 MiB at most.
-	var parts int
+	// Each part is one API request (three of 5 MiB at most). The connection
+	// drops during the first try of part 2; sending the form again resumes
+	// the upload without sending part 1 again.
+	var mu sync.Mutex
+	var parts []string
+	partURL := regexp.MustCompile(`/api/v1/submissions/\d+/parts/(\d+)$`)
 	page.OnRequest(func(r playwright.Request) {
-		if r.Method() == "PUT" && regexp.MustCompile(`/api/v1/submissions/\d+/parts/\d+$`).MatchString(r.URL()) {
-			parts++
+		if m := partURL.FindStringSubmatch(r.URL()); m != nil && r.Method() == "PUT" {
+			mu.Lock()
+			defer mu.Unlock()
+			parts = append(parts, m[1])
 		}
 	})
-	submitBundle(t, be, page, bundle, true, "submission-js")
-	require.Equal(t, 3, parts, "the bundle went up in parts")
+	require.NoError(t, page.Route("**/api/v1/submissions/*/parts/2", func(r playwright.Route) {
+		require.NoError(t, r.Abort("connectionreset"))
+	}, 1))
+	submitBundle(t, be, page, bundle, true, "The connection was lost while part 2 was uploading", "submission-js")
+	mu.Lock()
+	require.Equal(t, []string{"1", "2", "2", "3"}, parts, "the bundle went up in parts and resumed after part 1")
+	mu.Unlock()
 	url := page.URL()
 
 	// The same report on a phone in dark mode.
@@ -232,6 +253,6 @@ func TestBrowser_SubmitBundleWithoutJavaScript(t *testing.T) {
 	bundle := sandboxHardBundle(t, filepath.Join(t.TempDir(), "sandbox-hard.tar.gz"), 3<<20)
 	be := &browserEnv{base: base, browser: launchBrowser(t)}
 	page := submissionPage(t, be, 1280, 900, false, nil)
-	submitBundle(t, be, page, bundle, false, "submission-nojs")
+	submitBundle(t, be, page, bundle, false, "", "submission-nojs")
 	ingestAndOpenRun(t, page, false, "submission-nojs")
 }

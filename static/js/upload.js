@@ -91,7 +91,7 @@
         }
       });
       xhr.addEventListener("error", function () {
-        reject(new Error("The connection was lost while part " + n + " was uploading. Choose the same file again to resume."));
+        reject(new Error("The connection was lost while part " + n + " was uploading. Upload the same file again to resume where it stopped."));
       });
       xhr.send(blob);
     });
