@@ -550,7 +550,7 @@ func TestSubmissions_FormUpload(t *testing.T) {
 	require.Contains(t, body, `<optgroup label="Mini bench" data-benchmark="mini"><option value="smoke">smoke</option></optgroup>`)
 	require.Contains(t, body, `accept=".zip,.tar.gz,.tgz`)
 	require.Regexp(t, `name="_csrf"[^>]*>\s*(<[^>]*>\s*)*<label for="f-agent"`, body, "the CSRF token is the form's first field")
-	require.Contains(t, body, `href="/docs/bundle-formats.md"`)
+	require.Contains(t, body, `docs/bundle-formats.md`)
 
 	dir := t.TempDir()
 	good := bundletest.Write(t, filepath.Join(dir, "results.zip"), bundletest.Zip, append(

@@ -1242,7 +1242,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 105, ">Upload and validate</button></form><aside class=\"sub-help\" aria-labelledby=\"formats-heading\"><h2 id=\"formats-heading\">Bundle formats</h2><p>The format is detected from the archive's files; <a href=\"/docs/bundle-formats.md\">the bundle formats guide</a> describes each with a minimal example.</p><ul><li><strong>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 105, ">Upload and validate</button></form><aside class=\"sub-help\" aria-labelledby=\"formats-heading\"><h2 id=\"formats-heading\">Bundle formats</h2><p>The format is detected from the archive's files. Each is described with a minimal example in <code>docs/bundle-formats.md</code> of Proctor's documentation.</p><ul><li><strong>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1392,7 +1392,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 119, "<p class=\"muted\">Large bundles upload in resumable parts when JavaScript is on; the command line tool <code>proctor submit</code> does the same from a script.</p></aside></div><script src=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 119, "<p class=\"muted\">Large bundles upload in resumable parts when JavaScript is on; the command line tool <code>proctor submit</code> does the same from a script, through <a href=\"/api\">the API</a>.</p></aside></div><script src=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
