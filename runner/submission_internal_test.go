@@ -2,11 +2,15 @@ package runner
 
 import (
 	"bytes"
+	"context"
 	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -152,4 +156,59 @@ func TestCappedReader(t *testing.T) {
 	require.Equal(t, "12345", string(got))
 	_, err = io.ReadAll(&cappedReader{r: strings.NewReader("123456"), left: 5})
 	require.True(t, errors.Is(err, errStreamTooLarge))
+}
+
+// plainStore hands out readers that can only be read in order (spool) or
+// only at offsets (blocks), as stores other than the local one may.
+type plainStore struct {
+	artifact.Store
+	data     []byte
+	readerAt bool
+}
+
+type readerAtOnly struct {
+	*bytes.Reader
+}
+
+func (readerAtOnly) Close() error { return nil }
+
+func (s plainStore) Get(context.Context, string) (io.ReadCloser, artifact.Info, error) {
+	info := artifact.Info{Key: "submissions/1/bundle", Size: int64(len(s.data))}
+	if s.readerAt {
+		return readerAtOnly{bytes.NewReader(s.data)}, info, nil
+	}
+	return io.NopCloser(bytes.NewReader(s.data)), info, nil
+}
+
+func TestOpenBundle(t *testing.T) {
+	t.Parallel()
+	data := bytes.Repeat([]byte("bundle bytes "), 100_000)
+	want := sha256.Sum256(data)
+	for name, readerAt := range map[string]bool{"Spooled": false, "Blocks": true} {
+		t.Run(name, func(t *testing.T) {
+			tmp := t.TempDir()
+			r := &Runner{artifacts: plainStore{data: data, readerAt: readerAt}, opts: Options{Submissions: SubmissionOptions{TempDir: tmp}}}
+			var seen int64
+			b, sum, err := r.openBundle(t.Context(), "submissions/1/bundle", true, func(done int64) { seen = done })
+			require.NoError(t, err)
+			require.Equal(t, hex.EncodeToString(want[:]), sum)
+			require.Equal(t, int64(len(data)), seen, "progress saw every byte")
+			require.Equal(t, int64(len(data)), b.size)
+			got := make([]byte, 1000)
+			_, err = b.ReadAt(got, 500_000)
+			require.NoError(t, err)
+			require.Equal(t, data[500_000:501_000], got)
+			entries, err := os.ReadDir(tmp)
+			require.NoError(t, err)
+			if readerAt {
+				require.Empty(t, entries, "a reader at offsets is not spooled")
+			} else {
+				require.Len(t, entries, 1, "a reader in order is spooled to a temporary file")
+			}
+			require.NoError(t, b.Close())
+			entries, err = os.ReadDir(tmp)
+			require.NoError(t, err)
+			require.Empty(t, entries, "the spool is removed on close")
+		})
+	}
 }

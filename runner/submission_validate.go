@@ -113,6 +113,9 @@ func (r *Runner) validateSubmission(ctx context.Context, s *models.Submission) e
 		report.FormatName = models.BundleFormatName(report.Format)
 	}
 	_, err = r.db.FinishSubmissionValidation(ctx, s.ID, report)
+	if models.ErrorCode(err) == models.ECONFLICT {
+		return nil // discarded meanwhile: nothing to report
+	}
 	return err
 }
 
