@@ -27,7 +27,7 @@ func (s *Server) apiRoutes(g *echo.Group) {
 }
 
 func (s *Server) apiIndex(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"name": "proctor", "version": "v1", "docs": "/docs/api.md"})
+	return c.JSON(http.StatusOK, apiIndexInfo{Name: "proctor", Version: apiVersion, Docs: apiDocsPath, OpenAPI: openAPIPath})
 }
 
 // maxJSONBody caps API request bodies that are decoded as JSON.

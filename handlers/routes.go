@@ -34,6 +34,7 @@ func (s *Server) routes() {
 	s.moderationRoutes(e)
 	s.queueUIRoutes(e)
 	s.submissionRoutes(e)
+	s.openAPIRoutes(e)
 
 	api := e.Group("/api/v1")
 	s.apiRoutes(api)
