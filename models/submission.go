@@ -59,36 +59,36 @@ func BundleFormatName(format string) string {
 // uploaded. Its bytes live under the artifact prefix "submissions/{id}/" and
 // nowhere else until the ingest job's transaction creates the run.
 type Submission struct {
-	ID          int64
-	TeamID      int64
-	AgentID     int64
-	BenchmarkID int64
-	VersionID   int64
-	SubsetName  string
-	CreatedBy   *int64
-	Status      string
-	Filename    string
-	Size        int64  // declared size in bytes
-	SHA256      string // declared SHA-256 (hex) of the whole bundle; checked by validation
-	PartSize    int64  // every part but the last has this size
-	StorageKey  string // the assembled bundle: submissions/{id}/bundle
-	MultipartID string // the S3 multipart upload id, or the local staging id
-	Format      string // detected bundle format (Bundle* constants)
-	Report      string // JSON SubmissionReport, once validated
-	Error       string // why the bundle was refused or the ingest failed
+	ID          int64  `json:"id"`
+	TeamID      int64  `json:"team_id"`
+	AgentID     int64  `json:"agent_id"`
+	BenchmarkID int64  `json:"benchmark_id"`
+	VersionID   int64  `json:"version_id"`
+	SubsetName  string `json:"subset"`
+	CreatedBy   *int64 `json:"created_by_id,omitempty"`
+	Status      string `json:"status"`
+	Filename    string `json:"filename"`
+	Size        int64  `json:"size"`             // declared size in bytes
+	SHA256      string `json:"sha256,omitempty"` // declared SHA-256 (hex) of the whole bundle; checked by validation
+	PartSize    int64  `json:"part_size"`        // every part but the last has this size
+	StorageKey  string `json:"-"`                // the assembled bundle: submissions/{id}/bundle
+	MultipartID string `json:"-"`                // the S3 multipart upload id, or the local staging id
+	Format      string `json:"format,omitempty"` // detected bundle format (Bundle* constants)
+	Report      string `json:"-"`                // JSON SubmissionReport, once validated (SubmissionView.ParsedReport)
+	Error       string `json:"error,omitempty"`  // why the bundle was refused or the ingest failed
 	// ProgressDone and ProgressTotal are bytes read by the running job
 	// (validation or ingest), for the live progress bar.
-	ProgressDone  int64
-	ProgressTotal int64
-	RunID         *int64
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-	ValidatedAt   *time.Time
-	IngestedAt    *time.Time
+	ProgressDone  int64      `json:"progress_done"`
+	ProgressTotal int64      `json:"progress_total"`
+	RunID         *int64     `json:"run_id,omitempty"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+	ValidatedAt   *time.Time `json:"validated_at,omitempty"`
+	IngestedAt    *time.Time `json:"ingested_at,omitempty"`
 
-	Team      *Team      `gorm:"foreignKey:TeamID"`
-	Agent     *Agent     `gorm:"foreignKey:AgentID"`
-	Benchmark *Benchmark `gorm:"foreignKey:BenchmarkID"`
+	Team      *Team      `gorm:"foreignKey:TeamID" json:"-"`
+	Agent     *Agent     `gorm:"foreignKey:AgentID" json:"-"`
+	Benchmark *Benchmark `gorm:"foreignKey:BenchmarkID" json:"-"`
 }
 
 // PartsTotal is how many parts the declared size takes.
