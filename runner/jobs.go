@@ -76,3 +76,10 @@ type IngestSubmissionArgs struct {
 
 // Kind names the job in the queue.
 func (IngestSubmissionArgs) Kind() string { return "ingest_submission" }
+
+// ExpireUploadsArgs discards uploads abandoned for longer than the portal
+// keeps them, deleting their parts.
+type ExpireUploadsArgs struct{}
+
+// Kind names the job in the queue.
+func (ExpireUploadsArgs) Kind() string { return "expire_uploads" }

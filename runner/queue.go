@@ -52,12 +52,18 @@ type SubmissionOptions struct {
 	// TempDir is where a bundle is spooled when the artifact store cannot
 	// read it at an offset; "" is the system's temporary folder.
 	TempDir string
+	// AbandonAfter is how long an upload may wait for its next part before
+	// it is discarded with its parts (default a week).
+	AbandonAfter time.Duration
 }
 
 // withDefaults fills the unset options.
 func (o SubmissionOptions) withDefaults() SubmissionOptions {
 	if o.PartBytes <= 0 {
 		o.PartBytes = 16 << 20
+	}
+	if o.AbandonAfter <= 0 {
+		o.AbandonAfter = 7 * 24 * time.Hour
 	}
 	def := bundle.DefaultLimits()
 	lim := &o.Limits
@@ -141,7 +147,11 @@ func NewQueue(db *storage.DB, workers *river.Workers, opts Options) (*Queue, err
 		cfg.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) {
 				return HousekeepingArgs{}, &river.InsertOpts{Queue: QueueHousekeeping}
-			}, &river.PeriodicJobOpts{RunOnStart: true})}
+			}, &river.PeriodicJobOpts{RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
+				func() (river.JobArgs, *river.InsertOpts) {
+					return ExpireUploadsArgs{}, &river.InsertOpts{Queue: QueueSubmissions}
+				}, &river.PeriodicJobOpts{RunOnStart: true})}
 		if db.Dialect() == migrations.SQLite {
 			cfg.FetchPollInterval = 200 * time.Millisecond
 		}

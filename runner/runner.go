@@ -65,6 +65,7 @@ func New(cfg Config) (*Runner, error) {
 	river.AddWorker(workers, &metricsWorker{r: r})
 	river.AddWorker(workers, &validateSubmissionWorker{r: r})
 	river.AddWorker(workers, &ingestSubmissionWorker{r: r})
+	river.AddWorker(workers, &expireUploadsWorker{r: r})
 	opts := cfg.Options
 	opts.Logger = cfg.Logger
 	q, err := NewQueue(cfg.DB, workers, opts)

@@ -803,3 +803,28 @@ func TestSubmission_BadUploads(t *testing.T) {
 		})
 	})
 }
+
+// TestSubmission_AbandonedUploads: an upload no part reached for a week is
+// discarded by the queue with its parts.
+func TestSubmission_AbandonedUploads(t *testing.T) {
+	t.Parallel()
+	forEachPortal(t, portalOptions{}, func(t *testing.T, p *portal) {
+		f := fileOf(t, bundletest.WebArenaVerified(t, filepath.Join(t.TempDir(), "wav.zip"), bundletest.WAVTask{ID: "shop-keyboard-price"}))
+		v, _, err := p.runner.CreateSubmission(p.member, request(sandbox.Slug, "", f))
+		require.NoError(t, err)
+		body := f.chunk(t, v.PartSize, 1)
+		_, err = p.runner.PutSubmissionPart(p.member, v.ID, 1, bytes.NewReader(body), int64(len(body)), nil)
+		require.NoError(t, err)
+		n, err := runner.ExpireUploadsBefore(p.runner, p.system, time.Now().Add(-time.Hour))
+		require.NoError(t, err)
+		require.Zero(t, n, "a part arrived within the hour")
+		n, err = runner.ExpireUploadsBefore(p.runner, p.system, time.Now().Add(time.Hour))
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		v, err = p.runner.Submission(p.member, v.ID)
+		require.NoError(t, err)
+		require.Equal(t, models.SubmissionDiscarded, v.Status)
+		require.Contains(t, v.Error, "The upload was abandoned")
+		p.requireNothingStored(t, v.ID)
+	})
+}

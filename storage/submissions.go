@@ -830,3 +830,51 @@ func formatBytes(n int64) string {
 	text := strconv.FormatFloat(value, 'f', 1, 64)
 	return strings.TrimSuffix(text, ".0") + " " + suffix
 }
+
+// AbandonedUploads lists up to limit submissions still uploading whose last
+// part arrived (or which began) before cutoff, oldest first. System only.
+func (db *DB) AbandonedUploads(ctx context.Context, cutoff time.Time, limit int) ([]models.Submission, error) {
+	if !models.ActorFrom(ctx).System {
+		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue expires uploads.")
+	}
+	var out []models.Submission
+	err := db.q(ctx).Where("status = ? AND updated_at < ?", models.SubmissionUploading, cutoff).
+		Order("updated_at, id").Limit(limit).Find(&out).Error
+	return out, wrap(err, "submissions")
+}
+
+// ExpireUpload discards an upload abandoned since before cutoff and returns
+// it, so that the caller deletes its parts; ECONFLICT when a part arrived
+// since or it is no longer uploading. System only.
+func (db *DB) ExpireUpload(ctx context.Context, id int64, cutoff time.Time) (*models.Submission, error) {
+	if !models.ActorFrom(ctx).System {
+		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue expires uploads.")
+	}
+	var out *models.Submission
+	err := db.tx(ctx, func(tx *gorm.DB) error {
+		var s models.Submission
+		if err := lockRow(tx, db.dialect).First(&s, id).Error; err != nil {
+			return wrap(err, "submission")
+		}
+		if s.Status != models.SubmissionUploading || !s.UpdatedAt.Before(cutoff) {
+			return submissionStateError(&s)
+		}
+		reason := "The upload was abandoned: no part arrived for " + cutoffAge(db.now().Sub(cutoff)) + "."
+		prev, err := db.changeSubmission(ctx, tx, id, []string{models.SubmissionUploading},
+			map[string]any{"status": models.SubmissionDiscarded, "error": reason}, "submission.discard", reason)
+		out = prev
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// cutoffAge writes an age in days, or hours under two days.
+func cutoffAge(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%d days", int(d.Hours()/24))
+	}
+	return fmt.Sprintf("%d hours", int(d.Hours()))
+}

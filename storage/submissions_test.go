@@ -545,3 +545,36 @@ func TestStore_SubmissionLifecycle(t *testing.T) {
 		})
 	})
 }
+
+func TestStore_AbandonedUploads(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newSubmissionFixture(t, db)
+		old := f.create(t, f.member, f.request(nil))
+		fresh := f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("b") }))
+		done := f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("c") }))
+		require.NoError(t, db.CompleteSubmissionUpload(f.member, done.ID, 0, noEnqueue(t)))
+		weekAgo := time.Now().UTC().Add(-8 * 24 * time.Hour)
+		require.NoError(t, db.Gorm().Model(&models.Submission{}).Where("id IN ?", []int64{old.ID, done.ID}).Update("updated_at", weekAgo).Error)
+
+		cutoff := time.Now().UTC().Add(-7 * 24 * time.Hour)
+		_, err := db.AbandonedUploads(f.member, cutoff, 10)
+		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
+		stale, err := db.AbandonedUploads(f.system, cutoff, 10)
+		require.NoError(t, err)
+		require.Len(t, stale, 1, "only uploads still uploading, idle since before the cutoff")
+		require.Equal(t, old.ID, stale[0].ID)
+
+		_, err = db.ExpireUpload(f.system, fresh.ID, cutoff)
+		require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "a part arrived since")
+		s, err := db.ExpireUpload(f.system, old.ID, cutoff)
+		require.NoError(t, err)
+		require.Equal(t, old.StorageKey, s.StorageKey)
+		v, err := db.SubmissionByID(f.member, old.ID)
+		require.NoError(t, err)
+		require.Equal(t, models.SubmissionDiscarded, v.Status)
+		require.Equal(t, "The upload was abandoned: no part arrived for 7 days.", v.Error)
+		_, err = db.ExpireUpload(f.system, old.ID, cutoff)
+		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+	})
+}

@@ -1,0 +1,58 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"proctor/models"
+)
+
+// expireUploadsWorker discards uploads no part has reached for longer than
+// AbandonAfter, deleting their parts: a multi-gigabyte upload given up
+// half-way would otherwise hold its storage for ever.
+type expireUploadsWorker struct {
+	river.WorkerDefaults[ExpireUploadsArgs]
+	r *Runner
+}
+
+// expireBatch bounds the uploads one job discards; the next job goes on.
+const expireBatch = 100
+
+// Work discards one batch of abandoned uploads.
+func (w *expireUploadsWorker) Work(ctx context.Context, _ *river.Job[ExpireUploadsArgs]) error {
+	_, err := w.r.expireUploads(systemContext(ctx), time.Now().UTC().Add(-w.r.opts.Submissions.AbandonAfter))
+	return err
+}
+
+// expireUploads discards the uploads idle since before cutoff and returns
+// how many it discarded.
+func (r *Runner) expireUploads(ctx context.Context, cutoff time.Time) (int, error) {
+	stale, err := r.db.AbandonedUploads(ctx, cutoff, expireBatch)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	n := 0
+	for _, s := range stale {
+		expired, err := r.db.ExpireUpload(ctx, s.ID, cutoff)
+		if models.ErrorCode(err) == models.ECONFLICT {
+			continue // a part arrived, or it was completed, meanwhile
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := r.deleteSubmissionBytes(ctx, expired); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	if n > 0 {
+		r.log.Info("abandoned uploads discarded", "count", n)
+	}
+	return n, errors.Join(errs...)
+}
