@@ -855,7 +855,7 @@ func ErrorFragment(message string) templ.Component {
 
 // featureStyles are the stylesheets of single features, after the base one.
 func featureStyles() []string {
-	return []string{"css/leaderboard.css", "css/breakdowns.css", "css/compare.css", "css/timeline.css", "css/apidocs.css"}
+	return []string{"css/leaderboard.css", "css/breakdowns.css", "css/compare.css", "css/timeline.css", "css/apidocs.css", "css/submissions.css"}
 }
 
 var _ = templruntime.GeneratedTemplate
