@@ -322,17 +322,22 @@ func (p *Program) waitRun(ctx, waitCtx context.Context, c *apiclient.Client, id 
 	for {
 		r, err := c.Run(waitCtx, id)
 		if err != nil {
-			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			switch {
+			case ctx.Err() != nil:
+				return last, fmt.Errorf("interrupted while waiting for run %d", id)
+			case waitCtx.Err() != nil:
 				return last, withExitCode(exitTimedOut, fmt.Errorf("run %d did not finish within %s", id, wo.timeout))
 			}
 			return last, err
 		}
 		last = r
-		if line := r.Status + ": " + runProgressLine(r); line != lastLine {
+		finished := r.Finished || (models.Run{Status: r.Status}).Finished()
+		// The final state is the caller's to print, once.
+		if line := r.Status + ": " + runProgressLine(r); line != lastLine && !finished {
 			fmt.Fprintf(p.Stderr, "run %d %s\n", id, line)
 			lastLine = line
 		}
-		if r.Finished || (models.Run{Status: r.Status}).Finished() {
+		if finished {
 			if !r.Successful() {
 				return r, withExitCode(exitRunFailed, fmt.Errorf("run %d %s", id, r.Status))
 			}
@@ -341,7 +346,7 @@ func (p *Program) waitRun(ctx, waitCtx context.Context, c *apiclient.Client, id 
 		select {
 		case <-waitCtx.Done():
 			if ctx.Err() != nil {
-				return r, ctx.Err()
+				return r, fmt.Errorf("interrupted while run %d is %s", id, r.Status)
 			}
 			return r, withExitCode(exitTimedOut, fmt.Errorf("run %d is still %s after %s (%s)", id, r.Status, wo.timeout, runProgressLine(r)))
 		case <-time.After(wo.interval):

@@ -27,8 +27,8 @@ type remoteBundle struct {
 }
 
 // setupRemote seeds and starts a server; extra adds settings to its
-// environment. Episodes are off: queued runs stay unfinished unless a test
-// moves them.
+// environment. The server works no jobs unless extra sets PROCTOR_EPISODES:
+// queued runs stay unfinished unless a test moves them.
 func setupRemote(t *testing.T, extra map[string]string) remoteBundle {
 	t.Helper()
 	env := newTestEnv(t)

@@ -166,7 +166,7 @@ type uploader struct {
 func (u *uploader) hash(ctx context.Context) (string, error) {
 	h := sha256.New()
 	bar := newProgressBar(u.p.Stderr, u.tty, "hashing", u.size, 0)
-	bar.quiet = !u.tty // a log needs no lines for a local read
+	bar.terminalOnly = true // a log needs no lines for a local read
 	r := io.NewSectionReader(u.file, 0, u.size)
 	buf := make([]byte, 1<<20)
 	for {
@@ -222,16 +222,18 @@ func (u *uploader) upload(ctx context.Context, req models.SubmissionRequest) (*a
 		return nil, fmt.Errorf("submission %d declares %d bytes in parts of %d, but %s has %d bytes", sub.ID, sub.Size, sub.PartSize, u.name, u.size)
 	}
 	total := sub.PartsTotal()
+	if resumed {
+		fmt.Fprintf(u.p.Stderr, "resuming submission %d: the server holds %d of %d parts\n", sub.ID, len(sub.Parts), total)
+	}
 	missing, held, err := u.compareParts(sub)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case resumed:
-		fmt.Fprintf(u.p.Stderr, "resuming submission %d: the server holds %d of %d parts; sending %d (%s)\n",
-			sub.ID, total-len(missing), total, len(missing), formatBytes(u.size-held))
+		fmt.Fprintf(u.p.Stderr, "sending %s (%s)\n", plural(len(missing), "part"), formatBytes(u.size-held))
 	default:
-		fmt.Fprintf(u.p.Stderr, "submission %d created: sending %s in %d parts\n", sub.ID, formatBytes(u.size), total)
+		fmt.Fprintf(u.p.Stderr, "submission %d created: sending %s in %s\n", sub.ID, formatBytes(u.size), plural(total, "part"))
 	}
 	bar := newProgressBar(u.p.Stderr, u.tty, "uploading", u.size, held)
 	sent, err := u.sendParts(ctx, sub, missing, bar)
@@ -346,6 +348,14 @@ func (u *uploader) sendPart(ctx context.Context, sub *apiclient.Submission, n in
 		return fmt.Errorf("read part %d of %s: %w", n, u.name, err)
 	}
 	report := bar.partReporter()
+	if err := u.putPart(ctx, sub, n, section, sum, direct, report); err != nil {
+		report(0) // the bar shows what arrived, not what was lost on the way
+		return err
+	}
+	return nil
+}
+
+func (u *uploader) putPart(ctx context.Context, sub *apiclient.Submission, n int, section *io.SectionReader, sum []byte, direct *atomic.Bool, report func(int64)) error {
 	if direct.Load() {
 		target, err := u.c.PartURL(ctx, sub.ID, n)
 		if err == nil {
@@ -356,8 +366,16 @@ func (u *uploader) sendPart(ctx context.Context, sub *apiclient.Submission, n in
 		}
 		direct.Store(false) // the server keeps parts itself after all
 	}
-	_, err = u.c.PutPart(ctx, sub.ID, n, section, sum, report)
+	_, err := u.c.PutPart(ctx, sub.ID, n, section, sum, report)
 	return err
+}
+
+// plural is "1 part" or "3 parts".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func md5Of(r io.Reader) ([]byte, error) {
@@ -380,24 +398,30 @@ func (p *Program) waitSubmission(ctx, waitCtx context.Context, c *apiclient.Clie
 			}
 			bar.Set(sub.ProgressDone)
 		}
+		stopped := func() error {
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted while submission %d is %s: follow it on %s", sub.ID, sub.Status, c.URL(sub.PageURL()))
+			}
+			return withExitCode(exitTimedOut, fmt.Errorf("submission %d is still %s after %s: follow it on %s", sub.ID, sub.Status, wo.timeout, c.URL(sub.PageURL())))
+		}
 		select {
 		case <-waitCtx.Done():
-			if ctx.Err() != nil {
-				return sub, ctx.Err()
-			}
-			return sub, withExitCode(exitTimedOut, fmt.Errorf("submission %d is still %s after %s", sub.ID, sub.Status, wo.timeout))
+			return sub, stopped()
 		case <-time.After(min(wo.interval, time.Second)):
 		}
 		next, err := c.Submission(waitCtx, sub.ID)
 		if err != nil {
-			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-				return sub, withExitCode(exitTimedOut, fmt.Errorf("submission %d is still %s after %s", sub.ID, sub.Status, wo.timeout))
+			if waitCtx.Err() != nil {
+				return sub, stopped()
 			}
 			return sub, err
 		}
 		sub = next
 	}
 	if bar != nil {
+		if sub.Status != models.SubmissionRefused && sub.Status != models.SubmissionFailed {
+			bar.Set(bar.total) // the job read everything; the last poll may have seen less
+		}
 		bar.Finish()
 	}
 	return sub, nil
@@ -464,8 +488,8 @@ type progressBar struct {
 	tty   bool
 	label string
 	total int64
-	// quiet keeps a non-terminal bar silent until Finish.
-	quiet bool
+	// terminalOnly keeps the bar off logs (stderr not a terminal).
+	terminalOnly bool
 
 	mu       sync.Mutex
 	done     int64
@@ -536,8 +560,12 @@ func (b *progressBar) draw(final bool) {
 		fmt.Fprintf(b.w, "\r%s%s", b.line(now, true), end)
 		return
 	}
+	if b.terminalOnly {
+		return
+	}
+	// The last tenth's line already says 100%: the end adds none.
 	tenths := min(b.done, b.total) * 10 / b.total
-	if final || (!b.quiet && tenths > b.tenths) {
+	if tenths > b.tenths || (final && tenths < 10) {
 		b.tenths = tenths
 		fmt.Fprintln(b.w, b.line(now, false))
 	}
