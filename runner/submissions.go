@@ -332,6 +332,9 @@ func (r *Runner) UploadSubmission(ctx context.Context, req models.SubmissionRequ
 		}
 		return nil, models.Errorf(models.EINVALID, "The upload was interrupted before the whole bundle arrived; send it again.")
 	}
+	// The whole bundle arrived: its validation is queued even if the client
+	// leaves now.
+	ctx = context.WithoutCancel(ctx)
 	info, err := r.artifacts.Stat(ctx, s.StorageKey)
 	if err != nil {
 		return nil, storeUnavailable("read the stored bundle", err)
