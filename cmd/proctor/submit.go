@@ -160,6 +160,8 @@ type uploader struct {
 	name     string
 	tty      bool
 	parallel int
+	// viaAPI says once that storage was unreachable and parts go through the API.
+	viaAPI sync.Once
 }
 
 // hash is the SHA-256 of the file, read once from start to end.
@@ -358,10 +360,18 @@ func (u *uploader) sendPart(ctx context.Context, sub *apiclient.Submission, n in
 func (u *uploader) putPart(ctx context.Context, sub *apiclient.Submission, n int, section *io.SectionReader, sum []byte, direct *atomic.Bool, report func(int64)) error {
 	if direct.Load() {
 		target, err := u.c.PartURL(ctx, sub.ID, n)
-		if err == nil {
-			return u.c.PutPresigned(ctx, n, target, section, sum, report)
-		}
-		if models.ErrorCode(err) != models.ECONFLICT {
+		switch {
+		case err == nil:
+			err = u.c.PutPresigned(ctx, n, target, section, sum, report)
+			if err == nil || !apiclient.IsConnectionError(err) || ctx.Err() != nil {
+				return err
+			}
+			// Storage the server reaches may be out of this machine's reach
+			// (a private endpoint): the API stores parts in it too.
+			u.viaAPI.Do(func() {
+				fmt.Fprintf(u.p.Stderr, "\ncannot reach the server's storage (%v): sending parts through the API\n", err)
+			})
+		case models.ErrorCode(err) != models.ECONFLICT:
 			return err
 		}
 		direct.Store(false) // the server keeps parts itself after all
@@ -496,6 +506,7 @@ type progressBar struct {
 	base     int64 // done before this command started: not counted in the speed
 	start    time.Time
 	drawn    time.Time
+	width    int // of the longest line drawn on a terminal
 	tenths   int64
 	finished bool
 }
@@ -553,11 +564,15 @@ func (b *progressBar) draw(final bool) {
 			return
 		}
 		b.drawn = now
-		end := ""
+		line := b.line(now, true)
+		// Pad over the end of a longer line drawn before (a slower speed
+		// takes fewer characters).
+		b.width = max(b.width, len(line))
+		line += strings.Repeat(" ", b.width-len(line))
 		if final {
-			end = "\n"
+			line += "\n"
 		}
-		fmt.Fprintf(b.w, "\r%s%s", b.line(now, true), end)
+		fmt.Fprint(b.w, "\r"+line)
 		return
 	}
 	if b.terminalOnly {

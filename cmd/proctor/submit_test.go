@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/bundle/bundletest"
+	"proctor/internal/apiclient"
 	"proctor/internal/testenv"
 	"proctor/models"
 	"proctor/sandbox"
@@ -255,10 +256,10 @@ func TestSubmit_DirectToS3(t *testing.T) {
 	require.NoError(t, err)
 	parts := int((info.Size() + 5<<20 - 1) / (5 << 20))
 	require.Equal(t, 4, parts)
-	submit := func() (int, string, string) {
+	submit := func(extra ...string) (int, string, string) {
 		return testEnv{"PROCTOR_SERVER": proxy.url, "PROCTOR_TOKEN": b.token}.run(t, "",
-			"submit", "--benchmark", sandbox.Slug, "--subset", "hard", "--agent", "lab/uploader", "--parallel", "2",
-			"--interval", "200ms", "--timeout", "2m", path)
+			append([]string{"submit", "--benchmark", sandbox.Slug, "--subset", "hard", "--agent", "lab/uploader", "--parallel", "2",
+				"--interval", "200ms", "--timeout", "2m", path}, extra...)...)
 	}
 
 	proxy.arm(3)
@@ -269,13 +270,14 @@ func TestSubmit_DirectToS3(t *testing.T) {
 	require.Zero(t, first.apiPuts, "parts go to S3, not through the API")
 	require.NotEmpty(t, first.answered)
 
-	code, stdout, stderr = submit()
+	// This time the command also waits for the evaluation.
+	code, stdout, stderr = submit("--wait")
 	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	second := proxy.restore()
 	require.Zero(t, second.apiPuts)
 	require.Equal(t, withoutParts(parts, first.answered), second.sent, "only the parts S3 lacks are sent again")
 	require.Contains(t, stdout, "tasks found:      6 of 6")
-	require.Regexp(t, `run \d+: `+regexp.QuoteMeta(proxy.url)+`/runs/\d+`, stdout)
+	require.Regexp(t, `run \d+: `+regexp.QuoteMeta(proxy.url)+`/runs/\d+\nrun \d+ completed: 6 of 6 done`, stdout)
 }
 
 // TestSubmit_Outcomes covers what a CI script meets besides a clean upload:
@@ -369,4 +371,98 @@ func TestSubmit_Outcomes(t *testing.T) {
 			require.NotContains(t, stderr, b.token, "the token is never printed")
 		})
 	}
+}
+
+// withoutSpeed drops the MB/s of progress lines, which depend on timing.
+func withoutSpeed(s string) string {
+	return regexp.MustCompile(`  [0-9.]+ MB/s`).ReplaceAllString(s, "")
+}
+
+func TestProgressBar(t *testing.T) {
+	t.Parallel()
+	t.Run("Log", func(t *testing.T) {
+		var w strings.Builder
+		bar := newProgressBar(&w, false, "uploading", 1000, 200)
+		bar.Add(50)
+		require.Empty(t, w.String(), "a line only when another tenth is done")
+		report := bar.partReporter()
+		report(100)
+		report(0) // a failed try takes its bytes back: 250 done
+		report(150)
+		require.Equal(t, "uploading   35%  350 B / 1.0 kB\nuploading   40%  400 B / 1.0 kB\n", withoutSpeed(w.String()))
+		report(750)
+		bar.Finish()
+		bar.Finish()
+		lines := strings.Split(strings.TrimSuffix(withoutSpeed(w.String()), "\n"), "\n")
+		require.Len(t, lines, 3, "the 100%% line is the last: %q", w.String())
+		require.Contains(t, lines[2], "uploading  100%  1.0 kB / 1.0 kB")
+	})
+	t.Run("LogEndsShort", func(t *testing.T) {
+		var w strings.Builder
+		bar := newProgressBar(&w, false, "validating", 1000, 0)
+		bar.Set(20)
+		bar.Finish()
+		require.Equal(t, "validating   2%  20 B / 1.0 kB\n", withoutSpeed(w.String()), "the end says where it stopped")
+	})
+	t.Run("TerminalOnly", func(t *testing.T) {
+		var w strings.Builder
+		bar := newProgressBar(&w, false, "hashing", 1000, 0)
+		bar.terminalOnly = true
+		bar.Add(1000)
+		bar.Finish()
+		require.Empty(t, w.String())
+	})
+	t.Run("Terminal", func(t *testing.T) {
+		var w strings.Builder
+		bar := newProgressBar(&w, true, "uploading", 3_000_000, 0)
+		bar.Add(1_500_000)
+		bar.Finish()
+		out := w.String()
+		require.True(t, strings.HasPrefix(withoutSpeed(out), "\ruploading  [###############...............]  50%  1.5 MB / 3.0 MB"), "%q", out)
+		require.True(t, strings.HasSuffix(out, "\n"))
+		draws := strings.Split(strings.TrimSuffix(out, "\n"), "\r")[1:]
+		require.Len(t, draws, 2, "one redraw (the next is within 100 ms) and the final one")
+		require.GreaterOrEqual(t, len(draws[1]), len(draws[0]), "a redraw covers the line before")
+	})
+}
+
+func TestFormatBytes(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int64]string{0: "0 B", 999: "999 B", 1000: "1.0 kB", 22_020_096: "22.0 MB", 8 << 30: "8.59 GB"} {
+		require.Equal(t, want, formatBytes(n))
+	}
+}
+
+func TestPrintReport(t *testing.T) {
+	t.Parallel()
+	var ids []string
+	var invalid []models.FileProblem
+	for i := range 25 {
+		ids = append(ids, fmt.Sprint(i))
+		invalid = append(invalid, models.FileProblem{Path: fmt.Sprintf("%d/network.har", i), Problem: "not a HAR log"})
+	}
+	sub := &apiclient.Submission{}
+	sub.ID, sub.Status = 4, models.SubmissionValidated
+	sub.ParsedReport = &models.SubmissionReport{
+		Format: models.BundleWebArenaVerified, TasksFound: ids[:3], TasksMissing: ids, TasksDuplicated: []string{"7"},
+		InvalidFiles: invalid, Blocking: []string{"no task of the subset has an answer"}, Warnings: []string{"2 files were ignored"},
+		Coverage: models.BundleCoverage{Benchmark: "webarena-verified", Subset: "hard", SubsetTasks: 258, Fraction: 0.5},
+	}
+	var w strings.Builder
+	printReport(&w, sub)
+	out := w.String()
+	for _, want := range []string{
+		"submission 4 validated: WebArena-Verified submission\n",
+		"  tasks found:      3 of 258 in webarena-verified, subset hard (50% covered)\n",
+		"  missing:          25 (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, … 15 more)\n",
+		"  duplicated:       1 (7)\n",
+		"  unknown:          0\n",
+		"  invalid files:    25\n    0/network.har: not a HAR log\n",
+		"    … and 5 more (see the submission's page)\n",
+		"  warning: 2 files were ignored\n",
+		"  blocking: no task of the subset has an answer\n",
+	} {
+		require.Contains(t, out, want)
+	}
+	require.NotContains(t, out, "20/network.har", "at most 20 invalid files are listed")
 }
