@@ -73,12 +73,6 @@ func (p *Program) submit(ctx context.Context, args []string) error {
 		return usagef("the bundle %s is empty", path)
 	}
 
-	// Human-readable results go to stdout, unless --json reserves it for the
-	// one JSON document; progress and notices always go to stderr.
-	out := p.Stdout
-	if *asJSON {
-		out = p.Stderr
-	}
 	up := &uploader{p: p, c: c, file: f, size: info.Size(), name: filepath.Base(path), tty: isTerminal(p.Stderr), parallel: *parallel}
 	sum, err := up.hash(ctx)
 	if err != nil {
@@ -94,61 +88,77 @@ func (p *Program) submit(ctx context.Context, args []string) error {
 	// Everything after the upload is waiting, bounded by --timeout together.
 	waitCtx, cancel := wo.deadline(ctx)
 	defer cancel()
-	result := submitResult{}
-	sub, err = p.waitSubmission(ctx, waitCtx, c, sub, wo, "validating", models.SubmissionUploaded, models.SubmissionValidating)
-	result.Submission = sub
-	if err != nil {
-		return err
+	follow := submissionFollower{p: p, c: c, ctx: ctx, waitCtx: waitCtx, wo: wo, out: p.Stdout}
+	if *asJSON {
+		// stdout is for the one JSON document; the summary goes with the notices.
+		follow.out = p.Stderr
 	}
-	printReport(out, sub)
-	switch {
-	case sub.Status == models.SubmissionRefused:
-		return p.finishSubmit(result, *asJSON, withExitCode(exitRefused, fmt.Errorf("the server refused the bundle: %s", cmpOr(sub.Error, "no reason given"))))
-	case sub.Status == models.SubmissionValidated && sub.ParsedReport != nil && len(sub.ParsedReport.Blocking) > 0:
-		return p.finishSubmit(result, *asJSON, withExitCode(exitRefused, fmt.Errorf("the bundle cannot be ingested: %s", strings.Join(sub.ParsedReport.Blocking, "; "))))
-	case sub.Status == models.SubmissionValidated && *noIngest:
-		fmt.Fprintf(out, "validated; ingest it on %s\n", c.URL(sub.PageURL()))
-		return p.finishSubmit(result, *asJSON, nil)
-	case sub.Status == models.SubmissionValidated:
-		if sub, err = c.IngestSubmission(ctx, sub.ID); err != nil {
-			return err
+	result, err := follow.follow(sub, !*noIngest, *wait)
+	if *asJSON && result.Submission != nil {
+		if jerr := writeJSON(p.Stdout, result); jerr != nil && err == nil {
+			return jerr
 		}
 	}
-	sub, err = p.waitSubmission(ctx, waitCtx, c, sub, wo, "ingesting", models.SubmissionValidated, models.SubmissionIngesting)
+	return err
+}
+
+// submissionFollower waits for an uploaded submission's validation and ingest,
+// and its run's evaluation, printing the report and the run's URL on out.
+type submissionFollower struct {
+	p            *Program
+	c            *apiclient.Client
+	ctx, waitCtx context.Context // the command's, and the same bounded by --timeout
+	wo           waitOptions
+	out          io.Writer
+}
+
+// follow returns what it saw last, with exit code 5 for a refused or blocked
+// bundle, 6 for a run that failed, 7 at the timeout.
+func (f submissionFollower) follow(sub *apiclient.Submission, ingest, wait bool) (submitResult, error) {
+	result := submitResult{Submission: sub}
+	sub, err := f.p.waitSubmission(f.ctx, f.waitCtx, f.c, sub, f.wo, "validating", models.SubmissionUploaded, models.SubmissionValidating)
 	result.Submission = sub
 	if err != nil {
-		return err
+		return result, err
+	}
+	printReport(f.out, sub)
+	switch {
+	case sub.Status == models.SubmissionRefused:
+		return result, withExitCode(exitRefused, fmt.Errorf("the server refused the bundle: %s", cmpOr(sub.Error, "no reason given")))
+	case sub.Status == models.SubmissionValidated && sub.ParsedReport != nil && len(sub.ParsedReport.Blocking) > 0:
+		return result, withExitCode(exitRefused, fmt.Errorf("the bundle cannot be ingested: %s", strings.Join(sub.ParsedReport.Blocking, "; ")))
+	case sub.Status == models.SubmissionValidated && !ingest:
+		fmt.Fprintf(f.out, "validated; ingest it on %s\n", f.c.URL(sub.PageURL()))
+		return result, nil
+	case sub.Status == models.SubmissionValidated:
+		if sub, err = f.c.IngestSubmission(f.ctx, sub.ID); err != nil {
+			return result, err
+		}
+	}
+	sub, err = f.p.waitSubmission(f.ctx, f.waitCtx, f.c, sub, f.wo, "ingesting", models.SubmissionValidated, models.SubmissionIngesting)
+	result.Submission = sub
+	if err != nil {
+		return result, err
 	}
 	if sub.Status != models.SubmissionIngested || sub.RunID == nil {
-		return p.finishSubmit(result, *asJSON, fmt.Errorf("submission %d %s: %s", sub.ID, sub.Status, cmpOr(sub.Error, "no reason given")))
+		return result, fmt.Errorf("submission %d %s: %s", sub.ID, sub.Status, cmpOr(sub.Error, "no reason given"))
 	}
-	runURL := c.URL(fmt.Sprintf("/runs/%d", *sub.RunID))
-	fmt.Fprintf(out, "run %d: %s\n", *sub.RunID, runURL)
-	if !*wait {
-		return p.finishSubmit(result, *asJSON, nil)
+	fmt.Fprintf(f.out, "run %d: %s\n", *sub.RunID, f.c.URL(fmt.Sprintf("/runs/%d", *sub.RunID)))
+	if !wait {
+		return result, nil
 	}
-	run, err := p.waitRun(ctx, waitCtx, c, *sub.RunID, wo)
+	run, err := f.p.waitRun(f.ctx, f.waitCtx, f.c, *sub.RunID, f.wo)
 	result.Run = run
-	if run != nil && !*asJSON && (err == nil || errors.As(err, new(*codedError))) {
-		fmt.Fprintf(out, "run %d %s: %s\n", run.ID, run.Status, runProgressLine(run))
+	if run != nil && (err == nil || errors.As(err, new(*codedError))) {
+		fmt.Fprintf(f.out, "run %d %s: %s\n", run.ID, run.Status, runProgressLine(run))
 	}
-	return p.finishSubmit(result, *asJSON, err)
+	return result, err
 }
 
 // submitResult is what `proctor submit --json` prints.
 type submitResult struct {
 	Submission *apiclient.Submission `json:"submission"`
 	Run        *apiclient.Run        `json:"run,omitempty"`
-}
-
-// finishSubmit prints the JSON result when asked, whatever the outcome.
-func (p *Program) finishSubmit(r submitResult, asJSON bool, err error) error {
-	if asJSON && r.Submission != nil {
-		if jerr := writeJSON(p.Stdout, r); jerr != nil && err == nil {
-			return jerr
-		}
-	}
-	return err
 }
 
 // uploader sends one bundle file in parts.

@@ -65,9 +65,6 @@ func New(baseURL, token string) (*Client, error) {
 	}, nil
 }
 
-// SetHTTPClient replaces the HTTP client (tests, proxies).
-func (c *Client) SetHTTPClient(h *http.Client) { c.http = h }
-
 // BaseURL is the server's root URL as configured.
 func (c *Client) BaseURL() string { return c.base.String() }
 
@@ -128,16 +125,16 @@ func jsonRequest(method, url string, in any) (request, error) {
 
 // postJSON sends in (nil: an empty body) and decodes the answer into out
 // (nil: discarded). Not retried: the server may have acted.
-func (c *Client) postJSON(ctx context.Context, path string, in, out any) (int, error) {
+func (c *Client) postJSON(ctx context.Context, path string, in, out any) error {
 	r, err := jsonRequest(http.MethodPost, c.apiURL(path, nil), in)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	res, err := c.do(ctx, r)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	return res.StatusCode, decodeJSON(res, out)
+	return decodeJSON(res, out)
 }
 
 // do sends a request, retrying an idempotent one after connection errors and

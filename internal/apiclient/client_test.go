@@ -303,3 +303,41 @@ func TestClient_CreateSubmission(t *testing.T) {
 	require.Equal(t, "This bundle was already submitted as run 4 on 2026-01-02.", models.ErrorMessage(err))
 	require.False(t, errors.Is(err, context.Canceled))
 }
+
+func TestClient_SubmissionCalls(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var calls []string
+	var mu sync.Mutex
+	b := setup(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls = append(calls, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		switch {
+		case r.Method == http.MethodDelete:
+			w.WriteHeader(http.StatusNoContent)
+		case strings.HasSuffix(r.URL.Path, "/url"):
+			io.WriteString(w, `{"url":"https://s3.example.org/b/k?X-Amz-Signature=s","method":"PUT","expires_at":"2026-01-02T03:04:05Z"}`)
+		case strings.HasSuffix(r.URL.Path, "/ingest"):
+			w.WriteHeader(http.StatusConflict)
+			io.WriteString(w, `{"error":{"code":"conflict","message":"Submission 5 is refused: it cannot be ingested."}}`)
+		default:
+			w.WriteHeader(http.StatusAccepted)
+			json.NewEncoder(w).Encode(models.SubmissionView{Submission: models.Submission{ID: 5, Status: models.SubmissionUploaded}})
+		}
+	})
+	sub, err := b.client.CompleteSubmission(ctx, 5)
+	require.NoError(t, err)
+	require.Equal(t, models.SubmissionUploaded, sub.Status)
+	u, err := b.client.PartURL(ctx, 5, 2)
+	require.NoError(t, err)
+	require.Equal(t, "PUT", u.Method)
+	require.Equal(t, 2026, u.ExpiresAt.Year())
+	_, err = b.client.IngestSubmission(ctx, 5)
+	require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+	require.NoError(t, b.client.DiscardSubmission(ctx, 5))
+	require.Equal(t, []string{
+		"POST /api/v1/submissions/5/complete", "GET /api/v1/submissions/5/parts/2/url",
+		"POST /api/v1/submissions/5/ingest", "DELETE /api/v1/submissions/5",
+	}, calls)
+}

@@ -169,7 +169,7 @@ func (c *Client) Run(ctx context.Context, id int64) (*Run, error) {
 // over the team's daily quota.
 func (c *Client) QueueRun(ctx context.Context, req RunRequest) (*QueuedRun, error) {
 	var out QueuedRun
-	if _, err := c.postJSON(ctx, "/runs", req, &out); err != nil {
+	if err := c.postJSON(ctx, "/runs", req, &out); err != nil {
 		return nil, fmt.Errorf("queue run: %w", err)
 	}
 	return &out, nil
@@ -179,7 +179,7 @@ func (c *Client) QueueRun(ctx context.Context, req RunRequest) (*QueuedRun, erro
 // when the run's state does not allow it.
 func (c *Client) PublishRun(ctx context.Context, id int64) (*Moderation, error) {
 	var out Moderation
-	if _, err := c.postJSON(ctx, runPath(id)+"/publish", nil, &out); err != nil {
+	if err := c.postJSON(ctx, runPath(id)+"/publish", nil, &out); err != nil {
 		return nil, fmt.Errorf("publish run %d: %w", id, err)
 	}
 	return &out, nil

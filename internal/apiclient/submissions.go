@@ -131,7 +131,7 @@ func (c *Client) PutPresigned(ctx context.Context, n int, u *PartURL, part *io.S
 // ECONFLICT naming the missing or short parts.
 func (c *Client) CompleteSubmission(ctx context.Context, id int64) (*Submission, error) {
 	var out Submission
-	if _, err := c.postJSON(ctx, submissionPath(id)+"/complete", nil, &out); err != nil {
+	if err := c.postJSON(ctx, submissionPath(id)+"/complete", nil, &out); err != nil {
 		return nil, fmt.Errorf("complete submission %d: %w", id, err)
 	}
 	return &out, nil
@@ -141,7 +141,7 @@ func (c *Client) CompleteSubmission(ctx context.Context, id int64) (*Submission,
 // run. ECONFLICT when the report blocks it or the status does not allow it.
 func (c *Client) IngestSubmission(ctx context.Context, id int64) (*Submission, error) {
 	var out Submission
-	if _, err := c.postJSON(ctx, submissionPath(id)+"/ingest", nil, &out); err != nil {
+	if err := c.postJSON(ctx, submissionPath(id)+"/ingest", nil, &out); err != nil {
 		return nil, fmt.Errorf("ingest submission %d: %w", id, err)
 	}
 	return &out, nil
