@@ -154,8 +154,14 @@ type File struct {
 // the bundle: they are listed in Report.InvalidFiles and on their task.
 // progress, when not nil, is told how many compressed bytes were read.
 func Inspect(ctx context.Context, r io.ReaderAt, size int64, lim Limits, progress func(done, total int64)) (*Bundle, error) {
-	in := &inspector{lim: lim, records: map[string]*record{}}
+	return inspect(ctx, r, size, lim, nil, progress)
+}
+
+func inspect(ctx context.Context, r io.ReaderAt, size int64, lim Limits, knownImages map[string]string, progress func(done, total int64)) (*Bundle, error) {
+	in := &inspector{lim: lim, records: map[string]*record{}, images: newImageChecks(lim.MaxImagePixels)}
+	in.images.known = knownImages
 	w, err := walk(ctx, r, size, lim, progress, true, in.visit)
+	in.images.wait() // also after a refusal: no decoder outlives Inspect
 	if err != nil {
 		return nil, err
 	}

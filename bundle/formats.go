@@ -24,6 +24,7 @@ type inspector struct {
 	lim     Limits
 	files   []string // regular files, archive order
 	records map[string]*record
+	images  *imageChecks
 }
 
 func (in *inspector) visit(e entry, open func() (io.Reader, error)) error {

@@ -11,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"proctor/internal/jpegscale"
 	"proctor/models"
 )
 
@@ -96,14 +95,7 @@ func (in *inspector) parse(rec *record, r io.Reader) error {
 	case roleMissing:
 		return nil
 	case roleImage:
-		_, contentType, err := jpegscale.Decode(r, in.lim.MaxImagePixels)
-		if err != nil {
-			// A refusal or read error met while decoding is the walk's to
-			// report (it checks after every entry); here it is only a problem.
-			rec.problem = "not a valid screenshot: " + err.Error()
-			return nil
-		}
-		rec.contentType = contentType
+		in.images.check(rec, r)
 		return nil
 	case roleHAR:
 		_, problem, err := scanHAR(r, in.lim.MaxHARBytes)
