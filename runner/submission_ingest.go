@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -109,7 +110,18 @@ func (r *Runner) ingestSubmission(ctx context.Context, s *models.Submission) (*m
 		return nil, &storeError{err}
 	}
 	defer b.Close()
-	inspected, err := inspectBundle(ctx, b, r.opts.Submissions.Limits, meter.pass(b.size))
+	// The bytes are those validated: the portal alone writes under the
+	// submission's key, and an assembled upload takes no more parts. So the
+	// screenshots' verdicts are read from the report instead of decoding
+	// every image again.
+	var earlier models.SubmissionReport
+	progress := readProgress(meter.pass(b.size))
+	var bun *bundle.Bundle
+	if json.Unmarshal([]byte(s.Report), &earlier) == nil {
+		bun, err = inspected(bundle.InspectValidated(ctx, b, b.size, r.opts.Submissions.Limits, earlier.InvalidFiles, progress))
+	} else {
+		bun, err = inspected(bundle.Inspect(ctx, b, b.size, r.opts.Submissions.Limits, progress))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +129,7 @@ func (r *Runner) ingestSubmission(ctx context.Context, s *models.Submission) (*m
 	if err != nil {
 		return nil, err
 	}
-	report := inspected.Check(catalog, declared)
+	report := bun.Check(catalog, declared)
 	if len(report.Blocking) > 0 {
 		return nil, &refusal{strings.Join(report.Blocking, " ")}
 	}
@@ -128,7 +140,7 @@ func (r *Runner) ingestSubmission(ctx context.Context, s *models.Submission) (*m
 	keep := func(taskID string) bool { return inSubset[taskID] }
 	stored := map[string]string{} // archive path → artifact key
 	counted := &countingReaderAt{ReaderAt: b, tell: meter.pass(b.size)}
-	err = inspected.Extract(ctx, counted, b.size, keep, func(f bundle.File, content io.Reader) error {
+	err = bun.Extract(ctx, counted, b.size, keep, func(f bundle.File, content io.Reader) error {
 		key := taskFileKey(s.ID, f.TaskID, f.Path)
 		if err := r.artifacts.Put(ctx, key, content, f.Size, f.ContentType); err != nil {
 			return &storeError{err}
@@ -143,8 +155,8 @@ func (r *Runner) ingestSubmission(ctx context.Context, s *models.Submission) (*m
 		}
 		return nil, fmt.Errorf("extract bundle: %w", err)
 	}
-	in := storage.SubmissionIngest{Manifest: inspected.Manifest}
-	for _, t := range inspected.Tasks {
+	in := storage.SubmissionIngest{Manifest: bun.Manifest}
+	for _, t := range bun.Tasks {
 		if inSubset[t.ID] {
 			in.Tasks = append(in.Tasks, uploadedTask(t, stored))
 		}

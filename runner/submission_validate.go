@@ -96,7 +96,7 @@ func (r *Runner) validateSubmission(ctx context.Context, s *models.Submission) e
 	if s.SHA256 != "" && sum != s.SHA256 {
 		return &refusal{fmt.Sprintf("the assembled bundle's SHA-256 is %s, but the upload declared %s: a part was corrupted or mixed up", sum, s.SHA256)}
 	}
-	inspected, err := inspectBundle(ctx, b, limits, meter.pass(b.size))
+	bun, err := inspected(bundle.Inspect(ctx, b, b.size, limits, readProgress(meter.pass(b.size))))
 	if err != nil {
 		return err
 	}
@@ -104,10 +104,10 @@ func (r *Runner) validateSubmission(ctx context.Context, s *models.Submission) e
 	if err != nil {
 		return err
 	}
-	report := inspected.Check(catalog, declared)
+	report := bun.Check(catalog, declared)
 	report.SHA256 = sum
 	if report.Format == "" {
-		report.Format = inspected.Format
+		report.Format = bun.Format
 	}
 	if report.FormatName == "" {
 		report.FormatName = models.BundleFormatName(report.Format)
@@ -119,9 +119,9 @@ func (r *Runner) validateSubmission(ctx context.Context, s *models.Submission) e
 	return err
 }
 
-// inspectBundle runs the bundle reader, turning its refusals into ours.
-func inspectBundle(ctx context.Context, b *storedBundle, limits bundle.Limits, progress func(int64)) (*bundle.Bundle, error) {
-	inspected, err := bundle.Inspect(ctx, b, b.size, limits, func(done, _ int64) { progress(done) })
+// inspected runs one of the bundle reader's inspections, turning its
+// refusals into ours.
+func inspected(b *bundle.Bundle, err error) (*bundle.Bundle, error) {
 	var refused *bundle.RefusedError
 	if errors.As(err, &refused) {
 		return nil, &refusal{refused.Error()}
@@ -129,7 +129,12 @@ func inspectBundle(ctx context.Context, b *storedBundle, limits bundle.Limits, p
 	if err != nil {
 		return nil, fmt.Errorf("inspect bundle: %w", err)
 	}
-	return inspected, nil
+	return b, nil
+}
+
+// readProgress adapts a pass's progress to the bundle reader's.
+func readProgress(progress func(int64)) func(done, total int64) {
+	return func(done, _ int64) { progress(done) }
 }
 
 // submissionCatalog is what a submission's bundle is checked against.
