@@ -444,7 +444,16 @@ func TestRuns_ProgressPolling(t *testing.T) {
 	body = readBody(t, f.member.get("/runs/"+id))
 	require.Contains(t, body, `data-testid="attempt-t1"`)
 	require.Contains(t, body, `data-testid="retry-run">Retry failed attempts (1)<`)
+	require.Contains(t, body, `data-testid="rerun-run"`)
 	require.Contains(t, body, `href="/runs/`+id+`/attempts/`+strconv.FormatInt(ids[0], 10)+`"`)
+
+	// A run uploaded through the submission portal was executed elsewhere:
+	// its page offers neither retrying nor re-running it.
+	require.NoError(t, f.b.db.Gorm().Model(&models.Run{}).Where("id = ?", run.ID).Update("origin", models.OriginUploaded).Error)
+	uploaded := readBody(t, f.member.get("/runs/"+id))
+	require.NotContains(t, uploaded, `data-testid="retry-run"`)
+	require.NotContains(t, uploaded, `data-testid="rerun-run"`)
+	require.NoError(t, f.b.db.Gorm().Model(&models.Run{}).Where("id = ?", run.ID).Update("origin", models.OriginExecuted).Error)
 
 	f.play(t, ids[2], models.OutcomeSuccess, "")
 	f.play(t, ids[3], models.OutcomeSuccess, "")

@@ -549,6 +549,10 @@ func (db *DB) ResetErroredAttempts(ctx context.Context, runID int64, enqueue fun
 		if _, err := requireTeamRole(ctx, tx, run.TeamID, false); err != nil {
 			return err
 		}
+		if run.Origin != models.OriginExecuted {
+			// Its attempts were run elsewhere: there is no agent to run them again.
+			return models.Errorf(models.ECONFLICT, "Run %d was uploaded, not executed by Proctor: its errored attempts cannot be retried here; submit a new bundle instead.", run.ID)
+		}
 		var ids []int64
 		if err := tx.Model(&models.Attempt{}).Where("run_id = ? AND status = ? AND outcome = ?", run.ID, models.AttemptDone, models.OutcomeError).
 			Order("id").Pluck("id", &ids).Error; err != nil {

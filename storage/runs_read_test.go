@@ -406,6 +406,17 @@ func TestStore_ResetErroredAttempts(t *testing.T) {
 			require.Equal(t, models.RunCompleted, got.Status)
 		})
 
+		t.Run("UploadedRunsAreNotRetried", func(t *testing.T) {
+			require.NoError(t, db.Gorm().Model(&models.Run{}).Where("id = ?", f.run.ID).Update("origin", models.OriginUploaded).Error)
+			defer func() {
+				require.NoError(t, db.Gorm().Model(&models.Run{}).Where("id = ?", f.run.ID).Update("origin", models.OriginExecuted).Error)
+			}()
+			_, err := db.ResetErroredAttempts(f.member, f.run.ID, enqueue)
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+			require.ErrorContains(t, err, "was uploaded, not executed by Proctor")
+			require.Nil(t, enqueued)
+		})
+
 		n, err := db.ResetErroredAttempts(f.member, f.run.ID, enqueue)
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
