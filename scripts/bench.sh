@@ -17,6 +17,13 @@
 #   BenchmarkLeaderboardPage   the leaderboard page of 200 published runs,
 #                              each with its 812 attempts, against serving a
 #                              static file of the page's size, in the same run
+#   BenchmarkIngest            the submission portal on a ~500 MB bundle
+#                              (PROCTOR_BENCH_BUNDLE_MB): validation and ingest
+#                              MB/s against copying the same bytes into the
+#                              artifact store, and each process's peak memory;
+#                              run once (-benchtime 1x) when no packages are
+#                              named or PROCTOR_BENCH_INGEST=1; each phase in a child
+#                              process of its own
 #
 # Usage: scripts/bench.sh [go test flags/packages...]   (default: ./...)
 # BENCHTIME sets -benchtime (default 20x: 20 steps for the overhead, 20
@@ -48,8 +55,12 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(./...)
 set +e
-go test -run '^$' -bench . -benchtime="${BENCHTIME:-20x}" -benchmem -timeout 20m "${args[@]}" 2>&1 | tee "$log"
+go test -run '^$' -bench . -skip '^BenchmarkIngest$' -benchtime="${BENCHTIME:-20x}" -benchmem -timeout 20m "${args[@]}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+if [ "$status" -eq 0 ] && { [ $# -eq 0 ] || [ -n "${PROCTOR_BENCH_INGEST:-}" ]; }; then
+	go test -run '^$' -bench '^BenchmarkIngest$' -benchtime=1x -timeout 20m ./runner/ 2>&1 | tee -a "$log"
+	status=${PIPESTATUS[0]}
+fi
 set -e
 if [ "$status" -ne 0 ]; then
 	echo FAIL
@@ -110,6 +121,18 @@ awk '
 			print "Timeline page of a 200-step attempt, served in-process:"
 			printf "  %-46s %8.2f\n", "page, router to last byte (ms)", v[tl, "ns/op"] / 1e6
 			printf "  %-46s %8.1f\n", "HTML size (KiB)", v[tl, "html-bytes"] / 1024
+		}
+		g = "BenchmarkIngest"
+		if (has(g, "copy-MB/s")) {
+			print ""
+			printf "Submission portal, a %.0f MB Proctor trajectory bundle (1280x720 JPEG screenshots, HARs):\n", v[g, "bundle-MB"]
+			printf "  %-46s %8.1f\n", "copy into the artifact store (MB/s)", v[g, "copy-MB/s"]
+			printf "  %-46s %8.1f\n", "validate: hash, inspect, decode images (MB/s)", v[g, "validate-MB/s"]
+			printf "  %-46s %8.1f\n", "ingest: re-read, store files, create run (MB/s)", v[g, "ingest-MB/s"]
+			printf "  %-46s %7.2fx\n", "ingest time / copy time", v[g, "ingest-x-copy"]
+			printf "  %-46s %7.2fx\n", "validate + ingest time / copy time", v[g, "total-x-copy"]
+			printf "  %-46s %8.1f\n", "peak memory of the ingesting process (MiB)", v[g, "ingest-peak-MB"]
+			printf "  %-46s %8.1f\n", "peak memory of the copying process (MiB)", v[g, "copy-peak-MB"]
 		}
 	}
 ' "$log"
