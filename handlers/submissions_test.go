@@ -25,6 +25,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"proctor/bundle"
 	"proctor/bundle/bundletest"
 	"proctor/handlers"
 	"proctor/models"
@@ -77,6 +78,7 @@ func newSubsFixture(t *testing.T, opts subsOptions) *subsFixture {
 			AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 			Options: runner.Options{Episodes: episodes, Submissions: runner.SubmissionOptions{
 				PartBytes: opts.partBytes, TempDir: t.TempDir(),
+				Limits: bundle.Limits{MaxFiles: 5000}, // the rest default
 			}},
 		})
 		require.NoError(t, err)
@@ -551,6 +553,7 @@ func TestSubmissions_FormUpload(t *testing.T) {
 	require.Contains(t, body, `accept=".zip,.tar.gz,.tgz`)
 	require.Regexp(t, `name="_csrf"[^>]*>\s*(<[^>]*>\s*)*<label for="f-agent"`, body, "the CSRF token is the form's first field")
 	require.Contains(t, body, `docs/bundle-formats.md`)
+	require.Contains(t, body, `At most 5000 files`, "the form shows the server's own limits")
 
 	dir := t.TempDir()
 	good := bundletest.Write(t, filepath.Join(dir, "results.zip"), bundletest.Zip, append(

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"proctor/bundle"
 	"proctor/models"
 	"proctor/storage"
 	"proctor/storage/artifact"
@@ -374,3 +375,7 @@ func (r *Runner) DiscardSubmission(ctx context.Context, id int64) error {
 	}
 	return nil
 }
+
+// SubmissionLimits are the limits every bundle is held to (the upload form
+// shows them).
+func (r *Runner) SubmissionLimits() bundle.Limits { return r.opts.Submissions.Limits }
