@@ -23,6 +23,7 @@ import (
 type SubmissionStore interface {
 	ListSubmissions(ctx context.Context, f models.SubmissionFilter) ([]models.SubmissionView, int, error)
 	SubmissionFormOptions(ctx context.Context) (*models.SubmissionFormOptions, error)
+	SubmissionEvents(ctx context.Context, id int64) ([]models.SubmissionEvent, error)
 }
 
 // SubmissionService moves uploads through the submission portal: it owns the
@@ -321,7 +322,11 @@ func (s *Server) renderSubmission(c echo.Context, status int, message string) er
 	if n := submissionNotice(c, sub.Status); n != "" && message == "" {
 		p.Flash = n
 	}
-	return s.render(c, status, web.SubmissionPage(p, web.SubmissionView{Sub: sub, Error: message}))
+	events, err := s.store.SubmissionEvents(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return s.render(c, status, web.SubmissionPage(p, web.SubmissionView{Sub: sub, Events: events, Error: message}))
 }
 
 // showSubmissionProgress answers the submission page's polling with the

@@ -650,6 +650,11 @@ func TestSubmissions_FormUpload(t *testing.T) {
 		return strings.Contains(body, `data-testid="submission-run"`) || strings.Contains(body, `data-testid="submission-error"`)
 	}, 30*time.Second, 100*time.Millisecond)
 	require.Contains(t, body, `data-testid="submission-status-badge">ingested<`, body)
+	activity := body[strings.Index(body, `data-testid="submission-activity"`):]
+	for _, step := range []string{"Upload started", "Validated", "Ingested"} {
+		require.Contains(t, activity, "<strong>"+step+"</strong>", "the audit trail on the page")
+	}
+	require.NotContains(t, activity, ">Address<", "members do not see client addresses")
 	runLink := regexp.MustCompile(`href="/runs/(\d+)" role="button" data-testid="submission-run"`).FindStringSubmatch(body)
 	require.NotNil(t, runLink, body)
 	require.NotContains(t, body, `data-testid="ingest"`)

@@ -248,3 +248,13 @@ type BenchmarkChoice struct {
 	Name    string   `json:"name"`
 	Subsets []string `json:"subsets"`
 }
+
+// SubmissionEvent is one entry of a submission's audit trail: who did what
+// and when. IP is filled for administrators only.
+type SubmissionEvent struct {
+	Action    string    `json:"action"` // submission.create, .complete, .validated, .refused, .ingest, …
+	Details   string    `json:"details"`
+	UserName  string    `json:"user,omitempty"`
+	IP        string    `json:"ip,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
