@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"proctor/docs"
 	"proctor/handlers"
 	"proctor/models"
 	"proctor/netguard"
@@ -39,7 +40,7 @@ func setup(t *testing.T) *testBundle {
 	require.NoError(t, err)
 	db.UseAgentDeps(sealer, netguard.New(nil, nil)) // tests use IP literals: no DNS
 	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{
-		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Store: db, Static: static.Files(), Docs: docs.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)

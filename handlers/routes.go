@@ -35,6 +35,7 @@ func (s *Server) routes() {
 	s.queueUIRoutes(e)
 	s.submissionRoutes(e)
 	s.openAPIRoutes(e)
+	s.docsRoutes(e)
 
 	api := e.Group("/api/v1")
 	s.apiRoutes(api)

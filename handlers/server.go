@@ -49,8 +49,10 @@ type Deps struct {
 	// ArtifactHandler serves signed local artifact URLs under /artifacts/; nil for S3.
 	ArtifactHandler http.Handler
 	Static          fs.FS
-	Logger          *slog.Logger
-	Now             func() time.Time
+	// Docs is the documentation served under /docs/ (docs.Files()); nil serves none.
+	Docs   fs.FS
+	Logger *slog.Logger
+	Now    func() time.Time
 
 	// ArtifactURLs signs the screenshot links of timelines; nil shows none.
 	ArtifactURLs ArtifactURLSigner

@@ -1194,7 +1194,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 103, ">Upload and validate</button></form><aside class=\"sub-help\" aria-labelledby=\"formats-heading\"><h2 id=\"formats-heading\">Bundle formats</h2><p>The format is detected from the archive's files. Each is described with a minimal example in <code>docs/bundle-formats.md</code> of Proctor's documentation.</p><ul><li><strong>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 103, ">Upload and validate</button></form><aside class=\"sub-help\" aria-labelledby=\"formats-heading\"><h2 id=\"formats-heading\">Bundle formats</h2><p>The format is detected from the archive's files. Each is described with a minimal example in <a href=\"/docs/bundle-formats.md\" data-testid=\"bundle-formats-doc\">the bundle formats document</a>.</p><ul><li><strong>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"proctor/docs"
 	"proctor/handlers"
 	"proctor/sandbox"
 	"proctor/static"
@@ -59,7 +60,7 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 		ServerJudge:    serverJudge(app.Config.Judge),
 	}, handlers.Deps{
 		Store: app.DB, Artifacts: app.Artifacts, ArtifactHandler: app.ArtifactHandler,
-		Static: static.Files(), Logger: app.Log,
+		Static: static.Files(), Docs: docs.Files(), Logger: app.Log,
 		ArtifactURLs: app.Artifacts, Runs: run, Submissions: run, QueueUI: queueUI,
 	})
 	if err != nil {
