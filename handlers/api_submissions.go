@@ -46,6 +46,17 @@ func (s *Server) submissions() (SubmissionService, error) {
 	return s.deps.Submissions, nil
 }
 
+// submissionAndID is the submission service and the submission id of the
+// route's path, for the handlers of one submission.
+func (s *Server) submissionAndID(c echo.Context) (SubmissionService, int64, error) {
+	svc, err := s.submissions()
+	if err != nil {
+		return nil, 0, err
+	}
+	id, err := int64Param(c, "id")
+	return svc, id, err
+}
+
 // publicSubmission is a submission as the API shows it: the view without
 // the storage internals (the bundle's key, the multipart upload's id) and the
 // report's raw JSON, which the view carries parsed.
@@ -114,11 +125,7 @@ func (s *Server) apiCreateSubmission(c echo.Context) error {
 }
 
 func (s *Server) apiShowSubmission(c echo.Context) error {
-	svc, err := s.submissions()
-	if err != nil {
-		return err
-	}
-	id, err := int64Param(c, "id")
+	svc, id, err := s.submissionAndID(c)
 	if err != nil {
 		return err
 	}
@@ -134,11 +141,7 @@ func (s *Server) apiShowSubmission(c echo.Context) error {
 // the part's number) and the body is cut off beyond it, so nothing past a part
 // is ever read, and nothing is buffered here.
 func (s *Server) apiPutSubmissionPart(c echo.Context) error {
-	svc, err := s.submissions()
-	if err != nil {
-		return err
-	}
-	id, err := int64Param(c, "id")
+	svc, id, err := s.submissionAndID(c)
 	if err != nil {
 		return err
 	}
@@ -188,11 +191,7 @@ func contentMD5(header string) ([]byte, error) {
 }
 
 func (s *Server) apiSubmissionPartURL(c echo.Context) error {
-	svc, err := s.submissions()
-	if err != nil {
-		return err
-	}
-	id, err := int64Param(c, "id")
+	svc, id, err := s.submissionAndID(c)
 	if err != nil {
 		return err
 	}
@@ -208,11 +207,7 @@ func (s *Server) apiSubmissionPartURL(c echo.Context) error {
 }
 
 func (s *Server) apiCompleteSubmission(c echo.Context) error {
-	svc, err := s.submissions()
-	if err != nil {
-		return err
-	}
-	id, err := int64Param(c, "id")
+	svc, id, err := s.submissionAndID(c)
 	if err != nil {
 		return err
 	}
@@ -224,11 +219,7 @@ func (s *Server) apiCompleteSubmission(c echo.Context) error {
 }
 
 func (s *Server) apiIngestSubmission(c echo.Context) error {
-	svc, err := s.submissions()
-	if err != nil {
-		return err
-	}
-	id, err := int64Param(c, "id")
+	svc, id, err := s.submissionAndID(c)
 	if err != nil {
 		return err
 	}
@@ -240,11 +231,7 @@ func (s *Server) apiIngestSubmission(c echo.Context) error {
 }
 
 func (s *Server) apiDiscardSubmission(c echo.Context) error {
-	svc, err := s.submissions()
-	if err != nil {
-		return err
-	}
-	id, err := int64Param(c, "id")
+	svc, id, err := s.submissionAndID(c)
 	if err != nil {
 		return err
 	}

@@ -306,11 +306,7 @@ func (s *Server) showSubmission(c echo.Context) error {
 // renderSubmission renders a submission's page with an optional message at
 // the top (a refused action's reason).
 func (s *Server) renderSubmission(c echo.Context, status int, message string) error {
-	svc, err := s.submissions()
-	if err != nil {
-		return err
-	}
-	id, err := int64Param(c, "id")
+	svc, id, err := s.submissionAndID(c)
 	if err != nil {
 		return err
 	}
@@ -332,11 +328,7 @@ func (s *Server) renderSubmission(c echo.Context, status int, message string) er
 // showSubmissionProgress answers the submission page's polling with the
 // status section; a plain request gets a page holding it.
 func (s *Server) showSubmissionProgress(c echo.Context) error {
-	svc, err := s.submissions()
-	if err != nil {
-		return err
-	}
-	id, err := int64Param(c, "id")
+	svc, id, err := s.submissionAndID(c)
 	if err != nil {
 		return err
 	}
@@ -357,11 +349,7 @@ func (s *Server) showSubmissionProgress(c echo.Context) error {
 }
 
 func (s *Server) ingestSubmission(c echo.Context) error {
-	svc, err := s.submissions()
-	if err != nil {
-		return err
-	}
-	id, err := int64Param(c, "id")
+	svc, id, err := s.submissionAndID(c)
 	if err != nil {
 		return err
 	}
@@ -372,11 +360,7 @@ func (s *Server) ingestSubmission(c echo.Context) error {
 }
 
 func (s *Server) discardSubmission(c echo.Context) error {
-	svc, err := s.submissions()
-	if err != nil {
-		return err
-	}
-	id, err := int64Param(c, "id")
+	svc, id, err := s.submissionAndID(c)
 	if err != nil {
 		return err
 	}

@@ -720,18 +720,29 @@ func (db *DB) RunFormOptions(ctx context.Context, teamSlug string) (*models.RunF
 	for i, b := range benches {
 		versionIDs[i] = b.VersionID
 	}
-	var subsets []models.Subset
-	if len(versionIDs) > 0 {
-		if err := q.Where("version_id IN ?", versionIDs).Order("name").Find(&subsets).Error; err != nil {
-			return nil, wrap(err, "subsets")
-		}
-	}
-	byVersion := map[int64][]string{}
-	for _, s := range subsets {
-		byVersion[s.VersionID] = append(byVersion[s.VersionID], s.Name)
+	byVersion, err := subsetNamesByVersion(q, versionIDs)
+	if err != nil {
+		return nil, err
 	}
 	for _, b := range benches {
 		out.Benchmarks = append(out.Benchmarks, models.RunFormBenchmark{Slug: b.Slug, Name: b.Name, Tasks: b.Tasks, Subsets: byVersion[b.VersionID]})
 	}
 	return out, nil
+}
+
+// subsetNamesByVersion lists the named subsets of benchmark versions by name,
+// for the forms that offer them.
+func subsetNamesByVersion(q *gorm.DB, versionIDs []int64) (map[int64][]string, error) {
+	byVersion := map[int64][]string{}
+	if len(versionIDs) == 0 {
+		return byVersion, nil
+	}
+	var subsets []models.Subset
+	if err := q.Where("version_id IN ?", versionIDs).Order("name").Find(&subsets).Error; err != nil {
+		return nil, wrap(err, "subsets")
+	}
+	for _, s := range subsets {
+		byVersion[s.VersionID] = append(byVersion[s.VersionID], s.Name)
+	}
+	return byVersion, nil
 }

@@ -483,15 +483,9 @@ func (db *DB) SubmissionFormOptions(ctx context.Context) (*models.SubmissionForm
 	for i, b := range benches {
 		versionIDs[i] = b.VersionID
 	}
-	var subsets []models.Subset
-	if len(versionIDs) > 0 {
-		if err := q.Where("version_id IN ?", versionIDs).Order("name").Find(&subsets).Error; err != nil {
-			return nil, wrap(err, "subsets")
-		}
-	}
-	byVersion := map[int64][]string{}
-	for _, s := range subsets {
-		byVersion[s.VersionID] = append(byVersion[s.VersionID], s.Name)
+	byVersion, err := subsetNamesByVersion(q, versionIDs)
+	if err != nil {
+		return nil, err
 	}
 	for _, b := range benches {
 		out.Benchmarks = append(out.Benchmarks, models.BenchmarkChoice{Slug: b.Slug, Name: b.Name,

@@ -173,10 +173,7 @@ func (p *Program) runsShow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(positional) != 1 {
-		return usagef("expected exactly one run ID (usage: proctor %s)", usage)
-	}
-	id, err := parseID("the run ID", positional[0])
+	id, err := oneRunID(positional, usage)
 	if err != nil {
 		return err
 	}
@@ -276,10 +273,7 @@ func (p *Program) runsWait(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(positional) != 1 {
-		return usagef("expected exactly one run ID (usage: proctor %s)", usage)
-	}
-	id, err := parseID("the run ID", positional[0])
+	id, err := oneRunID(positional, usage)
 	if err != nil {
 		return err
 	}
@@ -363,10 +357,7 @@ func (p *Program) runsPublish(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(positional) != 1 {
-		return usagef("expected exactly one run ID (usage: proctor %s)", usage)
-	}
-	id, err := parseID("the run ID", positional[0])
+	id, err := oneRunID(positional, usage)
 	if err != nil {
 		return err
 	}
@@ -407,4 +398,12 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// oneRunID is the single run ID a runs subcommand takes.
+func oneRunID(positional []string, usage string) (int64, error) {
+	if len(positional) != 1 {
+		return 0, usagef("expected exactly one run ID (usage: proctor %s)", usage)
+	}
+	return parseID("the run ID", positional[0])
 }
