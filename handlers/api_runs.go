@@ -106,44 +106,7 @@ func toAPIRunItem(r models.RunListItem) apiRunItem {
 }
 
 // apiProgress is a run's live state (GET /runs/:id).
-type apiProgress struct {
-	ID                  int64          `json:"id"`
-	Status              string         `json:"status"`
-	Finished            bool           `json:"finished"`
-	Origin              string         `json:"origin"`
-	Team                string         `json:"team"`
-	TeamName            string         `json:"team_name"`
-	Agent               string         `json:"agent"`
-	AgentName           string         `json:"agent_name"`
-	Benchmark           string         `json:"benchmark"`
-	Subset              string         `json:"subset"`
-	MaxSteps            int            `json:"max_steps"`
-	MaxEpisodeSeconds   int            `json:"max_episode_seconds"`
-	MaxAgentCallSeconds int            `json:"max_agent_call_seconds"`
-	MaxCost             *float64       `json:"max_cost"`
-	Parallelism         int            `json:"parallelism"`
-	Notes               string         `json:"notes"`
-	Published           bool           `json:"published"`
-	TasksTotal          int            `json:"tasks_total"`
-	Pending             int            `json:"pending"`
-	Running             int            `json:"running"`
-	Done                int            `json:"done"`
-	Percent             int            `json:"percent"`
-	Successes           int            `json:"successes"`
-	Failures            int            `json:"failures"`
-	Errors              int            `json:"errors"`
-	ErrorsByClass       map[string]int `json:"errors_by_class"`
-	ETASeconds          *int64         `json:"eta_seconds"`
-	Steps               int            `json:"steps"`
-	TokensIn            int64          `json:"tokens_in"`
-	TokensOut           int64          `json:"tokens_out"`
-	Cost                float64        `json:"cost"`
-	CreatedAt           time.Time      `json:"created_at"`
-	StartedAt           *time.Time     `json:"started_at"`
-	FinishedAt          *time.Time     `json:"finished_at"`
-	URL                 string         `json:"url"`
-	AttemptsURL         string         `json:"attempts_url"`
-}
+type apiProgress = models.RunState
 
 func toAPIProgress(p *models.RunProgress) apiProgress {
 	r := p.Run
