@@ -393,6 +393,9 @@ func TestSubmissionsAPI_Upload(t *testing.T) {
 	require.Equal(t, models.SubmissionUploaded, done.Status)
 	require.Empty(t, done.StorageKey, "storage internals stay on the server")
 	require.Empty(t, done.MultipartID)
+	page := readBody(t, f.member.get(fmt.Sprintf("/submissions/%d", done.ID)))
+	require.Contains(t, page, "<strong>Upload completed</strong> <span class=\"muted\">"+models.FormatBytes(done.Size)+" received</span>",
+		"the audit trail records the completed upload's size")
 
 	res = api.get(base)
 	require.Equal(t, http.StatusOK, res.StatusCode)

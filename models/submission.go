@@ -1,6 +1,8 @@
 package models
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -257,4 +259,21 @@ type SubmissionEvent struct {
 	UserName  string    `json:"user,omitempty"`
 	IP        string    `json:"ip,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+}
+
+// FormatBytes writes a size for people in binary units: "900 bytes",
+// "16 MiB", "1.5 GiB".
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	value, suffix := float64(n), ""
+	for _, s := range []string{"KiB", "MiB", "GiB", "TiB", "PiB"} {
+		value, suffix = value/unit, s
+		if value < unit {
+			break
+		}
+	}
+	return strings.TrimSuffix(strconv.FormatFloat(value, 'f', 1, 64), ".0") + " " + suffix
 }

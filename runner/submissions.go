@@ -229,7 +229,7 @@ func (r *Runner) CompleteSubmission(ctx context.Context, id int64) (*models.Subm
 			return nil, storeUnavailable("join the parts", err)
 		}
 	}
-	if err := r.db.CompleteSubmissionUpload(ctx, id, 0, r.queue.insertValidation); err != nil {
+	if err := r.db.CompleteSubmissionUpload(ctx, id, v.Size, r.queue.insertValidation); err != nil {
 		return nil, err
 	}
 	return r.db.SubmissionByID(ctx, id)

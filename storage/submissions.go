@@ -132,7 +132,7 @@ func (db *DB) CreateSubmission(ctx context.Context, req models.SubmissionRequest
 		return nil, false, models.FieldError("size", "the bundle's size must be a positive number of bytes")
 	case rules.MaxBytes > 0 && req.Size > rules.MaxBytes:
 		return nil, false, &models.Error{Code: models.ETOOLARGE, Field: "size",
-			Message: fmt.Sprintf("The bundle is %s; the largest this server accepts is %s.", formatBytes(req.Size), formatBytes(rules.MaxBytes))}
+			Message: fmt.Sprintf("The bundle is %s; the largest this server accepts is %s.", models.FormatBytes(req.Size), models.FormatBytes(rules.MaxBytes))}
 	}
 	q := db.q(ctx)
 	agent, team, err := resolveSubmissionAgent(ctx, q, actor, req.Team, req.Agent)
@@ -197,7 +197,7 @@ func (db *DB) CreateSubmission(ctx context.Context, req models.SubmissionRequest
 			return wrap(err, "submission")
 		}
 		details := fmt.Sprintf("%s for %s/%s on %s (%s): %s, %s", filename, team.Slug, agent.Slug, bench.Slug, req.Subset,
-			formatBytes(req.Size), orNone(req.SHA256, "no SHA-256 declared"))
+			models.FormatBytes(req.Size), orNone(req.SHA256, "no SHA-256 declared"))
 		return db.auditTx(ctx, tx, "submission.create", submissionSubject(sub.ID), details, &team.ID)
 	})
 	if err != nil {
@@ -624,7 +624,7 @@ func (db *DB) CompleteSubmissionUpload(ctx context.Context, id, size int64, enqu
 			updates["size"] = size
 		}
 		if _, err := db.changeSubmission(ctx, tx, id, []string{models.SubmissionUploading}, updates,
-			"submission.complete", fmt.Sprintf("%s received", formatBytes(size))); err != nil {
+			"submission.complete", fmt.Sprintf("%s received", models.FormatBytes(size))); err != nil {
 			return err
 		}
 		t, err := sqlTx(tx)
@@ -806,23 +806,6 @@ func (db *DB) SubmissionProgress(ctx context.Context, id, done, total int64) err
 	}
 	return wrap(db.q(ctx).Model(&models.Submission{}).Where("id = ?", id).
 		Updates(map[string]any{"progress_done": done, "progress_total": total, "updated_at": db.now()}).Error, "submission")
-}
-
-// formatBytes renders a size for messages: "8 GiB", "16 MiB", "512 bytes".
-func formatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d bytes", n)
-	}
-	value, suffix := float64(n), ""
-	for _, s := range []string{"KiB", "MiB", "GiB", "TiB"} {
-		value, suffix = value/unit, s
-		if value < unit {
-			break
-		}
-	}
-	text := strconv.FormatFloat(value, 'f', 1, 64)
-	return strings.TrimSuffix(text, ".0") + " " + suffix
 }
 
 // AbandonedUploads lists up to limit submissions still uploading whose last

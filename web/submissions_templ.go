@@ -158,20 +158,6 @@ func CanDiscard(s *models.SubmissionView) bool {
 	return s.Status == models.SubmissionUploading || s.Status == models.SubmissionValidated
 }
 
-// FormatBytes renders a size with a binary unit ("1.5 GiB").
-func FormatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
 func submissionPercentText(f float64) string { return strconv.FormatFloat(f*100, 'f', 1, 64) + "%" }
 
 // submissionAgentGroups groups the agent choices by team, in their order.
@@ -282,7 +268,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 			var templ_7745c5c3_Var3 string
 			templ_7745c5c3_Var3, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(SubmissionsPath)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 239, Col: 60}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 226, Col: 60}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var3)
 			if templ_7745c5c3_Err != nil {
@@ -300,7 +286,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 				var templ_7745c5c3_Var4 string
 				templ_7745c5c3_Var4, templ_7745c5c3_Err = templruntime.NewAttributeExpression(st).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 245, Col: 24}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 232, Col: 24}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var4)
 				if templ_7745c5c3_Err != nil {
@@ -323,7 +309,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 				var templ_7745c5c3_Var5 string
 				templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(st)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 245, Col: 60}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 232, Col: 60}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 				if templ_7745c5c3_Err != nil {
@@ -341,7 +327,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 			var templ_7745c5c3_Var6 string
 			templ_7745c5c3_Var6, templ_7745c5c3_Err = templruntime.NewAttributeExpression(v.Team).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 251, Col: 66}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 238, Col: 66}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var6)
 			if templ_7745c5c3_Err != nil {
@@ -369,7 +355,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 					var templ_7745c5c3_Var7 string
 					templ_7745c5c3_Var7, templ_7745c5c3_Err = templruntime.NewAttributeExpression("submission-" + Itoa(s.ID)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 275, Col: 51}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 262, Col: 51}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var7)
 					if templ_7745c5c3_Err != nil {
@@ -382,7 +368,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 					var templ_7745c5c3_Var8 string
 					templ_7745c5c3_Var8, templ_7745c5c3_Err = templruntime.NewAttributeExpression(submissionHref(s.ID)).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 276, Col: 54}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 263, Col: 54}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var8)
 					if templ_7745c5c3_Err != nil {
@@ -395,7 +381,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 					var templ_7745c5c3_Var9 string
 					templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(s.ID))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 276, Col: 70}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 263, Col: 70}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 					if templ_7745c5c3_Err != nil {
@@ -448,7 +434,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 					var templ_7745c5c3_Var12 string
 					templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(s.Status)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 277, Col: 102}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 264, Col: 102}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var12))
 					if templ_7745c5c3_Err != nil {
@@ -461,7 +447,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 					var templ_7745c5c3_Var13 string
 					templ_7745c5c3_Var13, templ_7745c5c3_Err = templruntime.NewAttributeExpression(runAgentHref(s.TeamSlug, s.AgentSlug)).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 279, Col: 56}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 266, Col: 56}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var13)
 					if templ_7745c5c3_Err != nil {
@@ -474,7 +460,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 					var templ_7745c5c3_Var14 string
 					templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(s.AgentName)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 279, Col: 72}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 266, Col: 72}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
 					if templ_7745c5c3_Err != nil {
@@ -487,7 +473,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 					var templ_7745c5c3_Var15 string
 					templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(s.TeamSlug)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 280, Col: 41}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 267, Col: 41}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var15))
 					if templ_7745c5c3_Err != nil {
@@ -500,7 +486,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 					var templ_7745c5c3_Var16 string
 					templ_7745c5c3_Var16, templ_7745c5c3_Err = templruntime.NewAttributeExpression(benchmarkHref(s.BenchmarkSlug)).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 282, Col: 52}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 269, Col: 52}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var16)
 					if templ_7745c5c3_Err != nil {
@@ -513,7 +499,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 					var templ_7745c5c3_Var17 string
 					templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(s.BenchmarkSlug)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 282, Col: 72}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 269, Col: 72}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var17))
 					if templ_7745c5c3_Err != nil {
@@ -526,7 +512,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 					var templ_7745c5c3_Var18 string
 					templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(s.SubsetName)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 282, Col: 113}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 269, Col: 113}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
 					if templ_7745c5c3_Err != nil {
@@ -539,7 +525,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 					var templ_7745c5c3_Var19 string
 					templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs(s.Filename)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 283, Col: 41}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 270, Col: 41}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
 					if templ_7745c5c3_Err != nil {
@@ -550,9 +536,9 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var20 string
-					templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(FormatBytes(s.Size))
+					templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(models.FormatBytes(s.Size))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 284, Col: 45}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 271, Col: 52}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var20))
 					if templ_7745c5c3_Err != nil {
@@ -565,7 +551,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 					var templ_7745c5c3_Var21 string
 					templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinStringErrs(FormatTime(s.CreatedAt))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 286, Col: 34}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 273, Col: 34}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var21))
 					if templ_7745c5c3_Err != nil {
@@ -583,7 +569,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 						var templ_7745c5c3_Var22 string
 						templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(s.CreatedByName)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 288, Col: 50}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 275, Col: 50}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var22))
 						if templ_7745c5c3_Err != nil {
@@ -606,7 +592,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 						var templ_7745c5c3_Var23 string
 						templ_7745c5c3_Var23, templ_7745c5c3_Err = templruntime.NewAttributeExpression(runHref(*s.RunID)).ResolveURL(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 293, Col: 37}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 280, Col: 37}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var23)
 						if templ_7745c5c3_Err != nil {
@@ -619,7 +605,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 						var templ_7745c5c3_Var24 string
 						templ_7745c5c3_Var24, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(*s.RunID))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 293, Col: 61}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 280, Col: 61}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var24))
 						if templ_7745c5c3_Err != nil {
@@ -657,7 +643,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 						var templ_7745c5c3_Var25 string
 						templ_7745c5c3_Var25, templ_7745c5c3_Err = templruntime.NewAttributeExpression(submissionListHref(v, v.Page-1)).ResolveURL(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 306, Col: 47}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 293, Col: 47}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var25)
 						if templ_7745c5c3_Err != nil {
@@ -680,7 +666,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 					var templ_7745c5c3_Var26 string
 					templ_7745c5c3_Var26, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(v.Page))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 310, Col: 44}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 297, Col: 44}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var26))
 					if templ_7745c5c3_Err != nil {
@@ -693,7 +679,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 					var templ_7745c5c3_Var27 string
 					templ_7745c5c3_Var27, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(v.Total))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 310, Col: 65}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 297, Col: 65}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var27))
 					if templ_7745c5c3_Err != nil {
@@ -711,7 +697,7 @@ func SubmissionsPage(p Page, v SubmissionListView) templ.Component {
 						var templ_7745c5c3_Var28 string
 						templ_7745c5c3_Var28, templ_7745c5c3_Err = templruntime.NewAttributeExpression(submissionListHref(v, v.Page+1)).ResolveURL(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 312, Col: 47}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 299, Col: 47}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var28)
 						if templ_7745c5c3_Err != nil {
@@ -782,7 +768,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 			var templ_7745c5c3_Var31 string
 			templ_7745c5c3_Var31, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(SubmissionsPath)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 329, Col: 48}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 316, Col: 48}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var31)
 			if templ_7745c5c3_Err != nil {
@@ -815,7 +801,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 			var templ_7745c5c3_Var32 string
 			templ_7745c5c3_Var32, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(SubmissionsPath)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 346, Col: 43}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 333, Col: 43}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var32)
 			if templ_7745c5c3_Err != nil {
@@ -861,7 +847,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 					var templ_7745c5c3_Var34 string
 					templ_7745c5c3_Var34, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Team " + group[0].TeamSlug).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 359, Col: 51}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 346, Col: 51}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var34)
 					if templ_7745c5c3_Err != nil {
@@ -879,7 +865,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 						var templ_7745c5c3_Var35 string
 						templ_7745c5c3_Var35, templ_7745c5c3_Err = templruntime.NewAttributeExpression(agentChoiceValue(a)).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 361, Col: 43}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 348, Col: 43}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var35)
 						if templ_7745c5c3_Err != nil {
@@ -902,7 +888,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 						var templ_7745c5c3_Var36 string
 						templ_7745c5c3_Var36, templ_7745c5c3_Err = templ.JoinStringErrs(a.Name)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 361, Col: 113}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 348, Col: 113}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var36))
 						if templ_7745c5c3_Err != nil {
@@ -915,7 +901,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 						var templ_7745c5c3_Var37 string
 						templ_7745c5c3_Var37, templ_7745c5c3_Err = templ.JoinStringErrs(a.AgentSlug)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 361, Col: 130}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 348, Col: 130}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var37))
 						if templ_7745c5c3_Err != nil {
@@ -961,7 +947,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 					var templ_7745c5c3_Var39 string
 					templ_7745c5c3_Var39, templ_7745c5c3_Err = templruntime.NewAttributeExpression(b.Slug).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 369, Col: 28}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 356, Col: 28}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var39)
 					if templ_7745c5c3_Err != nil {
@@ -984,7 +970,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 					var templ_7745c5c3_Var40 string
 					templ_7745c5c3_Var40, templ_7745c5c3_Err = templ.JoinStringErrs(b.Name)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 369, Col: 89}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 356, Col: 89}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var40))
 					if templ_7745c5c3_Err != nil {
@@ -1023,7 +1009,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 			var templ_7745c5c3_Var41 string
 			templ_7745c5c3_Var41, templ_7745c5c3_Err = templruntime.NewAttributeExpression(models.SubsetFull).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 384, Col: 39}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 371, Col: 39}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var41)
 			if templ_7745c5c3_Err != nil {
@@ -1052,7 +1038,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 					var templ_7745c5c3_Var42 string
 					templ_7745c5c3_Var42, templ_7745c5c3_Err = templruntime.NewAttributeExpression(b.Name).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 387, Col: 32}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 374, Col: 32}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var42)
 					if templ_7745c5c3_Err != nil {
@@ -1065,7 +1051,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 					var templ_7745c5c3_Var43 string
 					templ_7745c5c3_Var43, templ_7745c5c3_Err = templruntime.NewAttributeExpression(b.Slug).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 387, Col: 58}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 374, Col: 58}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var43)
 					if templ_7745c5c3_Err != nil {
@@ -1083,7 +1069,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 						var templ_7745c5c3_Var44 string
 						templ_7745c5c3_Var44, templ_7745c5c3_Err = templruntime.NewAttributeExpression(s).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 389, Col: 27}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 376, Col: 27}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var44)
 						if templ_7745c5c3_Err != nil {
@@ -1106,7 +1092,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 						var templ_7745c5c3_Var45 string
 						templ_7745c5c3_Var45, templ_7745c5c3_Err = templ.JoinStringErrs(s)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 389, Col: 81}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 376, Col: 81}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var45))
 						if templ_7745c5c3_Err != nil {
@@ -1135,7 +1121,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 				var templ_7745c5c3_Var46 string
 				templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs(v.Form.Err("subset"))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 396, Col: 96}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 383, Col: 96}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var46))
 				if templ_7745c5c3_Err != nil {
@@ -1173,7 +1159,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 				var templ_7745c5c3_Var47 string
 				templ_7745c5c3_Var47, templ_7745c5c3_Err = templ.JoinStringErrs(v.Form.Err("bundle"))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 416, Col: 96}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 403, Col: 96}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var47))
 				if templ_7745c5c3_Err != nil {
@@ -1201,7 +1187,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 			var templ_7745c5c3_Var48 string
 			templ_7745c5c3_Var48, templ_7745c5c3_Err = templ.JoinStringErrs(models.BundleFormatName(models.BundleWebArenaVerified))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 430, Col: 73}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 417, Col: 73}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var48))
 			if templ_7745c5c3_Err != nil {
@@ -1214,7 +1200,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 			var templ_7745c5c3_Var49 string
 			templ_7745c5c3_Var49, templ_7745c5c3_Err = templ.JoinStringErrs("{task_id}/agent_response.json")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 430, Col: 125}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 417, Col: 125}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var49))
 			if templ_7745c5c3_Err != nil {
@@ -1227,7 +1213,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 			var templ_7745c5c3_Var50 string
 			templ_7745c5c3_Var50, templ_7745c5c3_Err = templ.JoinStringErrs("{task_id}/network.har")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 430, Col: 170}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 417, Col: 170}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var50))
 			if templ_7745c5c3_Err != nil {
@@ -1240,7 +1226,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 			var templ_7745c5c3_Var51 string
 			templ_7745c5c3_Var51, templ_7745c5c3_Err = templ.JoinStringErrs("{task_id}/.missing")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 430, Col: 218}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 417, Col: 218}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var51))
 			if templ_7745c5c3_Err != nil {
@@ -1253,7 +1239,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 			var templ_7745c5c3_Var52 string
 			templ_7745c5c3_Var52, templ_7745c5c3_Err = templ.JoinStringErrs(models.BundleFormatName(models.BundleProctor))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 431, Col: 64}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 418, Col: 64}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var52))
 			if templ_7745c5c3_Err != nil {
@@ -1266,7 +1252,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 			var templ_7745c5c3_Var53 string
 			templ_7745c5c3_Var53, templ_7745c5c3_Err = templ.JoinStringErrs(models.BundleFormatName(models.BundleOnlineMind2Web))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 432, Col: 71}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 419, Col: 71}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var53))
 			if templ_7745c5c3_Err != nil {
@@ -1279,7 +1265,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 			var templ_7745c5c3_Var54 string
 			templ_7745c5c3_Var54, templ_7745c5c3_Err = templ.JoinStringErrs("{task_id}/result.json")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 432, Col: 115}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 419, Col: 115}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var54))
 			if templ_7745c5c3_Err != nil {
@@ -1292,7 +1278,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 			var templ_7745c5c3_Var55 string
 			templ_7745c5c3_Var55, templ_7745c5c3_Err = templ.JoinStringErrs("{task_id}/trajectory/*.png")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 432, Col: 165}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 419, Col: 165}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var55))
 			if templ_7745c5c3_Err != nil {
@@ -1305,7 +1291,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 			var templ_7745c5c3_Var56 string
 			templ_7745c5c3_Var56, templ_7745c5c3_Err = templ.JoinStringErrs(models.BundleFormatName(models.BundleAgentLab))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 433, Col: 65}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 420, Col: 65}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var56))
 			if templ_7745c5c3_Err != nil {
@@ -1328,7 +1314,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 					var templ_7745c5c3_Var57 string
 					templ_7745c5c3_Var57, templ_7745c5c3_Err = templ.JoinStringErrs(l)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 439, Col: 14}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 426, Col: 14}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var57))
 					if templ_7745c5c3_Err != nil {
@@ -1351,7 +1337,7 @@ func SubmissionFormPage(p Page, v SubmissionFormView) templ.Component {
 			var templ_7745c5c3_Var58 string
 			templ_7745c5c3_Var58, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.Asset("js/upload.js")).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 446, Col: 39}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 433, Col: 39}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var58)
 			if templ_7745c5c3_Err != nil {
@@ -1410,7 +1396,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 			var templ_7745c5c3_Var61 string
 			templ_7745c5c3_Var61, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(SubmissionsPath)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 457, Col: 48}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 444, Col: 48}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var61)
 			if templ_7745c5c3_Err != nil {
@@ -1423,7 +1409,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 			var templ_7745c5c3_Var62 string
 			templ_7745c5c3_Var62, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(s.ID))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 458, Col: 41}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 445, Col: 41}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var62))
 			if templ_7745c5c3_Err != nil {
@@ -1436,7 +1422,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 			var templ_7745c5c3_Var63 string
 			templ_7745c5c3_Var63, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(s.ID))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 461, Col: 30}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 448, Col: 30}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var63))
 			if templ_7745c5c3_Err != nil {
@@ -1489,7 +1475,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 			var templ_7745c5c3_Var66 string
 			templ_7745c5c3_Var66, templ_7745c5c3_Err = templ.JoinStringErrs(s.Status)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 461, Col: 129}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 448, Col: 129}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var66))
 			if templ_7745c5c3_Err != nil {
@@ -1507,7 +1493,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 				var templ_7745c5c3_Var67 string
 				templ_7745c5c3_Var67, templ_7745c5c3_Err = templ.JoinStringErrs(v.Error)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 463, Col: 72}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 450, Col: 72}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var67))
 				if templ_7745c5c3_Err != nil {
@@ -1525,7 +1511,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 			var templ_7745c5c3_Var68 string
 			templ_7745c5c3_Var68, templ_7745c5c3_Err = templruntime.NewAttributeExpression(runAgentHref(s.TeamSlug, s.AgentSlug)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 467, Col: 54}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 454, Col: 54}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var68)
 			if templ_7745c5c3_Err != nil {
@@ -1538,7 +1524,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 			var templ_7745c5c3_Var69 string
 			templ_7745c5c3_Var69, templ_7745c5c3_Err = templ.JoinStringErrs(s.AgentName)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 467, Col: 70}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 454, Col: 70}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var69))
 			if templ_7745c5c3_Err != nil {
@@ -1551,7 +1537,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 			var templ_7745c5c3_Var70 string
 			templ_7745c5c3_Var70, templ_7745c5c3_Err = templ.JoinStringErrs(s.TeamSlug)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 467, Col: 117}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 454, Col: 117}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var70))
 			if templ_7745c5c3_Err != nil {
@@ -1564,7 +1550,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 			var templ_7745c5c3_Var71 string
 			templ_7745c5c3_Var71, templ_7745c5c3_Err = templruntime.NewAttributeExpression(benchmarkHref(s.BenchmarkSlug)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 469, Col: 47}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 456, Col: 47}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var71)
 			if templ_7745c5c3_Err != nil {
@@ -1577,7 +1563,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 			var templ_7745c5c3_Var72 string
 			templ_7745c5c3_Var72, templ_7745c5c3_Err = templ.JoinStringErrs(s.BenchmarkSlug)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 469, Col: 67}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 456, Col: 67}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var72))
 			if templ_7745c5c3_Err != nil {
@@ -1590,7 +1576,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 			var templ_7745c5c3_Var73 string
 			templ_7745c5c3_Var73, templ_7745c5c3_Err = templ.JoinStringErrs(s.SubsetName)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 469, Col: 102}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 456, Col: 102}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var73))
 			if templ_7745c5c3_Err != nil {
@@ -1603,7 +1589,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 			var templ_7745c5c3_Var74 string
 			templ_7745c5c3_Var74, templ_7745c5c3_Err = templ.JoinStringErrs(s.Filename)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 471, Col: 42}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 458, Col: 42}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var74))
 			if templ_7745c5c3_Err != nil {
@@ -1614,9 +1600,9 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var75 string
-			templ_7745c5c3_Var75, templ_7745c5c3_Err = templ.JoinStringErrs(FormatBytes(s.Size))
+			templ_7745c5c3_Var75, templ_7745c5c3_Err = templ.JoinStringErrs(models.FormatBytes(s.Size))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 471, Col: 74}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 458, Col: 81}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var75))
 			if templ_7745c5c3_Err != nil {
@@ -1634,7 +1620,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 				var templ_7745c5c3_Var76 string
 				templ_7745c5c3_Var76, templ_7745c5c3_Err = templ.JoinStringErrs(models.BundleFormatName(s.Format))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 474, Col: 75}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 461, Col: 75}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var76))
 				if templ_7745c5c3_Err != nil {
@@ -1653,7 +1639,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 				var templ_7745c5c3_Var77 string
 				templ_7745c5c3_Var77, templ_7745c5c3_Err = templ.JoinStringErrs(sum)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 478, Col: 36}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 465, Col: 36}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var77))
 				if templ_7745c5c3_Err != nil {
@@ -1671,7 +1657,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 			var templ_7745c5c3_Var78 string
 			templ_7745c5c3_Var78, templ_7745c5c3_Err = templ.JoinStringErrs(FormatTime(s.CreatedAt))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 482, Col: 29}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 469, Col: 29}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var78))
 			if templ_7745c5c3_Err != nil {
@@ -1689,7 +1675,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 				var templ_7745c5c3_Var79 string
 				templ_7745c5c3_Var79, templ_7745c5c3_Err = templ.JoinStringErrs(s.CreatedByName)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 484, Col: 25}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 471, Col: 25}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var79))
 				if templ_7745c5c3_Err != nil {
@@ -1727,7 +1713,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 					var templ_7745c5c3_Var80 string
 					templ_7745c5c3_Var80, templ_7745c5c3_Err = templruntime.NewAttributeExpression(submissionActionHref(s.ID, "ingest")).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 495, Col: 70}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 482, Col: 70}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var80)
 					if templ_7745c5c3_Err != nil {
@@ -1754,7 +1740,7 @@ func SubmissionPage(p Page, v SubmissionView) templ.Component {
 					var templ_7745c5c3_Var81 string
 					templ_7745c5c3_Var81, templ_7745c5c3_Err = templruntime.NewAttributeExpression(submissionActionHref(s.ID, "discard")).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 501, Col: 71}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 488, Col: 71}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var81)
 					if templ_7745c5c3_Err != nil {
@@ -1838,7 +1824,7 @@ func submissionEvents(p Page, events []models.SubmissionEvent) templ.Component {
 			var templ_7745c5c3_Var83 string
 			templ_7745c5c3_Var83, templ_7745c5c3_Err = templ.JoinStringErrs(FormatTime(ev.CreatedAt))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 534, Col: 37}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 521, Col: 37}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var83))
 			if templ_7745c5c3_Err != nil {
@@ -1851,7 +1837,7 @@ func submissionEvents(p Page, events []models.SubmissionEvent) templ.Component {
 			var templ_7745c5c3_Var84 string
 			templ_7745c5c3_Var84, templ_7745c5c3_Err = templ.JoinStringErrs(ev.UserName)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 535, Col: 24}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 522, Col: 24}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var84))
 			if templ_7745c5c3_Err != nil {
@@ -1864,7 +1850,7 @@ func submissionEvents(p Page, events []models.SubmissionEvent) templ.Component {
 			var templ_7745c5c3_Var85 string
 			templ_7745c5c3_Var85, templ_7745c5c3_Err = templ.JoinStringErrs(submissionEventName(ev.Action))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 536, Col: 51}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 523, Col: 51}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var85))
 			if templ_7745c5c3_Err != nil {
@@ -1877,7 +1863,7 @@ func submissionEvents(p Page, events []models.SubmissionEvent) templ.Component {
 			var templ_7745c5c3_Var86 string
 			templ_7745c5c3_Var86, templ_7745c5c3_Err = templ.JoinStringErrs(ev.Details)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 536, Col: 95}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 523, Col: 95}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var86))
 			if templ_7745c5c3_Err != nil {
@@ -1895,7 +1881,7 @@ func submissionEvents(p Page, events []models.SubmissionEvent) templ.Component {
 				var templ_7745c5c3_Var87 string
 				templ_7745c5c3_Var87, templ_7745c5c3_Err = templ.JoinStringErrs(ev.IP)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 538, Col: 25}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 525, Col: 25}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var87))
 				if templ_7745c5c3_Err != nil {
@@ -1982,7 +1968,7 @@ func SubmissionStatusSection(s *models.SubmissionView) templ.Component {
 			var templ_7745c5c3_Var89 string
 			templ_7745c5c3_Var89, templ_7745c5c3_Err = templruntime.NewAttributeExpression(SubmissionProgressPath(s.ID)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 589, Col: 40}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 576, Col: 40}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var89)
 			if templ_7745c5c3_Err != nil {
@@ -2000,7 +1986,7 @@ func SubmissionStatusSection(s *models.SubmissionView) templ.Component {
 		var templ_7745c5c3_Var90 string
 		templ_7745c5c3_Var90, templ_7745c5c3_Err = templ.JoinStringErrs(submissionStatusText(s))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 595, Col: 81}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 582, Col: 81}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var90))
 		if templ_7745c5c3_Err != nil {
@@ -2018,7 +2004,7 @@ func SubmissionStatusSection(s *models.SubmissionView) templ.Component {
 			var templ_7745c5c3_Var91 string
 			templ_7745c5c3_Var91, templ_7745c5c3_Err = templruntime.NewAttributeExpression(strconv.FormatInt(s.ProgressDone, 10)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 598, Col: 49}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 585, Col: 49}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var91)
 			if templ_7745c5c3_Err != nil {
@@ -2031,7 +2017,7 @@ func SubmissionStatusSection(s *models.SubmissionView) templ.Component {
 			var templ_7745c5c3_Var92 string
 			templ_7745c5c3_Var92, templ_7745c5c3_Err = templruntime.NewAttributeExpression(submissionProgressMax(s)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 599, Col: 34}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 586, Col: 34}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var92)
 			if templ_7745c5c3_Err != nil {
@@ -2044,7 +2030,7 @@ func SubmissionStatusSection(s *models.SubmissionView) templ.Component {
 			var templ_7745c5c3_Var93 string
 			templ_7745c5c3_Var93, templ_7745c5c3_Err = templruntime.NewAttributeExpression(submissionProgressLabel(s.Status)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 600, Col: 50}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 587, Col: 50}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var93)
 			if templ_7745c5c3_Err != nil {
@@ -2057,7 +2043,7 @@ func SubmissionStatusSection(s *models.SubmissionView) templ.Component {
 			var templ_7745c5c3_Var94 string
 			templ_7745c5c3_Var94, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(submissionPercent(s)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 602, Col: 32}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 589, Col: 32}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var94))
 			if templ_7745c5c3_Err != nil {
@@ -2073,9 +2059,9 @@ func SubmissionStatusSection(s *models.SubmissionView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var95 string
-				templ_7745c5c3_Var95, templ_7745c5c3_Err = templ.JoinStringErrs(FormatBytes(s.ProgressDone))
+				templ_7745c5c3_Var95, templ_7745c5c3_Err = templ.JoinStringErrs(models.FormatBytes(s.ProgressDone))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 604, Col: 50}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 591, Col: 57}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var95))
 				if templ_7745c5c3_Err != nil {
@@ -2086,9 +2072,9 @@ func SubmissionStatusSection(s *models.SubmissionView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var96 string
-				templ_7745c5c3_Var96, templ_7745c5c3_Err = templ.JoinStringErrs(FormatBytes(s.ProgressTotal))
+				templ_7745c5c3_Var96, templ_7745c5c3_Err = templ.JoinStringErrs(models.FormatBytes(s.ProgressTotal))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 604, Col: 86}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 591, Col: 100}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var96))
 				if templ_7745c5c3_Err != nil {
@@ -2101,7 +2087,7 @@ func SubmissionStatusSection(s *models.SubmissionView) templ.Component {
 				var templ_7745c5c3_Var97 string
 				templ_7745c5c3_Var97, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(submissionPercent(s)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 604, Col: 118}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 591, Col: 132}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var97))
 				if templ_7745c5c3_Err != nil {
@@ -2119,7 +2105,7 @@ func SubmissionStatusSection(s *models.SubmissionView) templ.Component {
 			var templ_7745c5c3_Var98 string
 			templ_7745c5c3_Var98, templ_7745c5c3_Err = templruntime.NewAttributeExpression(submissionHref(s.ID)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 606, Col: 46}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 593, Col: 46}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var98)
 			if templ_7745c5c3_Err != nil {
@@ -2144,7 +2130,7 @@ func SubmissionStatusSection(s *models.SubmissionView) templ.Component {
 			var templ_7745c5c3_Var99 string
 			templ_7745c5c3_Var99, templ_7745c5c3_Err = templ.JoinStringErrs(s.Error)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 612, Col: 78}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 599, Col: 78}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var99))
 			if templ_7745c5c3_Err != nil {
@@ -2163,7 +2149,7 @@ func SubmissionStatusSection(s *models.SubmissionView) templ.Component {
 			var templ_7745c5c3_Var100 string
 			templ_7745c5c3_Var100, templ_7745c5c3_Err = templruntime.NewAttributeExpression(runHref(*s.RunID)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 615, Col: 33}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 602, Col: 33}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var100)
 			if templ_7745c5c3_Err != nil {
@@ -2176,7 +2162,7 @@ func SubmissionStatusSection(s *models.SubmissionView) templ.Component {
 			var templ_7745c5c3_Var101 string
 			templ_7745c5c3_Var101, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(*s.RunID))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 615, Col: 105}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 602, Col: 105}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var101))
 			if templ_7745c5c3_Err != nil {
@@ -2233,7 +2219,7 @@ func SubmissionProgressPage(p Page, s *models.SubmissionView) templ.Component {
 			var templ_7745c5c3_Var104 string
 			templ_7745c5c3_Var104, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(SubmissionsPath)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 626, Col: 48}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 613, Col: 48}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var104)
 			if templ_7745c5c3_Err != nil {
@@ -2246,7 +2232,7 @@ func SubmissionProgressPage(p Page, s *models.SubmissionView) templ.Component {
 			var templ_7745c5c3_Var105 string
 			templ_7745c5c3_Var105, templ_7745c5c3_Err = templruntime.NewAttributeExpression(submissionHref(s.ID)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 627, Col: 38}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 614, Col: 38}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var105)
 			if templ_7745c5c3_Err != nil {
@@ -2259,7 +2245,7 @@ func SubmissionProgressPage(p Page, s *models.SubmissionView) templ.Component {
 			var templ_7745c5c3_Var106 string
 			templ_7745c5c3_Var106, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(s.ID))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 627, Col: 54}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 614, Col: 54}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var106))
 			if templ_7745c5c3_Err != nil {
@@ -2320,7 +2306,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 				var templ_7745c5c3_Var108 string
 				templ_7745c5c3_Var108, templ_7745c5c3_Err = templ.JoinStringErrs(b)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 646, Col: 13}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 633, Col: 13}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var108))
 				if templ_7745c5c3_Err != nil {
@@ -2349,7 +2335,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 				var templ_7745c5c3_Var109 string
 				templ_7745c5c3_Var109, templ_7745c5c3_Err = templ.JoinStringErrs(w)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 656, Col: 13}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 643, Col: 13}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var109))
 				if templ_7745c5c3_Err != nil {
@@ -2372,7 +2358,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 		var templ_7745c5c3_Var110 string
 		templ_7745c5c3_Var110, templ_7745c5c3_Err = templ.JoinStringErrs(reportFormatName(r))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 666, Col: 62}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 653, Col: 62}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var110))
 		if templ_7745c5c3_Err != nil {
@@ -2412,7 +2398,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 				var templ_7745c5c3_Var113 string
 				templ_7745c5c3_Var113, templ_7745c5c3_Err = templruntime.NewAttributeExpression("count-" + l.Key).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 668, Col: 96}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 655, Col: 96}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var113)
 				if templ_7745c5c3_Err != nil {
@@ -2439,7 +2425,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 			var templ_7745c5c3_Var114 string
 			templ_7745c5c3_Var114, templ_7745c5c3_Err = templ.JoinStringErrs(l.Title)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 669, Col: 33}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 656, Col: 33}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var114))
 			if templ_7745c5c3_Err != nil {
@@ -2452,7 +2438,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 			var templ_7745c5c3_Var115 string
 			templ_7745c5c3_Var115, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(len(l.IDs)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 670, Col: 42}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 657, Col: 42}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var115))
 			if templ_7745c5c3_Err != nil {
@@ -2506,7 +2492,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 		var templ_7745c5c3_Var118 string
 		templ_7745c5c3_Var118, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(len(r.InvalidFiles)))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 675, Col: 50}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 662, Col: 50}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var118))
 		if templ_7745c5c3_Err != nil {
@@ -2519,7 +2505,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 		var templ_7745c5c3_Var119 string
 		templ_7745c5c3_Var119, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(r.Files))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 677, Col: 67}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 664, Col: 67}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var119))
 		if templ_7745c5c3_Err != nil {
@@ -2530,9 +2516,9 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var120 string
-		templ_7745c5c3_Var120, templ_7745c5c3_Err = templ.JoinStringErrs(FormatBytes(r.Bytes))
+		templ_7745c5c3_Var120, templ_7745c5c3_Err = templ.JoinStringErrs(models.FormatBytes(r.Bytes))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 678, Col: 86}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 665, Col: 93}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var120))
 		if templ_7745c5c3_Err != nil {
@@ -2545,7 +2531,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 		var templ_7745c5c3_Var121 string
 		templ_7745c5c3_Var121, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(r.Steps))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 679, Col: 67}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 666, Col: 67}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var121))
 		if templ_7745c5c3_Err != nil {
@@ -2558,7 +2544,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 		var templ_7745c5c3_Var122 string
 		templ_7745c5c3_Var122, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(r.Screenshots))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 680, Col: 79}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 667, Col: 79}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var122))
 		if templ_7745c5c3_Err != nil {
@@ -2571,7 +2557,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 		var templ_7745c5c3_Var123 string
 		templ_7745c5c3_Var123, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(r.HARs))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 681, Col: 79}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 668, Col: 79}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var123))
 		if templ_7745c5c3_Err != nil {
@@ -2584,7 +2570,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 		var templ_7745c5c3_Var124 string
 		templ_7745c5c3_Var124, templ_7745c5c3_Err = templ.JoinStringErrs(r.Coverage.Benchmark)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 689, Col: 66}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 676, Col: 66}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var124))
 		if templ_7745c5c3_Err != nil {
@@ -2597,7 +2583,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 		var templ_7745c5c3_Var125 string
 		templ_7745c5c3_Var125, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(r.Coverage.BenchmarkTasks))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 690, Col: 102}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 677, Col: 102}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var125))
 		if templ_7745c5c3_Err != nil {
@@ -2610,7 +2596,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 		var templ_7745c5c3_Var126 string
 		templ_7745c5c3_Var126, templ_7745c5c3_Err = templ.JoinStringErrs(r.Coverage.Subset)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 691, Col: 66}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 678, Col: 66}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var126))
 		if templ_7745c5c3_Err != nil {
@@ -2623,7 +2609,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 		var templ_7745c5c3_Var127 string
 		templ_7745c5c3_Var127, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(r.Coverage.SubsetTasks))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 692, Col: 96}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 679, Col: 96}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var127))
 		if templ_7745c5c3_Err != nil {
@@ -2636,7 +2622,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 		var templ_7745c5c3_Var128 string
 		templ_7745c5c3_Var128, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(r.Coverage.Covered))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 693, Col: 130}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 680, Col: 130}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var128))
 		if templ_7745c5c3_Err != nil {
@@ -2649,7 +2635,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 		var templ_7745c5c3_Var129 string
 		templ_7745c5c3_Var129, templ_7745c5c3_Err = templruntime.NewAttributeExpression(strconv.FormatFloat(r.Coverage.Fraction, 'f', 4, 64)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 697, Col: 91}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 684, Col: 91}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var129)
 		if templ_7745c5c3_Err != nil {
@@ -2662,7 +2648,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 		var templ_7745c5c3_Var130 string
 		templ_7745c5c3_Var130, templ_7745c5c3_Err = templ.JoinStringErrs(submissionPercentText(r.Coverage.Fraction))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 698, Col: 52}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 685, Col: 52}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var130))
 		if templ_7745c5c3_Err != nil {
@@ -2685,7 +2671,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 				var templ_7745c5c3_Var131 string
 				templ_7745c5c3_Var131, templ_7745c5c3_Err = templ.JoinStringErrs(m.Agent)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 710, Col: 18}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 697, Col: 18}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var131))
 				if templ_7745c5c3_Err != nil {
@@ -2704,7 +2690,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 				var templ_7745c5c3_Var132 string
 				templ_7745c5c3_Var132, templ_7745c5c3_Err = templ.JoinStringErrs(m.Model)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 714, Col: 18}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 701, Col: 18}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var132))
 				if templ_7745c5c3_Err != nil {
@@ -2723,7 +2709,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 				var templ_7745c5c3_Var133 string
 				templ_7745c5c3_Var133, templ_7745c5c3_Err = templ.JoinStringErrs(m.AgentFramework)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 718, Col: 27}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 705, Col: 27}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var133))
 				if templ_7745c5c3_Err != nil {
@@ -2742,7 +2728,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 				var templ_7745c5c3_Var134 string
 				templ_7745c5c3_Var134, templ_7745c5c3_Err = templ.JoinStringErrs(m.Date)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 722, Col: 17}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 709, Col: 17}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var134))
 				if templ_7745c5c3_Err != nil {
@@ -2761,7 +2747,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 				var templ_7745c5c3_Var135 string
 				templ_7745c5c3_Var135, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(m.Budgets.MaxSteps))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 726, Col: 35}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 713, Col: 35}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var135))
 				if templ_7745c5c3_Err != nil {
@@ -2780,7 +2766,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 				var templ_7745c5c3_Var136 string
 				templ_7745c5c3_Var136, templ_7745c5c3_Err = templ.JoinStringErrs(m.Notes)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 730, Col: 18}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 717, Col: 18}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var136))
 				if templ_7745c5c3_Err != nil {
@@ -2809,7 +2795,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 				var templ_7745c5c3_Var137 string
 				templ_7745c5c3_Var137, templ_7745c5c3_Err = templ.JoinStringErrs(f.Path)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 748, Col: 26}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 735, Col: 26}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var137))
 				if templ_7745c5c3_Err != nil {
@@ -2827,7 +2813,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 					var templ_7745c5c3_Var138 string
 					templ_7745c5c3_Var138, templ_7745c5c3_Err = templ.JoinStringErrs(f.TaskID)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 751, Col: 26}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 738, Col: 26}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var138))
 					if templ_7745c5c3_Err != nil {
@@ -2845,7 +2831,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 				var templ_7745c5c3_Var139 string
 				templ_7745c5c3_Var139, templ_7745c5c3_Err = templ.JoinStringErrs(f.Problem)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 754, Col: 23}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 741, Col: 23}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var139))
 				if templ_7745c5c3_Err != nil {
@@ -2906,7 +2892,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 					var templ_7745c5c3_Var142 string
 					templ_7745c5c3_Var142, templ_7745c5c3_Err = templruntime.NewAttributeExpression("tasks-" + l.Key).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 764, Col: 126}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 751, Col: 126}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var142)
 					if templ_7745c5c3_Err != nil {
@@ -2933,7 +2919,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 				var templ_7745c5c3_Var143 string
 				templ_7745c5c3_Var143, templ_7745c5c3_Err = templ.JoinStringErrs(l.Title)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 765, Col: 23}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 752, Col: 23}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var143))
 				if templ_7745c5c3_Err != nil {
@@ -2946,7 +2932,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 				var templ_7745c5c3_Var144 string
 				templ_7745c5c3_Var144, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(len(l.IDs)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 765, Col: 45}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 752, Col: 45}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var144))
 				if templ_7745c5c3_Err != nil {
@@ -2959,7 +2945,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 				var templ_7745c5c3_Var145 string
 				templ_7745c5c3_Var145, templ_7745c5c3_Err = templ.JoinStringErrs(l.Help)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 766, Col: 30}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 753, Col: 30}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var145))
 				if templ_7745c5c3_Err != nil {
@@ -2977,7 +2963,7 @@ func submissionReport(r *models.SubmissionReport) templ.Component {
 					var templ_7745c5c3_Var146 string
 					templ_7745c5c3_Var146, templ_7745c5c3_Err = templ.JoinStringErrs(id)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 769, Col: 21}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/submissions.templ`, Line: 756, Col: 21}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var146))
 					if templ_7745c5c3_Err != nil {
@@ -3017,16 +3003,16 @@ func reportFormatName(r *models.SubmissionReport) string {
 func SubmissionLimits(maxBundle int64, maxFiles int, maxFile, maxTotal int64, maxRatio float64) []string {
 	var out []string
 	if maxBundle > 0 {
-		out = append(out, "Archive up to "+FormatBytes(maxBundle))
+		out = append(out, "Archive up to "+models.FormatBytes(maxBundle))
 	}
 	if maxFiles > 0 {
 		out = append(out, "At most "+strconv.Itoa(maxFiles)+" files")
 	}
 	if maxFile > 0 {
-		out = append(out, "Each file up to "+FormatBytes(maxFile)+" uncompressed")
+		out = append(out, "Each file up to "+models.FormatBytes(maxFile)+" uncompressed")
 	}
 	if maxTotal > 0 {
-		out = append(out, "All files together up to "+FormatBytes(maxTotal)+" uncompressed")
+		out = append(out, "All files together up to "+models.FormatBytes(maxTotal)+" uncompressed")
 	}
 	if maxRatio > 0 {
 		out = append(out, "Compression ratio up to "+strings.TrimSuffix(strconv.FormatFloat(maxRatio, 'f', 1, 64), ".0")+" to 1")
