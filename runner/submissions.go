@@ -92,7 +92,7 @@ func (r *Runner) Submission(ctx context.Context, id int64) (*models.SubmissionVi
 	for _, p := range parts {
 		v.Parts = append(v.Parts, models.SubmissionPart{Number: p.Number, Size: p.Size, MD5: p.MD5})
 	}
-	_, err = r.artifacts.PartURL(ctx, v.StorageKey, v.MultipartID, 1, partURLTTL)
+	_, err = r.artifacts.PartURL(ctx, v.StorageKey, v.MultipartID, 1, v.PartLength(1), partURLTTL)
 	v.DirectUpload = err == nil
 	return v, nil
 }
@@ -168,8 +168,9 @@ func (r *Runner) PutSubmissionPart(ctx context.Context, id int64, n int, body io
 }
 
 // SubmissionPartURL presigns a direct upload (PUT) of part n to S3, valid
-// for an hour. ECONFLICT with the local artifact store, whose parts go
-// through the API; access and state errors as PutSubmissionPart.
+// for an hour and for a body of exactly the part's length (PartLength): S3
+// refuses any other size. ECONFLICT with the local artifact store, whose
+// parts go through the API; access and state errors as PutSubmissionPart.
 func (r *Runner) SubmissionPartURL(ctx context.Context, id int64, n int) (string, time.Time, error) {
 	v, err := r.uploading(ctx, id)
 	if err != nil {
@@ -179,7 +180,7 @@ func (r *Runner) SubmissionPartURL(ctx context.Context, id int64, n int) (string
 		return "", time.Time{}, err
 	}
 	expires := time.Now().Add(partURLTTL).UTC()
-	u, err := r.artifacts.PartURL(ctx, v.StorageKey, v.MultipartID, n, partURLTTL)
+	u, err := r.artifacts.PartURL(ctx, v.StorageKey, v.MultipartID, n, v.PartLength(n), partURLTTL)
 	switch {
 	case errors.Is(err, artifact.ErrNoDirectUpload):
 		return "", time.Time{}, models.Errorf(models.ECONFLICT,

@@ -147,7 +147,7 @@ func (l *Local) AbortMultipart(ctx context.Context, key, uploadID string) error 
 }
 
 // PartURL is not supported by the local store: parts go through the API.
-func (l *Local) PartURL(context.Context, string, string, int, time.Duration) (string, error) {
+func (l *Local) PartURL(context.Context, string, string, int, int64, time.Duration) (string, error) {
 	return "", ErrNoDirectUpload
 }
 

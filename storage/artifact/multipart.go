@@ -26,9 +26,11 @@ type Multipart interface {
 	// AbortMultipart discards an upload and its parts; aborting an unknown
 	// upload is not an error.
 	AbortMultipart(ctx context.Context, key, uploadID string) error
-	// PartURL presigns a direct PUT of part n, valid for ttl. ErrNoDirectUpload
+	// PartURL presigns a direct PUT of part n of exactly size bytes, valid
+	// for ttl: the store refuses a body of any other length, so the URL
+	// cannot stretch an upload past the size it declared. ErrNoDirectUpload
 	// when the store cannot take parts directly (the local store).
-	PartURL(ctx context.Context, key, uploadID string, n int, ttl time.Duration) (string, error)
+	PartURL(ctx context.Context, key, uploadID string, n int, size int64, ttl time.Duration) (string, error)
 }
 
 // Part is one stored part of a multipart upload.

@@ -143,24 +143,50 @@ func runMultipartSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		key := "submissions/7/bundle"
 		id, err := s.BeginMultipart(ctx, key)
 		require.NoError(t, err)
-		link, err := s.PartURL(ctx, key, id, 1, time.Minute)
+		link, err := s.PartURL(ctx, key, id, 1, minPart, time.Minute)
 		if errors.Is(err, ErrNoDirectUpload) {
 			return // the local store takes parts through the API only
 		}
 		require.NoError(t, err)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, link, bytes.NewReader(chunk(1)))
-		require.NoError(t, err)
-		res, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		body, _ := io.ReadAll(res.Body)
-		require.NoError(t, res.Body.Close())
-		require.Equal(t, http.StatusOK, res.StatusCode, string(body))
+		putURL := func(body []byte) (int, string, error) {
+			t.Helper()
+			req, err := http.NewRequestWithContext(ctx, http.MethodPut, link, bytes.NewReader(body))
+			require.NoError(t, err)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return 0, "", err
+			}
+			answer, _ := io.ReadAll(res.Body)
+			require.NoError(t, res.Body.Close())
+			return res.StatusCode, string(answer), nil
+		}
+
+		// The URL was signed for minPart bytes: neither more (the size limit
+		// would be passed until the upload completes) nor fewer is stored.
+		// The store answers 403, or closes the connection before a large
+		// body is sent whole.
+		for _, body := range [][]byte{payload[:minPart+1], payload[:2*minPart], chunk(1)[:minPart-1]} {
+			status, answer, err := putURL(body)
+			if err == nil {
+				require.Equal(t, http.StatusForbidden, status, "a PUT of %d bytes to a URL signed for %d: %s", len(body), minPart, answer)
+			}
+		}
 		parts, err := s.ListParts(ctx, key, id)
+		require.NoError(t, err)
+		require.Empty(t, parts, "a PUT of the wrong size stores nothing")
+
+		status, answer, err := putURL(chunk(1))
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, status, answer)
+		parts, err = s.ListParts(ctx, key, id)
 		require.NoError(t, err)
 		require.Equal(t, []Part{{Number: 1, Size: minPart, MD5: digest(chunk(1))}}, parts)
 		require.NoError(t, s.CompleteMultipart(ctx, key, id, parts))
 		info, err := s.Stat(ctx, key)
 		require.NoError(t, err)
 		require.Equal(t, int64(minPart), info.Size)
+
+		_, err = s.PartURL(ctx, key, id, 1, -1, time.Minute)
+		require.ErrorContains(t, err, "negative part size")
 	})
 }

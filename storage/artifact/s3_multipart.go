@@ -116,19 +116,23 @@ func (s *S3) AbortMultipart(ctx context.Context, key, uploadID string) error {
 	return nil
 }
 
-// PartURL presigns a PUT of part n valid for ttl; see Multipart.
-func (s *S3) PartURL(ctx context.Context, key, uploadID string, n int, ttl time.Duration) (string, error) {
+// PartURL presigns a PUT of part n valid for ttl, with its Content-Length
+// among the signed headers: S3 checks the signature against the length the
+// request declares, so a body of any other size is refused (403) rather
+// than stored for the upload to fail only when it completes. See Multipart.
+func (s *S3) PartURL(ctx context.Context, key, uploadID string, n int, size int64, ttl time.Duration) (string, error) {
 	if err := ValidateKey(key); err != nil {
 		return "", err
 	}
-	if err := checkPart(n, 0); err != nil {
+	if err := checkPart(n, size); err != nil {
 		return "", fmt.Errorf("artifact: part url %d of %q: %w", n, key, err)
 	}
 	if err := checkTTL(ttl); err != nil {
 		return "", fmt.Errorf("artifact: part url %d of %q: %w", n, key, err)
 	}
 	q := url.Values{"partNumber": {strconv.Itoa(n)}, "uploadId": {uploadID}}
-	u, err := s.client.Presign(ctx, http.MethodPut, s.bucket, s.prefix+key, ttl, q)
+	length := http.Header{"Content-Length": {strconv.FormatInt(size, 10)}}
+	u, err := s.client.PresignHeader(ctx, http.MethodPut, s.bucket, s.prefix+key, ttl, q, length)
 	if err != nil {
 		return "", fmt.Errorf("artifact: part url %d of %q: %w", n, key, err)
 	}
