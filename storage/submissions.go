@@ -171,6 +171,14 @@ func (db *DB) CreateSubmission(ctx context.Context, req models.SubmissionRequest
 	}
 	resumed := false
 	err = db.tx(ctx, func(tx *gorm.DB) error {
+		// Creations for one team take turns on its row: under PostgreSQL's
+		// read committed, two at once would each count the team's
+		// submissions without the other's and both pass the quota (or both
+		// find no upload to resume). SQLite's single writer serializes them
+		// already.
+		if err := lockRow(tx, db.dialect).Select("id").First(&models.Team{}, team.ID).Error; err != nil {
+			return wrap(err, "team")
+		}
 		if req.SHA256 != "" {
 			if err := duplicateBundle(tx, team.ID, bench.ID, req.SHA256, 0); err != nil {
 				return err
@@ -338,11 +346,18 @@ type submissionRow struct {
 	CreatedByName string
 }
 
-const submissionViewColumns = `s.id, s.team_id, s.agent_id, s.benchmark_id, s.version_id, s.subset_name, s.created_by, s.status,
-	s.filename, s.size, s.sha256, s.part_size, s.storage_key, s.multipart_id, s.format, s.report, s.error,
+// submissionListColumns are what a list of submissions shows: everything
+// but the validation report, which may be megabytes per row (a bundle's
+// unknown and missing tasks are listed whole) and which no list shows.
+const submissionListColumns = `s.id, s.team_id, s.agent_id, s.benchmark_id, s.version_id, s.subset_name, s.created_by, s.status,
+	s.filename, s.size, s.sha256, s.part_size, s.storage_key, s.multipart_id, s.format, s.error,
 	s.progress_done, s.progress_total, s.run_id, s.created_at, s.updated_at, s.validated_at, s.ingested_at,
 	t.slug AS team_slug, a.slug AS agent_slug, a.name AS agent_name, b.slug AS benchmark_slug,
 	COALESCE(NULLIF(u.name, ''), u.email, '') AS created_by_name`
+
+// submissionViewColumns are what one submission's page shows: the list's
+// columns and the report.
+const submissionViewColumns = submissionListColumns + `, s.report`
 
 // submissionsFrom joins submissions to the names their views show, limited
 // to the teams the context's actor belongs to unless they are privileged.
@@ -358,7 +373,8 @@ func submissionsFrom(ctx context.Context, q *gorm.DB) *gorm.DB {
 	return s
 }
 
-// view turns a row into the view pages and the API show.
+// view turns a row into the view pages and the API show; the report is
+// parsed when the row holds one (only a single submission's read selects it).
 func (r *submissionRow) view() models.SubmissionView {
 	v := models.SubmissionView{Submission: r.Submission, TeamSlug: r.TeamSlug, AgentSlug: r.AgentSlug, AgentName: r.AgentName,
 		BenchmarkSlug: r.BenchmarkSlug, CreatedByName: r.CreatedByName, Parts: []models.SubmissionPart{}}
@@ -397,7 +413,8 @@ func submissionStatuses() []string {
 
 // ListSubmissions lists submissions, newest first: a team's for its members,
 // every one for administrators; without a team, a member sees all of their
-// teams'. Page defaults to 1 and PerPage to 20 (at most 100). EUNAUTHORIZED
+// teams'. Items leave out the validation report (SubmissionByID has it).
+// Page defaults to 1 and PerPage to 20 (at most 100). EUNAUTHORIZED
 // when nobody is signed in, ENOTFOUND for an unknown team, EFORBIDDEN for a
 // team the caller is not in, EINVALID on "status" for an unknown status.
 func (db *DB) ListSubmissions(ctx context.Context, f models.SubmissionFilter) ([]models.SubmissionView, int, error) {
@@ -436,7 +453,7 @@ func (db *DB) ListSubmissions(ctx context.Context, f models.SubmissionFilter) ([
 		return nil, 0, wrap(err, "submissions")
 	}
 	var rows []submissionRow
-	err := scoped().Select(submissionViewColumns).Order("s.created_at DESC, s.id DESC").
+	err := scoped().Select(submissionListColumns).Order("s.created_at DESC, s.id DESC").
 		Offset((f.Page - 1) * f.PerPage).Limit(f.PerPage).Scan(&rows).Error
 	if err != nil {
 		return nil, 0, wrap(err, "submissions")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,6 +194,108 @@ func TestStore_CreateSubmission(t *testing.T) {
 			require.NoError(t, db.Gorm().First(&team, got.TeamID).Error)
 			require.Equal(t, "other", team.Slug)
 		})
+	})
+}
+
+// TestStore_CreateSubmissionConcurrently starts many uploads for one team at
+// once: the daily quota holds, and one bundle sent twice at once is one
+// upload.
+func TestStore_CreateSubmissionConcurrently(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newSubmissionFixture(t, db)
+		// concurrently calls create from n goroutines released together.
+		concurrently := func(n int, create func(i int) error) []error {
+			errs := make([]error, n)
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					<-start
+					errs[i] = create(i)
+				})
+			}
+			close(start)
+			wg.Wait()
+			return errs
+		}
+
+		t.Run("Quota", func(t *testing.T) {
+			rules := f.rules
+			rules.DailyQuota = 3
+			errs := concurrently(20, func(i int) error {
+				_, _, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) {
+					r.SHA256 = fmt.Sprintf("%064x", i+1)
+				}), rules)
+				return err
+			})
+			limited := 0
+			for _, err := range errs {
+				switch models.ErrorCode(err) {
+				case "":
+				case models.ERATELIMIT:
+					limited++
+				default:
+					require.NoError(t, err)
+				}
+			}
+			require.Equal(t, 17, limited, "20 at once with a quota of 3")
+			require.Equal(t, int64(3), countRows(t, db, "submissions", ""))
+		})
+
+		t.Run("SameBundle", func(t *testing.T) {
+			var ids sync.Map
+			errs := concurrently(10, func(int) error {
+				s, _, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("e") }), f.rules)
+				if err == nil {
+					ids.Store(s.ID, true)
+				}
+				return err
+			})
+			for _, err := range errs {
+				require.NoError(t, err)
+			}
+			n := 0
+			ids.Range(func(any, any) bool { n++; return true })
+			require.Equal(t, 1, n, "the same bundle sent ten times at once is one upload, resumed by the others")
+		})
+	})
+}
+
+// TestStore_ListSubmissionsWithoutReport: a list leaves every report out —
+// it can be megabytes per row — and one submission's read has it.
+func TestStore_ListSubmissionsWithoutReport(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newSubmissionFixture(t, db)
+		s := f.create(t, f.member, f.request(nil))
+		unknown := make([]string, 2000)
+		for i := range unknown {
+			unknown[i] = fmt.Sprintf("unknown-task-%04d-%s", i, strings.Repeat("x", 200))
+		}
+		f.validate(t, s.ID, models.SubmissionReport{Format: models.BundleProctor, SHA256: sha("a"), TasksFound: []string{"t1"}, TasksUnknown: unknown})
+
+		items, total, err := db.ListSubmissions(f.member, models.SubmissionFilter{})
+		require.NoError(t, err)
+		require.Equal(t, 1, total)
+		require.Len(t, items, 1)
+		item := items[0]
+		require.Equal(t, s.ID, item.ID)
+		require.Equal(t, models.SubmissionValidated, item.Status)
+		require.Equal(t, models.BundleProctor, item.Format)
+		require.Equal(t, "lab", item.TeamSlug)
+		require.Equal(t, []models.SubmissionPart{}, item.Parts)
+		require.Zero(t, len(item.Report), "the report is not read for a list")
+		require.Nil(t, item.ParsedReport)
+		raw, err := json.Marshal(item)
+		require.NoError(t, err)
+		require.False(t, strings.Contains(string(raw), `"report"`), "the list's JSON has no report")
+		require.Contains(t, string(raw), `"status":"validated"`)
+
+		v, err := db.SubmissionByID(f.member, s.ID)
+		require.NoError(t, err)
+		require.NotNil(t, v.ParsedReport, "one submission's read has its report")
+		require.Equal(t, unknown, v.ParsedReport.TasksUnknown)
 	})
 }
 
