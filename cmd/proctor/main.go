@@ -80,6 +80,7 @@ func (p *Program) commands() []command {
 		{"import", "import a benchmark: import --format FORMAT --name SLUG FILE [--subset NAME=FILE …]", (*Program).importBenchmark},
 		{"benchmark", "inspect benchmarks: benchmark list | benchmark show SLUG [--json]", (*Program).benchmark},
 		{"eval", "grade agent outputs offline: eval webarena-verified --dataset FILE --outputs DIR [--task-ids 1,2,3] [--out FILE.jsonl]", (*Program).evalCommand},
+		{"agreement", "human vs LLM-judge agreement, offline: agreement --human HUMAN.csv [--judge JUDGE.csv|.jsonl …] [--skip-bad-rows] [--json] [--csv OUT.csv]", (*Program).agreementCommand},
 		{"rescore", "grade finished attempts again: rescore --run ID | --benchmark SLUG | --all", (*Program).rescore},
 		{"user", "manage users: user create [--admin] [--password-stdin] EMAIL | user set-password [--admin] [--password-stdin] EMAIL | user list", (*Program).user},
 		{"submit", "upload a results bundle to a server: submit --server URL --token T --benchmark B [--subset S] --agent [TEAM/]AGENT [--no-ingest] [--wait] BUNDLE", (*Program).submit},
