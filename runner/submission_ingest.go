@@ -56,13 +56,41 @@ func (w *ingestSubmissionWorker) Work(ctx context.Context, job *river.Job[Ingest
 		r.log.Info("submission ingested", "submission_id", s.ID, "run_id", run.ID)
 		return nil
 	}
-	if ctx.Err() != nil {
+	last := job.Attempt >= job.MaxAttempts
+	if ctx.Err() != nil && !last {
 		return err // shutting down or out of time: the next try starts over
 	}
-	message := ingestFailureMessage(err)
-	r.log.Error("submission ingest failed", "submission_id", s.ID, "error", err.Error())
+	return r.failIngest(ctx, s, err, last)
+}
+
+// failIngest deletes the files an ingest stored and marks the submission
+// failed. On the last try it does so even when the job's time ran out (with
+// a little time of its own) or a file resists deletion: nothing would try
+// again, and the submission would stay ingesting for ever — neither
+// discardable nor submittable again.
+func (r *Runner) failIngest(ctx context.Context, s *models.Submission, cause error, last bool) error {
+	message := ingestFailureMessage(cause)
+	if ctx.Err() != nil {
+		message = r.lastTryMessage(ctx, "Ingesting the bundle")
+		var cancel context.CancelFunc
+		ctx, cancel = lastTryContext(ctx)
+		defer cancel()
+	}
+	r.log.Error("submission ingest failed", "submission_id", s.ID, "last_try", last, "error", cause.Error())
+	// The run's transaction may have committed as the time ran out: its
+	// files are then the run's.
+	now, err := r.db.SubmissionForJob(ctx, s.ID)
+	if err != nil {
+		return errors.Join(cause, err)
+	}
+	if now.RunID != nil || now.Status != models.SubmissionIngesting {
+		return nil
+	}
 	if derr := r.deletePrefix(ctx, submissionTasksPrefix(s.ID)); derr != nil {
-		return errors.Join(err, derr) // retried: the files must go before the submission says failed
+		if !last {
+			return errors.Join(cause, derr) // retried: the files must go before the submission says failed
+		}
+		r.log.Error("delete the files of a failed ingest", "submission_id", s.ID, "error", derr.Error())
 	}
 	if ferr := r.db.FailSubmission(ctx, s.ID, message); ferr != nil && models.ErrorCode(ferr) != models.ECONFLICT {
 		return ferr
@@ -195,23 +223,45 @@ func uploadedTask(t *bundle.Task, stored map[string]string) storage.UploadedTask
 	return out
 }
 
+// maxKeySegment is the longest segment a task file's key keeps: file
+// systems take names of up to 255 bytes, and the local store names a file's
+// metadata after it with ".json" added.
+const maxKeySegment = 200
+
 // taskFileKey is the artifact key of a bundle file of a task:
 // submissions/{id}/tasks/{task}/{archive path}, each segment made a valid
-// key segment. A path too long for a key is named by its digest.
+// key segment. A path too long for a key, or with a segment too long for a
+// file name, is named by its digest (a task id too long, likewise).
 func taskFileKey(id int64, taskID, archivePath string) string {
-	dir := submissionTasksPrefix(id) + keySegment(taskID) + "/"
+	task := keySegment(taskID)
+	if len(task) > maxKeySegment {
+		task = "t-" + shortDigest(taskID)
+	}
+	dir := submissionTasksPrefix(id) + task + "/"
 	var segs []string
+	longSegment := false
 	for seg := range strings.SplitSeq(archivePath, "/") {
 		if seg != "" {
-			segs = append(segs, keySegment(seg))
+			seg = keySegment(seg)
+			longSegment = longSegment || len(seg) > maxKeySegment
+			segs = append(segs, seg)
 		}
 	}
 	key := dir + strings.Join(segs, "/")
-	if len(segs) == 0 || len(key) > artifact.MaxKeyLen/2 || artifact.ValidateKey(key) != nil {
-		sum := sha256.Sum256([]byte(archivePath))
-		key = dir + "f-" + hex.EncodeToString(sum[:12]) + keySegment(path.Ext(archivePath))
+	if len(segs) == 0 || longSegment || len(key) > artifact.MaxKeyLen/2 || artifact.ValidateKey(key) != nil {
+		key = dir + "f-" + shortDigest(archivePath)
+		// The extension tells what the file is; a long one is no extension.
+		if ext := path.Ext(archivePath); ext != "" && len(ext) <= 16 {
+			key += keySegment(ext)
+		}
 	}
 	return key
+}
+
+// shortDigest names s by 96 bits of its SHA-256, in hex.
+func shortDigest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:12])
 }
 
 // keySegment makes s a valid key segment: no control characters or

@@ -132,6 +132,31 @@ func TestTaskFileKey(t *testing.T) {
 	require.NoError(t, artifact.ValidateKey(long))
 	require.True(t, strings.HasPrefix(long, "submissions/7/tasks/t/f-"))
 	require.True(t, strings.HasSuffix(long, ".png"))
+
+	// No segment is longer than a file name may be (with the ".json" the
+	// local store adds to its metadata's names).
+	for _, tc := range []struct{ task, path, prefix, suffix string }{
+		{"t", strings.Repeat("a", 300) + "/shot.png", "submissions/7/tasks/t/f-", ".png"},
+		{"t", "a/" + strings.Repeat("b", 600), "submissions/7/tasks/t/f-", "-"},
+		{"t", "x." + strings.Repeat("e", 300), "submissions/7/tasks/t/f-", "-"},
+		{strings.Repeat("é", 600), "s.png", "submissions/7/tasks/t-", ".png"},
+	} {
+		got := taskFileKey(7, tc.task, tc.path)
+		require.NoError(t, artifact.ValidateKey(got))
+		require.True(t, strings.HasPrefix(got, tc.prefix), got)
+		if tc.suffix == "-" {
+			require.Regexp(t, `/f-[0-9a-f]{24}$`, got, "a long extension is none")
+		} else {
+			require.True(t, strings.HasSuffix(got, tc.suffix), got)
+		}
+		for seg := range strings.SplitSeq(got, "/") {
+			require.LessOrEqual(t, len(seg), 200, got)
+		}
+	}
+	edge := strings.Repeat("c", 200)
+	require.Equal(t, "submissions/7/tasks/t/"+edge+"/shot.png", taskFileKey(7, "t", edge+"/shot.png"), "a 200-byte segment is kept")
+	require.Equal(t, taskFileKey(7, "t", "x/"+edge+"c"), taskFileKey(7, "t", "x/"+edge+"c"), "the same path, the same key")
+	require.NotEqual(t, taskFileKey(7, "t", "x/"+edge+"c"), taskFileKey(7, "t", "y/"+edge+"c"))
 }
 
 func TestCheckParts(t *testing.T) {

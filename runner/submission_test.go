@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -115,6 +116,7 @@ func openS3Store(t *testing.T) (artifact.Store, string) {
 type portalOptions struct {
 	submissions runner.SubmissionOptions
 	wrap        func(artifact.Store) artifact.Store
+	rescueAfter time.Duration // the queue's rescue delay (and so the jobs' time limit); 0 = the default
 }
 
 // testLimits are bundletest's limits (every hostile archive breaks them).
@@ -177,7 +179,7 @@ func newPortal(t *testing.T, db *storage.DB, ps portalStore, opts portalOptions)
 	r, err := runner.New(runner.Config{
 		DB: db, Artifacts: store,
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
-		Options:     runner.Options{Episodes: 1, Submissions: sub},
+		Options:     runner.Options{Episodes: 1, Submissions: sub, RescueAfter: opts.rescueAfter},
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
@@ -704,6 +706,19 @@ func TestSubmission_BadUploads(t *testing.T) {
 				// On S3 the part goes straight to the store.
 				require.NoError(t, err)
 				require.True(t, v.DirectUpload)
+				// A URL takes its part's length only: one byte more is refused.
+				u, _, err := p.runner.SubmissionPartURL(p.member, v.ID, 1)
+				require.NoError(t, err)
+				longer := append(bytes.Clone(good.chunk(t, v.PartSize, 1)), 'x')
+				httpReq, err := http.NewRequest(http.MethodPut, u, bytes.NewReader(longer))
+				require.NoError(t, err)
+				if resp, err := http.DefaultClient.Do(httpReq); err == nil {
+					resp.Body.Close()
+					require.Equal(t, http.StatusForbidden, resp.StatusCode, "a part one byte longer than its URL allows")
+				}
+				v, err = p.runner.Submission(p.member, v.ID)
+				require.NoError(t, err)
+				require.Empty(t, v.Parts, "a part of the wrong size is not stored")
 				for n := 1; n <= v.PartsTotal(); n++ {
 					u, expires, err := p.runner.SubmissionPartURL(p.member, v.ID, n)
 					require.NoError(t, err)
@@ -826,5 +841,175 @@ func TestSubmission_AbandonedUploads(t *testing.T) {
 		require.Equal(t, models.SubmissionDiscarded, v.Status)
 		require.Contains(t, v.Error, "The upload was abandoned")
 		p.requireNothingStored(t, v.ID)
+	})
+}
+
+// TestSubmission_DiscardDuringStreamedUpload discards a submission while the
+// upload form still streams its bundle: the discard finds nothing to delete
+// yet, so the upload deletes the bundle once it has arrived.
+func TestSubmission_DiscardDuringStreamedUpload(t *testing.T) {
+	t.Parallel()
+	forEachPortal(t, portalOptions{}, func(t *testing.T, p *portal) {
+		body, send := io.Pipe()
+		type result struct {
+			v   *models.SubmissionView
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			v, err := p.runner.UploadSubmission(p.member, models.SubmissionRequest{Agent: "lab/navigator", Benchmark: sandbox.Slug, Filename: "streamed.zip"}, body)
+			done <- result{v, err}
+		}()
+		_, err := send.Write(bytes.Repeat([]byte("a"), 1<<10))
+		require.NoError(t, err)
+		var id int64
+		require.Eventually(t, func() bool {
+			items, _, err := p.db.ListSubmissions(p.member, models.SubmissionFilter{Status: models.SubmissionUploading})
+			require.NoError(t, err)
+			if len(items) == 0 {
+				return false
+			}
+			id = items[0].ID
+			return true
+		}, 10*time.Second, 10*time.Millisecond, "the streamed upload never started")
+		require.NoError(t, p.runner.DiscardSubmission(p.member, id))
+
+		_, err = send.Write(bytes.Repeat([]byte("b"), 1<<10))
+		require.NoError(t, err)
+		require.NoError(t, send.Close())
+		res := <-done
+		require.Nil(t, res.v)
+		require.Equal(t, models.ECONFLICT, models.ErrorCode(res.err), "%v", res.err)
+		require.Contains(t, models.ErrorMessage(res.err), "it was discarded")
+		v, err := p.runner.Submission(p.member, id)
+		require.NoError(t, err)
+		require.Equal(t, models.SubmissionDiscarded, v.Status)
+		p.requireNothingStored(t, id)
+	})
+}
+
+// stallingStore makes reads and writes of the keys under chosen prefixes
+// last until their context ends, as a store too slow for a job's time limit.
+type stallingStore struct {
+	artifact.Store
+	mu       sync.Mutex
+	prefixes []string
+}
+
+func (s *stallingStore) stall(prefix string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.prefixes = append(s.prefixes, prefix)
+}
+
+func (s *stallingStore) stalled(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.ContainsFunc(s.prefixes, func(p string) bool { return strings.HasPrefix(key, p) })
+}
+
+func (s *stallingStore) Get(ctx context.Context, key string) (io.ReadCloser, artifact.Info, error) {
+	if s.stalled(key) {
+		<-ctx.Done()
+		return nil, artifact.Info{}, ctx.Err()
+	}
+	return s.Store.Get(ctx, key)
+}
+
+func (s *stallingStore) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
+	if s.stalled(key) {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.Store.Put(ctx, key, r, size, contentType)
+}
+
+// TestSubmission_LastTryOutOfTime: a validation or an ingest whose every try
+// runs out of time ends refused or failed on its last try, with its files
+// deleted, instead of staying validating or ingesting for ever.
+func TestSubmission_LastTryOutOfTime(t *testing.T) {
+	t.Parallel()
+	opts := portalOptions{
+		rescueAfter: 2 * time.Second, // tries of 1.5 s
+		wrap:        func(s artifact.Store) artifact.Store { return &stallingStore{Store: s} },
+	}
+	forEachPortal(t, opts, func(t *testing.T, p *portal) {
+		store := p.store.(*stallingStore)
+		dir := t.TempDir()
+		// waitFinal waits through the three tries and River's backoff between
+		// them (1 s, then 16 s).
+		waitFinal := func(t *testing.T, id int64, want string) *models.SubmissionView {
+			t.Helper()
+			var v *models.SubmissionView
+			require.Eventually(t, func() bool {
+				var err error
+				v, err = p.runner.Submission(p.member, id)
+				require.NoError(t, err)
+				return models.SubmissionFinished(v.Status)
+			}, 2*time.Minute, 100*time.Millisecond, "submission %d never finished", id)
+			require.Equal(t, want, v.Status, v.Error)
+			return v
+		}
+
+		// One bundle waits to be validated and another, validated, to be
+		// ingested; then the store stalls on each, and both jobs run.
+		refuse := fileOf(t, bundletest.WebArenaVerified(t, filepath.Join(dir, "validate.zip"), bundletest.WAVTask{ID: "forum-top-post", Response: answer("[1]")}))
+		validating, _, err := p.runner.CreateSubmission(p.member, request(sandbox.Slug, "", refuse))
+		require.NoError(t, err)
+		for n := 1; n <= validating.PartsTotal(); n++ {
+			body := refuse.chunk(t, validating.PartSize, n)
+			_, err := p.runner.PutSubmissionPart(p.member, validating.ID, n, bytes.NewReader(body), int64(len(body)), nil)
+			require.NoError(t, err)
+		}
+		fail := fileOf(t, bundletest.WebArenaVerified(t, filepath.Join(dir, "ingest.zip"), bundletest.WAVTask{ID: "shop-keyboard-price", Response: answer("[79]")}))
+		ingesting := p.upload(t, p.member, fail, request(sandbox.Slug, "", fail))
+		p.wait(t, ingesting.ID, models.SubmissionValidated)
+
+		store.stall(validating.StorageKey)
+		store.stall(storage.SubmissionPrefix(ingesting.ID) + "tasks/")
+		_, err = p.runner.CompleteSubmission(p.member, validating.ID)
+		require.NoError(t, err)
+		_, err = p.runner.IngestSubmission(p.member, ingesting.ID)
+		require.NoError(t, err)
+
+		v := waitFinal(t, validating.ID, models.SubmissionRefused)
+		require.Contains(t, v.Error, "Validating the bundle took too long: its last try did not finish within the 1.5 seconds a try may take.")
+		p.requireNothingStored(t, v.ID)
+
+		v = waitFinal(t, ingesting.ID, models.SubmissionFailed)
+		require.Contains(t, v.Error, "Ingesting the bundle took too long: its last try did not finish within the 1.5 seconds a try may take.")
+		require.Nil(t, v.RunID)
+		require.Zero(t, countSubmissionRuns(t, p.db))
+		infos, err := p.store.List(context.Background(), storage.SubmissionPrefix(v.ID)+"tasks/")
+		require.NoError(t, err)
+		require.Empty(t, infos, "no task file is left")
+		again, resumed, err := p.runner.CreateSubmission(p.member, request(sandbox.Slug, "", fail))
+		require.NoError(t, err, "the same bundle may be submitted again")
+		require.False(t, resumed)
+		require.NotEqual(t, v.ID, again.ID)
+	})
+}
+
+// TestSubmission_LongArchivePath ingests a bundle whose files sit under a
+// folder with a 300-byte name, longer than a file name may be: the files are
+// stored under names of their own.
+func TestSubmission_LongArchivePath(t *testing.T) {
+	t.Parallel()
+	forEachPortal(t, portalOptions{}, func(t *testing.T, p *portal) {
+		entries := bundletest.Wrap(strings.Repeat("a", 300), bundletest.WebArenaVerifiedEntries(
+			bundletest.WAVTask{ID: "shop-keyboard-price", Response: answer("[79]")},
+		))
+		f := fileOf(t, bundletest.Write(t, filepath.Join(t.TempDir(), "long.zip"), bundletest.Zip, entries))
+		_, run := p.ingest(t, f, request(sandbox.Slug, "", f))
+		a := p.attemptsByTask(t, run.ID)["shop-keyboard-price"]
+		p.requireEvaluated(t, a, models.OutcomeSuccess, 0)
+		require.NotEmpty(t, a.HARKey)
+		for seg := range strings.SplitSeq(a.HARKey, "/") {
+			require.LessOrEqual(t, len(seg), 200, "segment of %s", a.HARKey)
+		}
+		require.True(t, strings.HasSuffix(a.HARKey, ".har"), a.HARKey)
+		info, err := p.store.Stat(context.Background(), a.HARKey)
+		require.NoError(t, err, "the network log is stored")
+		require.Positive(t, info.Size)
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -52,19 +53,62 @@ func (w *validateSubmissionWorker) Work(ctx context.Context, job *river.Job[Vali
 		return err
 	}
 	err = r.validateSubmission(ctx, s)
+	if err == nil {
+		return nil
+	}
+	last := job.Attempt >= job.MaxAttempts
 	var refused *refusal
 	switch {
-	case err == nil:
-		return nil
 	case errors.As(err, &refused):
-	case ctx.Err() == nil && job.Attempt >= job.MaxAttempts:
+	case !last:
+		return err
+	case ctx.Err() != nil:
+		r.log.Error("submission validation ran out of time on its last try", "submission_id", s.ID, "error", err.Error())
+		refused = &refusal{r.lastTryMessage(ctx, "Validating the bundle")}
+	default:
 		r.log.Error("submission validation failed on its last try", "submission_id", s.ID, "error", err.Error())
 		refused = &refusal{"Proctor could not read the bundle back from its storage; submit it again."}
-	default:
-		return err
+	}
+	if ctx.Err() != nil {
+		// Out of time, or the worker stopping: the refusal is recorded all
+		// the same, or the submission would stay validating for ever.
+		var cancel context.CancelFunc
+		ctx, cancel = lastTryContext(ctx)
+		defer cancel()
 	}
 	r.log.Info("submission refused", "submission_id", s.ID, "reason", refused.message)
-	return r.refuseSubmission(ctx, s, refused.message)
+	return r.refuseSubmission(ctx, s, refused.message, last)
+}
+
+// lastTryCleanup is how long a submission job whose context ended on its
+// last try has left to delete what it stored and record why it gave up.
+const lastTryCleanup = time.Minute
+
+// lastTryContext is ctx without its end, for lastTryCleanup more.
+func lastTryContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), lastTryCleanup)
+}
+
+// lastTryMessage says why a submission job gave up on its last try when its
+// context ended: its time ran out, or the worker stopped. what is the job,
+// as the message's subject.
+func (r *Runner) lastTryMessage(ctx context.Context, what string) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Sprintf("%s took too long: its last try did not finish within the %s a try may take. Submit the bundle again later, or ask an administrator to give submission jobs more time.",
+			what, roughDuration(submissionJobTimeout(r.opts.RescueAfter)))
+	}
+	return what + " was interrupted on its last try, as the worker stopped; submit the bundle again."
+}
+
+// roughDuration writes a job's time limit in minutes, or seconds under one.
+func roughDuration(d time.Duration) string {
+	switch {
+	case d >= 2*time.Minute:
+		return fmt.Sprintf("%d minutes", int(d.Round(time.Minute)/time.Minute))
+	case d >= time.Minute:
+		return "minute"
+	}
+	return strconv.FormatFloat(d.Round(100*time.Millisecond).Seconds(), 'f', -1, 64) + " seconds"
 }
 
 // validateSubmission hashes, inspects and checks the bundle, and stores the
@@ -153,10 +197,14 @@ func (r *Runner) submissionCatalog(ctx context.Context, s *models.Submission) (b
 
 // refuseSubmission deletes every byte of a submission, then marks it refused
 // with the message. Deleting first means a failure in between is retried
-// and finds nothing left to read, which refuses the bundle again.
-func (r *Runner) refuseSubmission(ctx context.Context, s *models.Submission, message string) error {
+// and finds nothing left to read, which refuses the bundle again; on the
+// last try (no retry), a failed deletion is logged and the bundle refused.
+func (r *Runner) refuseSubmission(ctx context.Context, s *models.Submission, message string, last bool) error {
 	if err := r.deleteSubmissionBytes(ctx, s); err != nil {
-		return err
+		if !last {
+			return err
+		}
+		r.log.Error("delete a refused bundle", "submission_id", s.ID, "error", err.Error())
 	}
 	err := r.db.RefuseSubmission(ctx, s.ID, message)
 	if models.ErrorCode(err) == models.ECONFLICT {

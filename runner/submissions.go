@@ -307,7 +307,8 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 // form without JavaScript) straight into the store, then queues its
 // validation. req.Size may be 0 when the form does not know it. A bundle
 // over the size limit is refused (ETOOLARGE) and an interrupted one discarded,
-// with nothing kept. Errors of creation as CreateSubmission.
+// with nothing kept; one discarded while it streamed in is deleted once it
+// has arrived (ECONFLICT). Errors of creation as CreateSubmission.
 func (r *Runner) UploadSubmission(ctx context.Context, req models.SubmissionRequest, body io.Reader) (*models.SubmissionView, error) {
 	s, _, err := r.db.CreateSubmission(ctx, req, r.submissionRules(true))
 	if err != nil {
@@ -339,6 +340,7 @@ func (r *Runner) UploadSubmission(ctx context.Context, req models.SubmissionRequ
 	ctx = context.WithoutCancel(ctx)
 	info, err := r.artifacts.Stat(ctx, s.StorageKey)
 	if err != nil {
+		r.dropStreamed(ctx, s)
 		return nil, storeUnavailable("read the stored bundle", err)
 	}
 	size := int64(0)
@@ -346,9 +348,23 @@ func (r *Runner) UploadSubmission(ctx context.Context, req models.SubmissionRequ
 		size = info.Size
 	}
 	if err := r.db.CompleteSubmissionUpload(ctx, s.ID, size, r.queue.insertValidation); err != nil {
+		r.dropStreamed(ctx, s)
 		return nil, err
 	}
 	return r.db.SubmissionByID(ctx, s.ID)
+}
+
+// dropStreamed deletes a streamed bundle that arrived but could not be
+// completed, and discards its submission if it is still uploading. Most
+// often it was discarded while the bundle streamed in: the discard found
+// nothing to delete then, and nothing else would delete the bundle now.
+func (r *Runner) dropStreamed(ctx context.Context, s *models.Submission) {
+	if err := r.deleteSubmissionBytes(systemContext(ctx), s); err != nil {
+		r.log.Warn("delete an uncompleted upload", "submission_id", s.ID, "error", err.Error())
+	}
+	if _, err := r.db.DiscardSubmission(ctx, s.ID); err != nil && models.ErrorCode(err) != models.ECONFLICT {
+		r.log.Warn("discard an uncompleted upload", "submission_id", s.ID, "error", err.Error())
+	}
 }
 
 // IngestSubmission queues the ingest of a validated submission whose report
