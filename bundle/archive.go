@@ -531,7 +531,8 @@ func (s *sourceReader) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// refuse builds a *RefusedError.
+// refuse builds a *RefusedError. The path is shortened: a name may be
+// megabytes long, and the message is stored and shown.
 func refuse(path, format string, args ...any) error {
-	return &RefusedError{Path: path, Reason: fmt.Sprintf(format, args...)}
+	return &RefusedError{Path: shorten(path, maxShownBytes), Reason: fmt.Sprintf(format, args...)}
 }

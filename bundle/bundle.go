@@ -28,6 +28,10 @@ type Limits struct {
 	MaxJSONBytes   int64   // one JSON or JSON Lines file
 	MaxHARBytes    int64   // one HAR
 	MaxImagePixels int64   // one screenshot, width × height
+	// MaxMetadataBytes caps what an inspection holds in memory: file names,
+	// steps (thoughts, actions, URLs), answers and problems. Zero takes the
+	// default, as nothing else bounds that memory; a negative value lifts it.
+	MaxMetadataBytes int64
 }
 
 // DefaultLimits are the server's defaults (config can change them).
@@ -41,8 +45,13 @@ func DefaultLimits() Limits {
 		MaxJSONBytes:   16 << 20,
 		MaxHARBytes:    512 << 20,
 		MaxImagePixels: 40_000_000,
+		// Far above a full WebArena-Verified run with long thoughts (812
+		// tasks × 30 steps × 4 KB ≈ 100 MB), far below the server's memory.
+		MaxMetadataBytes: defaultMaxMetadataBytes,
 	}
 }
+
+const defaultMaxMetadataBytes = 256 << 20
 
 // RefusedError refuses a whole bundle: corrupt, of an unknown format, hostile
 // (traversal, links, special files, bombs) or over a limit. Path names the
@@ -90,6 +99,10 @@ type Bundle struct {
 	limits          Limits   // Inspect's, which Extract enforces again
 	inspectWarnings []string // Inspect's warnings, which Check keeps
 	manifestProblem string   // why a Proctor bundle's manifest is unusable (blocks ingest)
+	// Every invalid file and duplicated task, of which the report shows the
+	// first maxReportList: Check starts from these each time.
+	invalidFiles []models.FileProblem
+	duplicated   []string
 }
 
 // fileRef is a kept file's place in the bundle.
@@ -153,31 +166,32 @@ type File struct {
 // size limits and decodes every screenshot. Per-file problems do not refuse
 // the bundle: they are listed in Report.InvalidFiles and on their task.
 // progress, when not nil, is told how many compressed bytes were read.
+// A canceled or expired ctx stops it promptly with ctx's error.
 func Inspect(ctx context.Context, r io.ReaderAt, size int64, lim Limits, progress func(done, total int64)) (*Bundle, error) {
 	return inspect(ctx, r, size, lim, nil, progress)
 }
 
 func inspect(ctx context.Context, r io.ReaderAt, size int64, lim Limits, knownImages map[string]string, progress func(done, total int64)) (*Bundle, error) {
-	in := &inspector{lim: lim, records: map[string]*record{}, images: newImageChecks(lim.MaxImagePixels)}
+	if lim.MaxMetadataBytes == 0 {
+		lim.MaxMetadataBytes = defaultMaxMetadataBytes
+	}
+	in := newInspector(ctx, lim)
 	in.images.known = knownImages
 	w, err := walk(ctx, r, size, lim, progress, true, in.visit)
 	in.images.wait() // also after a refusal: no decoder outlives Inspect
 	if err != nil {
 		return nil, err
 	}
-	b, err := in.assemble()
+	b, err := in.assemble(ctx)
 	if err != nil {
 		return nil, err
 	}
 	b.limits = lim
 	b.Report.Files, b.Report.Bytes = len(in.files), w.total
 	b.Report.Warnings = append([]string{}, b.inspectWarnings...)
-	if b.Report.InvalidFiles == nil {
-		b.Report.InvalidFiles = []models.FileProblem{}
-	}
-	if b.Report.TasksDuplicated == nil {
-		b.Report.TasksDuplicated = []string{}
-	}
+	b.Report.InvalidFiles = reportProblems(b.invalidFiles)
+	b.Report.TasksDuplicated = reportIDs(b.duplicated)
+	b.Report.Counts = models.SubmissionReportCounts{InvalidFiles: len(b.invalidFiles), TasksDuplicated: len(b.duplicated)}
 	return b, nil
 }
 

@@ -488,6 +488,16 @@ func TestInspect_ProctorManifest(t *testing.T) {
 		{"bad date", `{"format": "proctor-trajectory/1", "date": "19/10/2025"}`, "must be RFC 3339 or YYYY-MM-DD"},
 		{"negative budget", `{"format": "proctor-trajectory/1", "budgets": {"max_steps": -1}}`, "budgets cannot be negative"},
 		{"not JSON", `format: proctor`, "invalid JSON"},
+		{"long model", `{"format": "proctor-trajectory/1", "model": "` + strings.Repeat("m", 201) + `"}`, "model is 201 characters long, over the limit of 200"},
+		{"long agent", `{"format": "proctor-trajectory/1", "agent": "` + strings.Repeat("é", 201) + `"}`, "agent is 201 characters long, over the limit of 200"},
+		{"long framework", `{"format": "proctor-trajectory/1", "agent_framework": "` + strings.Repeat("f", 201) + `"}`, "agent_framework is 201 characters long"},
+		{"long benchmark", `{"format": "proctor-trajectory/1", "benchmark": "` + strings.Repeat("b", 101) + `"}`, "benchmark is 101 characters long, over the limit of 100"},
+		{"long subset", `{"format": "proctor-trajectory/1", "subset": "` + strings.Repeat("s", 101) + `"}`, "subset is 101 characters long, over the limit of 100"},
+		{"long notes", `{"format": "proctor-trajectory/1", "notes": "` + strings.Repeat("n", 2001) + `"}`, "notes is 2001 characters long, over the limit of 2000"},
+		{"long date", `{"format": "proctor-trajectory/1", "date": "` + strings.Repeat("9", 65) + `"}`, "date is 65 characters long, over the limit of 64"},
+		{"model on two lines", `{"format": "proctor-trajectory/1", "model": "gpt\nbest on the board"}`, "model holds a control character (such as a line break): it must be one line"},
+		{"control character in notes", `{"format": "proctor-trajectory/1", "notes": "a\u0007b"}`, "notes holds a control character other than a line break or tab"},
+		{"a manifest of megabytes", `{"format": "proctor-trajectory/1", "model": "` + strings.Repeat("m", 200<<10) + `"}`, "the file is over the limit of 64 KiB for a manifest"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -505,6 +515,15 @@ func TestInspect_ProctorManifest(t *testing.T) {
 			require.Contains(t, rep.Blocking[0], c.problem)
 		})
 	}
+	t.Run("fields at their limits", func(t *testing.T) {
+		t.Parallel()
+		m := bundletest.ProctorManifest("b", "")
+		m.Agent, m.Model, m.AgentFramework = strings.Repeat("é", 200), strings.Repeat("m", 200), strings.Repeat("f", 200)
+		m.Subset, m.Notes = strings.Repeat("s", 100), strings.Repeat("line\n", 400)
+		b := mustInspect(t, bundletest.Proctor(t, filepath.Join(t.TempDir(), "b.zip"), m, bundletest.ProctorTask{ID: "1"}))
+		require.Empty(t, b.Report.InvalidFiles)
+		require.Equal(t, m.Model, b.Manifest.Model)
+	})
 	t.Run("dates", func(t *testing.T) {
 		t.Parallel()
 		for _, date := range []string{"2025-10-19", "2025-10-19T14:40:00Z", "2025-10-19T14:40:00+02:00", ""} {

@@ -17,15 +17,7 @@ const lowCoverage = 0.5
 func check(b *Bundle, c Catalog, d Declared) models.SubmissionReport {
 	rep := b.Report
 	rep.Manifest = b.Manifest
-	rep.TasksFound, rep.TasksNotAttempted, rep.TasksMissing = []string{}, []string{}, []string{}
-	rep.TasksUnknown, rep.TasksOutside = []string{}, []string{}
 	rep.Blocking, rep.Warnings = []string{}, append([]string{}, b.inspectWarnings...)
-	if rep.TasksDuplicated == nil {
-		rep.TasksDuplicated = []string{}
-	}
-	if rep.InvalidFiles == nil {
-		rep.InvalidFiles = []models.FileProblem{}
-	}
 
 	subsetName := cmpOr(c.Subset, models.SubsetFull)
 	all := toSet(c.TaskIDs)
@@ -34,21 +26,23 @@ func check(b *Bundle, c Catalog, d Declared) models.SubmissionReport {
 		subsetIDs = c.TaskIDs
 	}
 	subset := toSet(subsetIDs)
-	inBundle := map[string]bool{}
+	inBundle := make(map[string]bool, len(b.Tasks))
 	inBenchmark := 0
+	// The full lists; the report holds their first maxReportList entries.
+	found, notAttempted, missing, unknown, outside := []string{}, []string{}, []string{}, []string{}, []string{}
 	var withoutHAR []string
 	for _, t := range b.Tasks {
 		inBundle[t.ID] = true
 		switch {
 		case !all[t.ID]:
-			rep.TasksUnknown = append(rep.TasksUnknown, t.ID)
+			unknown = append(unknown, t.ID)
 			continue
 		case !subset[t.ID]:
-			rep.TasksOutside = append(rep.TasksOutside, t.ID)
+			outside = append(outside, t.ID)
 		case t.NotAttempted:
-			rep.TasksNotAttempted = append(rep.TasksNotAttempted, t.ID)
+			notAttempted = append(notAttempted, t.ID)
 		default:
-			rep.TasksFound = append(rep.TasksFound, t.ID)
+			found = append(found, t.ID)
 			if b.Format == models.BundleWebArenaVerified && t.HAR == "" {
 				withoutHAR = append(withoutHAR, t.ID)
 			}
@@ -57,12 +51,18 @@ func check(b *Bundle, c Catalog, d Declared) models.SubmissionReport {
 	}
 	for id := range subset {
 		if !inBundle[id] {
-			rep.TasksMissing = append(rep.TasksMissing, id)
+			missing = append(missing, id)
 		}
 	}
-	slices.SortFunc(rep.TasksMissing, compareIDs)
+	slices.SortFunc(missing, compareIDs)
+	rep.TasksFound, rep.TasksNotAttempted, rep.TasksMissing = reportIDs(found), reportIDs(notAttempted), reportIDs(missing)
+	rep.TasksUnknown, rep.TasksOutside = reportIDs(unknown), reportIDs(outside)
+	rep.TasksDuplicated, rep.InvalidFiles = reportIDs(b.duplicated), reportProblems(b.invalidFiles)
+	rep.Counts = models.SubmissionReportCounts{TasksFound: len(found), TasksNotAttempted: len(notAttempted),
+		TasksMissing: len(missing), TasksUnknown: len(unknown), TasksOutside: len(outside),
+		TasksDuplicated: len(b.duplicated), InvalidFiles: len(b.invalidFiles)}
 
-	covered := len(rep.TasksFound) + len(rep.TasksNotAttempted)
+	covered := len(found) + len(notAttempted)
 	rep.Coverage = models.BundleCoverage{Benchmark: c.Benchmark, BenchmarkTasks: len(all), Subset: subsetName,
 		SubsetTasks: len(subset), Covered: covered}
 	if len(subset) > 0 {
@@ -93,19 +93,19 @@ func check(b *Bundle, c Catalog, d Declared) models.SubmissionReport {
 	}
 
 	// Warnings: ingest goes ahead, but the submitter should know.
-	if n := len(rep.TasksUnknown); n > 0 && inBenchmark > 0 {
+	if n := len(unknown); n > 0 && inBenchmark > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d %s not %s of %s and will be ignored: %s", n,
-			plural(n, "task is", "tasks are"), plural(n, "a task", "tasks"), c.Benchmark, sample(rep.TasksUnknown)))
+			plural(n, "task is", "tasks are"), plural(n, "a task", "tasks"), c.Benchmark, sample(unknown)))
 	}
-	if n := len(rep.TasksOutside); n > 0 {
+	if n := len(outside); n > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d %s outside the subset %s and will be ignored: %s", n,
-			plural(n, "task is", "tasks are"), subsetName, sample(rep.TasksOutside)))
+			plural(n, "task is", "tasks are"), subsetName, sample(outside)))
 	}
-	if n := len(rep.TasksDuplicated); n > 0 {
+	if n := len(b.duplicated); n > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d %s more than once; the first copy of each is kept: %s", n,
-			plural(n, "task appears", "tasks appear"), sample(rep.TasksDuplicated)))
+			plural(n, "task appears", "tasks appear"), sample(b.duplicated)))
 	}
-	if n := len(rep.TasksMissing); n > 0 && inBenchmark > 0 {
+	if n := len(missing); n > 0 && inBenchmark > 0 {
 		msg := fmt.Sprintf("the bundle covers %d of the %d tasks of the subset %s (%.0f%%): the %d absent %s will count as failures",
 			covered, len(subset), subsetName, 100*rep.Coverage.Fraction, n, plural(n, "task", "tasks"))
 		if rep.Coverage.Fraction < lowCoverage {
@@ -117,7 +117,7 @@ func check(b *Bundle, c Catalog, d Declared) models.SubmissionReport {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d %s no network.har: checks of %s network events will fail: %s", n,
 			plural(n, "task has", "tasks have"), plural(n, "its", "their"), sample(withoutHAR)))
 	}
-	if n := len(rep.InvalidFiles); n > 0 {
+	if n := len(b.invalidFiles); n > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d %s invalid (listed with the reasons): %s ingested without %s", n,
 			plural(n, "file is", "files are"), plural(n, "its task is", "their tasks are"), plural(n, "it", "them")))
 	}
@@ -132,13 +132,37 @@ func toSet(ids []string) map[string]bool {
 	return set
 }
 
-// sample shows the first few ids of a list.
+// sample shows the first few ids of a list, each cut to maxShownBytes.
 func sample(ids []string) string {
 	const shown = 10
-	if len(ids) <= shown {
-		return strings.Join(ids, ", ")
+	parts := make([]string, 0, min(len(ids), shown)+1)
+	for _, id := range ids[:min(len(ids), shown)] {
+		parts = append(parts, shorten(id, maxShownBytes))
 	}
-	return strings.Join(ids[:shown], ", ") + fmt.Sprintf(" and %d more", len(ids)-shown)
+	if len(ids) > shown {
+		return strings.Join(parts, ", ") + fmt.Sprintf(" and %d more", len(ids)-shown)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// reportIDs is a list of ids as the report holds it: the first
+// maxReportList, each cut to maxShownBytes, never nil.
+func reportIDs(ids []string) []string {
+	out := make([]string, 0, min(len(ids), maxReportList))
+	for _, id := range ids[:min(len(ids), maxReportList)] {
+		out = append(out, shorten(id, maxShownBytes))
+	}
+	return out
+}
+
+// reportProblems is a list of invalid files as the report holds it.
+func reportProblems(problems []models.FileProblem) []models.FileProblem {
+	out := make([]models.FileProblem, 0, min(len(problems), maxReportList))
+	for _, p := range problems[:min(len(problems), maxReportList)] {
+		out = append(out, models.FileProblem{Path: shorten(p.Path, maxShownBytes), TaskID: shorten(p.TaskID, maxShownBytes),
+			Problem: shorten(p.Problem, maxProblemBytes)})
+	}
+	return out
 }
 
 // sameAgent compares agent names, "team/agent" matching "agent".

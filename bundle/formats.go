@@ -1,15 +1,20 @@
 package bundle
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"proctor/models"
 )
@@ -25,9 +30,18 @@ type inspector struct {
 	files   []string // regular files, archive order
 	records map[string]*record
 	images  *imageChecks
+	meta    metadata // what files and records hold, against lim.MaxMetadataBytes
+}
+
+func newInspector(ctx context.Context, lim Limits) *inspector {
+	return &inspector{lim: lim, records: map[string]*record{}, images: newImageChecks(ctx, lim.MaxImagePixels, decodeBudgetBytes),
+		meta: metadata{limit: lim.MaxMetadataBytes}}
 }
 
 func (in *inspector) visit(e entry, open func() (io.Reader, error)) error {
+	if err := in.meta.add(int64(len(e.Name)) + nameOverhead); err != nil {
+		return err
+	}
 	if e.Dir {
 		return nil
 	}
@@ -45,7 +59,10 @@ func (in *inspector) visit(e entry, open func() (io.Reader, error)) error {
 	}
 	rec := &record{path: e.Name, role: ro, size: e.Size}
 	in.records[e.Name] = rec
-	return in.parse(rec, r)
+	if err := in.parse(rec, r); err != nil {
+		return err
+	}
+	return in.meta.add(rec.retainedBytes())
 }
 
 // layout is the bundle's files seen from its root (the archive's, or the
@@ -124,6 +141,9 @@ func unknownFormat(files []string) error {
 	}
 	found := "the archive holds no file"
 	if len(shown) > 0 {
+		for i := range shown {
+			shown[i] = shorten(shown[i], maxShownBytes)
+		}
 		found = "found " + strings.Join(shown, ", ")
 		if len(files) > len(shown) {
 			found += ", …"
@@ -142,24 +162,23 @@ type assembly struct {
 	b     *Bundle
 	tasks map[string]*Task
 	used  map[string]bool // relative paths the format reads
+	cut   map[string]bool // archive paths of used files whose text was cut
+	pace  pacer
 }
 
-func (in *inspector) assemble() (*Bundle, error) {
+// assemble builds the bundle from what the walk read. Its loops run over
+// every path and task, so they stop on ctx's end and on the metadata limit.
+func (in *inspector) assemble(ctx context.Context) (*Bundle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	format, l := detect(in.files)
 	if format == "" {
 		return nil, unknownFormat(in.files)
 	}
-	a := &assembly{in: in, l: l, tasks: map[string]*Task{}, used: map[string]bool{},
-		b: &Bundle{Format: format, files: map[string]fileRef{}}}
-	switch format {
-	case models.BundleWebArenaVerified:
-		a.webArenaVerified()
-	case models.BundleProctor:
-		a.proctor()
-	case models.BundleOnlineMind2Web:
-		a.onlineMind2Web()
-	case models.BundleAgentLab:
-		a.agentLab()
+	a := newAssembly(ctx, in, format, l)
+	if err := a.read(); err != nil {
+		return nil, err
 	}
 	b := a.b
 	for _, t := range a.tasks {
@@ -173,13 +192,14 @@ func (in *inspector) assemble() (*Bundle, error) {
 		}
 	}
 	if len(ignored) > 0 {
-		example := strings.Join(ignored[:min(3, len(ignored))], ", ")
-		if len(ignored) > 3 {
-			example += ", …"
-		}
 		b.inspectWarnings = append(b.inspectWarnings, fmt.Sprintf("%d %s not part of the %s layout and %s ignored: %s",
 			len(ignored), plural(len(ignored), "file is", "files are"), models.BundleFormatName(format),
-			plural(len(ignored), "was", "were"), example))
+			plural(len(ignored), "was", "were"), examples(ignored)))
+	}
+	if len(a.cut) > 0 {
+		cut := slices.Sorted(maps.Keys(a.cut))
+		b.inspectWarnings = append(b.inspectWarnings, fmt.Sprintf("%d %s text (a thought, URL, title or error) longer than %s, "+
+			"kept cut to that length: %s", len(cut), plural(len(cut), "file has", "files have"), humanBytes(maxTextBytes), examples(cut)))
 	}
 	rep := &b.Report
 	rep.Format, rep.FormatName, rep.Manifest = format, models.BundleFormatName(format), b.Manifest
@@ -194,10 +214,46 @@ func (in *inspector) assemble() (*Bundle, error) {
 			rep.HARs++
 		}
 	}
-	slices.SortFunc(rep.InvalidFiles, func(x, y models.FileProblem) int { return strings.Compare(x.Path, y.Path) })
-	slices.SortFunc(rep.TasksDuplicated, compareIDs)
-	rep.TasksDuplicated = slices.Compact(rep.TasksDuplicated)
+	slices.SortFunc(b.invalidFiles, func(x, y models.FileProblem) int { return strings.Compare(x.Path, y.Path) })
+	slices.SortFunc(b.duplicated, compareIDs)
+	b.duplicated = slices.Compact(b.duplicated)
+	if err := cmp.Or(a.pace.err, ctx.Err()); err != nil {
+		return nil, err
+	}
 	return b, nil
+}
+
+func newAssembly(ctx context.Context, in *inspector, format string, l layout) *assembly {
+	return &assembly{in: in, l: l, tasks: map[string]*Task{}, used: map[string]bool{}, cut: map[string]bool{},
+		b: &Bundle{Format: format, files: map[string]fileRef{}}, pace: pacer{ctx: ctx}}
+}
+
+// read reads the tasks of the bundle's format.
+func (a *assembly) read() error {
+	switch a.b.Format {
+	case models.BundleWebArenaVerified:
+		return a.webArenaVerified()
+	case models.BundleProctor:
+		return a.proctor()
+	case models.BundleOnlineMind2Web:
+		return a.onlineMind2Web()
+	case models.BundleAgentLab:
+		return a.agentLab()
+	}
+	return nil
+}
+
+// examples names the first three paths of a list, for a message.
+func examples(paths []string) string {
+	shown := make([]string, 0, 3)
+	for _, p := range paths[:min(3, len(paths))] {
+		shown = append(shown, shorten(p, maxShownBytes))
+	}
+	example := strings.Join(shown, ", ")
+	if len(paths) > 3 {
+		example += ", …"
+	}
+	return example
 }
 
 func plural(n int, one, many string) string {
@@ -232,8 +288,19 @@ func (a *assembly) record(rel string) *record {
 	rec := a.in.records[a.l.full(rel)]
 	if rec != nil {
 		a.used[rel] = true
+		if rec.cut {
+			a.cut[rec.path] = true
+		}
 	}
 	return rec
+}
+
+// retain counts n more bytes the bundle holds; past the metadata limit, the
+// refusal ends the assembly at its next round.
+func (a *assembly) retain(n int64) {
+	if err := a.in.meta.add(n); err != nil {
+		a.pace.fail(err)
+	}
 }
 
 func (a *assembly) task(id string) *Task {
@@ -247,12 +314,13 @@ func (a *assembly) task(id string) *Task {
 
 // problem lists an invalid file, on the report and on its task.
 func (a *assembly) problem(t *Task, fullPath, problem string) {
-	fp := models.FileProblem{Path: fullPath, Problem: problem}
+	fp := models.FileProblem{Path: fullPath, Problem: shorten(problem, maxProblemBytes)}
 	if t != nil {
 		fp.TaskID = t.ID
 		t.Problems = append(t.Problems, fp)
 	}
-	a.b.Report.InvalidFiles = append(a.b.Report.InvalidFiles, fp)
+	a.b.invalidFiles = append(a.b.invalidFiles, fp)
+	a.retain(int64(len(fp.Problem)) + problemOverhead)
 }
 
 // valid returns rec when it is usable, listing its problem otherwise.
@@ -287,8 +355,11 @@ func (a *assembly) keepScreenshot(t *Task, rec *record) string {
 
 // webArenaVerified reads {task_id}/agent_response.json, {task_id}/network.har
 // and {task_id}/.missing.
-func (a *assembly) webArenaVerified() {
+func (a *assembly) webArenaVerified() error {
 	for _, p := range a.l.paths {
+		if err := a.pace.next(); err != nil {
+			return err
+		}
 		id, base, ok := strings.Cut(p, "/")
 		if !ok || strings.Contains(base, "/") {
 			continue
@@ -299,6 +370,9 @@ func (a *assembly) webArenaVerified() {
 		}
 	}
 	for id, t := range a.tasks {
+		if err := a.pace.next(); err != nil {
+			return err
+		}
 		missing, resp, har := a.record(id+"/.missing"), a.record(id+"/agent_response.json"), a.record(id+"/network.har")
 		if missing != nil {
 			t.NotAttempted = true
@@ -314,28 +388,35 @@ func (a *assembly) webArenaVerified() {
 		}
 		a.keepHAR(t, har)
 	}
+	return nil
 }
 
 // proctor reads manifest.json and tasks/{task_id}/.
-func (a *assembly) proctor() {
+func (a *assembly) proctor() error {
 	a.proctorManifest()
+	taskPaths := map[string][]string{} // task id -> its paths, read once
 	for _, p := range a.l.paths {
+		if err := a.pace.next(); err != nil {
+			return err
+		}
 		rest, ok := strings.CutPrefix(p, "tasks/")
 		if !ok {
 			continue
 		}
 		if id, _, ok := strings.Cut(rest, "/"); ok {
 			a.task(id)
+			taskPaths[id] = append(taskPaths[id], p)
 		}
 	}
 	for id, t := range a.tasks {
+		if err := a.pace.next(); err != nil {
+			return err
+		}
 		dir := "tasks/" + id + "/"
 		if a.record(dir+".missing") != nil {
 			t.NotAttempted = true
-			for _, p := range a.l.paths {
-				if strings.HasPrefix(p, dir) {
-					a.used[p] = true // nothing else of a task not attempted is read
-				}
+			for _, p := range taskPaths[id] {
+				a.used[p] = true // nothing else of a task not attempted is read
 			}
 			continue
 		}
@@ -348,6 +429,9 @@ func (a *assembly) proctor() {
 			continue
 		}
 		for _, sl := range steps.steps {
+			if err := a.pace.next(); err != nil {
+				return err
+			}
 			st := sl.step
 			if sl.screenshot != "" {
 				st.Screenshot = a.proctorScreenshot(t, dir, steps.path, sl)
@@ -363,6 +447,9 @@ func (a *assembly) proctor() {
 		}
 	}
 	for _, p := range a.l.paths {
+		if err := a.pace.next(); err != nil {
+			return err
+		}
 		if rest, ok := strings.CutPrefix(p, "tasks/"); ok && a.in.records[a.l.full(p)] != nil && roleOf(p) == roleImage {
 			if id, _, _ := strings.Cut(rest, "/"); a.tasks[id] != nil && !a.used[p] {
 				// A screenshot no step references is not read, but a broken one is still reported.
@@ -373,6 +460,7 @@ func (a *assembly) proctor() {
 			}
 		}
 	}
+	return nil
 }
 
 // proctorScreenshot resolves a step's screenshot, relative to the task's
@@ -380,7 +468,7 @@ func (a *assembly) proctor() {
 func (a *assembly) proctorScreenshot(t *Task, dir, stepsPath string, sl stepLine) string {
 	clean, isDir, reason := cleanName(sl.screenshot)
 	if reason != "" || isDir || clean == "" {
-		a.problem(t, stepsPath, fmt.Sprintf("line %d: screenshot %q must be a file name relative to the task's folder", sl.line, sl.screenshot))
+		a.problem(t, stepsPath, fmt.Sprintf("line %d: screenshot %q must be a file name relative to the task's folder", sl.line, shorten(sl.screenshot, maxShownBytes)))
 		return ""
 	}
 	rel := dir + clean
@@ -390,7 +478,7 @@ func (a *assembly) proctorScreenshot(t *Task, dir, stepsPath string, sl stepLine
 	rec := a.in.records[a.l.full(rel)]
 	switch {
 	case rec == nil || rec.role != roleImage:
-		a.problem(t, stepsPath, fmt.Sprintf("line %d: screenshot %s is not in the bundle", sl.line, clean))
+		a.problem(t, stepsPath, fmt.Sprintf("line %d: screenshot %s is not in the bundle", sl.line, shorten(clean, maxShownBytes)))
 		return ""
 	case rec.problem != "":
 		if !a.used[rel] {
@@ -428,10 +516,14 @@ func (a *assembly) proctorManifest() {
 		fail(fmt.Sprintf("format is required: %q", ProctorFormatVersion))
 		return
 	case m.Format != ProctorFormatVersion:
-		fail(fmt.Sprintf("format %q is not supported: this server reads %q", m.Format, ProctorFormatVersion))
+		fail(fmt.Sprintf("format %q is not supported: this server reads %q", shorten(m.Format, maxShownBytes), ProctorFormatVersion))
 		return
 	case m.Budgets.MaxSteps < 0 || m.Budgets.MaxEpisodeSeconds < 0 || m.Budgets.MaxCost != nil && *m.Budgets.MaxCost < 0:
 		fail("budgets cannot be negative")
+		return
+	}
+	if problem := manifestFieldsProblem(&m); problem != "" {
+		fail(problem)
 		return
 	}
 	if m.Date != "" {
@@ -445,10 +537,54 @@ func (a *assembly) proctorManifest() {
 	a.b.Manifest = &m
 }
 
+// manifestField is a text field of a manifest with its cap: manifests are
+// shown on the run's page and the public leaderboard.
+type manifestField struct {
+	name     string
+	value    string
+	maxChars int
+	multi    bool // may hold line breaks and tabs
+}
+
+func manifestFields(m *models.BundleManifest) []manifestField {
+	return []manifestField{
+		{"agent", m.Agent, 200, false},
+		{"model", m.Model, 200, false},
+		{"agent_framework", m.AgentFramework, 200, false},
+		{"benchmark", m.Benchmark, 100, false},
+		{"subset", m.Subset, 100, false},
+		{"date", m.Date, 64, false},
+		{"notes", m.Notes, 2000, true},
+	}
+}
+
+// manifestFieldsProblem says which text field of a manifest, read from a
+// Proctor manifest.json or derived from AgentLab's folder names, is too long
+// or holds control characters; "" when none is.
+func manifestFieldsProblem(m *models.BundleManifest) string {
+	for _, f := range manifestFields(m) {
+		if n := utf8.RuneCountInString(f.value); n > f.maxChars {
+			return fmt.Sprintf("%s is %d characters long, over the limit of %d", f.name, n, f.maxChars)
+		}
+		if strings.ContainsFunc(f.value, func(r rune) bool {
+			return unicode.IsControl(r) && (!f.multi || r != '\n' && r != '\r' && r != '\t')
+		}) {
+			if f.multi {
+				return fmt.Sprintf("%s holds a control character other than a line break or tab", f.name)
+			}
+			return fmt.Sprintf("%s holds a control character (such as a line break): it must be one line", f.name)
+		}
+	}
+	return ""
+}
+
 // onlineMind2Web reads {task_id}/result.json and {task_id}/trajectory/*.
-func (a *assembly) onlineMind2Web() {
+func (a *assembly) onlineMind2Web() error {
 	shots := map[string][]string{} // task folder -> screenshot paths
 	for _, p := range a.l.paths {
+		if err := a.pace.next(); err != nil {
+			return err
+		}
 		parts := strings.Split(p, "/")
 		switch {
 		case len(parts) == 2 && parts[1] == "result.json":
@@ -458,6 +594,9 @@ func (a *assembly) onlineMind2Web() {
 		}
 	}
 	for id, t := range a.tasks {
+		if err := a.pace.next(); err != nil {
+			return err
+		}
 		res := a.valid(t, a.record(id+"/result.json"))
 		paths := shots[id]
 		slices.SortFunc(paths, compareNumbered)
@@ -466,15 +605,20 @@ func (a *assembly) onlineMind2Web() {
 		}
 		r := res.result
 		if r.taskID != "" && r.taskID != id {
-			a.problem(t, res.path, fmt.Sprintf("task_id %q differs from its folder %q: the folder names the task", r.taskID, id))
+			a.problem(t, res.path, fmt.Sprintf("task_id %q differs from its folder %q: the folder names the task",
+				shorten(r.taskID, maxShownBytes), shorten(id, maxShownBytes)))
 		}
 		for i := range max(len(r.actions), len(paths)) {
-			st := Step{Index: i}
-			text := ""
-			if i < len(r.actions) {
-				text = r.actions[i]
+			if err := a.pace.next(); err != nil {
+				return err
 			}
-			st.Action, _ = recordedJSON(models.Action{Type: models.ActRecorded, Text: text})
+			st := Step{Index: i}
+			if i < len(r.actions) {
+				st.Action = r.actions[i]
+			} else {
+				st.Action, _ = recordedJSON(models.Action{Type: models.ActRecorded})
+				a.retain(stepOverhead) // a screenshot's step, which no action of the file counted
+			}
 			if i < len(r.thoughts) {
 				st.Thought = r.thoughts[i]
 			}
@@ -487,11 +631,10 @@ func (a *assembly) onlineMind2Web() {
 			}
 			t.Steps = append(t.Steps, st)
 		}
-		if r.final != "" {
-			t.Final, _ = recordedJSON(models.Action{Type: models.ActAnswer, Text: r.final})
-		}
-		t.NotAttempted = len(t.Steps) == 0 && r.final == ""
+		t.Final = r.final
+		t.NotAttempted = len(t.Steps) == 0 && r.final == nil
 	}
+	return nil
 }
 
 // compareNumbered orders file names by the first number in their base name
@@ -544,18 +687,30 @@ func agentLabTaskID(taskName string) string {
 }
 
 // agentLab reads experiment folders holding summary_info.json.
-func (a *assembly) agentLab() {
+func (a *assembly) agentLab() error {
 	folderRE := agentLabFolder()
 	shotRE := regexp.MustCompile(`^screenshot_step_(\d+)\.(?i:png|jpe?g)$`)
 	var folders []string
+	contents := map[string][]string{} // folder -> the paths inside, read once
 	for _, p := range a.l.paths {
-		if folder, base, ok := strings.Cut(p, "/"); ok && base == "summary_info.json" {
+		if err := a.pace.next(); err != nil {
+			return err
+		}
+		folder, base, ok := strings.Cut(p, "/")
+		if !ok {
+			continue
+		}
+		contents[folder] = append(contents[folder], p)
+		if base == "summary_info.json" {
 			folders = append(folders, folder)
 		}
 	}
 	seenFrom := map[string]string{}
 	agents := map[string]bool{}
 	for _, folder := range folders { // sorted: the first folder of a task wins
+		if err := a.pace.next(); err != nil {
+			return err
+		}
 		summaryRec := a.record(folder + "/summary_info.json")
 		var summary *agentLabSummary
 		if summaryRec.problem == "" {
@@ -579,8 +734,9 @@ func (a *assembly) agentLab() {
 			continue
 		}
 		if first, dup := seenFrom[id]; dup {
-			a.b.Report.TasksDuplicated = append(a.b.Report.TasksDuplicated, id)
-			a.problem(a.tasks[id], summaryRec.path, fmt.Sprintf("task %s is already in %s: this folder is ignored", id, a.l.full(first)))
+			a.b.duplicated = append(a.b.duplicated, id)
+			a.problem(a.tasks[id], summaryRec.path, fmt.Sprintf("task %s is already in %s: this folder is ignored",
+				shorten(id, maxShownBytes), shorten(a.l.full(first), maxShownBytes)))
 			continue
 		}
 		seenFrom[id] = folder
@@ -590,24 +746,32 @@ func (a *assembly) agentLab() {
 		}
 		t.TokensIn, t.TokensOut, t.Cost, t.DurationMS = summary.tokensIn, summary.tokensOut, summary.cost, summary.durationMS
 		t.ErrorMessage = summary.errMsg
-		a.agentLabSteps(t, folder, shotRE)
+		if err := a.agentLabSteps(t, folder, contents[folder], shotRE); err != nil {
+			return err
+		}
 	}
 	if len(agents) == 1 {
 		for agent := range agents {
-			a.b.Manifest = &models.BundleManifest{Agent: agent, AgentFramework: "AgentLab"}
+			// A name the caps refuse is left out: it only labels the report.
+			if m := (models.BundleManifest{Agent: agent, AgentFramework: "AgentLab"}); manifestFieldsProblem(&m) == "" {
+				a.b.Manifest = &m
+			}
 		}
 	}
+	return nil
 }
 
-// agentLabSteps pairs screenshot_step_N with step N of steps_info.json.
-func (a *assembly) agentLabSteps(t *Task, folder string, shotRE *regexp.Regexp) {
+// agentLabSteps pairs screenshot_step_N with step N of steps_info.json;
+// paths are the folder's.
+func (a *assembly) agentLabSteps(t *Task, folder string, paths []string, shotRE *regexp.Regexp) error {
 	shots := map[int]string{}
 	indexes := map[int]bool{}
-	for _, p := range a.l.paths {
-		base, ok := strings.CutPrefix(p, folder+"/")
-		if !ok {
-			continue
+	prefix := folder + "/"
+	for _, p := range paths {
+		if err := a.pace.next(); err != nil {
+			return err
 		}
+		base := strings.TrimPrefix(p, prefix)
 		if m := shotRE.FindStringSubmatch(base); m != nil {
 			n, err := strconv.Atoi(m[1])
 			if err == nil && n < 1<<20 {
@@ -631,10 +795,16 @@ func (a *assembly) agentLabSteps(t *Task, folder string, shotRE *regexp.Regexp) 
 	}
 	slices.Sort(order)
 	for _, i := range order {
-		si := infos[i]
+		if err := a.pace.next(); err != nil {
+			return err
+		}
+		si, ok := infos[i]
 		st := Step{Index: len(t.Steps), Thought: si.think, URL: si.url, Error: si.errMsg, TokensIn: si.tokensIn,
-			TokensOut: si.tokensOut, Cost: si.cost, StartedAt: si.startedAt, DurationMS: si.durationMS}
-		st.Action, _ = recordedJSON(models.Action{Type: models.ActRecorded, Text: si.action})
+			TokensOut: si.tokensOut, Cost: si.cost, StartedAt: si.startedAt, DurationMS: si.durationMS, Action: si.action}
+		if !ok {
+			st.Action, _ = recordedJSON(models.Action{Type: models.ActRecorded})
+			a.retain(stepOverhead) // a screenshot's step, which steps_info.json did not count
+		}
 		if p, ok := shots[i]; ok {
 			rec := a.record(p)
 			if rec != nil && rec.problem != "" {
@@ -646,10 +816,11 @@ func (a *assembly) agentLabSteps(t *Task, folder string, shotRE *regexp.Regexp) 
 		if t.StartedAt == nil {
 			t.StartedAt = st.StartedAt
 		}
-		if final, ok := agentLabFinal(si.action); ok {
-			t.Final = final
+		if si.final != nil {
+			t.Final = si.final
 		}
 	}
+	return nil
 }
 
 // agentLabFinal reads BrowserGym's final actions: send_msg_to_user("...")

@@ -2,8 +2,10 @@ package bundle_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -57,6 +59,44 @@ func TestInspectValidated(t *testing.T) {
 			blind, err := bundle.InspectValidated(ctx, f, st.Size(), bundle.DefaultLimits(), nil, nil)
 			require.NoError(t, err)
 			require.Len(t, blind.Report.InvalidFiles, len(first.Report.InvalidFiles)-1)
+		})
+	}
+}
+
+// TestInspectValidated_CappedReport: when the earlier report may not name
+// every broken screenshot (its list is at the cap, or a path in it was
+// shortened), every screenshot is decoded again, so none passes unseen.
+func TestInspectValidated_CappedReport(t *testing.T) {
+	t.Parallel()
+	lying := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 64)...) // a PNG signature over garbage
+	cases := map[string][]bundletest.Entry{
+		"more broken screenshots than the list holds": func() []bundletest.Entry {
+			var extra []bundletest.Entry
+			for i := range 1001 {
+				extra = append(extra, bundletest.Entry{Name: fmt.Sprintf("broken/%04d.png", i), Body: lying})
+			}
+			return extra
+		}(),
+		"a broken screenshot with a long name": {{Name: "screenshots/" + strings.Repeat("n", 300) + ".png", Body: lying}},
+	}
+	for name, extra := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			entries := bundletest.ProctorEntries(bundletest.ProctorManifest("b", ""), bundletest.ProctorTask{ID: "1", Steps: 1, Extra: extra})
+			path := bundletest.Write(t, filepath.Join(t.TempDir(), "b.tar.gz"), bundletest.TarGz, entries)
+			f, err := os.Open(path)
+			require.NoError(t, err)
+			defer f.Close()
+			st, err := f.Stat()
+			require.NoError(t, err)
+
+			first, err := bundle.Inspect(t.Context(), f, st.Size(), bundle.DefaultLimits(), nil)
+			require.NoError(t, err)
+			require.Equal(t, len(extra), first.Report.Counts.InvalidFiles)
+			again, err := bundle.InspectValidated(t.Context(), f, st.Size(), bundle.DefaultLimits(), first.Report.InvalidFiles, nil)
+			require.NoError(t, err)
+			require.Equal(t, first.Report, again.Report)
+			require.Equal(t, first.Tasks, again.Tasks)
 		})
 	}
 }

@@ -317,7 +317,9 @@ func (s *jsonScanner) str(keep bool) error {
 					return err
 				}
 			}
-			if r, n := utf8.DecodeRune(rb[:size]); r == utf8.RuneError || n != size {
+			// Only the length tells: a correctly encoded U+FFFD decodes to
+			// RuneError too, with all its bytes.
+			if _, n := utf8.DecodeRune(rb[:size]); n != size {
 				return errors.New("invalid UTF-8 in a string")
 			}
 		}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,6 +96,59 @@ func TestInspect_Memory(t *testing.T) {
 			require.Less(t, grew, uint64(budget), "Extract's heap grew by %d MiB", grew>>20)
 		})
 	}
+}
+
+// TestInspect_RetainedMemory inspects a bundle of 168 MiB of steps whose
+// thoughts are 2 MiB each: what the bundle keeps is their first 64 KiB, so
+// the live heap grows by a few MiB, not by the size of the steps.
+// Not parallel: the heap is the whole process's.
+func TestInspect_RetainedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 168 MiB of steps; skipped with -short")
+	}
+	const files, lines, thought = 12, 7, 2 << 20
+	// One random letter in 60 compresses about 40:1, under the ratio limit.
+	rng := rand.New(rand.NewPCG(3, 4))
+	text := make([]byte, thought)
+	for i := range text {
+		text[i] = 'a'
+		if i%60 == 0 {
+			text[i] = byte('a' + rng.IntN(26))
+		}
+	}
+	steps := []byte(strings.Repeat(`{"action": "click", "thought": "`+string(text)+`"}`+"\n", lines))
+	var tasks []bundletest.ProctorTask
+	for i := range files {
+		tasks = append(tasks, bundletest.ProctorTask{ID: fmt.Sprint(i), StepsJSONL: string(steps)})
+	}
+	path := bundletest.Write(t, filepath.Join(t.TempDir(), "thoughts.tar.gz"), bundletest.TarGz,
+		bundletest.ProctorEntries(bundletest.ProctorManifest("b", ""), tasks...))
+	steps, tasks = nil, nil
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	st, err := f.Stat()
+	require.NoError(t, err)
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b, err := bundle.Inspect(context.Background(), f, st.Size(), bundle.DefaultLimits(), nil)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	require.Less(t, grew, int64(32<<20), "the bundle holds %d MiB after Inspect for %d MiB of thoughts", grew>>20, files*lines*thought>>20)
+	t.Logf("live heap after Inspect: %+.1f MiB for %d MiB of thoughts", float64(grew)/(1<<20), files*lines*thought>>20)
+	require.Greater(t, b.Report.Bytes, int64(files*lines*thought))
+	require.Equal(t, files*lines, b.Report.Steps)
+	for _, task := range b.Tasks {
+		for _, step := range task.Steps {
+			require.Equal(t, 64<<10, len(step.Thought), "the thought is cut to 64 KiB, ellipsis included")
+		}
+	}
+	require.Contains(t, strings.Join(b.Report.Warnings, "\n"), "12 files have text")
+	runtime.KeepAlive(b)
 }
 
 // BenchmarkInspect measures Inspect's throughput (MB/s of archive) on a

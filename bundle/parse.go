@@ -79,6 +79,33 @@ type record struct {
 	summary     *agentLabSummary
 	stepsInfo   []agentLabStep
 	contentType string // images and HARs
+	cut         bool   // a text field was cut to maxTextBytes
+}
+
+// retainedBytes estimates what the record holds in memory, its path aside
+// (counted with every file name).
+func (rec *record) retainedBytes() int64 {
+	n := recordOverhead + len(rec.problem) + len(rec.raw) + len(rec.contentType)
+	for _, sl := range rec.steps {
+		st := sl.step
+		n += stepOverhead + len(sl.screenshot) + len(st.Action) + len(st.Thought) + len(st.URL) + len(st.Title) + len(st.Error)
+	}
+	if r := rec.result; r != nil {
+		n += len(r.taskID) + len(r.final)
+		for _, a := range r.actions {
+			n += stepOverhead + len(a)
+		}
+		for _, t := range r.thoughts {
+			n += stepOverhead + len(t)
+		}
+	}
+	if s := rec.summary; s != nil {
+		n += len(s.taskID) + len(s.taskName) + len(s.errMsg)
+	}
+	for _, si := range rec.stepsInfo {
+		n += stepOverhead + len(si.action) + len(si.final) + len(si.think) + len(si.url) + len(si.errMsg)
+	}
+	return int64(n)
 }
 
 // stepLine is a parsed steps.jsonl line with its screenshot still as written.
@@ -113,6 +140,10 @@ func (in *inspector) parse(rec *record, r io.Reader) error {
 		rec.problem = fmt.Sprintf("the file is over the JSON limit of %s", humanBytes(in.lim.MaxJSONBytes))
 		return nil
 	}
+	if rec.role == roleManifest && len(b) > maxManifestBytes {
+		rec.problem = fmt.Sprintf("the file is over the limit of %s for a manifest, whose fields are short", humanBytes(maxManifestBytes))
+		return nil
+	}
 	if i := invalidUTF8At(b); i >= 0 {
 		rec.problem = fmt.Sprintf("not valid UTF-8 (byte %d)", i)
 		return nil
@@ -135,7 +166,7 @@ func (in *inspector) parse(rec *record, r io.Reader) error {
 		problem = parseAgentLabSteps(rec, b)
 	}
 	if problem != nil {
-		rec.problem = problem.Error()
+		rec.problem = shorten(problem.Error(), maxProblemBytes) // it may quote the file
 	}
 	return nil
 }
@@ -239,12 +270,9 @@ func parseAgentResponse(rec *record, b []byte) error {
 		rec.raw = nil
 		return errors.New("not a WebArena-Verified agent response: expected an object with task_type, status and retrieved_data")
 	}
-	raw, err := recordedJSON(models.Action{Type: models.ActAnswer, Response: rec.raw})
-	if err != nil {
-		return err
-	}
+	raw, err := cappedJSON(models.Action{Type: models.ActAnswer, Response: rec.raw}, "the answer")
 	rec.raw = raw
-	return nil
+	return err
 }
 
 func looksLikeAgentResponse(obj json.RawMessage) bool {
@@ -302,12 +330,9 @@ func parseAnswer(rec *record, b []byte) error {
 	default:
 		return errors.New(`expected a final action ({"type": "answer", ...}), a WebArena-Verified agent response or {"text": "..."}`)
 	}
-	raw, err := recordedJSON(action)
-	if err != nil {
-		return err
-	}
+	raw, err := cappedJSON(action, "the answer")
 	rec.raw = raw
-	return nil
+	return err
 }
 
 // proctorStep is one steps.jsonl line of the Proctor format.
@@ -341,13 +366,16 @@ func parseSteps(rec *record, b []byte) error {
 		if err != nil {
 			return fmt.Errorf("line %d: %v", i+1, err)
 		}
+		if len(action) > maxActionBytes {
+			return fmt.Errorf("line %d: the action is %s as JSON, over the limit of %s", i+1, humanBytes(int64(len(action))), humanBytes(maxActionBytes))
+		}
 		if ps.DurationMS < 0 || ps.TokensIn < 0 || ps.TokensOut < 0 || ps.Cost < 0 {
 			return fmt.Errorf("line %d: duration_ms, tokens_in, tokens_out and cost cannot be negative", i+1)
 		}
 		rec.steps = append(rec.steps, stepLine{line: i + 1, screenshot: ps.Screenshot, step: Step{
-			Index: len(rec.steps), Action: action, Thought: ps.Thought, URL: ps.URL, Title: ps.Title,
-			StartedAt: ps.StartedAt, DurationMS: ps.DurationMS, TokensIn: ps.TokensIn, TokensOut: ps.TokensOut,
-			Cost: ps.Cost, Error: ps.Error,
+			Index: len(rec.steps), Action: action, Thought: cutText(ps.Thought, &rec.cut), URL: cutText(ps.URL, &rec.cut),
+			Title: cutText(ps.Title, &rec.cut), StartedAt: ps.StartedAt, DurationMS: ps.DurationMS, TokensIn: ps.TokensIn,
+			TokensOut: ps.TokensOut, Cost: ps.Cost, Error: cutText(ps.Error, &rec.cut),
 		}})
 	}
 	return nil
@@ -391,19 +419,30 @@ func recordedJSON(action models.Action) (json.RawMessage, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
+// cappedJSON encodes an action or answer (what names it in the problem),
+// refusing one over maxActionBytes.
+func cappedJSON(action models.Action, what string) (json.RawMessage, error) {
+	raw, err := recordedJSON(action)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > maxActionBytes {
+		return nil, fmt.Errorf("%s is %s as JSON, over the limit of %s", what, humanBytes(int64(len(raw))), humanBytes(maxActionBytes))
+	}
+	return raw, nil
+}
+
 // om2wResult is what an Online-Mind2Web result.json holds.
 type om2wResult struct {
 	taskID   string
-	task     string
-	final    string
-	actions  []string
+	final    json.RawMessage   // the answer action, or nil
+	actions  []json.RawMessage // recorded actions
 	thoughts []string
 }
 
 func parseOM2WResult(rec *record, b []byte) error {
 	var doc struct {
 		TaskID   json.RawMessage   `json:"task_id"`
-		Task     string            `json:"task"`
 		Final    *string           `json:"final_result_response"`
 		Actions  []json.RawMessage `json:"action_history"`
 		Thoughts []json.RawMessage `json:"thoughts"`
@@ -411,15 +450,23 @@ func parseOM2WResult(rec *record, b []byte) error {
 	if err := decodeLoose(b, &doc); err != nil {
 		return err
 	}
-	res := &om2wResult{taskID: scalarText(doc.TaskID), task: doc.Task}
-	if doc.Final != nil {
-		res.final = *doc.Final
+	res := &om2wResult{taskID: scalarText(doc.TaskID)}
+	if doc.Final != nil && *doc.Final != "" {
+		final, err := cappedJSON(models.Action{Type: models.ActAnswer, Text: *doc.Final}, "final_result_response")
+		if err != nil {
+			return err
+		}
+		res.final = final
 	}
-	for _, a := range doc.Actions {
-		res.actions = append(res.actions, scalarText(a))
+	for i, a := range doc.Actions {
+		action, err := cappedJSON(models.Action{Type: models.ActRecorded, Text: scalarText(a)}, fmt.Sprintf("action_history[%d]", i))
+		if err != nil {
+			return err
+		}
+		res.actions = append(res.actions, action)
 	}
 	for _, t := range doc.Thoughts {
-		res.thoughts = append(res.thoughts, scalarText(t))
+		res.thoughts = append(res.thoughts, cutText(scalarText(t), &rec.cut))
 	}
 	rec.result = res
 	return nil
@@ -488,7 +535,7 @@ func parseAgentLabSummary(rec *record, b []byte) error {
 	s.tokensOut = int64(num("stats.cum_output_tokens"))
 	s.cost = num("stats.cum_cost")
 	s.durationMS = int64(num("stats.cum_step_elapsed") * 1000)
-	s.errMsg = scalarText(doc["err_msg"])
+	s.errMsg = cutText(scalarText(doc["err_msg"]), &rec.cut)
 	if len(problems) > 0 {
 		return fmt.Errorf("%s must be non-negative numbers", strings.Join(problems, ", "))
 	}
@@ -499,7 +546,8 @@ func parseAgentLabSummary(rec *record, b []byte) error {
 // agentLabStep is what AgentLab's steps_info.json says about one step.
 type agentLabStep struct {
 	index      int
-	action     string
+	action     json.RawMessage // a recorded action
+	final      json.RawMessage // the answer or stop the action is, or nil
 	think      string
 	url        string
 	errMsg     string
@@ -543,8 +591,19 @@ func parseAgentLabSteps(rec *record, b []byte) error {
 		list = []stepInfo{one}
 	}
 	for i, si := range list {
-		st := agentLabStep{index: i, action: scalarText(si.Action), think: scalarText(si.AgentInfo.Think),
-			errMsg: scalarText(si.AgentInfo.ErrMsg)}
+		st := agentLabStep{index: i, think: cutText(scalarText(si.AgentInfo.Think), &rec.cut),
+			errMsg: cutText(scalarText(si.AgentInfo.ErrMsg), &rec.cut)}
+		text := scalarText(si.Action)
+		var err error
+		if st.action, err = cappedJSON(models.Action{Type: models.ActRecorded, Text: text}, fmt.Sprintf("step %d: the action", i)); err != nil {
+			return err
+		}
+		if final, ok := agentLabFinal(text); ok {
+			if len(final) > maxActionBytes {
+				return fmt.Errorf("step %d: the answer is %s as JSON, over the limit of %s", i, humanBytes(int64(len(final))), humanBytes(maxActionBytes))
+			}
+			st.final = final
+		}
 		if si.Step != nil {
 			if *si.Step < 0 {
 				return fmt.Errorf("step %d: step cannot be negative", i)
@@ -552,7 +611,7 @@ func parseAgentLabSteps(rec *record, b []byte) error {
 			st.index = *si.Step
 		}
 		if si.Obs != nil {
-			st.url = scalarText(si.Obs.URL)
+			st.url = cutText(scalarText(si.Obs.URL), &rec.cut)
 		}
 		for key, dst := range map[string]*int64{"input_tokens": &st.tokensIn, "output_tokens": &st.tokensOut} {
 			var v float64

@@ -158,16 +158,46 @@ type SubmissionReport struct {
 	Screenshots int             `json:"screenshots"`
 	HARs        int             `json:"hars"`
 
-	TasksFound        []string       `json:"tasks_found"`         // in the bundle and in the subset
-	TasksNotAttempted []string       `json:"tasks_not_attempted"` // marked as not attempted (.missing)
-	TasksMissing      []string       `json:"tasks_missing"`       // in the subset, absent from the bundle
-	TasksUnknown      []string       `json:"tasks_unknown"`       // in the bundle, not in the benchmark
-	TasksOutside      []string       `json:"tasks_outside"`       // in the benchmark but outside the subset
-	TasksDuplicated   []string       `json:"tasks_duplicated"`    // present more than once
-	InvalidFiles      []FileProblem  `json:"invalid_files"`
-	Coverage          BundleCoverage `json:"coverage"`
-	Blocking          []string       `json:"blocking"` // why ingest is refused
-	Warnings          []string       `json:"warnings"`
+	// The lists hold at most 1000 entries each, in order, with ids and
+	// paths cut to 256 bytes (ending in "…"): a bundle may name hundreds of
+	// thousands. Counts holds their full lengths.
+	TasksFound        []string               `json:"tasks_found"`         // in the bundle and in the subset
+	TasksNotAttempted []string               `json:"tasks_not_attempted"` // marked as not attempted (.missing)
+	TasksMissing      []string               `json:"tasks_missing"`       // in the subset, absent from the bundle
+	TasksUnknown      []string               `json:"tasks_unknown"`       // in the bundle, not in the benchmark
+	TasksOutside      []string               `json:"tasks_outside"`       // in the benchmark but outside the subset
+	TasksDuplicated   []string               `json:"tasks_duplicated"`    // present more than once
+	InvalidFiles      []FileProblem          `json:"invalid_files"`
+	Counts            SubmissionReportCounts `json:"counts"`
+	Coverage          BundleCoverage         `json:"coverage"`
+	Blocking          []string               `json:"blocking"` // why ingest is refused
+	Warnings          []string               `json:"warnings"`
+}
+
+// SubmissionReportCounts are the full lengths of a report's lists.
+type SubmissionReportCounts struct {
+	TasksFound        int `json:"tasks_found"`
+	TasksNotAttempted int `json:"tasks_not_attempted"`
+	TasksMissing      int `json:"tasks_missing"`
+	TasksUnknown      int `json:"tasks_unknown"`
+	TasksOutside      int `json:"tasks_outside"`
+	TasksDuplicated   int `json:"tasks_duplicated"`
+	InvalidFiles      int `json:"invalid_files"`
+}
+
+// Totals are the full lengths of the report's lists: Counts, or the lists'
+// own lengths in a report stored before lists were capped (zero counts).
+// A page shows "and N more" for Totals().X - len(X).
+func (r *SubmissionReport) Totals() SubmissionReportCounts {
+	c := r.Counts
+	c.TasksFound = max(c.TasksFound, len(r.TasksFound))
+	c.TasksNotAttempted = max(c.TasksNotAttempted, len(r.TasksNotAttempted))
+	c.TasksMissing = max(c.TasksMissing, len(r.TasksMissing))
+	c.TasksUnknown = max(c.TasksUnknown, len(r.TasksUnknown))
+	c.TasksOutside = max(c.TasksOutside, len(r.TasksOutside))
+	c.TasksDuplicated = max(c.TasksDuplicated, len(r.TasksDuplicated))
+	c.InvalidFiles = max(c.InvalidFiles, len(r.InvalidFiles))
+	return c
 }
 
 // FileProblem is one invalid file of a bundle and why.
