@@ -705,7 +705,7 @@ func (db *DB) FinishSubmissionValidation(ctx context.Context, id int64, report m
 		}
 		now := db.now()
 		details := fmt.Sprintf("%s: %d tasks found, %d missing, %d blocking", models.BundleFormatName(report.Format),
-			len(report.TasksFound), len(report.TasksMissing), len(report.Blocking))
+			report.Totals().TasksFound, report.Totals().TasksMissing, len(report.Blocking))
 		_, err = db.changeSubmission(ctx, tx, id, []string{models.SubmissionValidating}, map[string]any{
 			"status": models.SubmissionValidated, "report": string(raw), "format": report.Format, "sha256": report.SHA256,
 			"validated_at": now, "error": "", "progress_done": gorm.Expr("progress_total"),

@@ -457,26 +457,27 @@ func printReport(w io.Writer, sub *apiclient.Submission) {
 		return
 	}
 	fmt.Fprintf(w, "submission %d %s: %s\n", sub.ID, sub.Status, cmpOr(r.FormatName, models.BundleFormatName(r.Format)))
-	cov := r.Coverage
-	fmt.Fprintf(w, "  tasks found:      %d of %d in %s, subset %s (%.0f%% covered)\n", len(r.TasksFound), cov.SubsetTasks, cov.Benchmark, cov.Subset, cov.Fraction*100)
+	cov, totals := r.Coverage, r.Totals()
+	fmt.Fprintf(w, "  tasks found:      %d of %d in %s, subset %s (%.0f%% covered)\n", totals.TasksFound, cov.SubsetTasks, cov.Benchmark, cov.Subset, cov.Fraction*100)
 	for _, line := range []struct {
 		label string
 		ids   []string
+		total int
 	}{
-		{"not attempted:", r.TasksNotAttempted},
-		{"missing:", r.TasksMissing},
-		{"unknown:", r.TasksUnknown},
-		{"outside subset:", r.TasksOutside},
-		{"duplicated:", r.TasksDuplicated},
+		{"not attempted:", r.TasksNotAttempted, totals.TasksNotAttempted},
+		{"missing:", r.TasksMissing, totals.TasksMissing},
+		{"unknown:", r.TasksUnknown, totals.TasksUnknown},
+		{"outside subset:", r.TasksOutside, totals.TasksOutside},
+		{"duplicated:", r.TasksDuplicated, totals.TasksDuplicated},
 	} {
-		fmt.Fprintf(w, "  %-17s %s\n", line.label, idList(line.ids))
+		fmt.Fprintf(w, "  %-17s %s\n", line.label, idList(line.ids, line.total))
 	}
 	fmt.Fprintf(w, "  files:            %d (%s uncompressed), %d steps, %d screenshots, %d HARs\n", r.Files, formatBytes(r.Bytes), r.Steps, r.Screenshots, r.HARs)
-	fmt.Fprintf(w, "  invalid files:    %d\n", len(r.InvalidFiles))
+	fmt.Fprintf(w, "  invalid files:    %d\n", totals.InvalidFiles)
 	const shown = 20
 	for i, f := range r.InvalidFiles {
 		if i == shown {
-			fmt.Fprintf(w, "    … and %d more (see the submission's page)\n", len(r.InvalidFiles)-shown)
+			fmt.Fprintf(w, "    … and %d more (see the submission's page)\n", totals.InvalidFiles-shown)
 			break
 		}
 		fmt.Fprintf(w, "    %s: %s\n", f.Path, f.Problem)
@@ -490,15 +491,17 @@ func printReport(w io.Writer, sub *apiclient.Submission) {
 }
 
 // idList is a count and the first task ids.
-func idList(ids []string) string {
-	if len(ids) == 0 {
+func idList(ids []string, total int) string {
+	total = max(total, len(ids)) // the report lists at most its cap of ids
+	if total == 0 {
 		return "0"
 	}
 	const shown = 10
-	if len(ids) <= shown {
-		return fmt.Sprintf("%d (%s)", len(ids), strings.Join(ids, ", "))
+	if total <= shown && len(ids) == total {
+		return fmt.Sprintf("%d (%s)", total, strings.Join(ids, ", "))
 	}
-	return fmt.Sprintf("%d (%s, … %d more)", len(ids), strings.Join(ids[:shown], ", "), len(ids)-shown)
+	ids = ids[:min(len(ids), shown)]
+	return fmt.Sprintf("%d (%s, … %d more)", total, strings.Join(ids, ", "), total-len(ids))
 }
 
 // progressBar shows bytes done on stderr: one line redrawn with \r on a
