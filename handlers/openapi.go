@@ -428,7 +428,7 @@ func apiOperations() []apiOp {
 
 		// Submissions
 		{Method: http.MethodGet, Path: "/submissions", ID: "listSubmissions", Tag: "Submissions", Summary: "Submissions",
-			Description: "Your teams' submissions; administrators see all.",
+			Description: "Your teams' submissions; administrators see all. Items leave out the validation report: read one submission for it.",
 			Access:      accessSignedIn, Who: "signed in",
 			Params: append([]apiParam{
 				inQuery("team", "string", "Only this team's submissions (its slug)."),
