@@ -306,8 +306,8 @@ func writeBenchBundle(b *testing.B, path string, size int64) string {
 	}
 	const steps = 40
 	perTask := size / int64(len(ds.Tasks))
-	// The HAR's text deflates to about 45% of its size; the JPEGs not at all.
-	harSize := max((perTask-int64(steps*len(shots[0])))*20/9, 1<<20)
+	// The HAR's text deflates to about a third of its size; the JPEGs not at all.
+	harSize := max((perTask-int64(steps*len(shots[0])))*3, 1<<20)
 	manifest := bundletest.ProctorManifest(sandbox.Slug, models.SubsetFull)
 	var tasks []bundletest.ProctorTask
 	var extra []bundletest.Entry
