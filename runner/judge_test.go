@@ -26,6 +26,7 @@ import (
 // trajectory with a 4 and every rubric item it is shown, counting requests.
 type fakeJudge struct {
 	trajectories, rubrics atomic.Int64
+	images                atomic.Int64 // screenshots shown in trajectory requests
 }
 
 var rubricKey = regexp.MustCompile(`\bR\d+\b`)
@@ -46,6 +47,7 @@ func (f *fakeJudge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, m := range req.Messages {
 		var text string
 		var parts []struct {
+			Type string `json:"type"`
 			Text string `json:"text"`
 		}
 		switch {
@@ -54,6 +56,9 @@ func (f *fakeJudge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case json.Unmarshal(m.Content, &parts) == nil:
 			for _, p := range parts {
 				prompt.WriteString(p.Text)
+				if p.Type == "image_url" {
+					f.images.Add(1)
+				}
 			}
 		}
 	}

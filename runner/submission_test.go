@@ -116,7 +116,8 @@ func openS3Store(t *testing.T) (artifact.Store, string) {
 type portalOptions struct {
 	submissions runner.SubmissionOptions
 	wrap        func(artifact.Store) artifact.Store
-	rescueAfter time.Duration // the queue's rescue delay (and so the jobs' time limit); 0 = the default
+	rescueAfter time.Duration       // the queue's rescue delay (and so the jobs' time limit); 0 = the default
+	judges      runner.JudgeFactory // an LLM judge for every benchmark; nil for none
 }
 
 // testLimits are bundletest's limits (every hostile archive breaks them).
@@ -180,6 +181,7 @@ func newPortal(t *testing.T, db *storage.DB, ps portalStore, opts portalOptions)
 		DB: db, Artifacts: store,
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 		Options:     runner.Options{Episodes: 1, Submissions: sub, RescueAfter: opts.rescueAfter},
+		Judges:      opts.judges,
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
