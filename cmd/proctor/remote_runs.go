@@ -320,7 +320,7 @@ func (p *Program) waitRun(ctx, waitCtx context.Context, c *apiclient.Client, id 
 			case ctx.Err() != nil:
 				return last, fmt.Errorf("interrupted while waiting for run %d", id)
 			case waitCtx.Err() != nil:
-				return last, withExitCode(exitTimedOut, fmt.Errorf("run %d did not finish within %s", id, wo.timeout))
+				return last, timedOut(id, last, wo.timeout)
 			}
 			return last, err
 		}
@@ -342,7 +342,7 @@ func (p *Program) waitRun(ctx, waitCtx context.Context, c *apiclient.Client, id 
 			if ctx.Err() != nil {
 				return r, fmt.Errorf("interrupted while run %d is %s", id, r.Status)
 			}
-			return r, withExitCode(exitTimedOut, fmt.Errorf("run %d is still %s after %s (%s)", id, r.Status, wo.timeout, runProgressLine(r)))
+			return r, timedOut(id, r, wo.timeout)
 		case <-time.After(wo.interval):
 		}
 	}
@@ -406,4 +406,13 @@ func oneRunID(positional []string, usage string) (int64, error) {
 		return 0, usagef("expected exactly one run ID (usage: proctor %s)", usage)
 	}
 	return parseID("the run ID", positional[0])
+}
+
+// timedOut is the error of a wait that ran out of time, whether the time ran
+// out between two polls or during one; last is the run as last seen, if ever.
+func timedOut(id int64, last *apiclient.Run, timeout time.Duration) error {
+	if last == nil {
+		return withExitCode(exitTimedOut, fmt.Errorf("run %d did not finish within %s", id, timeout))
+	}
+	return withExitCode(exitTimedOut, fmt.Errorf("run %d is still %s after %s (%s)", id, last.Status, timeout, runProgressLine(last)))
 }
