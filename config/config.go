@@ -476,13 +476,18 @@ func orDefault(v, def string) string {
 }
 
 // byteUnits are the suffixes ParseBytes knows, longest first.
-var byteUnits = []struct {
+func byteUnits() []struct {
 	suffix string
 	factor int64
-}{
-	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
-	{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
-	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"b", 1},
+} {
+	return []struct {
+		suffix string
+		factor int64
+	}{
+		{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
+		{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
+		{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"b", 1},
+	}
 }
 
 // ParseBytes reads a size: a number of bytes, or a number with a unit such as
@@ -490,7 +495,7 @@ var byteUnits = []struct {
 func ParseBytes(s string) (int64, error) {
 	text := strings.ToLower(strings.TrimSpace(s))
 	factor := int64(1)
-	for _, u := range byteUnits {
+	for _, u := range byteUnits() {
 		if strings.HasSuffix(text, u.suffix) {
 			text, factor = strings.TrimSpace(strings.TrimSuffix(text, u.suffix)), u.factor
 			break

@@ -57,16 +57,15 @@ func (s *Server) submissionAndID(c echo.Context) (SubmissionService, int64, erro
 	return svc, id, err
 }
 
-// publicSubmission is a submission as the API shows it: the view without
-// the storage internals (the bundle's key, the multipart upload's id) and the
-// report's raw JSON, which the view carries parsed.
+// publicSubmission is a submission as the API shows it: parts always a list.
+// (Storage keys, upload ids and the raw report never reach JSON: see the
+// model's tags.)
 func publicSubmission(v *models.SubmissionView) *models.SubmissionView {
-	out := *v
-	out.StorageKey, out.MultipartID, out.Report = "", "", ""
-	out.Team, out.Agent, out.Benchmark = nil, nil, nil
-	if out.Parts == nil {
-		out.Parts = []models.SubmissionPart{}
+	if v.Parts != nil {
+		return v
 	}
+	out := *v
+	out.Parts = []models.SubmissionPart{}
 	return &out
 }
 

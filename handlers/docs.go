@@ -4,15 +4,27 @@ import (
 	"errors"
 	"io/fs"
 	"net/http"
-	"regexp"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"proctor/models"
 )
 
-// docName is a documentation file's name: one Markdown file, no folders.
-var docName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*\.md$`)
+// isDocName reports whether name is a documentation file's name: one
+// Markdown file of lower-case letters, digits and dashes, no folders.
+func isDocName(name string) bool {
+	base, ok := strings.CutSuffix(name, ".md")
+	if !ok || base == "" || base[0] == '-' {
+		return false
+	}
+	for _, r := range base {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+			return false
+		}
+	}
+	return true
+}
 
 // docsRoutes serves the documentation as plain text, for anyone.
 func (s *Server) docsRoutes(e *echo.Echo) {
@@ -21,7 +33,7 @@ func (s *Server) docsRoutes(e *echo.Echo) {
 
 func (s *Server) showDoc(c echo.Context) error {
 	name := c.Param("name")
-	if s.deps.Docs == nil || !docName.MatchString(name) {
+	if s.deps.Docs == nil || !isDocName(name) {
 		return models.Errorf(models.ENOTFOUND, "There is no document %q.", name)
 	}
 	b, err := fs.ReadFile(s.deps.Docs, name)
