@@ -24,6 +24,7 @@ func (s *Server) apiRoutes(g *echo.Group) {
 	s.apiBenchmarkRoutes(g)
 	s.apiRunRoutes(g)
 	s.apiSubmissionRoutes(g)
+	s.apiStudyRoutes(g)
 }
 
 func (s *Server) apiIndex(c echo.Context) error {

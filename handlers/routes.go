@@ -34,6 +34,8 @@ func (s *Server) routes() {
 	s.moderationRoutes(e)
 	s.queueUIRoutes(e)
 	s.submissionRoutes(e)
+	s.studyRoutes(e)
+	s.annotationRoutes(e)
 	s.openAPIRoutes(e)
 	s.docsRoutes(e)
 

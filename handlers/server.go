@@ -61,6 +61,9 @@ type Deps struct {
 	// Submissions moves uploaded bundles through the submission portal; nil
 	// when this process has no queue (the portal answers 503).
 	Submissions SubmissionService
+	// StudyJudging runs agreement studies' judge configurations; nil when
+	// this process has no queue (judging answers 503).
+	StudyJudging StudyJudging
 	// QueueUI is River UI built for QueueUIPrefix, the admins' view of the job
 	// queue; nil answers 503 there.
 	QueueUI http.Handler
@@ -81,6 +84,7 @@ type Store interface {
 	CompareStore
 	ModerationStore
 	SubmissionStore
+	StudyStore
 }
 
 // isUpload reports whether a request is an upload POST, which skips the global

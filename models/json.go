@@ -44,3 +44,36 @@ func (s *JSONList[T]) Scan(src any) error {
 	}
 	return json.Unmarshal(b, (*[]T)(s))
 }
+
+// JSONMap is a string-keyed map stored as a JSON object in a text column.
+type JSONMap[T any] map[string]T
+
+// Value encodes the map as JSON; a nil map is stored as {}.
+func (m JSONMap[T]) Value() (driver.Value, error) {
+	if m == nil {
+		return "{}", nil
+	}
+	b, err := json.Marshal(map[string]T(m))
+	return string(b), err
+}
+
+// Scan decodes a JSON object from the database.
+func (m *JSONMap[T]) Scan(src any) error {
+	var b []byte
+	switch v := src.(type) {
+	case nil:
+		*m = nil
+		return nil
+	case string:
+		b = []byte(v)
+	case []byte:
+		b = v
+	default:
+		return fmt.Errorf("JSON map: cannot scan %T", src)
+	}
+	if len(b) == 0 {
+		*m = nil
+		return nil
+	}
+	return json.Unmarshal(b, (*map[string]T)(m))
+}

@@ -1,0 +1,61 @@
+package handlers
+
+import (
+	"context"
+
+	"proctor/models"
+)
+
+// StudyStore is what agreement studies need from storage. Every method reads
+// the actor from the context: owners and admins manage a study and read its
+// report; invited annotators see the study, their own queue and the items
+// assigned to them (without verdicts, scores or other labels when the study is
+// blind); everyone else gets ENOTFOUND.
+type StudyStore interface {
+	// CreateStudy validates the request, draws the sample from the sources
+	// the actor may see and invites the annotators, in one transaction.
+	CreateStudy(ctx context.Context, req models.StudyRequest) (*models.Study, error)
+	// Studies lists the studies the actor owns or annotates (admins: all).
+	Studies(ctx context.Context) ([]models.StudyListItem, error)
+	// StudyOverview is a study's page.
+	StudyOverview(ctx context.Context, id int64) (*models.StudyView, error)
+	// InviteAnnotator invites a user by email (managers; draft studies only).
+	InviteAnnotator(ctx context.Context, studyID int64, email string) error
+	// RemoveAnnotator withdraws an invitation (managers; draft studies only).
+	RemoveAnnotator(ctx context.Context, studyID, userID int64) error
+	// SetStudyJudges replaces the judge configurations (managers; not closed).
+	SetStudyJudges(ctx context.Context, studyID int64, judges []models.StudyJudge) error
+	// OpenStudy makes the assignments and opens the study (managers; draft).
+	OpenStudy(ctx context.Context, id int64) error
+	// CloseStudy closes an open study (managers).
+	CloseStudy(ctx context.Context, id int64) error
+	// StudyQueue is the actor's own queue in a study.
+	StudyQueue(ctx context.Context, studyID int64) (*models.StudyQueue, error)
+	// StudyItem is one item for the annotation page: annotators only their
+	// assigned items, managers any item.
+	StudyItem(ctx context.Context, studyID, itemID int64) (*models.StudyItemView, error)
+	// SaveStudyLabels saves the actor's labels for an item assigned to them
+	// while the study is open.
+	SaveStudyLabels(ctx context.Context, studyID, itemID int64, in models.StudyLabelInput) (*models.StudyAssignment, error)
+	// StudyVerdicts lists the judges' verdicts: managers always, annotators
+	// only of studies that are not blind (EFORBIDDEN otherwise).
+	StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyVerdict, error)
+	// StudyData is everything the agreement report reads (managers only).
+	StudyData(ctx context.Context, studyID int64) (*models.StudyData, error)
+	// ImportStudyLabels stores imported human labels (managers).
+	ImportStudyLabels(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error)
+	// ImportStudyVerdicts stores imported judge verdicts (managers).
+	ImportStudyVerdicts(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error)
+	// BlindAttempt reports whether the actor annotates the attempt in an open
+	// blind study and has not finished it: the run's pages and API then keep
+	// its verdicts from them.
+	BlindAttempt(ctx context.Context, attemptID int64) (bool, error)
+}
+
+// StudyJudging runs a study's judge configurations over its items; nil when
+// this process has no queue (judging answers 503).
+type StudyJudging interface {
+	// QueueStudyJudges queues the named configurations (all when names is
+	// empty) over every item they have not judged yet. Managers only.
+	QueueStudyJudges(ctx context.Context, studyID int64, names []string) error
+}
