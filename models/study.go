@@ -239,11 +239,16 @@ type StudyVerdict struct {
 	Labels      StudyLabels // label → canonical value
 	Rationale   string
 	Error       string // why the judge gave no verdict; Labels empty
-	TokensIn    int64
-	TokensOut   int64
-	Cost        float64
-	LatencyMS   int64
-	CreatedAt   time.Time
+	// PromptVersion and PromptSHA256 identify the prompt the judge was asked
+	// with (such as "labels-v1" and its text's SHA-256), so that a verdict
+	// stays explained by the exact text; empty for imported verdicts.
+	PromptVersion string
+	PromptSHA256  string
+	TokensIn      int64
+	TokensOut     int64
+	Cost          float64
+	LatencyMS     int64
+	CreatedAt     time.Time
 }
 
 // StudyLabels maps label names (and RubricLabelKey keys) to canonical values.
