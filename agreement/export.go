@@ -13,16 +13,17 @@ import (
 )
 
 // humanColumns are the columns WriteHumanCSV writes: AgentRewardBench's
-// annotations.csv order, then the score.
+// annotations.csv order, then the score and a rubric item's pass or fail
+// (filled on rubric units only).
 func humanColumns() []string {
 	return []string{ColumnAnnotator, ColumnBenchmark, ColumnTaskID, ColumnModel, ColumnExperiment,
-		"trajectory_success", "trajectory_side_effect", "trajectory_optimality", "trajectory_looping", "trajectory_score"}
+		"trajectory_success", "trajectory_side_effect", "trajectory_optimality", "trajectory_looping", "trajectory_score", "rubric_pass"}
 }
 
 // verdictColumns are the columns WriteVerdictsCSV writes.
 func verdictColumns() []string {
 	return []string{ColumnBenchmark, ColumnModel, ColumnTaskID, ColumnJudge,
-		"trajectory_success", "trajectory_side_effect", "trajectory_optimality", "trajectory_looping", "trajectory_score"}
+		"trajectory_success", "trajectory_side_effect", "trajectory_optimality", "trajectory_looping", "trajectory_score", "rubric_pass"}
 }
 
 // display is a label's value as AgentRewardBench spells it.

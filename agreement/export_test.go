@@ -32,8 +32,8 @@ func TestExport_RoundTrip(t *testing.T) {
 		var buf bytes.Buffer
 		require.NoError(t, agreement.WriteHumanCSV(&buf, humans))
 		lines := strings.Split(buf.String(), "\n")
-		require.Equal(t, "annotator_name,benchmark,task_id,model_name,exp_name,trajectory_success,trajectory_side_effect,trajectory_optimality,trajectory_looping,trajectory_score", lines[0])
-		require.Equal(t, "alice,webarena,webarena.15,GenericAgent-gpt-4o-2024-11-20,gpt4o-webarena,Successful,No,4. Completely Optimal,No,", lines[1],
+		require.Equal(t, "annotator_name,benchmark,task_id,model_name,exp_name,trajectory_success,trajectory_side_effect,trajectory_optimality,trajectory_looping,trajectory_score,rubric_pass", lines[0])
+		require.Equal(t, "alice,webarena,webarena.15,GenericAgent-gpt-4o-2024-11-20,gpt4o-webarena,Successful,No,4. Completely Optimal,No,,", lines[1],
 			"values are spelled as AgentRewardBench spells them")
 		back, skipped, err := agreement.ReadHumanCSV(&buf, agreement.ReadOptions{})
 		require.NoError(t, err)
@@ -84,8 +84,9 @@ func TestWriteReportCSV(t *testing.T) {
 	require.Len(t, header, 13+3*len(agreement.ReportMetrics()))
 
 	// One human row per label plus one row per judge that answered it:
-	// success 3 judges, side effect 1, looping 2, optimality 1, score 0.
-	require.Len(t, rows, 1+5+3+1+2+1)
+	// success 3 judges, side effect 1, looping 2, optimality 1, score 0,
+	// rubric 0.
+	require.Len(t, rows, 1+6+3+1+2+1)
 	cell := func(row []string, column string) string {
 		for i, h := range header {
 			if h == column {

@@ -117,7 +117,7 @@ func TestReadHumanCSV_BadInput(t *testing.T) {
 		{"MissingColumns", "annotator_name,benchmark,trajectory_success\nalice,webarena,Successful\n",
 			"h.csv: missing column task_id, model_name (the header has annotator_name, benchmark, trajectory_success)"},
 		{"NoLabelColumn", "annotator_name,benchmark,task_id,model_name\nalice,webarena,1,gpt-4o\n",
-			"h.csv: no label column: expected at least one of trajectory_success, trajectory_side_effect, trajectory_looping, trajectory_optimality, trajectory_score"},
+			"h.csv: no label column: expected at least one of trajectory_success, trajectory_side_effect, trajectory_looping, trajectory_optimality, trajectory_score, rubric_pass"},
 		{"DuplicateColumn", "annotator_name,benchmark,task_id,model_name,trajectory_success,Trajectory_Success\n",
 			"h.csv: the header names column trajectory_success twice"},
 	} {

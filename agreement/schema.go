@@ -26,6 +26,11 @@ const (
 	LabelLooping    Label = "looping"     // yes | no
 	LabelOptimality Label = "optimality"  // 1 complete failure … 4 completely optimal
 	LabelScore      Label = "score"       // 1 … 5
+	// LabelRubric is one rubric item's pass or fail. A study asks it once per
+	// rubric item of the item's task, and each (item, rubric item) is a unit
+	// of its own: its Key's TaskID is the task id, "#" and the rubric item's
+	// key (RubricUnitTaskID).
+	LabelRubric Label = "rubric" // pass | fail
 )
 
 // Unsure is the canonical "unsure" value of labels that allow it. It is not a
@@ -34,7 +39,7 @@ const Unsure = "unsure"
 
 // Labels lists every label in report order.
 func Labels() []Label {
-	return []Label{LabelSuccess, LabelSideEffect, LabelLooping, LabelOptimality, LabelScore}
+	return []Label{LabelSuccess, LabelSideEffect, LabelLooping, LabelOptimality, LabelScore, LabelRubric}
 }
 
 // Spec describes a label: the column that holds it, its categories in order,
@@ -91,6 +96,12 @@ func SpecOf(l Label) (Spec, bool) {
 		return Spec{Label: l, Column: "trajectory_score",
 			Categories: []string{"1", "2", "3", "4", "5"}, Display: []string{"1", "2", "3", "4", "5"},
 			Ordinal: true, Positive: -1}, true
+	case LabelRubric:
+		// "pass" is positive so that precision and recall say how well a
+		// judge recognises a requirement met.
+		return Spec{Label: l, Column: "rubric_pass",
+			Categories: []string{"pass", "fail"}, Display: []string{"Pass", "Fail"},
+			Positive: 0, aliases: map[string]int{"passed": 0, "failed": 1}}, true
 	}
 	return Spec{}, false
 }

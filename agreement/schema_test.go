@@ -38,6 +38,9 @@ func TestSpec_Parse(t *testing.T) {
 		{agreement.LabelScore, "5", "5"},
 		{agreement.LabelScore, "1", "1"},
 		{agreement.LabelScore, "3.0", "3"},
+		{agreement.LabelRubric, "Pass", "pass"},
+		{agreement.LabelRubric, " FAIL", "fail"},
+		{agreement.LabelRubric, "passed", "pass"},
 	} {
 		t.Run(string(tc.label)+"/"+tc.raw, func(t *testing.T) {
 			t.Parallel()
@@ -68,6 +71,8 @@ func TestSpec_Parse(t *testing.T) {
 			{agreement.LabelOptimality, "optimal", `unknown value "optimal"`},
 			{agreement.LabelScore, "6", `trajectory_score: "6": 6 is out of range (allowed: 1, 2, 3, 4, 5)`},
 			{agreement.LabelScore, "-1", `trajectory_score: unknown value "-1"`},
+			{agreement.LabelRubric, "Unsure", `rubric_pass: "Unsure" is not allowed: this label has no unsure answer (allowed: Pass, Fail)`},
+			{agreement.LabelRubric, "yes", `rubric_pass: unknown value "yes"`},
 		} {
 			spec, _ := agreement.SpecOf(tc.label)
 			got, err := spec.Parse(tc.raw)

@@ -120,7 +120,7 @@ func TestAgreement_JSON(t *testing.T) {
 	defer f.Close()
 	rows, err := csv.NewReader(f).ReadAll()
 	require.NoError(t, err)
-	require.Len(t, rows, 1+5+3+1+2+1, "header, a human row per label, a row per judge and label")
+	require.Len(t, rows, 1+6+3+1+2+1, "header, a human row per label, a row per judge and label")
 
 	t.Run("SameSeedSameReport", func(t *testing.T) {
 		t.Parallel()
