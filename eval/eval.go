@@ -48,6 +48,11 @@ type TrajectoryStep struct {
 	// Screenshot loads the step's full-size JPEG screenshot; nil when the step
 	// has none. Judges downscale it with internal/jpegscale.
 	Screenshot func(ctx context.Context) ([]byte, error)
+	// Accessibility loads the accessibility text of the page the agent
+	// observed (models.Step.AXTreeKey), cut to a size the loader caps; nil
+	// when the step has none. Judges send it only when asked to, trimmed to
+	// their token budget.
+	Accessibility func(ctx context.Context) (string, error)
 }
 
 // PageProbe asks the runner to read a value from the live browser at the end

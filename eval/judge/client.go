@@ -22,8 +22,11 @@ import (
 type Client struct {
 	cfg      Config
 	endpoint string
-	slots    chan struct{} // a token per request in flight
-	prompts  map[string]*prompt
+	slots    chan struct{}      // a token per request in flight
+	prompts  map[string]*prompt // the platform's judges' prompts, by name
+	// studyPrompts are the prompts a study judge configuration may choose,
+	// by version (models.StudyPrompts).
+	studyPrompts map[string]*prompt
 	// sleep waits between retries; tests replace it to observe the waits.
 	sleep func(ctx context.Context, d time.Duration) error
 }
@@ -35,16 +38,17 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	prompts, err := loadPrompts()
+	prompts, studyPrompts, err := loadPrompts()
 	if err != nil {
 		return nil, err
 	}
 	return &Client{
-		cfg:      cfg,
-		endpoint: endpoint,
-		slots:    make(chan struct{}, cfg.Concurrency),
-		prompts:  prompts,
-		sleep:    sleepContext,
+		cfg:          cfg,
+		endpoint:     endpoint,
+		slots:        make(chan struct{}, cfg.Concurrency),
+		prompts:      prompts,
+		studyPrompts: studyPrompts,
+		sleep:        sleepContext,
 	}, nil
 }
 

@@ -1,7 +1,9 @@
 // Package judge holds Proctor's LLM judges: a trajectory judge (binary success
 // and a 1–5 score), a rubric judge (pass/fail per weighted rubric item, as
 // Odysseys grades) and original WebArena's fuzzy_match, all on any OpenAI
-// chat-completions endpoint. Replies are structured JSON parsed strictly: a
+// chat-completions endpoint; and, for agreement studies, Labels, which
+// answers AgentRewardBench's labels with a chosen prompt version, with or
+// without screenshots and accessibility text. Replies are structured JSON parsed strictly: a
 // reply of any other shape is an error verdict, never a verdict guessed from
 // prose. Prompts are versioned, embedded files; every Result records the
 // prompt's version and SHA-256.

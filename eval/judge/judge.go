@@ -117,22 +117,43 @@ type conversation struct {
 	summary      *summary
 	imagesSent   int
 	imagesFailed int
+	axFailed     int // accessibility texts that could not be loaded
 	tokens       int
 }
 
+// inputs is what a judgement shows of the trajectory besides its steps' text:
+// up to images screenshots, and each shown step's accessibility text when
+// accessibility is set.
+type inputs struct {
+	images        int
+	accessibility bool
+}
+
+// defaultInputs is what the platform's own judges show: the configured
+// number of screenshots and no accessibility text.
+func (c *Client) defaultInputs() inputs { return inputs{images: c.cfg.MaxImages} }
+
 // converse renders prompt p on data with the trajectory fitted into the token
 // budget, the screenshots loaded and attached after the text.
-func (c *Client) converse(ctx context.Context, p *prompt, data *promptData, in eval.Input) (*conversation, error) {
+func (c *Client) converse(ctx context.Context, p *prompt, data *promptData, in eval.Input, show inputs) (*conversation, error) {
 	views := viewsOf(in.Trajectory)
+	axFailed := 0
+	if show.accessibility {
+		var err error
+		if axFailed, err = loadAccessibility(ctx, views); err != nil {
+			return nil, err
+		}
+	}
 	data.Ending = ending(in)
 	data.StepsTotal, data.StepsShown, data.Shortened = len(views), len(views), true
-	data.Images = c.cfg.MaxImages
+	data.Images = show.images
+	data.Accessibility = show.accessibility
 	system, user, err := p.render(data)
 	if err != nil {
 		return nil, err
 	}
 	overhead := estimateTokens(system) + estimateTokens(user)
-	sum := summarize(views, c.cfg.MaxImages, c.cfg.TokenBudget-overhead)
+	sum := summarize(views, show.images, c.cfg.TokenBudget-overhead)
 	shots, failed, err := loadImages(ctx, sum)
 	if err != nil {
 		return nil, err
@@ -144,7 +165,7 @@ func (c *Client) converse(ctx context.Context, p *prompt, data *promptData, in e
 	if system, user, err = p.render(data); err != nil {
 		return nil, err
 	}
-	conv := &conversation{summary: sum, imagesSent: len(shots), imagesFailed: failed}
+	conv := &conversation{summary: sum, imagesSent: len(shots), imagesFailed: failed, axFailed: axFailed}
 	conv.tokens = estimateTokens(system) + estimateTokens(user)
 	var content any = user
 	if len(shots) > 0 {

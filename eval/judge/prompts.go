@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+
+	"proctor/models"
 )
 
 // promptFiles holds the judges' prompt templates, one file per version:
@@ -28,10 +30,12 @@ const (
 	PromptTrajectory = "trajectory"
 	PromptRubric     = "rubric"
 	PromptFuzzyMatch = "fuzzy-match"
+	PromptLabels     = "labels" // every AgentRewardBench label and the score, for studies
 
 	TrajectoryVersion = PromptTrajectory + "-v2"
 	RubricVersion     = PromptRubric + "-v2"
 	FuzzyMatchVersion = PromptFuzzyMatch + "-v2"
+	LabelsVersion     = PromptLabels + "-v1"
 )
 
 // Prompt is one stored prompt template: Version is its file name without
@@ -102,15 +106,20 @@ type prompt struct {
 	tmpl *template.Template
 }
 
-// loadPrompts parses the prompt versions the judges use.
-func loadPrompts() (map[string]*prompt, error) {
-	byVersion := map[string]Prompt{}
+// loadPrompts parses the prompt versions the judges use, by name, and the
+// versions a study's judge configurations may choose (models.StudyPrompts),
+// by version.
+func loadPrompts() (inUse, study map[string]*prompt, err error) {
+	stored := map[string]Prompt{}
 	for _, p := range Prompts() {
-		byVersion[p.Version] = p
+		stored[p.Version] = p
 	}
-	out := map[string]*prompt{}
-	for _, version := range []string{TrajectoryVersion, RubricVersion, FuzzyMatchVersion} {
-		p, ok := byVersion[version]
+	parsed := map[string]*prompt{}
+	load := func(version string) (*prompt, error) {
+		if p, ok := parsed[version]; ok {
+			return p, nil
+		}
+		p, ok := stored[version]
 		if !ok {
 			return nil, fmt.Errorf("judge: prompt %s is not stored", version)
 		}
@@ -123,9 +132,25 @@ func loadPrompts() (map[string]*prompt, error) {
 				return nil, fmt.Errorf("judge: prompt %s defines no %q template", version, part)
 			}
 		}
-		out[p.Name] = &prompt{Prompt: p, tmpl: tmpl}
+		parsed[version] = &prompt{Prompt: p, tmpl: tmpl}
+		return parsed[version], nil
 	}
-	return out, nil
+	inUse, study = map[string]*prompt{}, map[string]*prompt{}
+	for _, version := range []string{TrajectoryVersion, RubricVersion, FuzzyMatchVersion} {
+		p, err := load(version)
+		if err != nil {
+			return nil, nil, err
+		}
+		inUse[p.Name] = p
+	}
+	for _, version := range models.StudyPrompts() {
+		p, err := load(version)
+		if err != nil {
+			return nil, nil, err
+		}
+		study[version] = p
+	}
+	return inUse, study, nil
 }
 
 // render executes the prompt's system and user templates on data. It picks
@@ -162,6 +187,8 @@ type promptData struct {
 	Shortened  bool
 	Ending     string
 	Images     int
+	// Accessibility says the steps carry their pages' accessibility text.
+	Accessibility bool
 	// Rubric: the items to judge.
 	Items []promptItem
 	// Fuzzy match: the reference and the agent's answer.

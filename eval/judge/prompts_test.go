@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"proctor/models"
 )
 
 func TestPrompts(t *testing.T) {
@@ -23,19 +25,32 @@ func TestPrompts(t *testing.T) {
 		require.Contains(t, p.Text, "JSON", "JSON mode needs the word JSON in the prompt")
 	}
 	// Released versions stay listed, since recorded verdicts cite them.
-	require.Equal(t, []string{"fuzzy-match-v1", FuzzyMatchVersion, "rubric-v1", RubricVersion, "trajectory-v1", TrajectoryVersion}, versions)
+	require.Equal(t, []string{"fuzzy-match-v1", FuzzyMatchVersion, LabelsVersion, "rubric-v1", RubricVersion, "trajectory-v1", TrajectoryVersion}, versions)
 
 	// The judges use the listed prompts, byte for byte.
 	c, err := New(Config{BaseURL: "http://judge.test/v1", Model: "m"})
 	require.NoError(t, err)
 	used := 0
 	for _, p := range prompts {
-		if c.prompts[p.Name].Version == p.Version {
+		if inUse, ok := c.prompts[p.Name]; ok && inUse.Version == p.Version {
 			require.Equal(t, p.SHA256, c.prompts[p.Name].SHA256)
 			used++
 		}
 	}
 	require.Equal(t, 3, used)
+
+	// A study may choose every prompt models.StudyPrompts lists, byte for byte.
+	for _, version := range models.StudyPrompts() {
+		p, ok := c.studyPrompts[version]
+		require.True(t, ok, version)
+		require.Equal(t, version, p.Version)
+		for _, stored := range prompts {
+			if stored.Version == version {
+				require.Equal(t, stored.SHA256, p.SHA256, version)
+			}
+		}
+	}
+	require.Len(t, c.studyPrompts, len(models.StudyPrompts()))
 
 	// The trajectory prompt defines every score level.
 	var trajectory Prompt

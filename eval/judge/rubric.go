@@ -194,6 +194,11 @@ func (j *rubricJudge) Evaluate(ctx context.Context, in eval.Input) (*eval.Result
 	if err := started(ctx, in); err != nil {
 		return nil, err
 	}
+	return j.judge(ctx, in, j.c.defaultInputs())
+}
+
+// judge is Evaluate showing the trajectory as show says.
+func (j *rubricJudge) judge(ctx context.Context, in eval.Input, show inputs) (*eval.Result, error) {
 	p := j.c.prompts[PromptRubric]
 	d := j.c.newDetails(j.ID(), p)
 	items, weights, err := rubricItems(in.Task)
@@ -208,7 +213,7 @@ func (j *rubricJudge) Evaluate(ctx context.Context, in eval.Input) (*eval.Result
 	for _, it := range items {
 		data.Items = append(data.Items, promptItem{Key: it.key, Requirement: oneLine(it.Requirement), Verification: oneLine(it.Verification)})
 	}
-	conv, err := j.c.converse(ctx, p, data, in)
+	conv, err := j.c.converse(ctx, p, data, in, show)
 	if err != nil {
 		return failed(ctx, j.ID(), p.Version, d, models.Usage{}, err)
 	}

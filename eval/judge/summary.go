@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"proctor/eval"
 	"proctor/internal/jpegscale"
@@ -28,6 +29,10 @@ const (
 	terseAction, terseURL, terseError  = 120, 120, 80
 	maxURL, maxTitle                   = 300, 150
 	maxFinalAnswer                     = 2000
+	// Caps on a step's accessibility text, in characters: in full, a page's
+	// main content; trimmed, its top (headings and navigation). Terse steps
+	// show none.
+	fullAccessibility, trimAccessibility = 6000, 1000
 )
 
 // Levels of detail of one step in the prompt.
@@ -52,8 +57,13 @@ type stepView struct {
 	nextURL, nextTitle string
 	last               bool
 	screenshot         func(ctx context.Context) ([]byte, error)
-	text               [levelOmitted]string // the step rendered at each level of detail
-	tokens             [levelOmitted]int    // and its estimated cost
+	accessibility      func(ctx context.Context) (string, error)
+	// ax is the start of the step's accessibility text (fullAccessibility
+	// characters at most) and axTotal its whole length, once loaded.
+	ax      string
+	axTotal int
+	text    [levelOmitted]string // the step rendered at each level of detail
+	tokens  [levelOmitted]int    // and its estimated cost
 }
 
 // viewsOf turns a trajectory into triples: each step's next observation is
@@ -63,19 +73,72 @@ func viewsOf(steps []eval.TrajectoryStep) []*stepView {
 	for i, s := range steps {
 		// URLs are folded onto one line like every other field, so that none
 		// can add a line to the trajectory.
-		v := &stepView{number: s.Index + 1, url: oneLine(s.URL), title: s.Title, action: s.Action, thought: s.Thought, err: s.Error, screenshot: s.Screenshot}
+		v := &stepView{number: s.Index + 1, url: oneLine(s.URL), title: s.Title, action: s.Action, thought: s.Thought, err: s.Error,
+			screenshot: s.Screenshot, accessibility: s.Accessibility}
 		if i+1 < len(steps) {
 			v.nextURL, v.nextTitle = oneLine(steps[i+1].URL), steps[i+1].Title
 		} else {
 			v.last = true
 		}
-		for level := range levelOmitted {
-			v.text[level] = v.render(level)
-			v.tokens[level] = estimateTokens(v.text[level])
-		}
+		v.measure()
 		views[i] = v
 	}
 	return views
+}
+
+// measure renders the step at every level of detail and estimates the cost.
+func (v *stepView) measure() {
+	for level := range levelOmitted {
+		v.text[level] = v.render(level)
+		v.tokens[level] = estimateTokens(v.text[level])
+	}
+}
+
+// loadAccessibility loads the accessibility text of every step that has one,
+// so that the summary can weigh it. A text that cannot be loaded is left out
+// (and counted) rather than failing the judgement; only the context's end is
+// an error.
+func loadAccessibility(ctx context.Context, views []*stepView) (failed int, err error) {
+	for _, v := range views {
+		if v.accessibility == nil {
+			continue
+		}
+		text, err := v.accessibility(ctx)
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		if err != nil {
+			failed++
+			continue
+		}
+		text = strings.TrimSpace(strings.ToValidUTF8(text, "\uFFFD"))
+		if text == "" {
+			continue
+		}
+		v.ax, v.axTotal = firstRunes(text, fullAccessibility), utf8.RuneCountInString(text)
+		v.measure()
+	}
+	return failed, nil
+}
+
+// axBlock renders the start of an accessibility text, at most limit
+// characters, as indented lines under a heading that says how much is shown.
+// The indent keeps every line of the page's text inside the step it belongs to.
+func (v *stepView) axBlock(limit int) string {
+	shown := firstRunes(v.ax, limit)
+	n := utf8.RuneCountInString(shown)
+	var b strings.Builder
+	if n < v.axTotal {
+		fmt.Fprintf(&b, "  accessibility tree (the first %d of %d characters):\n", n, v.axTotal)
+	} else {
+		b.WriteString("  accessibility tree:\n")
+	}
+	for line := range strings.SplitSeq(shown, "\n") {
+		if line = strings.TrimRight(line, " \t\r"); strings.TrimSpace(line) != "" {
+			b.WriteString("    " + line + "\n")
+		}
+	}
+	return b.String()
 }
 
 // render writes the step at a level of detail, ending with a newline.
@@ -95,6 +158,13 @@ func (v *stepView) render(level int) string {
 	}
 	fmt.Fprintf(&b, "Step %d\n", v.number)
 	fmt.Fprintf(&b, "  observation: %s\n", page(v.url, v.title))
+	if v.ax != "" {
+		axCap := fullAccessibility
+		if level == levelTrim {
+			axCap = trimAccessibility
+		}
+		b.WriteString(v.axBlock(axCap))
+	}
 	fmt.Fprintf(&b, "  action: %s\n", truncate(compactJSON(v.action), actionCap))
 	if t := strings.TrimSpace(v.thought); t != "" {
 		fmt.Fprintf(&b, "  thought: %s\n", truncate(oneLine(t), thoughtCap))

@@ -66,7 +66,7 @@ func (j *trajectoryJudge) Evaluate(ctx context.Context, in eval.Input) (*eval.Re
 	}
 	p := j.c.prompts[PromptTrajectory]
 	d := j.c.newDetails(j.ID(), p)
-	conv, err := j.c.converse(ctx, p, &promptData{Intent: in.Task.Intent}, in)
+	conv, err := j.c.converse(ctx, p, &promptData{Intent: in.Task.Intent}, in, j.c.defaultInputs())
 	if err != nil {
 		return failed(ctx, j.ID(), p.Version, d, models.Usage{}, err)
 	}
