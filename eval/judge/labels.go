@@ -24,10 +24,25 @@ type LabelOptions struct {
 	// Accessibility adds each shown step's accessibility text, trimmed to fit
 	// the token budget.
 	Accessibility bool
-	// Rubric also judges the task's rubric items with the rubric judge
-	// (RubricVersion), each under models.RubricLabelKey as pass or fail. A
-	// task without rubric items adds nothing.
-	Rubric bool
+	// Labels are the models.StudyLabel* names wanted; the verdict holds only
+	// those, and the prompt is not asked when it answers none of them.
+	// models.StudyLabelRubric has the rubric judge (RubricVersion) judge the
+	// task's rubric items, each under models.RubricLabelKey as pass or fail
+	// (a task without rubric items adds nothing). Empty means every label
+	// the prompt answers, without rubric items.
+	Labels []string
+}
+
+// PromptAnswers lists the labels a study prompt answers (models.StudyLabel*
+// names), nil for an unknown prompt.
+func PromptAnswers(version string) []string {
+	switch version {
+	case LabelsVersion:
+		return []string{models.StudyLabelSuccess, models.StudyLabelScore, models.StudyLabelSideEffect, models.StudyLabelLooping, models.StudyLabelOptimality}
+	case PromptTrajectory + "-v1", PromptTrajectory + "-v2":
+		return []string{models.StudyLabelSuccess, models.StudyLabelScore}
+	}
+	return nil
 }
 
 // LabelVerdict is a study judgement: canonical label values (the spellings
@@ -74,11 +89,52 @@ func (c *Client) Labels(ctx context.Context, in eval.Input, opts LabelOptions) (
 		sort.Strings(known)
 		return nil, models.FieldError("prompt", "unknown judge prompt %q (known: %s)", opts.Prompt, strings.Join(known, ", "))
 	}
+	answers := PromptAnswers(p.Version)
+	wanted, rubric := map[string]bool{}, false
+	for _, l := range opts.Labels {
+		wanted[l] = true
+		rubric = rubric || l == models.StudyLabelRubric
+	}
+	asked := len(opts.Labels) == 0
+	for _, l := range answers {
+		asked = asked || wanted[l]
+	}
+	if !asked && !rubric {
+		return nil, models.FieldError("prompt", "the prompt %s answers %s, none of which is asked (asked: %s)", p.Version, strings.Join(answers, ", "), strings.Join(opts.Labels, ", "))
+	}
 	show := inputs{accessibility: opts.Accessibility}
 	if opts.Screenshots {
 		show.images = c.cfg.MaxImages
 	}
-	v := &LabelVerdict{Model: c.cfg.Model, PromptVersion: p.Version, PromptSHA256: p.SHA256}
+	v := &LabelVerdict{Model: c.cfg.Model, PromptVersion: p.Version, PromptSHA256: p.SHA256, Labels: map[string]string{}}
+	if asked {
+		if err := c.promptLabels(ctx, in, p, show, v); err != nil {
+			return nil, err
+		}
+		if v.Error != "" {
+			return v, nil
+		}
+		for l := range v.Labels {
+			if len(opts.Labels) > 0 && !wanted[l] {
+				delete(v.Labels, l)
+			}
+		}
+	}
+	if rubric && len(in.Task.RubricItems) > 0 {
+		if err := c.rubricLabels(ctx, in, show, v); err != nil {
+			return nil, err
+		}
+		if !asked {
+			// Only the rubric prompt was asked: it is the one the verdict cites.
+			v.PromptVersion, v.PromptSHA256 = v.RubricPromptVersion, v.RubricPromptSHA256
+		}
+	}
+	return v, nil
+}
+
+// promptLabels asks prompt p and sets v's labels and rationale, or turns v
+// into an error verdict. The error is the context's end.
+func (c *Client) promptLabels(ctx context.Context, in eval.Input, p *prompt, show inputs, v *LabelVerdict) error {
 	conv, err := c.converse(ctx, p, &promptData{Intent: in.Task.Intent}, in, show)
 	if err != nil {
 		return v.failed(ctx, err)
@@ -99,12 +155,7 @@ func (c *Client) Labels(ctx context.Context, in eval.Input, opts LabelOptions) (
 		return v.failed(ctx, err)
 	}
 	v.Labels, v.Rationale = labels, rationale
-	if opts.Rubric && len(in.Task.RubricItems) > 0 {
-		if err := c.rubricLabels(ctx, in, show, v); err != nil {
-			return nil, err
-		}
-	}
-	return v, nil
+	return nil
 }
 
 // rubricLabels adds the rubric judge's pass or fail per rubric item to v, or
@@ -151,11 +202,11 @@ func (v *LabelVerdict) shown(conv *conversation) {
 	}
 }
 
-// failed turns a judgement that produced no verdict into an error verdict; a
-// canceled or expired parent context is returned as a Go error instead.
-func (v *LabelVerdict) failed(ctx context.Context, err error) (*LabelVerdict, error) {
+// failed turns v into an error verdict for a judgement that produced none;
+// a canceled or expired parent context is returned as an error instead.
+func (v *LabelVerdict) failed(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("judge: %w", ctx.Err())
+		return fmt.Errorf("judge: %w", ctx.Err())
 	}
 	v.Labels, v.Rationale, v.Error = nil, "", err.Error()
 	var jerr *Error
@@ -163,7 +214,7 @@ func (v *LabelVerdict) failed(ctx context.Context, err error) (*LabelVerdict, er
 		v.ErrorKind, v.Error = jerr.Kind, jerr.Message
 		v.Usage = jerr.Usage
 	}
-	return v, nil
+	return nil
 }
 
 // Canonical label values, as agreement.Spec.Parse spells them.

@@ -333,7 +333,7 @@ func TestLabels_Rubric(t *testing.T) {
 		t.Parallel()
 		f, rubrics := labelsEndpoint(t, labelsReply)
 		c, _ := newTestClient(t, f, nil)
-		v, err := c.Labels(ctx, rubricInput(1, 1, 1), LabelOptions{Prompt: models.StudyPromptLabelsV1, Rubric: true})
+		v, err := c.Labels(ctx, rubricInput(1, 1, 1), LabelOptions{Prompt: models.StudyPromptLabelsV1, Labels: models.StudyLabelNames()})
 		require.NoError(t, err)
 		require.Empty(t, v.Error)
 		require.EqualValues(t, 1, rubrics.Load())
@@ -350,7 +350,7 @@ func TestLabels_Rubric(t *testing.T) {
 		t.Parallel()
 		f, rubrics := labelsEndpoint(t, labelsReply)
 		c, _ := newTestClient(t, f, nil)
-		v, err := c.Labels(ctx, shopInput(), LabelOptions{Prompt: models.StudyPromptLabelsV1, Rubric: true})
+		v, err := c.Labels(ctx, shopInput(), LabelOptions{Prompt: models.StudyPromptLabelsV1, Labels: models.StudyLabelNames()})
 		require.NoError(t, err)
 		require.Empty(t, v.Error)
 		require.Zero(t, rubrics.Load())
@@ -367,7 +367,7 @@ func TestLabels_Rubric(t *testing.T) {
 			writeCompletion(w, labelsReply)
 		})
 		c, _ := newTestClient(t, f, nil)
-		v, err := c.Labels(ctx, rubricInput(1, 1, 1), LabelOptions{Prompt: models.StudyPromptLabelsV1, Rubric: true})
+		v, err := c.Labels(ctx, rubricInput(1, 1, 1), LabelOptions{Prompt: models.StudyPromptLabelsV1, Labels: models.StudyLabelNames()})
 		require.NoError(t, err)
 		require.Nil(t, v.Labels, "a verdict has every label asked or none")
 		require.Equal(t, KindOffFormat, v.ErrorKind)
@@ -381,12 +381,62 @@ func TestLabels_Rubric(t *testing.T) {
 		in.Trajectory = trajectory(3, 20, testJPEG(t, 64, 64))
 		f, _ := labelsEndpoint(t, labelsReply)
 		c, _ := newTestClient(t, f, nil)
-		v, err := c.Labels(ctx, in, LabelOptions{Prompt: models.StudyPromptLabelsV1, Rubric: true})
+		v, err := c.Labels(ctx, in, LabelOptions{Prompt: models.StudyPromptLabelsV1, Labels: models.StudyLabelNames()})
 		require.NoError(t, err)
 		require.Empty(t, v.Error)
 		require.Len(t, f.seen(), 2)
 		for _, req := range f.seen() {
 			require.Empty(t, req.images(t), "screenshots off holds for the rubric judge too")
 		}
+	})
+}
+
+func TestLabels_Wanted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("OnlyAsked", func(t *testing.T) {
+		t.Parallel()
+		f, rubrics := labelsEndpoint(t, labelsReply)
+		c, _ := newTestClient(t, f, nil)
+		v, err := c.Labels(ctx, rubricInput(1, 1, 1), LabelOptions{Prompt: models.StudyPromptLabelsV1,
+			Labels: []string{models.StudyLabelSuccess, models.StudyLabelLooping}})
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{"success": "successful", "looping": "no"}, v.Labels)
+		require.Zero(t, rubrics.Load(), "rubric items are judged only when asked")
+	})
+
+	t.Run("RubricOnly", func(t *testing.T) {
+		t.Parallel()
+		f, rubrics := labelsEndpoint(t, labelsReply)
+		c, _ := newTestClient(t, f, nil)
+		v, err := c.Labels(ctx, rubricInput(1, 1, 1), LabelOptions{Prompt: models.StudyPromptTrajectoryV2,
+			Labels: []string{models.StudyLabelSideEffect, models.StudyLabelRubric}})
+		require.NoError(t, err)
+		require.Len(t, f.seen(), 1, "the trajectory prompt answers nothing asked: only the rubric judge is asked")
+		require.EqualValues(t, 1, rubrics.Load())
+		require.Len(t, v.Labels, 3)
+		require.Equal(t, RubricVersion, v.PromptVersion)
+		require.Equal(t, c.prompts[PromptRubric].SHA256, v.PromptSHA256)
+	})
+
+	t.Run("NothingAnswerable", func(t *testing.T) {
+		t.Parallel()
+		f, _ := labelsEndpoint(t, labelsReply)
+		c, _ := newTestClient(t, f, nil)
+		_, err := c.Labels(ctx, shopInput(), LabelOptions{Prompt: models.StudyPromptTrajectoryV1,
+			Labels: []string{models.StudyLabelSideEffect, models.StudyLabelLooping}})
+		require.Equal(t, models.EINVALID, models.ErrorCode(err))
+		require.ErrorContains(t, err, "the prompt trajectory-v1 answers success, score, none of which is asked (asked: side_effect, looping)")
+		require.Empty(t, f.seen())
+	})
+
+	t.Run("PromptAnswers", func(t *testing.T) {
+		t.Parallel()
+		for _, version := range models.StudyPrompts() {
+			require.NotEmpty(t, PromptAnswers(version), version)
+		}
+		require.Len(t, PromptAnswers(LabelsVersion), 5)
+		require.Nil(t, PromptAnswers("rubric-v2"))
 	})
 }
