@@ -160,12 +160,26 @@ func (j JudgeAgreement) Metrics() map[string]*float64 {
 // is an empty cell. The label's counts (label_items, labelled, ties,
 // unsure_items) repeat on each of its rows.
 func WriteReportCSV(w io.Writer, r *Report) error {
+	cw := csv.NewWriter(w)
+	if err := cw.WriteAll(append([][]string{reportCSVHeader()}, reportCSVRows(r)...)); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// reportCSVHeader is the header of WriteReportCSV.
+func reportCSVHeader() []string {
 	header := []string{"label", "comparison", "judge", "label_items", "labelled", "ties", "unsure_items",
 		"items", "pairs", "verdicts", "no_human_label", "no_majority", "unsure"}
 	for _, m := range ReportMetrics() {
 		header = append(header, m, m+"_low", m+"_high")
 	}
-	rows := [][]string{header}
+	return header
+}
+
+// reportCSVRows are the rows of WriteReportCSV after its header.
+func reportCSVRows(r *Report) [][]string {
+	var rows [][]string
 	metricCells := func(values map[string]*float64, intervals map[string]stats.Interval) []string {
 		var cells []string
 		for _, m := range ReportMetrics() {
@@ -199,9 +213,39 @@ func WriteReportCSV(w io.Writer, r *Report) error {
 				metricCells(j.Metrics(), j.Intervals)))
 		}
 	}
+	return rows
+}
+
+// WriteStudyReportJSON writes a study's report as indented JSON.
+func WriteStudyReportJSON(w io.Writer, r *StudyReport) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("write study report: %w", err)
+	}
+	return nil
+}
+
+// WriteStudyReportCSV writes a study's report as WriteReportCSV writes a
+// report, with two columns in front: facet and value, empty on the rows of
+// the report over every item, then the rows of each breakdown (facets in
+// StudyFacets order, values sorted).
+func WriteStudyReportCSV(w io.Writer, r *StudyReport) error {
+	rows := [][]string{append([]string{"facet", "value"}, reportCSVHeader()...)}
+	add := func(facet, value string, report *Report) {
+		for _, row := range reportCSVRows(report) {
+			rows = append(rows, append([]string{facet, value}, row...))
+		}
+	}
+	add("", "", r.Report)
+	for _, facet := range StudyFacets() {
+		for _, b := range r.Breakdowns[facet] {
+			add(facet, b.Value, b.Report)
+		}
+	}
 	cw := csv.NewWriter(w)
 	if err := cw.WriteAll(rows); err != nil {
-		return fmt.Errorf("write report: %w", err)
+		return fmt.Errorf("write study report: %w", err)
 	}
 	return nil
 }

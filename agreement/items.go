@@ -44,6 +44,11 @@ func Items(humans []HumanLabel) ([]Item, error) {
 	if len(humans) == 0 {
 		return nil, invalidf("no human labels: nothing to measure agreement against")
 	}
+	return groupItems(humans)
+}
+
+// groupItems is Items without its refusal of an empty list.
+func groupItems(humans []HumanLabel) ([]Item, error) {
 	index := map[Key]int{}
 	var items []Item
 	seen := map[string]bool{}

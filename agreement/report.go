@@ -17,6 +17,9 @@ type Options struct {
 	// Skipped are the rows the import left out; the report counts and lists
 	// them.
 	Skipped []RowError
+	// Facets are the facets BuildStudyReport breaks a study down by (Facet*
+	// names); nil means every facet of StudyFacets. BuildReport ignores it.
+	Facets []string
 }
 
 // Report is the agreement report: per label, human-vs-human agreement and each
@@ -165,7 +168,18 @@ const DefaultResamples = stats.DefaultResamples
 // with a human label (the keys probably do not line up); verdicts for some
 // unlabelled items are only counted (JudgeSummary.Unmatched).
 func BuildReport(humans []HumanLabel, verdicts []Verdict, opts Options) (*Report, error) {
-	items, err := Items(humans)
+	if len(humans) == 0 {
+		return nil, invalidf("no human labels: nothing to measure agreement against")
+	}
+	return buildReport(humans, verdicts, opts, true)
+}
+
+// buildReport is BuildReport; strict refuses a judge none of whose verdicts
+// meets a human label. A study is built leniently: early on no item has a
+// human label yet, or only items its judges have not reached, and its report
+// says so rather than failing.
+func buildReport(humans []HumanLabel, verdicts []Verdict, opts Options, strict bool) (*Report, error) {
+	items, err := groupItems(humans)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +228,7 @@ func BuildReport(humans []HumanLabel, verdicts []Verdict, opts Options) (*Report
 		}
 	}
 	for _, judge := range slices.Sorted(maps.Keys(r.Judges)) {
-		if s := r.Judges[judge]; s.Matched == 0 {
+		if s := r.Judges[judge]; strict && s.Matched == 0 {
 			return nil, invalidf("judge %q: none of its %d verdicts is for an item with human labels (first: %s); items are matched on benchmark, model_name and task_id",
 				judge, s.Verdicts, firstUnmatched[judge])
 		}
