@@ -2,61 +2,818 @@ package storage
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gorm.io/gorm"
 
 	"proctor/models"
+	"proctor/study"
 )
 
-// Placeholders until the studies store lands; each answers EINTERNAL.
+// Who sees a study: its managers (the owner and administrators) everything,
+// its invited annotators the study, their own queue and the items assigned to
+// them; for everyone else it does not exist (ENOTFOUND). Nothing about studies
+// is public, so anonymous callers get EUNAUTHORIZED for every study id alike,
+// which lets pages send them to sign in without telling which ids exist.
 
-func notYet() error { return models.Errorf(models.EINTERNAL, "studies are not built yet") }
+// Limits of a study request beyond those in models.
+const (
+	maxStudyRuns              = 500 // source runs named in one request
+	maxStudyBenchmarks        = 50  // source benchmarks named in one request
+	maxStudyOverlapAnnotators = 10  // annotators of one overlapping item
+	maxStudyJudgeNameLen      = 100
+	maxStudyJudgeModelLen     = 200
+)
 
+// studyAccess is a study as the context's actor may see it.
+type studyAccess struct {
+	Study *models.Study
+	Role  string // models.StudyRole*
+	// Manage is true for the owner and administrators (and the system).
+	Manage bool
+	// Annotator is true when the actor was invited to annotate the study.
+	Annotator bool
+	UserID    int64
+}
+
+func studyNotFound(id int64) error {
+	return models.Errorf(models.ENOTFOUND, "Study %d not found.", id)
+}
+
+// loadStudyAccess loads a study (locked for update when lock is set) with the
+// actor's role in it: EUNAUTHORIZED for anonymous callers, ENOTFOUND for
+// signed-in users who neither manage nor annotate it.
+func (db *DB) loadStudyAccess(ctx context.Context, q *gorm.DB, id int64, lock bool) (*studyAccess, error) {
+	a, err := models.RequireUser(ctx)
+	if err != nil {
+		return nil, err
+	}
+	qq := q
+	if lock {
+		qq = lockRow(q, db.dialect)
+	}
+	var rows []models.Study
+	if err := qq.Where("id = ?", id).Limit(1).Find(&rows).Error; err != nil {
+		return nil, wrap(err, "study")
+	}
+	if len(rows) == 0 {
+		return nil, studyNotFound(id)
+	}
+	acc := &studyAccess{Study: &rows[0], UserID: a.UserID}
+	if a.UserID != 0 {
+		var n int64
+		if err := q.Table("study_annotators").Where("study_id = ? AND user_id = ?", id, a.UserID).Count(&n).Error; err != nil {
+			return nil, wrap(err, "study annotators")
+		}
+		acc.Annotator = n > 0
+	}
+	switch {
+	case a.UserID != 0 && acc.Study.OwnerID == a.UserID:
+		acc.Role, acc.Manage = models.StudyRoleOwner, true
+	case a.Privileged():
+		acc.Role, acc.Manage = models.StudyRoleAdmin, true
+	case acc.Annotator:
+		acc.Role = models.StudyRoleAnnotator
+	default:
+		return nil, studyNotFound(id)
+	}
+	return acc, nil
+}
+
+// requireManage is EFORBIDDEN unless the actor manages the study.
+func (acc *studyAccess) requireManage() error {
+	if !acc.Manage {
+		return models.Errorf(models.EFORBIDDEN, "Only the study's owner and administrators may do this.")
+	}
+	return nil
+}
+
+// blind reports whether the study's verdicts, scores and other labels are
+// kept from the actor: an annotator, not a manager, of a blind study.
+func (acc *studyAccess) blind() bool { return acc.Study.Blind && !acc.Manage }
+
+func studySubject(id int64) string { return "study " + strconv.FormatInt(id, 10) }
+
+// studySpec is a validated StudyRequest.
+type studySpec struct {
+	Name, Description    string
+	RunIDs               []int64
+	Benchmarks           []string
+	Sampling, StratifyBy string
+	Seed                 int64
+	SampleSize           int
+	OverlapFraction      float64
+	OverlapAnnotators    int
+	Blind                bool
+	Labels               []string
+	Judges               []models.StudyJudge
+	Emails               []string
+}
+
+// checkStudyRequest validates every field of a request and returns it
+// normalised; EINVALID naming the first bad field (its JSON name).
+func checkStudyRequest(req models.StudyRequest) (*studySpec, error) {
+	s := &studySpec{
+		Name: strings.TrimSpace(req.Name), Description: strings.TrimSpace(req.Description),
+		Sampling: strings.TrimSpace(req.Sampling), StratifyBy: strings.TrimSpace(req.StratifyBy),
+		Seed: req.Seed, SampleSize: req.SampleSize, OverlapFraction: req.OverlapFraction,
+		OverlapAnnotators: req.OverlapAnnotators, Blind: req.Blind,
+	}
+	switch {
+	case s.Name == "":
+		return nil, models.FieldError("name", "Name the study.")
+	case len(s.Name) > models.MaxStudyNameLen:
+		return nil, models.FieldError("name", "The name must be at most %d characters.", models.MaxStudyNameLen)
+	case len(s.Description) > models.MaxStudyDescription:
+		return nil, models.FieldError("description", "The description must be at most %d characters.", models.MaxStudyDescription)
+	}
+	for _, id := range req.RunIDs {
+		if id <= 0 {
+			return nil, models.FieldError("run_ids", "%d is not a run id.", id)
+		}
+		if !slices.Contains(s.RunIDs, id) {
+			s.RunIDs = append(s.RunIDs, id)
+		}
+	}
+	for _, slug := range req.Benchmarks {
+		slug = strings.TrimSpace(slug)
+		if slug != "" && !slices.Contains(s.Benchmarks, slug) {
+			s.Benchmarks = append(s.Benchmarks, slug)
+		}
+	}
+	switch {
+	case len(s.RunIDs) == 0 && len(s.Benchmarks) == 0:
+		return nil, models.FieldError("run_ids", "Choose at least one run or benchmark to sample from.")
+	case len(s.RunIDs) > maxStudyRuns:
+		return nil, models.FieldError("run_ids", "A study samples from at most %d runs.", maxStudyRuns)
+	case len(s.Benchmarks) > maxStudyBenchmarks:
+		return nil, models.FieldError("benchmarks", "A study samples from at most %d benchmarks.", maxStudyBenchmarks)
+	}
+	if s.Sampling == "" {
+		s.Sampling = models.SampleRandom
+	}
+	switch s.Sampling {
+	case models.SampleRandom:
+		if s.StratifyBy != "" {
+			return nil, models.FieldError("stratify_by", "Only stratified samples have strata; choose stratified sampling or no stratum.")
+		}
+	case models.SampleStratified:
+		if !slices.Contains(models.StudyStrata(), s.StratifyBy) {
+			return nil, models.FieldError("stratify_by", "A stratified sample needs a stratum: one of %s.", strings.Join(models.StudyStrata(), ", "))
+		}
+	default:
+		return nil, models.FieldError("sampling", "Sampling must be %s or %s, not %q.", models.SampleRandom, models.SampleStratified, s.Sampling)
+	}
+	if s.SampleSize < 1 || s.SampleSize > models.MaxStudySample {
+		return nil, models.FieldError("sample_size", "The sample size must be between 1 and %d.", models.MaxStudySample)
+	}
+	if math.IsNaN(s.OverlapFraction) || s.OverlapFraction < 0 || s.OverlapFraction > 1 {
+		return nil, models.FieldError("overlap_fraction", "The overlap fraction must be between 0 and 1.")
+	}
+	if s.OverlapAnnotators == 0 {
+		s.OverlapAnnotators = 2
+	}
+	if s.OverlapAnnotators < 2 || s.OverlapAnnotators > maxStudyOverlapAnnotators {
+		return nil, models.FieldError("overlap_annotators", "Overlapping items go to between 2 and %d annotators.", maxStudyOverlapAnnotators)
+	}
+	labels, err := checkStudyLabels(req.Labels)
+	if err != nil {
+		return nil, err
+	}
+	s.Labels = labels
+	if s.Judges, err = checkStudyJudges(req.Judges); err != nil {
+		return nil, err
+	}
+	if len(req.Annotators) > models.MaxStudyAnnotators {
+		return nil, models.FieldError("annotators", "A study has at most %d annotators.", models.MaxStudyAnnotators)
+	}
+	for _, raw := range req.Annotators {
+		if strings.TrimSpace(raw) == "" {
+			continue
+		}
+		email, err := models.NormalizeEmail(raw)
+		if err != nil {
+			return nil, models.FieldError("annotators", "%s", models.ErrorMessage(err))
+		}
+		if !slices.Contains(s.Emails, email) {
+			s.Emails = append(s.Emails, email)
+		}
+	}
+	return s, nil
+}
+
+// checkStudyLabels checks the asked labels and returns them once each, in
+// models.StudyLabelNames order.
+func checkStudyLabels(labels []string) ([]string, error) {
+	asked := map[string]bool{}
+	for _, l := range labels {
+		l = strings.TrimSpace(l)
+		if !slices.Contains(models.StudyLabelNames(), l) {
+			return nil, models.FieldError("labels", "Unknown label %q; a study may ask %s.", l, strings.Join(models.StudyLabelNames(), ", "))
+		}
+		asked[l] = true
+	}
+	var out []string
+	for _, l := range models.StudyLabelNames() {
+		if asked[l] {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return nil, models.FieldError("labels", "Ask at least one label: %s.", strings.Join(models.StudyLabelNames(), ", "))
+	}
+	return out, nil
+}
+
+// checkStudyJudges checks judge configurations: at most MaxStudyJudges, each
+// with a unique name (case-insensitively) and a known prompt.
+func checkStudyJudges(judges []models.StudyJudge) ([]models.StudyJudge, error) {
+	if len(judges) > models.MaxStudyJudges {
+		return nil, models.FieldError("judges", "A study compares at most %d judge configurations.", models.MaxStudyJudges)
+	}
+	out := make([]models.StudyJudge, 0, len(judges))
+	seen := map[string]bool{}
+	for i, j := range judges {
+		j.Name, j.Model, j.Prompt = strings.TrimSpace(j.Name), strings.TrimSpace(j.Model), strings.TrimSpace(j.Prompt)
+		switch {
+		case j.Name == "":
+			return nil, models.FieldError("judges", "Judge configuration %d has no name.", i+1)
+		case len(j.Name) > maxStudyJudgeNameLen:
+			return nil, models.FieldError("judges", "Judge name %q is longer than %d characters.", j.Name[:maxStudyJudgeNameLen], maxStudyJudgeNameLen)
+		case seen[strings.ToLower(j.Name)]:
+			return nil, models.FieldError("judges", "Two judge configurations are named %q; names must differ.", j.Name)
+		case len(j.Model) > maxStudyJudgeModelLen:
+			return nil, models.FieldError("judges", "The model of judge %q is longer than %d characters.", j.Name, maxStudyJudgeModelLen)
+		case !slices.Contains(models.StudyPrompts(), j.Prompt):
+			return nil, models.FieldError("judges", "Judge %q: the prompt must be one of %s, not %q.", j.Name, strings.Join(models.StudyPrompts(), ", "), j.Prompt)
+		}
+		seen[strings.ToLower(j.Name)] = true
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// usersByEmail looks up users by canonical email, in the order given:
+// EINVALID on field naming the first email no user has.
+func usersByEmail(q *gorm.DB, emails []string, field string) ([]models.User, error) {
+	if len(emails) == 0 {
+		return nil, nil
+	}
+	var users []models.User
+	if err := q.Select("id, email, name").Where("email IN ?", emails).Find(&users).Error; err != nil {
+		return nil, wrap(err, "users")
+	}
+	byEmail := make(map[string]models.User, len(users))
+	for _, u := range users {
+		byEmail[u.Email] = u
+	}
+	out := make([]models.User, 0, len(emails))
+	for _, e := range emails {
+		u, ok := byEmail[e]
+		if !ok {
+			return nil, models.FieldError(field, "No user has the email %s.", e)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// studyCandidate is a finished attempt of a study's sources with what it may
+// be stratified by.
+type studyCandidate struct {
+	AttemptID  int64
+	RunID      int64
+	Outcome    string
+	Agent      string
+	SiteKey    string
+	Difficulty string
+}
+
+func (c studyCandidate) stratum(by string) string {
+	switch by {
+	case models.StratumOutcome:
+		return c.Outcome
+	case models.StratumAgent:
+		return c.Agent
+	case models.StratumSite:
+		if c.SiteKey == "" {
+			return "unknown"
+		}
+		return c.SiteKey
+	case models.StratumDifficulty:
+		if c.Difficulty == "" {
+			return "unlabelled"
+		}
+		return c.Difficulty
+	}
+	return ""
+}
+
+// studySources resolves a request's sources as the actor may see them and
+// lists their finished attempts: ENOTFOUND naming a run or benchmark the
+// actor may not see, EINVALID naming the sources with nothing to sample. It
+// returns the benchmarks' ids in request order.
+func (db *DB) studySources(ctx context.Context, q *gorm.DB, s *studySpec) ([]int64, []studyCandidate, error) {
+	for _, id := range s.RunIDs {
+		if _, _, err := db.runAccess(ctx, q, id, false); err != nil {
+			if models.ErrorCode(err) == models.ENOTFOUND {
+				return nil, nil, &models.Error{Code: models.ENOTFOUND, Field: "run_ids", Message: models.ErrorMessage(err)}
+			}
+			return nil, nil, err
+		}
+	}
+	benchIDs := make([]int64, len(s.Benchmarks))
+	for i, slug := range s.Benchmarks {
+		b, err := visibleBenchmark(ctx, q, slug)
+		if err != nil {
+			if models.ErrorCode(err) == models.ENOTFOUND {
+				return nil, nil, &models.Error{Code: models.ENOTFOUND, Field: "benchmarks", Message: fmt.Sprintf("Benchmark %q not found.", slug)}
+			}
+			return nil, nil, err
+		}
+		benchIDs[i] = b.ID
+	}
+	// The completed runs of the benchmarks that the actor may see.
+	runBenchmark := map[int64]int64{}
+	if len(benchIDs) > 0 {
+		var rows []struct{ ID, BenchmarkID int64 }
+		rq := q.Table("runs r").Select("r.id, v.benchmark_id").Joins("JOIN benchmark_versions v ON v.id = r.version_id").
+			Where("v.benchmark_id IN ? AND r.status = ?", benchIDs, models.RunCompleted)
+		if a := models.ActorFrom(ctx); !a.Privileged() {
+			rq = rq.Where("((r.published = ? AND r.hidden_at IS NULL) OR r.team_id IN (SELECT m.team_id FROM memberships m WHERE m.user_id = ?))", true, a.UserID)
+		}
+		if err := rq.Scan(&rows).Error; err != nil {
+			return nil, nil, wrap(err, "runs")
+		}
+		for _, r := range rows {
+			runBenchmark[r.ID] = r.BenchmarkID
+		}
+	}
+	runIDs := slices.Clone(s.RunIDs)
+	for id := range runBenchmark {
+		if !slices.Contains(runIDs, id) {
+			runIDs = append(runIDs, id)
+		}
+	}
+	var cands []studyCandidate
+	if len(runIDs) > 0 {
+		err := q.Table("attempts a").
+			Select("a.id AS attempt_id, a.run_id, a.outcome, ag.name AS agent, t.site_key, t.difficulty").
+			Joins("JOIN runs r ON r.id = a.run_id").
+			Joins("JOIN agents ag ON ag.id = r.agent_id").
+			Joins("JOIN tasks t ON t.id = a.task_id").
+			Where("a.run_id IN ? AND a.status = ? AND a.outcome IN ?", runIDs, models.AttemptDone,
+				[]string{models.OutcomeSuccess, models.OutcomeFailure, models.OutcomeError}).
+			Order("a.id").Scan(&cands).Error
+		if err != nil {
+			return nil, nil, wrap(err, "attempts")
+		}
+	}
+	perRun := map[int64]int{}
+	perBenchmark := map[int64]int{}
+	for _, c := range cands {
+		perRun[c.RunID]++
+		if b, ok := runBenchmark[c.RunID]; ok {
+			perBenchmark[b]++
+		}
+	}
+	var empty []string
+	field := ""
+	for _, id := range s.RunIDs {
+		if perRun[id] == 0 {
+			empty = append(empty, fmt.Sprintf("run %d", id))
+			field = "run_ids"
+		}
+	}
+	for i, id := range benchIDs {
+		if perBenchmark[id] == 0 {
+			empty = append(empty, fmt.Sprintf("benchmark %q", s.Benchmarks[i]))
+			if field == "" {
+				field = "benchmarks"
+			}
+		}
+	}
+	if len(empty) > 0 {
+		return nil, nil, models.FieldError(field, "The sources have no finished attempts to sample: %s.", strings.Join(empty, ", "))
+	}
+	return benchIDs, cands, nil
+}
+
+// CreateStudy validates the request, draws the sample from the finished
+// attempts of the sources the actor may see, and creates the study as a draft
+// with its items and invited annotators, in one transaction. EUNAUTHORIZED
+// unless a user is signed in; EINVALID naming the field for a bad request,
+// an email no user has or sources with nothing to sample; ENOTFOUND naming a
+// run or benchmark the actor may not see.
 func (db *DB) CreateStudy(ctx context.Context, req models.StudyRequest) (*models.Study, error) {
-	return nil, notYet()
+	a := models.ActorFrom(ctx)
+	if a.UserID == 0 {
+		return nil, models.Errorf(models.EUNAUTHORIZED, "You must be signed in to create a study.")
+	}
+	spec, err := checkStudyRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	var st *models.Study
+	err = db.tx(ctx, func(tx *gorm.DB) error {
+		invitees, err := usersByEmail(tx, spec.Emails, "annotators")
+		if err != nil {
+			return err
+		}
+		benchIDs, cands, err := db.studySources(ctx, tx, spec)
+		if err != nil {
+			return err
+		}
+		stratified := spec.Sampling == models.SampleStratified
+		pool := make([]study.Candidate, len(cands))
+		for i, c := range cands {
+			pool[i] = study.Candidate{AttemptID: c.AttemptID}
+			if stratified {
+				pool[i].Stratum = c.stratum(spec.StratifyBy)
+			}
+		}
+		picked := study.Sample(pool, spec.SampleSize, spec.Seed, stratified)
+		now := db.now()
+		st = &models.Study{
+			OwnerID: a.UserID, Name: spec.Name, Description: spec.Description, Status: models.StudyDraft,
+			RunIDs: spec.RunIDs, BenchmarkIDs: benchIDs, Sampling: spec.Sampling, StratifyBy: spec.StratifyBy,
+			Seed: spec.Seed, SampleSize: spec.SampleSize, ItemCount: len(picked),
+			OverlapFraction: spec.OverlapFraction, OverlapAnnotators: spec.OverlapAnnotators, Blind: spec.Blind,
+			Labels: spec.Labels, Judges: spec.Judges, CreatedAt: now, UpdatedAt: now,
+		}
+		if st.RunIDs == nil {
+			st.RunIDs = models.JSONList[int64]{}
+		}
+		if err := tx.Create(st).Error; err != nil {
+			return wrap(err, "study")
+		}
+		items := make([]models.StudyItem, len(picked))
+		for i, c := range picked {
+			items[i] = models.StudyItem{StudyID: st.ID, AttemptID: c.AttemptID, Position: i + 1, Stratum: c.Stratum}
+		}
+		if err := createBatches(tx, items, "study items"); err != nil {
+			return err
+		}
+		annotators := make([]models.StudyAnnotator, len(invitees))
+		for i, u := range invitees {
+			annotators[i] = models.StudyAnnotator{StudyID: st.ID, UserID: u.ID, InvitedBy: a.UserID, InvitedAt: now}
+		}
+		if err := createBatches(tx, annotators, "study annotators"); err != nil {
+			return err
+		}
+		details := fmt.Sprintf("%d items, %d annotators", len(items), len(annotators))
+		return db.auditTx(ctx, tx, "study.created", studySubject(st.ID), details, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }
-func (db *DB) Studies(ctx context.Context) ([]models.StudyListItem, error) { return nil, notYet() }
+
+// Studies lists the studies the actor owns or annotates (administrators:
+// every study), newest first, with the actor's role and their own assignment
+// counts, in one query. EUNAUTHORIZED for anonymous callers.
+func (db *DB) Studies(ctx context.Context) ([]models.StudyListItem, error) {
+	a, err := models.RequireUser(ctx)
+	if err != nil {
+		return nil, err
+	}
+	const isAnnotator = "EXISTS (SELECT 1 FROM study_annotators x WHERE x.study_id = s.id AND x.user_id = ?)"
+	q := db.q(ctx).Table("studies s").Joins("JOIN users u ON u.id = s.owner_id").
+		Select(`s.*, COALESCE(NULLIF(u.name, ''), u.email) AS owner_name,
+			CASE WHEN s.owner_id = ? THEN ? WHEN ? THEN ? ELSE ? END AS role,
+			(SELECT COUNT(*) FROM study_assignments sa WHERE sa.study_id = s.id AND sa.user_id = ?) AS assigned,
+			(SELECT COUNT(*) FROM study_assignments sa WHERE sa.study_id = s.id AND sa.user_id = ? AND sa.status <> ?) AS finished`,
+			a.UserID, models.StudyRoleOwner, a.Privileged(), models.StudyRoleAdmin, models.StudyRoleAnnotator,
+			a.UserID, a.UserID, models.AssignmentPending)
+	if !a.Privileged() {
+		q = q.Where("s.owner_id = ? OR "+isAnnotator, a.UserID, a.UserID)
+	}
+	var out []models.StudyListItem
+	if err := q.Order("s.created_at DESC, s.id DESC").Scan(&out).Error; err != nil {
+		return nil, wrap(err, "studies")
+	}
+	return out, nil
+}
+
+// progressRow counts one annotator's assignments of one status.
+type progressRow struct {
+	UserID    int64
+	Status    string
+	N         int
+	TimeSpent int64
+}
+
+func (p *progressRow) addTo(sp *models.StudyProgress) {
+	sp.Assigned += p.N
+	switch p.Status {
+	case models.AssignmentDone:
+		sp.Done += p.N
+	case models.AssignmentSkipped:
+		sp.Skipped += p.N
+	case models.AssignmentFlagged:
+		sp.Flagged += p.N
+	}
+}
+
+// studyProgress counts a study's annotator assignments by user and status;
+// userID 0 counts every annotator's.
+func studyProgress(q *gorm.DB, studyID, userID int64) ([]progressRow, error) {
+	pq := q.Table("study_assignments").
+		Select("user_id, status, COUNT(*) AS n, COALESCE(SUM(time_spent_ms), 0) AS time_spent").
+		Where("study_id = ? AND user_id IS NOT NULL", studyID)
+	if userID != 0 {
+		pq = pq.Where("user_id = ?", userID)
+	}
+	var rows []progressRow
+	if err := pq.Group("user_id, status").Scan(&rows).Error; err != nil {
+		return nil, wrap(err, "study progress")
+	}
+	return rows, nil
+}
+
+// StudyOverview is a study's page: for managers every annotator with their
+// progress, the whole study's progress and what each judge configuration has
+// judged; for annotators their own progress only. EUNAUTHORIZED for anonymous
+// callers, ENOTFOUND for everyone else who may not see the study.
 func (db *DB) StudyOverview(ctx context.Context, id int64) (*models.StudyView, error) {
-	return nil, notYet()
+	q := db.q(ctx)
+	acc, err := db.loadStudyAccess(ctx, q, id, false)
+	if err != nil {
+		return nil, err
+	}
+	v := &models.StudyView{Study: *acc.Study, Role: acc.Role, CanManage: acc.Manage}
+	var owner []string
+	if err := q.Table("users").Where("id = ?", acc.Study.OwnerID).Pluck("COALESCE(NULLIF(name, ''), email)", &owner).Error; err != nil {
+		return nil, wrap(err, "study owner")
+	}
+	if len(owner) == 1 {
+		v.OwnerName = owner[0]
+	}
+	if !acc.Manage {
+		rows, err := studyProgress(q, id, acc.UserID)
+		if err != nil {
+			return nil, err
+		}
+		for i := range rows {
+			rows[i].addTo(&v.Progress)
+		}
+		return v, nil
+	}
+	var people []struct {
+		UserID      int64
+		Name, Email string
+	}
+	if err := q.Table("study_annotators sa").Joins("JOIN users u ON u.id = sa.user_id").
+		Select("sa.user_id, u.name, u.email").Where("sa.study_id = ?", id).
+		Order("LOWER(COALESCE(NULLIF(u.name, ''), u.email)), sa.user_id").Scan(&people).Error; err != nil {
+		return nil, wrap(err, "study annotators")
+	}
+	v.Annotators = make([]models.StudyAnnotatorView, len(people))
+	for i, p := range people {
+		v.Annotators[i] = models.StudyAnnotatorView{UserID: p.UserID, Name: p.Name, Email: p.Email}
+	}
+	rows, err := studyProgress(q, id, 0)
+	if err != nil {
+		return nil, err
+	}
+	index := make(map[int64]int, len(v.Annotators))
+	for i, an := range v.Annotators {
+		index[an.UserID] = i
+	}
+	for i := range rows {
+		rows[i].addTo(&v.Progress)
+		if j, ok := index[rows[i].UserID]; ok {
+			rows[i].addTo(&v.Annotators[j].Progress)
+			v.Annotators[j].TimeSpentMS += rows[i].TimeSpent
+		}
+	}
+	var judged []struct {
+		Judge               string
+		Judged, Errors      int
+		TokensIn, TokensOut int64
+		Cost                float64
+	}
+	if err := q.Table("study_verdicts").
+		Select(`judge, SUM(CASE WHEN error = '' THEN 1 ELSE 0 END) AS judged, SUM(CASE WHEN error <> '' THEN 1 ELSE 0 END) AS errors,
+			COALESCE(SUM(tokens_in), 0) AS tokens_in, COALESCE(SUM(tokens_out), 0) AS tokens_out, COALESCE(SUM(cost), 0) AS cost`).
+		Where("study_id = ? AND imported = ?", id, false).Group("judge").Scan(&judged).Error; err != nil {
+		return nil, wrap(err, "study verdicts")
+	}
+	for _, j := range acc.Study.Judges {
+		run := models.StudyJudgeRun{StudyJudge: j}
+		for _, r := range judged {
+			if r.Judge == j.Name {
+				run.Judged, run.Errors, run.TokensIn, run.TokensOut, run.Cost = r.Judged, r.Errors, r.TokensIn, r.TokensOut, r.Cost
+			}
+		}
+		v.Judges = append(v.Judges, run)
+	}
+	return v, nil
 }
+
+// draftOnly is ECONFLICT unless the study is a draft.
+func draftOnly(st *models.Study, what string) error {
+	if st.Status != models.StudyDraft {
+		return models.Errorf(models.ECONFLICT, "The study is %s: %s only while it is a draft.", st.Status, what)
+	}
+	return nil
+}
+
+// InviteAnnotator invites the user with an email to annotate a draft study.
+// Managers only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT
+// when the study is no longer a draft or the user is already invited;
+// EINVALID (field "email") for a malformed email, one no user has, or a study
+// with MaxStudyAnnotators annotators.
 func (db *DB) InviteAnnotator(ctx context.Context, studyID int64, email string) error {
-	return notYet()
+	return db.tx(ctx, func(tx *gorm.DB) error {
+		acc, err := db.loadStudyAccess(ctx, tx, studyID, true)
+		if err != nil {
+			return err
+		}
+		if err := acc.requireManage(); err != nil {
+			return err
+		}
+		if err := draftOnly(acc.Study, "annotators are invited"); err != nil {
+			return err
+		}
+		email, err := models.NormalizeEmail(email)
+		if err != nil {
+			return err
+		}
+		users, err := usersByEmail(tx, []string{email}, "email")
+		if err != nil {
+			return err
+		}
+		var n int64
+		if err := tx.Table("study_annotators").Where("study_id = ?", studyID).Count(&n).Error; err != nil {
+			return wrap(err, "study annotators")
+		}
+		if n >= models.MaxStudyAnnotators {
+			return models.FieldError("email", "A study has at most %d annotators.", models.MaxStudyAnnotators)
+		}
+		var invited int64
+		if err := tx.Table("study_annotators").Where("study_id = ? AND user_id = ?", studyID, users[0].ID).Count(&invited).Error; err != nil {
+			return wrap(err, "study annotators")
+		}
+		if invited > 0 {
+			return &models.Error{Code: models.ECONFLICT, Field: "email", Message: fmt.Sprintf("%s is already an annotator of this study.", email)}
+		}
+		an := &models.StudyAnnotator{StudyID: studyID, UserID: users[0].ID, InvitedBy: models.ActorFrom(ctx).UserID, InvitedAt: db.now()}
+		if an.InvitedBy == 0 {
+			an.InvitedBy = acc.Study.OwnerID // the system invites on the owner's behalf
+		}
+		if err := tx.Create(an).Error; err != nil {
+			return wrap(err, "study annotator")
+		}
+		return db.auditTx(ctx, tx, "study.annotator_invited", studySubject(studyID), "user "+strconv.FormatInt(users[0].ID, 10), nil)
+	})
 }
-func (db *DB) RemoveAnnotator(ctx context.Context, studyID, userID int64) error { return notYet() }
+
+// RemoveAnnotator withdraws a user's invitation to a draft study. Managers
+// only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT when the
+// study is no longer a draft; ENOTFOUND when the user is not invited.
+func (db *DB) RemoveAnnotator(ctx context.Context, studyID, userID int64) error {
+	return db.tx(ctx, func(tx *gorm.DB) error {
+		acc, err := db.loadStudyAccess(ctx, tx, studyID, true)
+		if err != nil {
+			return err
+		}
+		if err := acc.requireManage(); err != nil {
+			return err
+		}
+		if err := draftOnly(acc.Study, "annotators are removed"); err != nil {
+			return err
+		}
+		res := tx.Where("study_id = ? AND user_id = ?", studyID, userID).Delete(&models.StudyAnnotator{})
+		if res.Error != nil {
+			return wrap(res.Error, "study annotator")
+		}
+		if res.RowsAffected == 0 {
+			return models.Errorf(models.ENOTFOUND, "User %d is not an annotator of this study.", userID)
+		}
+		return db.auditTx(ctx, tx, "study.annotator_removed", studySubject(studyID), "user "+strconv.FormatInt(userID, 10), nil)
+	})
+}
+
+// SetStudyJudges replaces a study's judge configurations. Managers only:
+// EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT once the study
+// is closed; EINVALID (field "judges") for a bad configuration or one named
+// like a judge imported from a file.
 func (db *DB) SetStudyJudges(ctx context.Context, studyID int64, judges []models.StudyJudge) error {
-	return notYet()
-}
-func (db *DB) OpenStudy(ctx context.Context, id int64) error  { return notYet() }
-func (db *DB) CloseStudy(ctx context.Context, id int64) error { return notYet() }
-func (db *DB) StudyQueue(ctx context.Context, studyID int64) (*models.StudyQueue, error) {
-	return nil, notYet()
-}
-func (db *DB) StudyItem(ctx context.Context, studyID, itemID int64) (*models.StudyItemView, error) {
-	return nil, notYet()
-}
-func (db *DB) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in models.StudyLabelInput) (*models.StudyAssignment, error) {
-	return nil, notYet()
-}
-func (db *DB) StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyVerdict, error) {
-	return nil, notYet()
-}
-func (db *DB) StudyData(ctx context.Context, studyID int64) (*models.StudyData, error) {
-	return nil, notYet()
-}
-func (db *DB) ImportStudyLabels(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error) {
-	return nil, notYet()
-}
-func (db *DB) ImportStudyVerdicts(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error) {
-	return nil, notYet()
-}
-func (db *DB) BlindAttempt(ctx context.Context, attemptID int64) (bool, error) { return false, nil }
-
-// Used by the study judge job (runner), System actor only.
-
-// StudyJudgeWork lists the items of a study a judge configuration has not
-// judged yet, with the attempt each one is.
-func (db *DB) StudyJudgeWork(ctx context.Context, studyID int64, judge string) ([]models.StudyItem, error) {
-	return nil, notYet()
+	checked, err := checkStudyJudges(judges)
+	if err != nil {
+		return err
+	}
+	return db.tx(ctx, func(tx *gorm.DB) error {
+		acc, err := db.loadStudyAccess(ctx, tx, studyID, true)
+		if err != nil {
+			return err
+		}
+		if err := acc.requireManage(); err != nil {
+			return err
+		}
+		if acc.Study.Status == models.StudyClosed {
+			return models.Errorf(models.ECONFLICT, "The study is closed; its judges can no longer be changed.")
+		}
+		var imported []string
+		if err := tx.Table("study_verdicts").Where("study_id = ? AND imported = ?", studyID, true).
+			Distinct().Pluck("judge", &imported).Error; err != nil {
+			return wrap(err, "study verdicts")
+		}
+		for _, j := range checked {
+			if slices.Contains(imported, j.Name) {
+				return models.FieldError("judges", "%q names a judge imported from a file; give the configuration another name.", j.Name)
+			}
+		}
+		err = tx.Model(&models.Study{}).Where("id = ?", studyID).
+			Updates(map[string]any{"judges": models.JSONList[models.StudyJudge](checked), "updated_at": db.now()}).Error
+		return wrap(err, "study")
+	})
 }
 
-// SaveStudyVerdict stores a judge configuration's verdict on an item,
-// replacing an earlier one (a redelivered job judges again harmlessly).
-func (db *DB) SaveStudyVerdict(ctx context.Context, v *models.StudyVerdict) error { return notYet() }
+// OpenStudy gives the study's items to its annotators (study.Assign: the
+// overlap fraction of the items to OverlapAnnotators annotators each, the rest
+// to one, balanced and deterministic from the seed) and opens it. Managers
+// only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT unless the
+// study is a draft; EINVALID (field "annotators") without enough annotators.
+func (db *DB) OpenStudy(ctx context.Context, id int64) error {
+	return db.tx(ctx, func(tx *gorm.DB) error {
+		acc, err := db.loadStudyAccess(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := acc.requireManage(); err != nil {
+			return err
+		}
+		st := acc.Study
+		if st.Status != models.StudyDraft {
+			return models.Errorf(models.ECONFLICT, "The study is already %s.", st.Status)
+		}
+		var annotators []int64
+		if err := tx.Table("study_annotators").Where("study_id = ?", id).Order("user_id").Pluck("user_id", &annotators).Error; err != nil {
+			return wrap(err, "study annotators")
+		}
+		switch {
+		case len(annotators) == 0:
+			return models.FieldError("annotators", "Invite at least one annotator before opening the study.")
+		case st.OverlapFraction > 0 && len(annotators) < st.OverlapAnnotators:
+			return models.FieldError("annotators", "Overlapping items go to %d annotators each, but the study has %d; invite more or lower the overlap.",
+				st.OverlapAnnotators, len(annotators))
+		}
+		var items []int64
+		if err := tx.Table("study_items").Where("study_id = ?", id).Order("position").Pluck("id", &items).Error; err != nil {
+			return wrap(err, "study items")
+		}
+		queues := study.Assign(items, annotators, st.OverlapFraction, st.OverlapAnnotators, st.Seed)
+		now := db.now()
+		var rows []models.StudyAssignment
+		for _, who := range annotators {
+			for i, item := range queues[who] {
+				rows = append(rows, models.StudyAssignment{
+					StudyID: id, StudyItemID: item, UserID: who, Position: i + 1, Status: models.AssignmentPending,
+					Labels: models.StudyLabels{}, CreatedAt: now, UpdatedAt: now,
+				})
+			}
+		}
+		if err := createBatches(tx, rows, "study assignments"); err != nil {
+			return err
+		}
+		if err := tx.Model(&models.Study{}).Where("id = ?", id).
+			Updates(map[string]any{"status": models.StudyOpen, "opened_at": now, "updated_at": now}).Error; err != nil {
+			return wrap(err, "study")
+		}
+		details := fmt.Sprintf("%d assignments to %d annotators", len(rows), len(annotators))
+		return db.auditTx(ctx, tx, "study.opened", studySubject(id), details, nil)
+	})
+}
+
+// CloseStudy closes an open study: its labels are final. Managers only:
+// EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT unless open.
+func (db *DB) CloseStudy(ctx context.Context, id int64) error {
+	return db.tx(ctx, func(tx *gorm.DB) error {
+		acc, err := db.loadStudyAccess(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := acc.requireManage(); err != nil {
+			return err
+		}
+		switch acc.Study.Status {
+		case models.StudyDraft:
+			return models.Errorf(models.ECONFLICT, "The study is still a draft; open it before closing it.")
+		case models.StudyClosed:
+			return models.Errorf(models.ECONFLICT, "The study is already closed.")
+		}
+		now := db.now()
+		if err := tx.Model(&models.Study{}).Where("id = ?", id).
+			Updates(map[string]any{"status": models.StudyClosed, "closed_at": now, "updated_at": now}).Error; err != nil {
+			return wrap(err, "study")
+		}
+		return db.auditTx(ctx, tx, "study.closed", studySubject(id), "", nil)
+	})
+}

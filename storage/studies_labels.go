@@ -1,0 +1,510 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"proctor/agreement"
+	"proctor/models"
+)
+
+// assignmentColumns reads a study assignment; imported labels have no user
+// (user_id NULL), which models.StudyAssignment holds as 0.
+const assignmentColumns = `sa.id, sa.study_id, sa.study_item_id, COALESCE(sa.user_id, 0) AS user_id, sa.annotator_name,
+	sa.position, sa.status, sa.reason, sa.labels, sa.time_spent_ms, sa.submitted_at, sa.created_at, sa.updated_at`
+
+// ownAssignment is the user's assignment of an item, nil when they have none.
+func ownAssignment(q *gorm.DB, itemID, userID int64) (*models.StudyAssignment, error) {
+	if userID == 0 {
+		return nil, nil
+	}
+	var rows []models.StudyAssignment
+	if err := q.Table("study_assignments sa").Select(assignmentColumns).
+		Where("sa.study_item_id = ? AND sa.user_id = ?", itemID, userID).Limit(1).Scan(&rows).Error; err != nil {
+		return nil, wrap(err, "study assignment")
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	return &rows[0], nil
+}
+
+// studyItemOf loads an item of a study: ENOTFOUND naming it otherwise.
+func studyItemOf(q *gorm.DB, studyID, itemID int64) (*models.StudyItem, error) {
+	var items []models.StudyItem
+	if err := q.Where("id = ? AND study_id = ?", itemID, studyID).Limit(1).Find(&items).Error; err != nil {
+		return nil, wrap(err, "study item")
+	}
+	if len(items) == 0 {
+		return nil, models.Errorf(models.ENOTFOUND, "Item %d not found in study %d.", itemID, studyID)
+	}
+	return &items[0], nil
+}
+
+func notAssigned(itemID int64) error {
+	return models.Errorf(models.EFORBIDDEN, "Item %d is not assigned to you.", itemID)
+}
+
+// StudyQueue is the actor's own queue in a study, in order, with their
+// progress and the next pending item. Managers who annotate nothing get an
+// empty queue. EUNAUTHORIZED for anonymous callers, ENOTFOUND for everyone
+// else who may not see the study.
+func (db *DB) StudyQueue(ctx context.Context, studyID int64) (*models.StudyQueue, error) {
+	q := db.q(ctx)
+	acc, err := db.loadStudyAccess(ctx, q, studyID, false)
+	if err != nil {
+		return nil, err
+	}
+	out := &models.StudyQueue{Study: *acc.Study}
+	if acc.UserID == 0 {
+		return out, nil
+	}
+	err = q.Table("study_assignments sa").
+		Select(`sa.study_item_id AS item_id, sa.position, sa.status, sa.reason, t.intent AS task_intent,
+			sa.time_spent_ms, sa.submitted_at`).
+		Joins("JOIN study_items si ON si.id = sa.study_item_id").
+		Joins("JOIN attempts a ON a.id = si.attempt_id").
+		Joins("JOIN tasks t ON t.id = a.task_id").
+		Where("sa.study_id = ? AND sa.user_id = ?", studyID, acc.UserID).
+		Order("sa.position, sa.id").Scan(&out.Entries).Error
+	if err != nil {
+		return nil, wrap(err, "study queue")
+	}
+	for _, e := range out.Entries {
+		(&progressRow{Status: e.Status, N: 1}).addTo(&out.Progress)
+		if out.Next == 0 && e.Status == models.AssignmentPending {
+			out.Next = e.ItemID
+		}
+	}
+	return out, nil
+}
+
+// studyTimeline is an attempt's timeline as a study shows it: AttemptTimeline
+// without the run's visibility check (being in the study is the permission),
+// evaluation details in their public view for everyone but administrators.
+func studyTimeline(ctx context.Context, q *gorm.DB, attemptID int64) (*models.Timeline, error) {
+	tl := &models.Timeline{}
+	if err := q.Where("id = ?", attemptID).Take(&tl.Attempt).Error; err != nil {
+		return nil, wrap(err, fmt.Sprintf("attempt %d", attemptID))
+	}
+	if err := runListFrom(q).Select(runListColumns).Where("r.id = ?", tl.Attempt.RunID).Take(&tl.Run).Error; err != nil {
+		return nil, wrap(err, "run")
+	}
+	tasks := []models.Task{}
+	if err := q.Table("tasks t").Select(publicTaskColumns).Where("t.id = ?", tl.Attempt.TaskID).Find(&tasks).Error; err != nil {
+		return nil, wrap(err, "task")
+	}
+	if len(tasks) != 1 {
+		return nil, models.Errorf(models.ENOTFOUND, "The task of attempt %d not found.", attemptID)
+	}
+	tasks[0].HideSecrets()
+	if err := loadRubrics(q, tasks); err != nil {
+		return nil, err
+	}
+	tl.Task = tasks[0]
+	var steps []models.Step
+	if err := q.Where("attempt_id = ?", attemptID).Order("step_index").Find(&steps).Error; err != nil {
+		return nil, wrap(err, "steps")
+	}
+	tl.Steps = make([]models.TimelineStep, len(steps))
+	for i, s := range steps {
+		ts := models.TimelineStep{Step: s, Action: models.DecodeAction(s.Action)}
+		if s.BlockedRequests != "" {
+			_ = json.Unmarshal([]byte(s.BlockedRequests), &ts.Blocked)
+		}
+		tl.Steps[i] = ts
+	}
+	tl.FinalAction = models.DecodeAction(tl.Attempt.FinalAnswer)
+	var evs []models.Evaluation
+	if err := q.Preload("RubricJudgments").Where("attempt_id = ?", attemptID).Order("created_at DESC, id DESC").Find(&evs).Error; err != nil {
+		return nil, wrap(err, "evaluations")
+	}
+	privileged := models.ActorFrom(ctx).Privileged()
+	for i := range evs {
+		if !privileged {
+			evs[i].Details = publicEvaluationDetails(evs[i].Kind, evs[i].Details)
+		}
+	}
+	for i := range evs {
+		if evs[i].IsPrimary {
+			tl.Evaluation = &evs[i]
+			break
+		}
+	}
+	tl.Evaluations = evs
+	return tl, nil
+}
+
+// stripBlind removes from a timeline what a blind study keeps from its
+// annotators: every evaluation, the attempt's outcome, score and error, and
+// the run's success and error counts.
+func stripBlind(tl *models.Timeline) {
+	tl.Evaluation, tl.Evaluations = nil, nil
+	tl.Attempt.Outcome, tl.Attempt.Score, tl.Attempt.ErrorClass, tl.Attempt.ErrorMessage = "", nil, "", ""
+	tl.Run.Successes, tl.Run.Errors = 0, 0
+	tl.CanManage = false
+}
+
+// annotatorLabels lists every assignment's labels of an item (imported ones
+// included), annotators by name (managers: the email when a user has no
+// name).
+func annotatorLabels(q *gorm.DB, itemID int64, manage bool) ([]models.StudyAnnotatorLabels, error) {
+	var rows []struct {
+		AnnotatorName, Name, Email, Status, Reason string
+		UserID                                     int64
+		Labels                                     models.StudyLabels
+	}
+	if err := q.Table("study_assignments sa").Joins("LEFT JOIN users u ON u.id = sa.user_id").
+		Select("sa.annotator_name, COALESCE(u.name, '') AS name, COALESCE(u.email, '') AS email, COALESCE(sa.user_id, 0) AS user_id, sa.status, sa.reason, sa.labels").
+		Where("sa.study_item_id = ?", itemID).Order("sa.user_id IS NULL, sa.id").Scan(&rows).Error; err != nil {
+		return nil, wrap(err, "study labels")
+	}
+	out := make([]models.StudyAnnotatorLabels, len(rows))
+	for i, r := range rows {
+		out[i] = models.StudyAnnotatorLabels{Annotator: annotatorName(r.UserID, r.Name, r.Email, r.AnnotatorName, manage),
+			Status: r.Status, Reason: r.Reason, Labels: r.Labels}
+	}
+	return out, nil
+}
+
+// annotatorName names an annotator: an imported file's name, else the user's
+// name, else (for managers) their email or (for annotators, who do not see
+// each other's emails) their user number.
+func annotatorName(userID int64, name, email, imported string, manage bool) string {
+	switch {
+	case userID == 0:
+		return imported
+	case name != "":
+		return name
+	case manage:
+		return email
+	}
+	return "annotator " + strconv.FormatInt(userID, 10)
+}
+
+// itemVerdicts lists the judges' verdicts on an item by judge.
+func itemVerdicts(q *gorm.DB, itemID int64) ([]models.StudyVerdict, error) {
+	var out []models.StudyVerdict
+	return out, wrap(q.Where("study_item_id = ?", itemID).Order("judge").Find(&out).Error, "study verdicts")
+}
+
+// StudyItem is one item for the annotation page. Annotators may open only the
+// items assigned to them (EFORBIDDEN naming the item otherwise); managers any.
+// For an annotator of a blind study the timeline carries no evaluation, the
+// attempt no outcome, score or error, the run no success counts, and Reveal
+// is nil; everyone else gets Reveal: the current evaluations, the judges'
+// verdicts and every annotator's labels. Navigation follows the viewer's queue
+// when the item is assigned to them, else the sample. EUNAUTHORIZED for
+// anonymous callers, ENOTFOUND for an unknown item or a study the actor may
+// not see.
+func (db *DB) StudyItem(ctx context.Context, studyID, itemID int64) (*models.StudyItemView, error) {
+	q := db.q(ctx)
+	acc, err := db.loadStudyAccess(ctx, q, studyID, false)
+	if err != nil {
+		return nil, err
+	}
+	item, err := studyItemOf(q, studyID, itemID)
+	if err != nil {
+		return nil, err
+	}
+	own, err := ownAssignment(q, itemID, acc.UserID)
+	if err != nil {
+		return nil, err
+	}
+	if own == nil && !acc.Manage {
+		return nil, notAssigned(itemID)
+	}
+	tl, err := studyTimeline(ctx, q, item.AttemptID)
+	if err != nil {
+		return nil, err
+	}
+	v := &models.StudyItemView{Study: *acc.Study, Item: *item, Role: acc.Role, Assignment: own}
+	if acc.Study.Asks(models.StudyLabelRubric) {
+		v.RubricItems = tl.Task.RubricItems
+	}
+	var order []int64
+	nav := q.Table("study_items").Where("study_id = ?", studyID).Order("position")
+	if own != nil {
+		nav = q.Table("study_assignments").Where("study_id = ? AND user_id = ?", studyID, acc.UserID).Order("position")
+	}
+	col := "id"
+	if own != nil {
+		col = "study_item_id"
+	}
+	if err := nav.Pluck(col, &order).Error; err != nil {
+		return nil, wrap(err, "study items")
+	}
+	v.Total = len(order)
+	if i := slices.Index(order, itemID); i >= 0 {
+		v.Position = i + 1
+		if i > 0 {
+			v.PrevID = order[i-1]
+		}
+		if i+1 < len(order) {
+			v.NextID = order[i+1]
+		}
+	}
+	if acc.blind() {
+		stripBlind(tl)
+		v.Timeline = *tl
+		return v, nil
+	}
+	reveal := &models.StudyReveal{}
+	for _, ev := range tl.Evaluations {
+		if ev.IsCurrent {
+			reveal.Evaluations = append(reveal.Evaluations, ev)
+		}
+	}
+	if reveal.Verdicts, err = itemVerdicts(q, itemID); err != nil {
+		return nil, err
+	}
+	if reveal.Labels, err = annotatorLabels(q, itemID, acc.Manage); err != nil {
+		return nil, err
+	}
+	if !acc.Manage {
+		tl.CanManage = false
+	}
+	v.Timeline = *tl
+	v.Reveal = reveal
+	return v, nil
+}
+
+// allowedAnswers lists a label's answers as forms spell them, for messages.
+func allowedAnswers(spec agreement.Spec) string {
+	values := slices.Clone(spec.Display)
+	if spec.AllowsUnsure {
+		values = append(values, "Unsure")
+	}
+	return strings.Join(values, ", ")
+}
+
+// rubricItemKey reads a RubricLabelKey; ok false when key is not one.
+func rubricItemKey(key string) (int64, bool) {
+	rest, ok := strings.CutPrefix(key, models.StudyLabelRubric+":")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	return id, err == nil && id > 0 && models.RubricLabelKey(id) == key
+}
+
+// canonicalLabel reads one label's value and returns its canonical
+// spelling ("" clears it): EINVALID on field key naming the allowed answers.
+// rubric lists the item's rubric items a rubric key may name; asks tells
+// which labels are asked (nil: any label agreement knows).
+func canonicalLabel(key, raw string, asks func(string) bool, rubric []models.RubricItem) (string, error) {
+	if id, ok := rubricItemKey(key); ok {
+		if asks != nil && !asks(models.StudyLabelRubric) {
+			return "", models.FieldError(key, "The study does not ask about rubric items.")
+		}
+		if !slices.ContainsFunc(rubric, func(it models.RubricItem) bool { return it.ID == id }) {
+			return "", models.FieldError(key, "Rubric item %d is not one of this task's.", id)
+		}
+		switch v := strings.ToLower(strings.TrimSpace(raw)); v {
+		case "", models.RubricPass, models.RubricFail:
+			return v, nil
+		}
+		return "", models.FieldError(key, "%q is not an answer to a rubric item (allowed: %s, %s).", raw, models.RubricPass, models.RubricFail)
+	}
+	spec, ok := agreement.SpecOf(agreement.Label(key))
+	if !ok || (asks != nil && !asks(key)) {
+		return "", models.FieldError(key, "The study does not ask %q.", key)
+	}
+	v, err := spec.Parse(raw)
+	if err != nil {
+		return "", models.FieldError(key, "%q is not an answer to %s (allowed: %s).", strings.TrimSpace(raw), key, allowedAnswers(spec))
+	}
+	return v, nil
+}
+
+// missingLabels lists the asked labels (and rubric items, when asked) that
+// labels leave unanswered, in form order.
+func missingLabels(st *models.Study, labels models.StudyLabels, rubric []models.RubricItem) []string {
+	var missing []string
+	for _, l := range st.Labels {
+		if l == models.StudyLabelRubric {
+			for _, it := range rubric {
+				if labels[models.RubricLabelKey(it.ID)] == "" {
+					missing = append(missing, models.RubricLabelKey(it.ID))
+				}
+			}
+			continue
+		}
+		if labels[l] == "" {
+			missing = append(missing, l)
+		}
+	}
+	return missing
+}
+
+// taskRubric lists the rubric items of an attempt's task, in order.
+func taskRubric(q *gorm.DB, attemptID int64) ([]models.RubricItem, error) {
+	var items []models.RubricItem
+	err := q.Where("task_id = (SELECT task_id FROM attempts WHERE id = ?)", attemptID).Order("position, id").Find(&items).Error
+	return items, wrap(err, "rubric items")
+}
+
+// SaveStudyLabels saves the actor's labels for an item assigned to them while
+// the study is open. Values are stored in canonical spelling; a label left out
+// keeps its saved value and "" clears it. "save" keeps the status (a done item
+// whose answers are no longer complete goes back to pending), "submit" needs
+// every asked label (and every rubric item when rubric is asked), "skip" and
+// "flag" need a reason. Time spent adds up, at most MaxStudyTimeDeltaMS per
+// save. EUNAUTHORIZED, ENOTFOUND as StudyItem; ECONFLICT unless the study is
+// open; EFORBIDDEN naming the item when it is not assigned to the actor;
+// EINVALID naming the field (the label, "reason", "action" or
+// "time_spent_ms") for a bad input or the missing labels.
+func (db *DB) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in models.StudyLabelInput) (*models.StudyAssignment, error) {
+	action := strings.TrimSpace(in.Action)
+	if action == "" {
+		action = models.LabelActionSave
+	}
+	reason := strings.TrimSpace(in.Reason)
+	switch action {
+	case models.LabelActionSave, models.LabelActionSubmit:
+	case models.LabelActionSkip, models.LabelActionFlag:
+		if reason == "" {
+			return nil, models.FieldError("reason", "Say why you %s this item.", map[string]string{models.LabelActionSkip: "skip", models.LabelActionFlag: "flag"}[action])
+		}
+	default:
+		return nil, models.FieldError("action", "The action must be save, submit, skip or flag, not %q.", action)
+	}
+	if len(reason) > models.MaxStudyReasonLen {
+		return nil, models.FieldError("reason", "The reason must be at most %d characters.", models.MaxStudyReasonLen)
+	}
+	if in.TimeSpentMS < 0 {
+		return nil, models.FieldError("time_spent_ms", "The time spent cannot be negative.")
+	}
+	var out *models.StudyAssignment
+	err := db.tx(ctx, func(tx *gorm.DB) error {
+		acc, err := db.loadStudyAccess(ctx, tx, studyID, false)
+		if err != nil {
+			return err
+		}
+		switch acc.Study.Status {
+		case models.StudyDraft:
+			return models.Errorf(models.ECONFLICT, "The study is not open yet; labels are accepted once it opens.")
+		case models.StudyClosed:
+			return models.Errorf(models.ECONFLICT, "The study is closed; labels can no longer be changed.")
+		}
+		item, err := studyItemOf(tx, studyID, itemID)
+		if err != nil {
+			return err
+		}
+		var rows []models.StudyAssignment
+		if acc.UserID != 0 {
+			if err := lockRow(tx.Table("study_assignments sa"), db.dialect).Select(assignmentColumns).
+				Where("sa.study_item_id = ? AND sa.user_id = ?", itemID, acc.UserID).Limit(1).Scan(&rows).Error; err != nil {
+				return wrap(err, "study assignment")
+			}
+		}
+		if len(rows) == 0 {
+			return notAssigned(itemID)
+		}
+		as := &rows[0]
+		rubric, err := taskRubric(tx, item.AttemptID)
+		if err != nil {
+			return err
+		}
+		labels := models.StudyLabels{}
+		for k, v := range as.Labels {
+			labels[k] = v
+		}
+		keys := make([]string, 0, len(in.Labels))
+		for k := range in.Labels {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys) // the first bad label named is always the same one
+		for _, k := range keys {
+			v, err := canonicalLabel(k, in.Labels[k], acc.Study.Asks, rubric)
+			if err != nil {
+				return err
+			}
+			if v == "" {
+				delete(labels, k)
+			} else {
+				labels[k] = v
+			}
+		}
+		now := db.now()
+		missing := missingLabels(acc.Study, labels, rubric)
+		switch action {
+		case models.LabelActionSubmit:
+			if len(missing) > 0 {
+				return models.FieldError(missing[0], "Answer every question before submitting; missing: %s.", strings.Join(missing, ", "))
+			}
+			as.Status, as.Reason, as.SubmittedAt = models.AssignmentDone, "", &now
+		case models.LabelActionSkip:
+			as.Status, as.Reason, as.SubmittedAt = models.AssignmentSkipped, reason, &now
+		case models.LabelActionFlag:
+			as.Status, as.Reason, as.SubmittedAt = models.AssignmentFlagged, reason, &now
+		case models.LabelActionSave:
+			if as.Status == models.AssignmentDone && len(missing) > 0 {
+				as.Status, as.SubmittedAt = models.AssignmentPending, nil
+			}
+		}
+		as.Labels = labels
+		as.TimeSpentMS += min(in.TimeSpentMS, models.MaxStudyTimeDeltaMS)
+		as.UpdatedAt = now
+		err = tx.Model(&models.StudyAssignment{}).Where("id = ?", as.ID).Updates(map[string]any{
+			"status": as.Status, "reason": as.Reason, "labels": as.Labels, "time_spent_ms": as.TimeSpentMS,
+			"submitted_at": as.SubmittedAt, "updated_at": now,
+		}).Error
+		if err != nil {
+			return wrap(err, "study assignment")
+		}
+		out = as
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// StudyVerdicts lists the judges' verdicts on a study's items, in sample order
+// and by judge: managers always, annotators only of studies that are not
+// blind. EUNAUTHORIZED or ENOTFOUND as StudyOverview; EFORBIDDEN to the
+// annotators of a blind study.
+func (db *DB) StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyVerdict, error) {
+	q := db.q(ctx)
+	acc, err := db.loadStudyAccess(ctx, q, studyID, false)
+	if err != nil {
+		return nil, err
+	}
+	if acc.blind() {
+		return nil, models.Errorf(models.EFORBIDDEN, "This study is blind: its judges' verdicts are hidden from its annotators.")
+	}
+	var out []models.StudyVerdict
+	err = q.Table("study_verdicts v").Select("v.*").Joins("JOIN study_items si ON si.id = v.study_item_id").
+		Where("v.study_id = ?", studyID).Order("si.position, v.judge").Scan(&out).Error
+	return out, wrap(err, "study verdicts")
+}
+
+// BlindAttempt reports whether the actor has an unfinished assignment of the
+// attempt in an open blind study they do not manage: the run's pages and API
+// then keep the attempt's evaluations from them. Anonymous callers and
+// administrators: false.
+func (db *DB) BlindAttempt(ctx context.Context, attemptID int64) (bool, error) {
+	a := models.ActorFrom(ctx)
+	if a.UserID == 0 || a.Privileged() {
+		return false, nil
+	}
+	var n int64
+	err := db.q(ctx).Table("study_assignments sa").
+		Joins("JOIN study_items si ON si.id = sa.study_item_id").
+		Joins("JOIN studies s ON s.id = si.study_id").
+		Where("si.attempt_id = ? AND sa.user_id = ? AND sa.status = ? AND s.status = ? AND s.blind = ? AND s.owner_id <> ?",
+			attemptID, a.UserID, models.AssignmentPending, models.StudyOpen, true, a.UserID).
+		Count(&n).Error
+	if err != nil {
+		return false, wrap(err, "study assignments")
+	}
+	return n > 0, nil
+}
