@@ -25,10 +25,12 @@ func StudyFacets() []string {
 
 // Facet values of items that have none.
 const (
-	// Unlabelled is the difficulty of a task without a difficulty label.
-	Unlabelled = "unlabelled"
-	// Unknown is the benchmark, agent or site of an item that names none.
-	Unknown = "unknown"
+	// FacetValueUnlabelled is the difficulty of a task without a difficulty
+	// label, as study strata name it.
+	FacetValueUnlabelled = "unlabelled"
+	// FacetValueUnknown is the benchmark, agent or site of an item that
+	// names none.
+	FacetValueUnknown = "unknown"
 )
 
 // StudyReport is a study's agreement report: the report over every item, the
@@ -184,7 +186,6 @@ func askedLabels(s models.Study) []Label {
 // report is the report over the items keep accepts (all when nil), its
 // summaries counted in study items.
 func (in *studyInput) report(keep func(*models.StudyDataItem) bool, opts Options) (*Report, error) {
-	opts.Facets = nil
 	r, err := buildReport(in.humanLabels(keep), in.verdictList(keep), opts, false)
 	if err != nil {
 		return nil, err
@@ -241,12 +242,12 @@ func facetValue(facet string, it *models.StudyDataItem) string {
 		v = it.Site
 	case FacetDifficulty:
 		if it.Difficulty == "" {
-			return Unlabelled
+			return FacetValueUnlabelled
 		}
 		return it.Difficulty
 	}
 	if v == "" {
-		return Unknown
+		return FacetValueUnknown
 	}
 	return v
 }

@@ -365,8 +365,8 @@ func TestBuildStudyReport_Breakdowns(t *testing.T) {
 	// Labelled items: 101–104; 105 has no label.
 	require.Equal(t, []group{{"ody", 1, 1}, {"wa", 4, 3}}, groups(agreement.FacetBenchmark))
 	require.Equal(t, []group{{"A", 3, 2}, {"B", 1, 1}, {"Claude Agent", 1, 1}}, groups(agreement.FacetAgent))
-	require.Equal(t, []group{{"gitlab", 2, 1}, {"shopping", 2, 2}, {agreement.Unknown, 1, 1}}, groups(agreement.FacetSite))
-	require.Equal(t, []group{{"easy", 2, 2}, {"hard", 2, 1}, {agreement.Unlabelled, 1, 1}}, groups(agreement.FacetDifficulty))
+	require.Equal(t, []group{{"gitlab", 2, 1}, {"shopping", 2, 2}, {agreement.FacetValueUnknown, 1, 1}}, groups(agreement.FacetSite))
+	require.Equal(t, []group{{"easy", 2, 2}, {"hard", 2, 1}, {agreement.FacetValueUnlabelled, 1, 1}}, groups(agreement.FacetDifficulty))
 
 	// Agent A: items 101, 103, 105. Success: S on 101, a tie on 103: big
 	// compared on 101 only; mini on 101 (S = S), 105 has no human label.
