@@ -418,6 +418,9 @@ func (s *Server) apiShowAttempt(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.refuseBlindAttempt(c.Request().Context(), tl.Attempt.ID); err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, toAPITimeline(tl, s.stepArtifactURLs(c.Request().Context(), tl.Steps)))
 }
 

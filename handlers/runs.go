@@ -400,11 +400,14 @@ func (s *Server) showTimeline(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
+	if err := s.refuseBlindAttempt(ctx, tl.Attempt.ID); err != nil {
+		return err
+	}
 	current, err := stepQuery(c, len(tl.Steps))
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
 	v := web.TimelineView{Timeline: *tl, URLs: s.stepArtifactURLs(ctx, tl.Steps), Current: current, Admin: models.ActorFrom(ctx).Privileged()}
 	return s.render(c, http.StatusOK, web.TimelinePage(s.page(c, "Attempt "+tl.Task.ExternalID+" of run "+strconv.FormatInt(tl.Attempt.RunID, 10)), v))
 }

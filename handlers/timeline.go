@@ -266,11 +266,15 @@ func (s *Server) downloadAttemptArtifacts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
+	// attempt.json holds the outcome and score.
+	if err := s.refuseBlindAttempt(ctx, as.Attempt.ID); err != nil {
+		return err
+	}
 	files, err := s.artifactReader()
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
 	name := fmt.Sprintf("run-%d-attempt-%d", as.Attempt.RunID, as.Attempt.ID)
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "application/zip")
