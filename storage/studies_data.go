@@ -23,8 +23,9 @@ const maxStudyUnmatched = 100
 // study's size.
 func studyDataItems(q *gorm.DB, studyID int64) ([]models.StudyDataItem, error) {
 	var rows []struct {
-		models.StudyDataItem
-		TaskRowID int64
+		ItemID, AttemptID, RunID, TaskRowID                         int64
+		Position                                                    int
+		Benchmark, Agent, TaskID, Intent, Site, Difficulty, Outcome string
 	}
 	err := q.Table("study_items si").
 		Select(`si.id AS item_id, si.attempt_id, a.run_id, si.position, b.slug AS benchmark, ag.name AS agent,
@@ -68,9 +69,9 @@ func studyDataItems(q *gorm.DB, studyID int64) ([]models.StudyDataItem, error) {
 	}
 	out := make([]models.StudyDataItem, len(rows))
 	for i, r := range rows {
-		out[i] = r.StudyDataItem
-		out[i].Model = modelOf[r.RunID]
-		out[i].Rubric = byTask[r.TaskRowID]
+		out[i] = models.StudyDataItem{ItemID: r.ItemID, AttemptID: r.AttemptID, RunID: r.RunID, Position: r.Position,
+			Benchmark: r.Benchmark, Agent: r.Agent, Model: modelOf[r.RunID], TaskID: r.TaskID, Intent: r.Intent,
+			Site: r.Site, Difficulty: r.Difficulty, Outcome: r.Outcome, Rubric: byTask[r.TaskRowID]}
 	}
 	return out, nil
 }

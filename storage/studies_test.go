@@ -2,7 +2,9 @@ package storage_test
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -39,7 +41,11 @@ func newStudyFixture(t *testing.T, db *storage.DB) *studyFixture {
 	f.queued, err = f.queue(t, f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini"}, 0)
 	require.NoError(t, err)
 	for _, email := range []string{"ann1@study.test", "ann2@study.test", "ann3@study.test"} {
-		u := agentTestUser(t, db, email, false)
+		// Inserted directly: annotators never sign in here, and hashing
+		// their passwords would slow every study test down.
+		now := time.Now().UTC()
+		u := &models.User{Email: email, Name: strings.Split(email, "@")[0], PasswordHash: "-", CreatedAt: now, UpdatedAt: now}
+		require.NoError(t, db.Gorm().Create(u).Error)
 		f.annUsers = append(f.annUsers, u)
 		f.ann = append(f.ann, actorCtx(u))
 	}

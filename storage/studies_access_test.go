@@ -1,0 +1,194 @@
+package storage_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"proctor/agreement"
+	"proctor/models"
+	"proctor/storage"
+	"proctor/storage/storagetest"
+)
+
+// TestStore_StudyPermissions: who may do what to a draft study (the owner,
+// administrators, an invited annotator, a signed-in stranger, an anonymous
+// visitor) and to an open one.
+func TestStore_StudyPermissions(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newStudyFixture(t, db)
+		st := f.create(t, nil)
+		items := f.items(t, st.ID)
+		judges := []models.StudyJudge{{Name: "other", Prompt: models.StudyPromptTrajectoryV2}}
+		data, err := db.StudyData(f.member, st.ID)
+		require.NoError(t, err)
+		key := agreement.StudyKeys(data.Items)[data.Items[0].ItemID]
+		row := []models.StudyImportRow{{Benchmark: key.Benchmark, Model: key.Model, TaskID: key.TaskID, Who: "x", Line: 2,
+			Labels: models.StudyLabels{"success": "Unsure"}}}
+
+		const (
+			ok        = ""
+			anonymous = models.EUNAUTHORIZED
+			hidden    = models.ENOTFOUND
+			forbidden = models.EFORBIDDEN
+		)
+		type want struct{ anon, stranger, annotator, owner, admin string }
+		read := want{anonymous, hidden, ok, ok, ok}
+		manage := want{anonymous, hidden, forbidden, ok, ok}
+		for name, tc := range map[string]struct {
+			call func(ctx context.Context) error
+			want want
+		}{
+			"StudyOverview": {func(ctx context.Context) error { _, err := db.StudyOverview(ctx, st.ID); return err }, read},
+			"StudyQueue":    {func(ctx context.Context) error { _, err := db.StudyQueue(ctx, st.ID); return err }, read},
+			// Nothing is assigned in a draft: annotators may open no item yet.
+			"StudyItem":      {func(ctx context.Context) error { _, err := db.StudyItem(ctx, st.ID, items[0].ID); return err }, manage},
+			"StudyVerdicts":  {func(ctx context.Context) error { _, err := db.StudyVerdicts(ctx, st.ID); return err }, manage},
+			"StudyData":      {func(ctx context.Context) error { _, err := db.StudyData(ctx, st.ID); return err }, manage},
+			"SetStudyJudges": {func(ctx context.Context) error { return db.SetStudyJudges(ctx, st.ID, judges) }, manage},
+			"ImportStudyLabels": {func(ctx context.Context) error {
+				_, err := db.ImportStudyLabels(ctx, st.ID, row)
+				return err
+			}, manage},
+			"ImportStudyVerdicts": {func(ctx context.Context) error {
+				_, err := db.ImportStudyVerdicts(ctx, st.ID, row)
+				return err
+			}, manage},
+			// A removal the caller may make of someone never invited says so.
+			"RemoveAnnotator": {func(ctx context.Context) error { return db.RemoveAnnotator(ctx, st.ID, f.annUsers[2].ID) },
+				want{anonymous, hidden, forbidden, hidden, hidden}},
+			"SaveStudyLabels": {func(ctx context.Context) error {
+				_, err := db.SaveStudyLabels(ctx, st.ID, items[0].ID, models.StudyLabelInput{Action: models.LabelActionSave})
+				return err
+			}, want{anonymous, hidden, models.ECONFLICT, models.ECONFLICT, models.ECONFLICT}},
+		} {
+			t.Run(name, func(t *testing.T) {
+				for who, ctx := range map[string]context.Context{"anonymous": f.anon, "stranger": f.outsider, "annotator": f.ann[0], "owner": f.member, "admin": f.admin} {
+					expect := map[string]string{"anonymous": tc.want.anon, "stranger": tc.want.stranger, "annotator": tc.want.annotator,
+						"owner": tc.want.owner, "admin": tc.want.admin}[who]
+					require.Equal(t, expect, models.ErrorCode(tc.call(ctx)), "%s", who)
+				}
+			})
+		}
+		t.Run("UninvitedUserSeesNothing", func(t *testing.T) {
+			_, err := db.StudyOverview(f.ann[2], st.ID)
+			requireCode(t, models.ENOTFOUND, err)
+			require.Equal(t, "Study "+itoa(int(st.ID))+" not found.", models.ErrorMessage(err))
+			_, err = db.StudyOverview(f.member, st.ID+1000)
+			requireCode(t, models.ENOTFOUND, err)
+		})
+		t.Run("Roles", func(t *testing.T) {
+			for ctx, role := range map[context.Context]string{f.member: models.StudyRoleOwner, f.admin: models.StudyRoleAdmin, f.ann[0]: models.StudyRoleAnnotator} {
+				v, err := db.StudyOverview(ctx, st.ID)
+				require.NoError(t, err)
+				require.Equal(t, role, v.Role)
+				require.Equal(t, role != models.StudyRoleAnnotator, v.CanManage)
+				require.Equal(t, "member", v.OwnerName)
+				if role == models.StudyRoleAnnotator {
+					require.Empty(t, v.Annotators, "annotators see only their own progress")
+					require.Empty(t, v.Judges)
+				} else {
+					require.Len(t, v.Annotators, 2)
+				}
+			}
+		})
+		t.Run("Invitations", func(t *testing.T) {
+			require.NoError(t, db.InviteAnnotator(f.member, st.ID, " ANN3@study.test "))
+			err := db.InviteAnnotator(f.admin, st.ID, "ann3@study.test")
+			requireCode(t, models.ECONFLICT, err)
+			require.Equal(t, "email", models.ErrorField(err))
+			require.Contains(t, models.ErrorMessage(err), "already an annotator")
+			requireField(t, "email", "No user has the email ghost@study.test.", db.InviteAnnotator(f.member, st.ID, "ghost@study.test"))
+			requireField(t, "email", "not a valid email", db.InviteAnnotator(f.member, st.ID, "ghost"))
+			requireCode(t, models.EFORBIDDEN, db.InviteAnnotator(f.ann[0], st.ID, "admin@runs.test"))
+			requireCode(t, models.ENOTFOUND, db.InviteAnnotator(f.outsider, st.ID, "admin@runs.test"))
+
+			_, err = db.StudyOverview(f.ann[2], st.ID)
+			require.NoError(t, err, "invited: the study exists for them now")
+			require.NoError(t, db.RemoveAnnotator(f.admin, st.ID, f.annUsers[2].ID))
+			_, err = db.StudyOverview(f.ann[2], st.ID)
+			requireCode(t, models.ENOTFOUND, err)
+		})
+		t.Run("SystemJobsOnly", func(t *testing.T) {
+			for _, ctx := range []context.Context{f.member, f.admin, f.ann[0]} {
+				_, err := db.StudyJudgeWork(ctx, st.ID, "gpt judge")
+				requireCode(t, models.EFORBIDDEN, err)
+				requireCode(t, models.EFORBIDDEN, db.SaveStudyVerdict(ctx, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID, Judge: "gpt judge"}))
+			}
+		})
+		t.Run("Lifecycle", func(t *testing.T) {
+			requireCode(t, models.EFORBIDDEN, db.OpenStudy(f.ann[0], st.ID))
+			requireCode(t, models.ENOTFOUND, db.OpenStudy(f.outsider, st.ID))
+			requireCode(t, models.EUNAUTHORIZED, db.OpenStudy(f.anon, st.ID))
+			requireCode(t, models.ECONFLICT, db.CloseStudy(f.member, st.ID))
+			require.NoError(t, db.OpenStudy(f.admin, st.ID))
+			err := db.OpenStudy(f.member, st.ID)
+			requireCode(t, models.ECONFLICT, err)
+			require.Equal(t, "The study is already open.", models.ErrorMessage(err))
+			err = db.InviteAnnotator(f.member, st.ID, "ann3@study.test")
+			requireCode(t, models.ECONFLICT, err)
+			require.Contains(t, models.ErrorMessage(err), "only while it is a draft")
+			requireCode(t, models.ECONFLICT, db.RemoveAnnotator(f.member, st.ID, f.annUsers[1].ID))
+			require.NoError(t, db.SetStudyJudges(f.member, st.ID, judges), "judges may change while open")
+			requireCode(t, models.EFORBIDDEN, db.CloseStudy(f.ann[0], st.ID))
+			require.NoError(t, db.CloseStudy(f.member, st.ID))
+			requireCode(t, models.ECONFLICT, db.CloseStudy(f.member, st.ID))
+			requireCode(t, models.ECONFLICT, db.SetStudyJudges(f.member, st.ID, judges))
+
+			var got models.Study
+			require.NoError(t, db.Gorm().First(&got, st.ID).Error)
+			require.Equal(t, models.StudyClosed, got.Status)
+			require.NotNil(t, got.OpenedAt)
+			require.NotNil(t, got.ClosedAt)
+			require.Equal(t, "other", got.Judges[0].Name)
+		})
+	})
+}
+
+func TestStore_Studies(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newStudyFixture(t, db)
+		first := f.create(t, nil)
+		second := f.create(t, func(r *models.StudyRequest) { r.Name, r.Annotators = "Second", []string{"ann2@study.test"} })
+		theirs, err := db.CreateStudy(f.admin, f.request(func(r *models.StudyRequest) { r.Name, r.Annotators = "Admin's", nil }))
+		require.NoError(t, err)
+		require.NoError(t, db.OpenStudy(f.member, second.ID))
+
+		ids := func(list []models.StudyListItem) []int64 {
+			out := []int64{}
+			for _, s := range list {
+				out = append(out, s.ID)
+			}
+			return out
+		}
+		list, err := db.Studies(f.member)
+		require.NoError(t, err)
+		require.Equal(t, []int64{second.ID, first.ID}, ids(list), "newest first")
+		require.Equal(t, models.StudyRoleOwner, list[0].Role)
+		require.Zero(t, list[0].Assigned)
+
+		list, err = db.Studies(f.ann[1])
+		require.NoError(t, err)
+		require.Equal(t, []int64{second.ID, first.ID}, ids(list))
+		require.Equal(t, models.StudyRoleAnnotator, list[0].Role)
+		require.Equal(t, 8, list[0].Assigned, "the only annotator of the second study")
+		require.Zero(t, list[0].Finished)
+		require.Equal(t, models.StudyOpen, list[0].Status)
+
+		list, err = db.Studies(f.admin)
+		require.NoError(t, err)
+		require.Equal(t, []int64{theirs.ID, second.ID, first.ID}, ids(list))
+		require.Equal(t, models.StudyRoleOwner, list[0].Role)
+		require.Equal(t, models.StudyRoleAdmin, list[1].Role)
+		require.Equal(t, "member", list[1].OwnerName)
+
+		list, err = db.Studies(f.outsider)
+		require.NoError(t, err)
+		require.Empty(t, list)
+		_, err = db.Studies(f.anon)
+		requireCode(t, models.EUNAUTHORIZED, err)
+	})
+}

@@ -1,0 +1,291 @@
+package storage_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"proctor/agreement"
+	"proctor/models"
+	"proctor/storage"
+	"proctor/storage/storagetest"
+)
+
+// importRow keys a row for a study item the way exports write it.
+func importRow(keys map[int64]agreement.Key, itemID int64, who string, line int, labels models.StudyLabels) models.StudyImportRow {
+	k := keys[itemID]
+	return models.StudyImportRow{Benchmark: k.Benchmark, Model: k.Model, TaskID: k.TaskID, Who: who, Labels: labels, Line: line}
+}
+
+func TestStore_StudyData(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newStudyFixture(t, db)
+		st, queues := f.openStudy(t, func(r *models.StudyRequest) {
+			r.SampleSize, r.OverlapFraction = 12, 1
+			r.Labels = []string{models.StudyLabelSuccess, models.StudyLabelScore}
+		})
+		// ann1 submits two items, autosaves a third; ann2 skips one.
+		for i, e := range queues[0][:3] {
+			action := models.LabelActionSubmit
+			if i == 2 {
+				action = models.LabelActionSave
+			}
+			_, err := db.SaveStudyLabels(f.ann[0], st.ID, e.ItemID, models.StudyLabelInput{Action: action, TimeSpentMS: 2000,
+				Labels: map[string]string{"success": "Successful", "score": "4"}})
+			require.NoError(t, err)
+		}
+		_, err := db.SaveStudyLabels(f.ann[1], st.ID, queues[1][0].ItemID, models.StudyLabelInput{Action: models.LabelActionSkip, Reason: "blank"})
+		require.NoError(t, err)
+		items := f.items(t, st.ID)
+		require.NoError(t, db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID, Judge: "gpt judge",
+			Labels: models.StudyLabels{"success": "failure", "score": "2"}, TokensIn: 100, Cost: 0.01}))
+
+		d, err := db.StudyData(f.member, st.ID)
+		require.NoError(t, err)
+		require.Equal(t, st.ID, d.Study.ID)
+		require.Len(t, d.Items, 12)
+		agents := map[string]int{}
+		for i, it := range d.Items {
+			require.Equal(t, i+1, it.Position)
+			require.Equal(t, items[i].ID, it.ItemID)
+			require.Equal(t, items[i].AttemptID, it.AttemptID)
+			require.Equal(t, "mini", it.Benchmark)
+			require.NotEmpty(t, it.TaskID)
+			require.NotEmpty(t, it.Intent)
+			require.NotEmpty(t, it.Site)
+			require.NotEmpty(t, it.Difficulty)
+			require.Contains(t, []string{models.OutcomeSuccess, models.OutcomeFailure, models.OutcomeError}, it.Outcome)
+			require.NotEmpty(t, it.Rubric, "every mini task has a rubric")
+			agents[it.Agent+"/"+it.Model]++
+			if it.TaskID == "t1" {
+				require.Len(t, it.Rubric, 2)
+			}
+		}
+		require.Equal(t, map[string]int{"Walker/": 8, "Runner/model-r": 4}, agents, "the run's model from its agent snapshot")
+
+		require.Len(t, d.Human, 2, "submitted labels only: not the autosaved or skipped items")
+		for _, h := range d.Human {
+			require.Equal(t, f.annUsers[0].ID, h.UserID)
+			require.Equal(t, "ann1", h.Annotator)
+			require.Equal(t, models.StudyLabels{"success": "successful", "score": "4"}, h.Labels)
+			require.Equal(t, int64(2000), h.TimeSpentMS)
+		}
+		require.Len(t, d.Verdicts, 1)
+		require.Equal(t, "unsuccessful", d.Verdicts[0].Labels["success"], "stored canonical")
+
+		kinds := map[string]int{}
+		for _, e := range d.Evaluations {
+			kinds[e.Kind]++
+			if e.Kind == models.EvaluationJudge {
+				require.Equal(t, 4, *e.JudgeScore)
+			}
+		}
+		require.Equal(t, 12, kinds[models.EvaluationCheck], "each attempt's current check")
+		require.Equal(t, 3, kinds[models.EvaluationJudge], "the judge beside t1's check in each run")
+
+		t.Run("RubricJudgments", func(t *testing.T) {
+			var rubricItems []models.RubricItem
+			for _, it := range d.Items {
+				if it.TaskID == "t2" {
+					rubricItems = it.Rubric
+				}
+			}
+			var attempt int64
+			for _, it := range d.Items {
+				if it.TaskID == "t2" {
+					attempt = it.AttemptID
+					break
+				}
+			}
+			ev := &models.Evaluation{AttemptID: attempt, Evaluator: "llm-judge:m:rubric-v1", Kind: models.EvaluationRubric, Verdict: models.OutcomeFailure,
+				IsCurrent: true, CreatedAt: time.Now().UTC(),
+				RubricJudgments: []models.RubricJudgment{{RubricItemID: rubricItems[0].ID, Passed: true}}}
+			require.NoError(t, db.Gorm().Create(ev).Error)
+			d, err := db.StudyData(f.member, st.ID)
+			require.NoError(t, err)
+			found := false
+			for _, e := range d.Evaluations {
+				if e.Kind == models.EvaluationRubric {
+					require.Equal(t, map[int64]bool{rubricItems[0].ID: true}, e.Rubric)
+					found = true
+				}
+			}
+			require.True(t, found)
+		})
+
+		t.Run("FixedQueries", func(t *testing.T) {
+			small, _ := f.openStudy(t, func(r *models.StudyRequest) { r.SampleSize = 2 })
+			log := countStatements(t, db.Gorm())
+			_, err := db.StudyData(f.member, small.ID)
+			require.NoError(t, err)
+			few := log.reset()
+			_, err = db.StudyData(f.member, st.ID)
+			require.NoError(t, err)
+			many := log.reset()
+			require.NotEmpty(t, few)
+			require.Equal(t, len(few), len(many), "the same queries for 2 items as for 12: %v", many)
+			require.LessOrEqual(t, len(many), 10, "%v", many)
+		})
+	})
+}
+
+func TestStore_StudyImports(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newStudyFixture(t, db)
+		st := f.create(t, nil)
+		d, err := db.StudyData(f.member, st.ID)
+		require.NoError(t, err)
+		keys := agreement.StudyKeys(d.Items)
+		a, b := d.Items[0].ItemID, d.Items[1].ItemID
+
+		t.Run("Labels", func(t *testing.T) {
+			res, err := db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{
+				importRow(keys, a, "arb-1", 2, models.StudyLabels{"success": "Successful", "optimality": "2. Suboptimal"}),
+				importRow(keys, b, "arb-1", 3, models.StudyLabels{"success": "Unsure"}),
+				{Benchmark: "mini", Model: "nobody", TaskID: "t9", Who: "arb-1", Line: 4},
+			})
+			require.NoError(t, err)
+			require.Equal(t, 2, res.Imported)
+			require.Zero(t, res.Replaced)
+			require.Equal(t, []string{"line 4: mini/nobody/t9"}, res.Unmatched)
+
+			// Keys match whatever their capitals; importing again replaces.
+			row := importRow(keys, a, "arb-1", 2, models.StudyLabels{"success": "Unsuccessful"})
+			row.Benchmark, row.Model = strings.ToUpper(row.Benchmark), " "+strings.ToUpper(row.Model)
+			res, err = db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{row, importRow(keys, a, "arb-2", 3, models.StudyLabels{"success": "Successful"})})
+			require.NoError(t, err)
+			require.Equal(t, 2, res.Imported)
+			require.Equal(t, 1, res.Replaced)
+			require.EqualValues(t, 3, countRows(t, db, "study_assignments", "study_id = ? AND user_id IS NULL", st.ID))
+
+			d, err := db.StudyData(f.member, st.ID)
+			require.NoError(t, err)
+			byName := map[string]models.StudyLabels{}
+			for _, h := range d.Human {
+				require.Zero(t, h.UserID)
+				if h.ItemID == a {
+					byName[h.Annotator] = h.Labels
+				}
+			}
+			require.Equal(t, map[string]models.StudyLabels{"arb-1": {"success": "unsuccessful"}, "arb-2": {"success": "successful"}}, byName)
+		})
+
+		t.Run("Refusals", func(t *testing.T) {
+			_, err := db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{{Benchmark: "mini", Model: "x", TaskID: "t1", Who: "a", Line: 2}})
+			requireCode(t, models.EINVALID, err)
+			require.Contains(t, models.ErrorMessage(err), "None of the file's 1 rows matches an item of the study")
+			require.Contains(t, models.ErrorMessage(err), "line 2: mini/x/t1")
+			_, err = db.ImportStudyLabels(f.member, st.ID, nil)
+			requireCode(t, models.EINVALID, err)
+			_, err = db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, "a", 7, models.StudyLabels{"success": "perhaps"})})
+			requireCode(t, models.EINVALID, err)
+			require.Contains(t, models.ErrorMessage(err), `Line 7: "perhaps" is not an answer to success`)
+			_, err = db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, " ", 5, nil)})
+			requireCode(t, models.EINVALID, err)
+			require.Contains(t, models.ErrorMessage(err), "Line 5 names no annotator.")
+			_, err = db.ImportStudyVerdicts(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, "GPT JUDGE", 2, nil)})
+			requireCode(t, models.EINVALID, err)
+			require.Contains(t, models.ErrorMessage(err), "judge configurations")
+		})
+
+		t.Run("UnmatchedAreCapped", func(t *testing.T) {
+			rows := []models.StudyImportRow{importRow(keys, b, "cap", 1, models.StudyLabels{"looping": "No"})}
+			for i := range 150 {
+				rows = append(rows, models.StudyImportRow{Benchmark: "mini", Model: "x", TaskID: fmt.Sprintf("u%d", i), Who: "cap", Line: i + 2})
+			}
+			res, err := db.ImportStudyLabels(f.member, st.ID, rows)
+			require.NoError(t, err)
+			require.Equal(t, 1, res.Imported)
+			require.Len(t, res.Unmatched, 101)
+			require.Equal(t, "… and 50 more rows that match no item", res.Unmatched[100])
+		})
+
+		t.Run("Verdicts", func(t *testing.T) {
+			res, err := db.ImportStudyVerdicts(f.member, st.ID, []models.StudyImportRow{
+				importRow(keys, a, "arb-judge", 2, models.StudyLabels{"success": "success"}),
+				importRow(keys, b, "arb-judge", 3, models.StudyLabels{"success": "failure"}),
+			})
+			require.NoError(t, err)
+			require.Equal(t, 2, res.Imported)
+			res, err = db.ImportStudyVerdicts(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, "arb-judge", 2, models.StudyLabels{"success": "Unsure"})})
+			require.NoError(t, err)
+			require.Equal(t, 1, res.Replaced)
+			verdicts, err := db.StudyVerdicts(f.member, st.ID)
+			require.NoError(t, err)
+			require.Len(t, verdicts, 2)
+			for _, v := range verdicts {
+				require.True(t, v.Imported)
+				if v.StudyItemID == a {
+					require.Equal(t, models.StudyLabels{"success": "unsure"}, v.Labels)
+				}
+			}
+			err = db.SetStudyJudges(f.member, st.ID, []models.StudyJudge{{Name: "arb-judge", Prompt: models.StudyPromptLabelsV1}})
+			requireField(t, "judges", "imported from a file", err)
+		})
+	})
+}
+
+func TestStore_StudyJudging(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newStudyFixture(t, db)
+		st := f.create(t, func(r *models.StudyRequest) {
+			r.Judges = append(r.Judges, models.StudyJudge{Name: "screens", Prompt: models.StudyPromptTrajectoryV2, Screenshots: true})
+		})
+		items := f.items(t, st.ID)
+
+		work, err := db.StudyJudgeWork(f.system, st.ID, "gpt judge")
+		require.NoError(t, err)
+		require.Equal(t, attemptIDs(items), attemptIDs(work), "every item, in sample order")
+		_, err = db.StudyJudgeWork(f.system, st.ID, "nobody")
+		requireCode(t, models.ENOTFOUND, err)
+		_, err = db.StudyJudgeWork(f.system, st.ID+1000, "gpt judge")
+		requireCode(t, models.ENOTFOUND, err)
+
+		v := &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID, Judge: "gpt judge", Labels: models.StudyLabels{"success": "Success"},
+			Rationale: "first", TokensIn: 1000, TokensOut: 50, Cost: 0.02, LatencyMS: 900}
+		require.NoError(t, db.SaveStudyVerdict(f.system, v))
+		require.Equal(t, "successful", v.Labels["success"])
+		v.Rationale, v.Labels = "again", models.StudyLabels{"success": "failure"}
+		require.NoError(t, db.SaveStudyVerdict(f.system, v), "a redelivered job judges again")
+		require.EqualValues(t, 1, countRows(t, db, "study_verdicts", "study_item_id = ?", items[0].ID))
+		require.NoError(t, db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[1].ID, Judge: "gpt judge",
+			Error: "the judge timed out", TokensIn: 10}))
+		require.NoError(t, db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[2].ID, Judge: "screens",
+			Labels: models.StudyLabels{"success": "unsure", "score": "3"}}))
+
+		verdicts, err := db.StudyVerdicts(f.member, st.ID)
+		require.NoError(t, err)
+		require.Len(t, verdicts, 3)
+		require.Equal(t, "again", verdicts[0].Rationale)
+		require.Equal(t, models.StudyLabels{"success": "unsuccessful"}, verdicts[0].Labels)
+		require.False(t, verdicts[0].Imported)
+
+		work, err = db.StudyJudgeWork(f.system, st.ID, "gpt judge")
+		require.NoError(t, err)
+		require.Len(t, work, len(items)-1, "the failed item is judged again; the judged one is not")
+		require.Equal(t, items[1].ID, work[0].ID)
+
+		view, err := db.StudyOverview(f.member, st.ID)
+		require.NoError(t, err)
+		require.Len(t, view.Judges, 2)
+		require.Equal(t, "gpt judge", view.Judges[0].Name)
+		require.Equal(t, 1, view.Judges[0].Judged)
+		require.Equal(t, 1, view.Judges[0].Errors)
+		require.Equal(t, int64(1010), view.Judges[0].TokensIn)
+		require.InDelta(t, 0.02, view.Judges[0].Cost, 1e-9)
+		require.Equal(t, 1, view.Judges[1].Judged)
+		require.True(t, view.Judges[1].Screenshots)
+
+		err = db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID, Judge: "gpt judge", Labels: models.StudyLabels{"score": "9"}})
+		requireField(t, "score", "allowed: 1, 2, 3, 4, 5", err)
+		err = db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID + 1000, StudyItemID: items[0].ID, Judge: "gpt judge"})
+		requireCode(t, models.ENOTFOUND, err)
+		requireField(t, "judge", "names no judge", db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID}))
+	})
+}
