@@ -251,8 +251,10 @@ func (db *DB) importTarget(ctx context.Context, tx *gorm.DB, studyID int64) (*st
 
 // ImportStudyLabels stores human labels from a file as done labels of the
 // named annotators (no user), matched to the study's items by benchmark,
-// model and task id (agreement.StudyKeys). Importing labels of the same
-// annotator and item again replaces them. Managers only: EUNAUTHORIZED,
+// model and task id (agreement.StudyKeys), whatever the study's status:
+// files hold labels collected elsewhere, which closing a study does not
+// freeze. Importing labels of the same annotator and item again replaces
+// them. Managers only: EUNAUTHORIZED,
 // ENOTFOUND or EFORBIDDEN otherwise; EINVALID naming the line of a bad row,
 // or when no row matches an item.
 func (db *DB) ImportStudyLabels(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error) {
