@@ -3,6 +3,7 @@ package agreement
 import (
 	"maps"
 	"strconv"
+	"strings"
 
 	"proctor/models"
 )
@@ -47,7 +48,8 @@ func importRow(k Key, who string, values Values, line int) models.StudyImportRow
 }
 
 // MatchStudyImport matches import rows to a study's items by StudyKeys, the
-// keys its exports write. A row whose task id is an item's task id, "#" and
+// keys its exports write, ignoring case and surrounding spaces: imported
+// files spell benchmarks, models and task ids their own way. A row whose task id is an item's task id, "#" and
 // one of its rubric item keys (RubricUnitTaskID) is that rubric item's answer:
 // its rubric label is stored under models.RubricLabelKey. The rows of one
 // annotator or judge for one item are merged, a later row's value winning a
@@ -63,14 +65,14 @@ func MatchStudyImport(items []models.StudyDataItem, rows []models.StudyImportRow
 	for i := range items {
 		it := &items[i]
 		key := keys[it.ItemID]
-		targets[key] = target{item: it}
+		targets[foldKey(key)] = target{item: it}
 		for r := range it.Rubric {
-			targets[rubricKey(key, it.Rubric[r].Key)] = target{item: it, rubric: &it.Rubric[r]}
+			targets[foldKey(rubricKey(key, it.Rubric[r].Key))] = target{item: it, rubric: &it.Rubric[r]}
 		}
 	}
 	index := map[string]int{} // who and item → place in matched
 	for _, row := range rows {
-		t, ok := targets[Key{Benchmark: row.Benchmark, Model: row.Model, TaskID: row.TaskID}]
+		t, ok := targets[foldKey(Key{Benchmark: row.Benchmark, Model: row.Model, TaskID: row.TaskID})]
 		if !ok {
 			unmatched = append(unmatched, row)
 			continue
@@ -101,4 +103,10 @@ func MatchStudyImport(items []models.StudyDataItem, rows []models.StudyImportRow
 		matched[i].Lines = append(matched[i].Lines, row.Line)
 	}
 	return matched, unmatched
+}
+
+// foldKey folds a key for matching.
+func foldKey(k Key) Key {
+	fold := func(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+	return Key{Benchmark: fold(k.Benchmark), Model: fold(k.Model), TaskID: fold(k.TaskID)}
 }

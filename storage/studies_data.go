@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -153,13 +154,6 @@ func (db *DB) StudyData(ctx context.Context, studyID int64) (*models.StudyData, 
 	return d, nil
 }
 
-// normalizedKey folds an item key for matching: imported files spell
-// benchmarks, models and task ids with their own capitals and spaces.
-func normalizedKey(k agreement.Key) agreement.Key {
-	fold := func(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
-	return agreement.Key{Benchmark: fold(k.Benchmark), Model: fold(k.Model), TaskID: fold(k.TaskID)}
-}
-
 // importMatch is an import row matched to a study item, with its labels in
 // canonical spelling.
 type importMatch struct {
@@ -168,70 +162,58 @@ type importMatch struct {
 	Labels models.StudyLabels
 }
 
-// matchImport checks import rows and matches them to the study's items by
-// agreement.StudyKeys: EINVALID naming the line of a row without a name or
-// with a bad label, or when no row matches an item. A later row for the same
-// name and item replaces an earlier one. Rows matching no item are listed
-// (capped) in the result.
+// matchImport checks import rows and matches them to the study's items the
+// way the study's exports key them (agreement.MatchStudyImport: rubric rows
+// by their "#" task ids, case and spaces ignored): EINVALID naming the line of
+// a row without a name or with a bad label, or when no row matches an item.
+// A later row for the same name and item replaces an earlier one's labels.
+// Rows matching no item are listed (capped) in the result.
 func matchImport(items []models.StudyDataItem, rows []models.StudyImportRow, party string) ([]importMatch, *models.StudyImportResult, error) {
 	res := &models.StudyImportResult{}
 	if len(rows) == 0 {
 		return nil, nil, models.Errorf(models.EINVALID, "The file has no rows to import.")
 	}
-	keys := agreement.StudyKeys(items)
-	byKey := make(map[agreement.Key]int, len(items))
-	for i, it := range items {
-		byKey[normalizedKey(keys[it.ItemID])] = i
-	}
-	var matches []importMatch
-	at := map[[2]string]int{} // (item, who) → index in matches
-	unmatched := 0
-	for _, r := range rows {
-		who := strings.TrimSpace(r.Who)
+	named := make([]models.StudyImportRow, len(rows))
+	for i, r := range rows {
+		r.Who = strings.TrimSpace(r.Who)
 		switch {
-		case who == "":
+		case r.Who == "":
 			return nil, nil, models.Errorf(models.EINVALID, "Line %d names no %s.", r.Line, party)
-		case len(who) > maxStudyJudgeNameLen:
+		case len(r.Who) > maxStudyJudgeNameLen:
 			return nil, nil, models.Errorf(models.EINVALID, "Line %d: the name is longer than %d characters.", r.Line, maxStudyJudgeNameLen)
 		}
-		i, ok := byKey[normalizedKey(agreement.Key{Benchmark: r.Benchmark, Model: r.Model, TaskID: r.TaskID})]
-		if !ok {
-			unmatched++
-			if len(res.Unmatched) < maxStudyUnmatched {
-				res.Unmatched = append(res.Unmatched, fmt.Sprintf("line %d: %s/%s/%s", r.Line, r.Benchmark, r.Model, r.TaskID))
-			}
-			continue
+		named[i] = r
+	}
+	found, unmatched := agreement.MatchStudyImport(items, named)
+	for i, r := range unmatched {
+		if i == maxStudyUnmatched {
+			res.Unmatched = append(res.Unmatched, fmt.Sprintf("… and %d more rows that match no item", len(unmatched)-maxStudyUnmatched))
+			break
 		}
+		res.Unmatched = append(res.Unmatched, fmt.Sprintf("line %d: %s/%s/%s", r.Line, r.Benchmark, r.Model, r.TaskID))
+	}
+	if len(found) == 0 {
+		return nil, nil, models.Errorf(models.EINVALID, "None of the file's %d rows matches an item of the study (items are matched by benchmark, model and task id), for example %s.",
+			len(rows), res.Unmatched[0])
+	}
+	byID := make(map[int64]models.StudyDataItem, len(items))
+	for _, it := range items {
+		byID[it.ItemID] = it
+	}
+	matches := make([]importMatch, 0, len(found))
+	for _, f := range found {
+		item := byID[f.ItemID]
 		labels := models.StudyLabels{}
-		keys := make([]string, 0, len(r.Labels))
-		for k := range r.Labels {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			v, err := canonicalLabel(k, r.Labels[k], nil, items[i].Rubric)
+		for _, k := range slices.Sorted(maps.Keys(f.Labels)) {
+			v, err := canonicalLabel(k, f.Labels[k], nil, item.Rubric)
 			if err != nil {
-				return nil, nil, models.Errorf(models.EINVALID, "Line %d: %s", r.Line, models.ErrorMessage(err))
+				return nil, nil, models.Errorf(models.EINVALID, "Line %d: %s", f.Lines[0], models.ErrorMessage(err))
 			}
 			if v != "" {
 				labels[k] = v
 			}
 		}
-		m := importMatch{Item: items[i], Who: who, Labels: labels}
-		slot := [2]string{fmt.Sprint(items[i].ItemID), who}
-		if j, dup := at[slot]; dup {
-			matches[j] = m
-			continue
-		}
-		at[slot] = len(matches)
-		matches = append(matches, m)
-	}
-	if unmatched > maxStudyUnmatched {
-		res.Unmatched = append(res.Unmatched, fmt.Sprintf("… and %d more rows that match no item", unmatched-maxStudyUnmatched))
-	}
-	if len(matches) == 0 {
-		return nil, nil, models.Errorf(models.EINVALID, "None of the file's %d rows matches an item of the study (items are matched by benchmark, model and task id), for example %s.",
-			len(rows), res.Unmatched[0])
+		matches = append(matches, importMatch{Item: item, Who: f.Who, Labels: labels})
 	}
 	return matches, res, nil
 }

@@ -188,7 +188,7 @@ func TestStore_StudyImports(t *testing.T) {
 			_, err = db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, " ", 5, nil)})
 			requireCode(t, models.EINVALID, err)
 			require.Contains(t, models.ErrorMessage(err), "Line 5 names no annotator.")
-			_, err = db.ImportStudyVerdicts(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, "GPT JUDGE", 2, nil)})
+			_, err = db.ImportStudyVerdicts(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, "GPT JUDGE", 2, models.StudyLabels{"success": "successful"})})
 			requireCode(t, models.EINVALID, err)
 			require.Contains(t, models.ErrorMessage(err), "judge configurations")
 		})
