@@ -96,6 +96,18 @@
     el.classList.toggle("field-error", !!isError);
   }
 
+  // setProblem says why the form was not sent (a question left, a reason
+  // missing), apart from the save status that autosaves keep changing; ""
+  // clears it.
+  function setProblem(text) {
+    var el = state && state.form.querySelector("[data-an-problem]");
+    if (!el) {
+      return;
+    }
+    el.textContent = text;
+    el.hidden = text === "";
+  }
+
   function clockTime(d) {
     return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
   }
@@ -238,6 +250,10 @@
     });
     state.active = q;
     if (!(opts && opts.noScroll)) {
+      var aside = q.closest(".an-aside");
+      if (aside && q === questions()[0]) {
+        aside.scrollTop = 0; // the heading and time spent come back into view
+      }
       q.scrollIntoView({ block: "nearest" });
     }
   }
@@ -385,19 +401,16 @@
       toggleLegend();
       return;
     }
-    if (event.shiftKey) {
-      return;
-    }
     var handled = false;
     if (/^[1-9]$/.test(key)) {
       handled = answer(parseInt(key, 10));
     } else if (key === "Backspace" || key === "Delete") {
       clear();
       handled = true;
-    } else if (key === "n") {
+    } else if (key === "n" || key === "N") {
       step(1);
       handled = true;
-    } else if (key === "p") {
+    } else if (key === "p" || key === "P") {
       step(-1);
       handled = true;
     } else if (key.length === 1) {
@@ -432,15 +445,14 @@
         missing.forEach(function (q) {
           q.classList.add("an-invalid");
         });
-        setStatus(
+        setProblem(
           "Answer every question before submitting; missing: " +
             missing
               .map(function (q) {
                 return q.getAttribute("data-title");
               })
               .join(", ") +
-            ".",
-          true
+            "."
         );
         activate(missing[0]);
         return;
@@ -454,11 +466,12 @@
         if (details) {
           details.open = true;
         }
-        setStatus("Say why you " + (action === "skip" ? "skip" : "flag") + " this item in the reason box.", true);
+        setProblem("Say why you " + (action === "skip" ? "skip" : "flag") + " this item in the reason box.");
         reason.focus();
         return;
       }
     }
+    setProblem("");
     form.querySelector("[data-time-spent]").value = String(state.clock.take());
     state.submitting = true;
   }
