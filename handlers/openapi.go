@@ -16,6 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"proctor/agreement"
 	"proctor/models"
 	"proctor/stats"
 	"proctor/web"
@@ -196,6 +197,7 @@ func apiTags() []struct{ Name, Description string } {
 		{"Leaderboards", "Ranked published runs of a benchmark and the boards' public change log."},
 		{"Compare", "Two to four runs of one benchmark side by side."},
 		{"Submissions", "Uploading bundles of runs made elsewhere: resumable part uploads, validation and ingest."},
+		{"Studies", "Human vs LLM-judge agreement studies: creating them, annotating their items, the judges' verdicts and the agreement report."},
 	}
 }
 
@@ -207,10 +209,14 @@ func apiOperations() []apiOp {
 	agent := inPath("agent", "string", "The agent's slug within the team.", "walker")
 	runID := inPath("id", "integer", "The run's id.", "12")
 	subID := inPath("id", "integer", "The submission's id.", "7")
+	studyID := inPath("id", "integer", "The study's id.", "4")
+	studyItem := []apiParam{studyID, inPath("item_id", "integer", "The study item's id (not the attempt's).", "31")}
 	partN := inPath("n", "integer", "The part's number, from 1 (400 otherwise).", "1")
 	runOnly := []apiParam{runID}
 	const (
 		teamMember   = "team member, admin"
+		studyManager = "the study's owner, admin"
+		studyMember  = "the study's owner, its annotators, admin"
 		seesRun      = "who may see the run: its team's members, anyone once published, admins"
 		storeAnswers = "A run the caller may not see answers 404."
 	)
@@ -478,6 +484,46 @@ func apiOperations() []apiOp {
 			Access:      accessSignedIn, Who: teamMember, Params: []apiParam{subID},
 			Replies: []apiReply{noContent("Discarded.")},
 			Errors:  []int{http.StatusConflict, http.StatusServiceUnavailable}},
+
+		// Studies
+		{Method: http.MethodGet, Path: "/studies", ID: "listStudies", Tag: "Studies", Summary: "Your studies",
+			Description: "The studies you own or annotate, with your role and your own progress; administrators see all.",
+			Access:      accessSignedIn, Who: "signed in",
+			Replies: []apiReply{ok[apiStudyList]("Your studies, newest first.")}},
+		{Method: http.MethodPost, Path: "/studies", ID: "createStudy", Tag: "Studies", Summary: "Create a study and draw its sample",
+			Description: fmt.Sprintf("Samples up to sample_size finished attempts (success, failure or error) of the runs (run_ids) and of every completed run of the benchmarks (slugs) you may see: random, or stratified by %s. The same sources and seed draw the same sample. "+
+				"overlap_fraction of the items go to overlap_annotators annotators each (default 2) when the study is opened, the rest to one. labels are among %s; judges name the LLM judge configurations to compare (prompt among %s). annotators are the emails of users to invite. The study starts as a draft.",
+				strings.Join(models.StudyStrata(), ", "), strings.Join(models.StudyLabelNames(), ", "), strings.Join(models.StudyPrompts(), ", ")),
+			Access: accessSignedIn, Who: "signed in",
+			Body:    jsonBody[apiStudyInput](`{"name":"Judge check","run_ids":[12,15],"sampling":"stratified","stratify_by":"outcome","seed":7,"sample_size":100,"overlap_fraction":0.2,"labels":["success","side_effect"],"judges":[{"name":"gpt-4o labels","model":"gpt-4o","prompt":"labels-v1","screenshots":true}],"annotators":["ann@example.org"]}`, "name", "sample_size", "labels"),
+			Replies: []apiReply{created[apiStudy]("The new study, a draft with its sample drawn.", "Location")},
+			Errors:  []int{http.StatusConflict}},
+		{Method: http.MethodGet, Path: "/studies/{id}", ID: "getStudy", Tag: "Studies", Summary: "A study's settings and progress",
+			Description: "Managers get the whole study's progress, the annotators with theirs and what each judge configuration has judged; an annotator gets the settings and their own progress.",
+			Access:      accessSignedIn, Who: studyMember, Params: []apiParam{studyID},
+			Replies: []apiReply{ok[apiStudyOverview]("The study.")}},
+		{Method: http.MethodGet, Path: "/studies/{id}/queue", ID: "getStudyQueue", Tag: "Studies", Summary: "Your queue in a study",
+			Description: "Your assignments in queue order with their status; next_item_id is the first pending one (0 when you are done).",
+			Access:      accessSignedIn, Who: studyMember, Params: []apiParam{studyID},
+			Replies: []apiReply{ok[apiStudyQueue]("Your queue.")}},
+		{Method: http.MethodGet, Path: "/studies/{id}/items/{item_id}", ID: "getStudyItem", Tag: "Studies", Summary: "A study item to annotate",
+			Description: "The attempt's timeline with signed screenshot URLs, your labels so far and the rubric items to answer. Annotators see only the items assigned to them; in a blind study they get no evaluation, outcome, score or run success counts, and reveal is null. Managers and annotators of studies that are not blind get reveal: the evaluations, the judges' verdicts and every annotator's labels.",
+			Access:      accessSignedIn, Who: studyMember, Params: studyItem,
+			Replies: []apiReply{ok[apiStudyItem]("The item.")}},
+		{Method: http.MethodPut, Path: "/studies/{id}/items/{item_id}/labels", ID: "saveStudyLabels", Tag: "Studies", Summary: "Save your labels for an item",
+			Description: "While the study is open (409 once closed), for an item assigned to you (403 otherwise). action save keeps the status (autosave), submit needs every asked label (and every rubric item when rubric is asked), skip and flag need a reason. Values may be spelled as the CSV files spell them; rubric items are answered pass or fail under rubric:<rubric item id>. A label left out keeps its saved value; \"\" clears it. time_spent_ms adds up.",
+			Access:      accessSignedIn, Who: "an annotator the item is assigned to", Params: studyItem,
+			Body:    jsonBody[models.StudyLabelInput](`{"labels":{"success":"successful","side_effect":"no"},"action":"submit","time_spent_ms":45000}`, "action"),
+			Replies: []apiReply{ok[apiStudyAssignment]("Your assignment after the change.")},
+			Errors:  []int{http.StatusConflict}},
+		{Method: http.MethodGet, Path: "/studies/{id}/verdicts", ID: "listStudyVerdicts", Tag: "Studies", Summary: "The judges' verdicts",
+			Description: "Every verdict of the study's judge configurations and imported judges. Annotators of a blind study get 403.",
+			Access:      accessSignedIn, Who: "the study's owner, admin, annotators of studies that are not blind", Params: []apiParam{studyID},
+			Replies: []apiReply{ok[apiStudyVerdictList]("The verdicts.")}},
+		{Method: http.MethodGet, Path: "/studies/{id}/report", ID: "getStudyReport", Tag: "Studies", Summary: "A study's agreement report",
+			Description: "Per label, human-vs-human agreement and each judge against the human majority (agreement, Cohen's and quadratic kappa, Krippendorff's alpha, precision, recall, F1, accuracy, NPV, TNR, 95% bootstrap intervals, confusion matrices), the same per benchmark, agent, site and difficulty, the judge leaderboard with cost per judgment, and every disagreement. A study without labels yet has a report of zero items. The same JSON as the report.json export.",
+			Access:      accessSignedIn, Who: studyManager, Params: []apiParam{studyID},
+			Replies: []apiReply{ok[agreement.StudyReport]("The report.")}},
 	}
 }
 
@@ -1047,7 +1093,7 @@ func (r *schemaRegistry) schema(t reflect.Type, input bool) *jsonSchema {
 	case t == reflect.TypeFor[time.Time]():
 		return &jsonSchema{Type: "string", Format: "date-time"}
 	case t == reflect.TypeFor[json.RawMessage]():
-		return &jsonSchema{Description: "Any JSON value."}
+		return anyJSONSchema()
 	case t.Implements(marshaler) || reflect.PointerTo(t).Implements(marshaler) ||
 		t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(textMarshaler):
 		r.errs = append(r.errs, fmt.Sprintf("%s marshals itself: describe it by hand", t))
@@ -1055,7 +1101,7 @@ func (r *schemaRegistry) schema(t reflect.Type, input bool) *jsonSchema {
 	}
 	switch t.Kind() {
 	case reflect.Interface:
-		return &jsonSchema{Description: "Any JSON value."}
+		return anyJSONSchema()
 	case reflect.Bool:
 		return &jsonSchema{Type: "boolean"}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -1091,6 +1137,14 @@ func (r *schemaRegistry) schema(t reflect.Type, input bool) *jsonSchema {
 	}
 	r.errs = append(r.errs, fmt.Sprintf("%s: no JSON form", t))
 	return &jsonSchema{}
+}
+
+// anyJSONSchema is the schema of a value that may be any JSON, null
+// included (a stored JSON document passed through, or null when there is
+// none): every type is listed, as validators read a schema without a type as
+// refusing null.
+func anyJSONSchema() *jsonSchema {
+	return &jsonSchema{Type: []string{"object", "array", "string", "number", "boolean", "null"}, Description: "Any JSON value."}
 }
 
 // nullable lets a schema also be null.
@@ -1243,6 +1297,9 @@ func describeSchema(s *jsonSchema) (words, ref string) {
 	}
 	typ, _ := s.Type.(string)
 	if list, ok := s.Type.([]string); ok {
+		if len(list) > 2 {
+			return "any JSON", ""
+		}
 		typ = list[0]
 	}
 	switch typ {

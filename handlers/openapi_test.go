@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -515,6 +516,11 @@ func TestOpenAPI_AnswersMatchDocument(t *testing.T) {
 	var missed []string
 	for _, item := range d.doc.Paths.Map() {
 		for _, op := range item.Operations() {
+			// Studies need graded runs and annotators:
+			// TestOpenAPI_StudyAnswersMatchDocument validates every one of them.
+			if slices.Contains(op.Tags, "Studies") {
+				continue
+			}
 			if !d.checked[op.OperationID] {
 				missed = append(missed, op.OperationID)
 			}
