@@ -500,7 +500,7 @@ func TestStudies_Overview(t *testing.T) {
 		res := f.owner.postForm(path+"/annotators", url.Values{"email": {f.invitee.user.Email}})
 		require.Equal(t, http.StatusSeeOther, res.StatusCode)
 		require.Equal(t, path+"?notice=invited#annotators", res.Header.Get("Location"))
-		body := readBody(t, f.owner.get(path + "?notice=invited"))
+		body := readBody(t, f.owner.get(path+"?notice=invited"))
 		require.Contains(t, body, "Annotator invited.")
 		require.Contains(t, body, f.invitee.user.Email)
 		res = f.owner.postForm(fmt.Sprintf("%s/annotators/%d/remove", path, f.invitee.user.ID), nil)
@@ -550,7 +550,7 @@ func TestStudies_Overview(t *testing.T) {
 
 		res = f.owner.postForm(path+"/open", nil)
 		require.Equal(t, http.StatusSeeOther, res.StatusCode)
-		body := readBody(t, f.owner.get(path + "?notice=opened"))
+		body := readBody(t, f.owner.get(path+"?notice=opened"))
 		require.Contains(t, body, "Study opened")
 		require.Contains(t, body, `data-testid="close-form"`)
 		require.NotContains(t, body, `data-testid="invite-form"`, "invitations are fixed once open")
