@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/eval"
+	"proctor/eval/judge"
 	"proctor/models"
 )
 
@@ -33,6 +34,10 @@ func (slowJudges) Rubric() eval.Evaluator     { return slowEvaluator{"llm-judge:
 func (slowJudges) FuzzyMatch(ctx context.Context, _, _, _ string) (bool, models.Usage, error) {
 	<-ctx.Done()
 	return false, models.Usage{}, ctx.Err()
+}
+func (slowJudges) Labels(ctx context.Context, _ eval.Input, _ judge.LabelOptions) (*judge.LabelVerdict, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
 }
 
 func TestPlan(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"time"
+	"unicode/utf8"
 
 	"github.com/riverqueue/river"
 
@@ -284,6 +285,9 @@ func (r *Runner) evaluationInput(ctx context.Context, spec *models.EpisodeSpec) 
 		if key := s.ScreenshotKey; key != "" {
 			ts.Screenshot = func(ctx context.Context) ([]byte, error) { return r.readArtifact(ctx, key, 32<<20) }
 		}
+		if key := s.AXTreeKey; key != "" {
+			ts.Accessibility = func(ctx context.Context) (string, error) { return r.readArtifactText(ctx, key, maxAccessibilityText) }
+		}
 		in.Trajectory = append(in.Trajectory, ts)
 	}
 	return in, nil
@@ -364,6 +368,40 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.left -= int64(n)
 	return n, err
+}
+
+// maxAccessibilityText is how much of a step's accessibility text a judge
+// may be given: far more than any token budget holds, so that the judge, not
+// the read, decides what is trimmed.
+const maxAccessibilityText = 1 << 20
+
+// readArtifactText reads the start of a text artifact, at most limit bytes
+// (cut at a character boundary and marked as cut); "" when key is empty or
+// the artifact is missing.
+func (r *Runner) readArtifactText(ctx context.Context, key string, limit int64) (string, error) {
+	rc, _, err := r.artifacts.Get(ctx, key)
+	switch {
+	case errors.Is(err, artifact.ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read artifact %s: %w", key, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		return "", fmt.Errorf("read artifact %s: %w", key, err)
+	}
+	if int64(len(b)) <= limit {
+		return string(b), nil
+	}
+	b = b[:limit]
+	for len(b) > 0 { // drop a character cut in two at the limit
+		if r, size := utf8.DecodeLastRune(b); r != utf8.RuneError || size > 1 {
+			break
+		}
+		b = b[:len(b)-1]
+	}
+	return string(b) + fmt.Sprintf("\n… (cut at %d KiB)", limit>>10), nil
 }
 
 // errArtifactTooLarge is an artifact over the size an evaluation reads.

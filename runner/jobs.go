@@ -9,6 +9,7 @@ const (
 	QueueHousekeeping = "housekeeping"
 	QueueMetrics      = "metrics"
 	QueueSubmissions  = "submissions"
+	QueueStudies      = "studies"
 )
 
 // DispatchArgs creates a run's attempts and enqueues their episodes.
@@ -83,3 +84,14 @@ type ExpireUploadsArgs struct{}
 
 // Kind names the job in the queue.
 func (ExpireUploadsArgs) Kind() string { return "expire_uploads" }
+
+// StudyJudgeArgs runs one judge configuration of an agreement study over the
+// study's items it has not judged yet, saving each verdict as it goes: a
+// redelivered job carries on where the last one stopped.
+type StudyJudgeArgs struct {
+	StudyID int64  `json:"study_id"`
+	Judge   string `json:"judge"` // the configuration's name (models.StudyJudge.Name)
+}
+
+// Kind names the job in the queue.
+func (StudyJudgeArgs) Kind() string { return "study_judge" }

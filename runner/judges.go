@@ -1,25 +1,31 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 
 	"proctor/eval"
+	"proctor/eval/judge"
 	"proctor/models"
 )
 
-// Judges are the LLM judges of one endpoint: a trajectory judge (success and
-// a 1–5 score), a rubric judge, and the fuzzy matcher original WebArena's
-// fuzzy_match asks. Implemented by *judge.Client.
+// Judges are the LLM judges of one endpoint and model: a trajectory judge
+// (success and a 1–5 score), a rubric judge, the fuzzy matcher original
+// WebArena's fuzzy_match asks, and the labels an agreement study's judge
+// configuration asks for. Implemented by *judge.Client.
 type Judges interface {
 	Trajectory() eval.Evaluator
 	Rubric() eval.Evaluator
 	eval.FuzzyMatcher
+	Labels(ctx context.Context, in eval.Input, opts judge.LabelOptions) (*judge.LabelVerdict, error)
 }
 
-// JudgeFactory builds the judges of an endpoint; settings with an empty
-// BaseURL name the server's default judge.
+// JudgeFactory builds the judges of an endpoint. Settings with an empty
+// BaseURL name the server's judge: with its model, or with Model when set (a
+// study's judge configuration choosing another model on the server's
+// endpoint).
 type JudgeFactory func(models.JudgeSettings) (Judges, error)
 
 // errNoJudge means no judge is configured: attempts stay "not judged".

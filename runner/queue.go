@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivertype"
 
 	"proctor/bundle"
 	"proctor/migrations"
@@ -107,6 +110,9 @@ type Queue struct {
 	inserter *river.Client[*sql.Tx] // inserts jobs inside GORM's transactions
 	worker   workClient             // nil in insert-only processes
 	log      *slog.Logger
+	// judgeReady says why no LLM judge can be used (nil when one can); the
+	// Runner sets it from its judge factory.
+	judgeReady func() error
 }
 
 // NewQueue builds the River clients for the database's dialect: the SQLite
@@ -143,6 +149,9 @@ func NewQueue(db *storage.DB, workers *river.Workers, opts Options) (*Queue, err
 			// Validations and ingests stream whole bundles: two at a time
 			// keep the disk, network and memory of a worker bounded.
 			QueueSubmissions: {MaxWorkers: 2},
+			// Each study judge job judges a few items at once; the judge
+			// client's concurrency cap bounds the requests of them all.
+			QueueStudies: {MaxWorkers: 2},
 		}
 		cfg.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) {
@@ -301,4 +310,99 @@ func (q *Queue) insertUploadedEvaluations(ctx context.Context, tx *sql.Tx, runID
 	}
 	_, err := q.inserter.InsertManyTx(ctx, tx, params)
 	return err
+}
+
+// studyJudgeUnique keeps one job per study and configuration waiting or
+// running: a second click queues nothing more, while a configuration whose
+// job has finished may be queued again (for items added or errors to redo).
+func studyJudgeUnique() river.UniqueOpts {
+	return river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+		rivertype.JobStateRunning, rivertype.JobStateScheduled,
+	}}
+}
+
+// QueueStudyJudges queues the named judge configurations of a study (every
+// one when names is empty), one job each over the items it has not judged
+// yet; a configuration already waiting or running is not queued twice. The
+// study's owner and admins only: ENOTFOUND for a study the actor may not
+// see, EFORBIDDEN for its annotators; EINVALID naming unknown
+// configurations, or when the study has none; EUNAVAILABLE when no LLM judge
+// is configured.
+func (q *Queue) QueueStudyJudges(ctx context.Context, studyID int64, names []string) error {
+	view, err := q.db.StudyOverview(ctx, studyID)
+	if err != nil {
+		return err
+	}
+	if !view.CanManage {
+		return models.Errorf(models.EFORBIDDEN, "Only the study's owner or an administrator may run its judges.")
+	}
+	chosen, err := chooseStudyJudges(view.Study.Judges, names)
+	if err != nil {
+		return err
+	}
+	if err := q.judgeAvailable(); err != nil {
+		return err
+	}
+	params := make([]river.InsertManyParams, len(chosen))
+	for i, name := range chosen {
+		params[i] = river.InsertManyParams{Args: StudyJudgeArgs{StudyID: studyID, Judge: name}, InsertOpts: &river.InsertOpts{
+			Queue: QueueStudies, MaxAttempts: studyJudgeAttempts, UniqueOpts: studyJudgeUnique(),
+		}}
+	}
+	if _, err := q.inserter.InsertMany(ctx, params); err != nil {
+		return fmt.Errorf("queue judges of study %d: %w", studyID, err)
+	}
+	return nil
+}
+
+// chooseStudyJudges returns the names of the configurations to run: every
+// one for no names, else the named ones (once each), EINVALID naming those
+// the study does not have.
+func chooseStudyJudges(configs []models.StudyJudge, names []string) ([]string, error) {
+	if len(configs) == 0 {
+		return nil, models.FieldError("judge", "The study has no judge configurations to run: add one first.")
+	}
+	have := map[string]bool{}
+	var all []string
+	for _, c := range configs {
+		have[c.Name] = true
+		all = append(all, c.Name)
+	}
+	if len(names) == 0 {
+		return all, nil
+	}
+	var chosen, unknown []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		switch {
+		case seen[n]:
+		case have[n]:
+			chosen = append(chosen, n)
+		default:
+			unknown = append(unknown, strconv.Quote(n))
+		}
+		seen[n] = true
+	}
+	if len(unknown) > 0 {
+		return nil, models.FieldError("judge", "The study has no judge configuration named %s (it has: %s).", strings.Join(unknown, ", "), strings.Join(all, ", "))
+	}
+	return chosen, nil
+}
+
+// judgeAvailable is EUNAVAILABLE when no LLM judge can be used.
+func (q *Queue) judgeAvailable() error {
+	var err error = errNoJudge
+	if q.judgeReady != nil {
+		err = q.judgeReady()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errNoJudge):
+		return models.Errorf(models.EUNAVAILABLE, "No LLM judge is configured (PROCTOR_JUDGE_BASE_URL).")
+	}
+	q.log.Error("the LLM judge cannot be used", "error", err.Error())
+	return &models.Error{Code: models.EUNAVAILABLE, Message: "The LLM judge cannot be used right now; an administrator can see why in the server's log.", Err: err}
 }

@@ -66,11 +66,16 @@ func New(cfg Config) (*Runner, error) {
 	river.AddWorker(workers, &validateSubmissionWorker{r: r})
 	river.AddWorker(workers, &ingestSubmissionWorker{r: r})
 	river.AddWorker(workers, &expireUploadsWorker{r: r})
+	river.AddWorker(workers, &studyJudgeWorker{r: r})
 	opts := cfg.Options
 	opts.Logger = cfg.Logger
 	q, err := NewQueue(cfg.DB, workers, opts)
 	if err != nil {
 		return nil, err
+	}
+	q.judgeReady = func() error {
+		_, err := r.judgesFor(models.JudgeSettings{})
+		return err
 	}
 	r.queue, r.opts = q, q.opts
 	return r, nil
@@ -111,6 +116,12 @@ func (r *Runner) RetryAttempts(ctx context.Context, runID int64) (int, error) {
 // the evaluators configured now; old verdicts stay as history.
 func (r *Runner) Rescore(ctx context.Context, scope storage.RescoreScope) (int, error) {
 	return r.queue.Rescore(ctx, scope)
+}
+
+// QueueStudyJudges queues an agreement study's judge configurations (see
+// Queue.QueueStudyJudges).
+func (r *Runner) QueueStudyJudges(ctx context.Context, studyID int64, names []string) error {
+	return r.queue.QueueStudyJudges(ctx, studyID, names)
 }
 
 // sharedBrowser launches this process's Chromium on first use.

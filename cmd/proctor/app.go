@@ -175,14 +175,19 @@ func (p *Program) newRunner(app *App, episodes int) (*runner.Runner, error) {
 
 // judgeFactory builds LLM judges: a benchmark's own endpoint when it names
 // one (with the server's timeouts, concurrency and prices), else the server's
-// judge. Without either it returns nil judges, and attempts stay "not judged".
+// judge, with another model when the settings name one (a study's judge
+// configuration). Without either it returns nil judges, and attempts stay
+// "not judged".
 func judgeFactory(server config.Judge) runner.JudgeFactory {
 	return func(s models.JudgeSettings) (runner.Judges, error) {
 		cfg := judge.Config{BaseURL: server.BaseURL, Model: server.Model, APIKey: server.APIKey,
 			Timeout: server.Timeout, Concurrency: server.Concurrency,
 			PriceInputPerMTok: server.InputPrice, PriceOutputPerMTok: server.OutputPrice}
-		if s.BaseURL != "" {
+		switch {
+		case s.BaseURL != "":
 			cfg.BaseURL, cfg.Model, cfg.APIKey = s.BaseURL, s.Model, s.APIKey
+		case s.Model != "":
+			cfg.Model = s.Model
 		}
 		c, err := judge.New(cfg)
 		if errors.Is(err, judge.ErrNotConfigured) {

@@ -1,0 +1,97 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"proctor/models"
+	"proctor/storage/artifact"
+)
+
+func TestChooseStudyJudges(t *testing.T) {
+	t.Parallel()
+	configs := []models.StudyJudge{{Name: "gpt"}, {Name: "claude"}, {Name: "local"}}
+	for _, tc := range []struct {
+		name    string
+		configs []models.StudyJudge
+		names   []string
+		want    []string
+		err     string
+	}{
+		{"All", configs, nil, []string{"gpt", "claude", "local"}, ""},
+		{"Named", configs, []string{"local", " gpt ", "local"}, []string{"local", "gpt"}, ""},
+		{"Unknown", configs, []string{"gpt", "gemini", "o9"}, nil, `The study has no judge configuration named "gemini", "o9" (it has: gpt, claude, local).`},
+		{"NoConfigurations", nil, nil, nil, "The study has no judge configurations to run: add one first."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := chooseStudyJudges(tc.configs, tc.names)
+			if tc.err != "" {
+				require.Equal(t, models.EINVALID, models.ErrorCode(err))
+				require.Equal(t, tc.err, models.ErrorMessage(err))
+				require.Equal(t, "judge", models.ErrorField(err))
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestQueue_JudgeAvailable(t *testing.T) {
+	t.Parallel()
+	q := &Queue{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	err := q.judgeAvailable()
+	require.Equal(t, models.EUNAVAILABLE, models.ErrorCode(err), "no factory: no judge")
+	require.Equal(t, "No LLM judge is configured (PROCTOR_JUDGE_BASE_URL).", models.ErrorMessage(err))
+
+	q.judgeReady = func() error { return errNoJudge }
+	require.Equal(t, "No LLM judge is configured (PROCTOR_JUDGE_BASE_URL).", models.ErrorMessage(q.judgeAvailable()))
+
+	q.judgeReady = func() error { return errors.New("judge http://judge.test: base_url: bad") }
+	err = q.judgeAvailable()
+	require.Equal(t, models.EUNAVAILABLE, models.ErrorCode(err))
+	require.NotContains(t, models.ErrorMessage(err), "judge.test", "the cause is logged, not shown")
+
+	q.judgeReady = func() error { return nil }
+	require.NoError(t, q.judgeAvailable())
+}
+
+func TestRunner_ReadArtifactText(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, err := artifact.NewLocal(filepath.Join(t.TempDir(), "artifacts"), artifact.NewURLSigner([]byte(strings.Repeat("s", 32))), "http://proctor.test")
+	require.NoError(t, err)
+	r := &Runner{artifacts: store}
+	put := func(key, text string) {
+		require.NoError(t, store.Put(ctx, key, bytes.NewReader([]byte(text)), int64(len(text)), "text/plain; charset=utf-8"))
+	}
+
+	put("small.txt", "RootWebArea 'Shop'\n\tlink 'Home'")
+	text, err := r.readArtifactText(ctx, "small.txt", 1024)
+	require.NoError(t, err)
+	require.Equal(t, "RootWebArea 'Shop'\n\tlink 'Home'", text)
+
+	// Cut at the limit, never inside a character, and marked as cut.
+	put("large.txt", strings.Repeat("é", 1000)) // two bytes each
+	text, err = r.readArtifactText(ctx, "large.txt", 1025)
+	require.NoError(t, err)
+	body, mark, ok := strings.Cut(text, "\n… (cut at 1 KiB)")
+	require.True(t, ok, text[len(text)-40:])
+	require.Empty(t, mark)
+	require.True(t, utf8.ValidString(body))
+	require.Equal(t, strings.Repeat("é", 512), body)
+
+	text, err = r.readArtifactText(ctx, "missing.txt", 1024)
+	require.NoError(t, err)
+	require.Empty(t, text, "a missing artifact reads as no text")
+}
