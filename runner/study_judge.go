@@ -78,7 +78,7 @@ func (w *studyJudgeWorker) Work(ctx context.Context, job *river.Job[StudyJudgeAr
 	// before the job's own time runs out.
 	limit := evaluationTimeout(r.opts.RescueAfter)
 	sliceEnd := time.Now().Add(limit - judgeTimeout(r.opts.RescueAfter) - limit/10)
-	done, err := run.judgeAll(ctx, items, sliceEnd)
+	done, err := judgeAll(ctx, items, sliceEnd, run.judgeItem)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ type studyJudging struct {
 // judged or sliceEnd passes (the first studyJudgeParallel items are always
 // started, so that every slice makes progress), and returns how many were.
 // The first platform failure (or the context's end) stops it.
-func (s *studyJudging) judgeAll(ctx context.Context, items []models.StudyItem, sliceEnd time.Time) (int, error) {
+func judgeAll(ctx context.Context, items []models.StudyItem, sliceEnd time.Time, judgeItem func(context.Context, models.StudyItem) error) (int, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	next := make(chan models.StudyItem)
@@ -148,7 +148,7 @@ func (s *studyJudging) judgeAll(ctx context.Context, items []models.StudyItem, s
 	for range min(studyJudgeParallel, len(items)) {
 		wg.Go(func() {
 			for item := range next {
-				if err := s.judgeItem(ctx, item); err != nil {
+				if err := judgeItem(ctx, item); err != nil {
 					mu.Lock()
 					firstErr = firstOf(firstErr, err)
 					mu.Unlock()
