@@ -145,12 +145,13 @@ func formatStat(v *float64) string {
 	return strconv.FormatFloat(*v, 'f', 2, 64)
 }
 
-// formatInterval writes a 95% interval, "" when none was drawn.
+// formatInterval writes a 95% interval as [low, high] (an en dash would read
+// as a minus between negative bounds), "" when none was drawn.
 func formatInterval(ci *stats.Interval) string {
 	if ci == nil {
 		return ""
 	}
-	return strconv.FormatFloat(ci.Low, 'f', 2, 64) + "–" + strconv.FormatFloat(ci.High, 'f', 2, 64)
+	return "[" + strconv.FormatFloat(ci.Low, 'f', 2, 64) + ", " + strconv.FormatFloat(ci.High, 'f', 2, 64) + "]"
 }
 
 func intervalOf(intervals map[string]stats.Interval, metric string) *stats.Interval {
@@ -372,7 +373,16 @@ func (s *Server) showStudyDisagreements(c echo.Context) error {
 			return &models.Error{Code: models.EINVALID, Field: "label", Message: fmt.Sprintf("label must be one of %s.", labelNames())}
 		}
 	}
-	d, r, err := s.studyReport(c, []string{})
+	id, err := int64Param(c, "id")
+	if err != nil {
+		return err
+	}
+	d, err := s.store.StudyData(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	// The list needs no intervals: no bootstrap, and no breakdown.
+	r, err := agreement.BuildStudyReport(d, agreement.Options{Facets: []string{}})
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func TestStudies_Report(t *testing.T) {
 		}
 		require.Contains(t, body, "Annotators with each other")
 		require.Contains(t, body, `check: webarena-verified`)
-		require.Regexp(t, `class="muted study-ci">\d\.\d\d–\d\.\d\d</small>`, body, "95% intervals")
+		require.Regexp(t, `class="muted study-ci">\[\d\.\d\d, \d\.\d\d\]</small>`, body, "95% intervals")
 		require.Contains(t, body, `data-testid="confusion-matrix"`)
 		require.Contains(t, body, `<th scope="col" class="num">Successful</th>`)
 		require.Contains(t, body, `data-testid="judge-leaderboard"`)

@@ -555,6 +555,8 @@ func TestStudies_Overview(t *testing.T) {
 		require.Contains(t, body, `data-testid="close-form"`)
 		require.NotContains(t, body, `data-testid="invite-form"`, "invitations are fixed once open")
 		require.Contains(t, body, "0 of 16 finished (0%)")
+		require.NotContains(t, body, `data-testid="queue-link"`, "the owner annotates nothing")
+		require.Contains(t, body, "every item to 2 annotators")
 
 		f.annotator.t = t
 		mine := readBody(t, f.annotator.get(path))
