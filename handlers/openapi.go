@@ -521,7 +521,7 @@ func apiOperations() []apiOp {
 			Access:      accessSignedIn, Who: "the study's owner, admin, annotators of studies that are not blind", Params: []apiParam{studyID},
 			Replies: []apiReply{ok[apiStudyVerdictList]("The verdicts.")}},
 		{Method: http.MethodGet, Path: "/studies/{id}/report", ID: "getStudyReport", Tag: "Studies", Summary: "A study's agreement report",
-			Description: "Per label, human-vs-human agreement and each judge against the human majority (agreement, Cohen's and quadratic kappa, Krippendorff's alpha, precision, recall, F1, accuracy, NPV, TNR, 95% bootstrap intervals, confusion matrices), the same per benchmark, agent, site and difficulty, the judge leaderboard with cost per judgment, and every disagreement. A study without labels yet has a report of zero items. The same JSON as the report.json export.",
+			Description: "Per label, human-vs-human agreement and each judge against the human majority (agreement, Cohen's and quadratic kappa, Krippendorff's alpha, precision, recall, F1, accuracy, NPV, TNR, 95% bootstrap intervals, confusion matrices), the same per benchmark, agent, site and difficulty (breakdowns without intervals), the judge leaderboard with cost per judgment, and every disagreement. A study without labels yet has a report of zero items. The same JSON as the report.json export.",
 			Access:      accessSignedIn, Who: studyManager, Params: []apiParam{studyID},
 			Replies: []apiReply{ok[agreement.StudyReport]("The report.")}},
 	}

@@ -19,9 +19,7 @@ import (
 )
 
 // studyReport loads a study's data and builds its agreement report, broken
-// down by the facets asked for (none: an empty list; every one: nil). The
-// bootstrap is seeded with the study's seed, so a page shows the same
-// intervals every time.
+// down by the facets asked for (none: an empty list; every one: nil).
 func (s *Server) studyReport(c echo.Context, facets []string) (*models.StudyData, *agreement.StudyReport, error) {
 	id, err := int64Param(c, "id")
 	if err != nil {
@@ -31,15 +29,32 @@ func (s *Server) studyReport(c echo.Context, facets []string) (*models.StudyData
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := agreement.BuildStudyReport(d, studyReportOptions(d, facets))
+	r, err := buildStudyReport(d, facets)
 	if err != nil {
 		return nil, nil, err
 	}
 	return d, r, nil
 }
 
-func studyReportOptions(d *models.StudyData, facets []string) agreement.Options {
-	return agreement.Options{Resamples: agreement.DefaultResamples, Seed: uint64(d.Study.Seed), Facets: facets}
+// buildStudyReport builds a study's report with 95% bootstrap intervals
+// seeded with the study's seed, so that a page shows the same intervals every
+// time, and its breakdowns by facets without intervals: the bootstrap is most
+// of a report's cost (seconds for thousands of items and a few judges), and
+// drawing it again for every facet value would multiply it.
+func buildStudyReport(d *models.StudyData, facets []string) (*agreement.StudyReport, error) {
+	r, err := agreement.BuildStudyReport(d, agreement.Options{Resamples: agreement.DefaultResamples, Seed: uint64(d.Study.Seed), Facets: []string{}})
+	if err != nil {
+		return nil, err
+	}
+	if facets != nil && len(facets) == 0 {
+		return r, nil
+	}
+	byFacet, err := agreement.BuildStudyReport(d, agreement.Options{Facets: facets})
+	if err != nil {
+		return nil, err
+	}
+	r.Breakdowns = byFacet.Breakdowns
+	return r, nil
 }
 
 // studyFacet reads ?by=: "" for no breakdown, else a facet of
@@ -457,7 +472,7 @@ func (s *Server) exportStudy(c echo.Context) error {
 		err = agreement.WriteVerdictsJSONL(&buf, agreement.StudyVerdictList(d))
 	default:
 		var r *agreement.StudyReport
-		if r, err = agreement.BuildStudyReport(d, studyReportOptions(d, facets)); err != nil {
+		if r, err = buildStudyReport(d, facets); err != nil {
 			return err
 		}
 		if file == "report.json" {

@@ -580,5 +580,7 @@ func TestStudies_Overview(t *testing.T) {
 		require.Contains(t, body, `data-testid="no-studies"`)
 		f.b.admin.t = t
 		require.Contains(t, readBody(t, f.b.admin.get("/studies")), "As an administrator you see every study.")
+		require.Contains(t, readBody(t, f.stranger.get("/")), `<a href="/studies" data-testid="nav-studies">Studies</a>`, "signed-in users have the nav link")
+		require.NotContains(t, readBody(t, f.b.anonymous(t).get("/")), `data-testid="nav-studies"`)
 	})
 }
