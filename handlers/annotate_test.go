@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/storage"
 )
 
 // studyFixture is an open study over a published, played run of the lab
@@ -219,6 +220,27 @@ func TestAnnotate_BlindStudy(t *testing.T) {
 	tokenAnn := withToken(t, f.b, f.ann)
 	res = tokenAnn.api(http.MethodGet, "/api/v1/runs/"+strconv.FormatInt(f.runID, 10)+"/attempts/"+strconv.FormatInt(attempt, 10), nil)
 	require.Equal(t, http.StatusForbidden, res.StatusCode, readBody(t, res))
+
+	// The run's attempt list, metrics, results export and comparisons are kept
+	// from the annotator too, whose other attempts' outcomes would show there.
+	runID := strconv.FormatInt(f.runID, 10)
+	res = f.ann.get("/runs/" + runID)
+	body := readBody(t, res)
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.Contains(t, body, `data-testid="attempts-blind"`)
+	require.NotContains(t, body, "sandbox-check@1")
+	require.NotContains(t, body, `data-testid="attempt-row"`)
+	other, _ := f.queue(t, true, true)
+	for _, path := range []string{"/api/v1/runs/" + runID + "/attempts", "/api/v1/runs/" + runID + "/metrics",
+		"/runs/" + runID + "/results.jsonl", "/api/v1/compare?runs=" + runID + "," + strconv.FormatInt(other.ID, 10)} {
+		res := f.ann.get(path)
+		body := readBody(t, res)
+		require.Equal(t, http.StatusForbidden, res.StatusCode, "%s: %s", path, body)
+		require.Contains(t, body, storage.BlindRunMessage)
+		res = f.outsider.get(path)
+		require.Equal(t, http.StatusOK, res.StatusCode, "%s as a visitor who annotates nothing: %s", path, readBody(t, res))
+	}
+	require.NotContains(t, readBody(t, f.outsider.get("/runs/"+runID)), `data-testid="attempts-blind"`)
 
 	// The owner's review: the evaluation, and no label yet.
 	res = f.member.get(f.itemPath(item))

@@ -128,7 +128,7 @@ func (s *Server) renderRun(c echo.Context, status int, message string) error {
 		return err
 	}
 	c.Response().Header().Add("Vary", "HX-Request")
-	v := web.RunView{Run: ov.Page, Error: message, Filter: ov.Filter, Facets: ov.Facets, Moderation: ov.Moderation, AttemptsWithheld: ov.AttemptsWithheld}
+	v := web.RunView{Run: ov.Page, Error: message, Filter: ov.Filter, Facets: ov.Facets, Moderation: ov.Moderation, AttemptsWithheld: ov.AttemptsWithheld, AttemptsBlind: ov.AttemptsBlind}
 	if wantsFragment(c) && message == "" {
 		// The address the browser shows is the filter's canonical one, without
 		// the form's empty fields, so that it is worth sharing.

@@ -164,7 +164,7 @@ func New(opts Options, deps Deps) (*Server, error) {
 	e.Use(securityHeaders)
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
 		Limit:   "2M",
-		Skipper: func(c echo.Context) bool { return isUpload(c) || isSubmissionUpload(c) },
+		Skipper: func(c echo.Context) bool { return isUpload(c) || isSubmissionUpload(c) || isStudyImport(c) },
 	}))
 	e.Use(s.authenticate)
 	e.Use(s.guardUploads)

@@ -277,6 +277,15 @@ func TestStudies_Import(t *testing.T) {
 		require.Regexp(t, regexp.MustCompile(`data-testid="import-imported">\d+ imported</span>`), body)
 	})
 
+	t.Run("LargerThanOtherForms", func(t *testing.T) {
+		// Over the 2 MB every other form is held to, under the import's own cap.
+		rows := strings.Repeat(fmt.Sprintf("zoe,mini,%s,%s,Successful\n", items[0].TaskID, studyModel(items[0])), (3<<20)/30)
+		status, body := upload(t, "/import/labels", nil, "big.csv", "annotator_name,benchmark,task_id,model_name,trajectory_success\n"+rows)
+		require.Equal(t, http.StatusBadRequest, status, "read whole and refused for its duplicate rows, not for its size")
+		require.NotContains(t, body, "too large")
+		require.Contains(t, body, "line 3")
+	})
+
 	t.Run("TooLarge", func(t *testing.T) {
 		big := "annotator_name,benchmark,task_id,model_name,trajectory_success\n" + strings.Repeat("zoe,mini,t1,Walker,Successful\n", (11<<20)/29)
 		status, body := upload(t, "/import/labels", nil, "big.csv", big)

@@ -101,6 +101,9 @@ type RunOverview struct {
 	Facets           AttemptFacets
 	Moderation       RunModeration
 	AttemptsWithheld bool
+	// AttemptsBlind says they are withheld because the viewer annotates some
+	// of them in an open blind study (storage.BlindRunMessage).
+	AttemptsBlind bool
 }
 
 // RunResult is one attempt of a run as its results export holds it.

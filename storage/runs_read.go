@@ -254,6 +254,9 @@ func (db *DB) RunAttempts(ctx context.Context, runID int64, page, perPage int) (
 	if _, _, err := db.runAccess(ctx, q, runID, false); err != nil {
 		return nil, 0, err
 	}
+	if err := refuseBlindRuns(ctx, q, runID); err != nil {
+		return nil, 0, err
+	}
 	return attemptsOf(q, runID, models.AttemptFilter{Page: page, PerPage: perPage})
 }
 
@@ -407,6 +410,12 @@ func (db *DB) RunOverview(ctx context.Context, runID int64, f models.AttemptFilt
 	}
 	if mod.Hidden() && !manage {
 		out.AttemptsWithheld = true
+		return out, nil
+	}
+	if blind, err := blindRunIDs(ctx, q, []int64{runID}); err != nil {
+		return nil, err
+	} else if blind[runID] {
+		out.AttemptsWithheld, out.AttemptsBlind = true, true
 		return out, nil
 	}
 	out.Page.Attempts, out.Page.AttemptsTotal, err = attemptsOf(q, runID, f)

@@ -1,0 +1,53 @@
+package storage
+
+import (
+	"context"
+
+	"gorm.io/gorm"
+
+	"proctor/models"
+)
+
+// BlindRunMessage is why a run's attempts and results are kept from an
+// annotator of a blind study that samples them.
+const BlindRunMessage = "This run has attempts in a blind study you annotate: its attempts and results are hidden until you finish them."
+
+// blindRunIDs returns which of runIDs hold an attempt the actor annotates in
+// an open blind study and has not finished (BlindAttempt's rule, for whole
+// runs): their per-attempt outcomes, verdicts and metrics are kept from the
+// actor. Managers of the study, administrators and the system see them.
+func blindRunIDs(ctx context.Context, q *gorm.DB, runIDs []int64) (map[int64]bool, error) {
+	a := models.ActorFrom(ctx)
+	if a.UserID == 0 || a.Privileged() || len(runIDs) == 0 {
+		return nil, nil
+	}
+	var ids []int64
+	err := q.Table("study_assignments sa").
+		Joins("JOIN study_items si ON si.id = sa.study_item_id").
+		Joins("JOIN studies s ON s.id = si.study_id").
+		Joins("JOIN attempts a ON a.id = si.attempt_id").
+		Where("a.run_id IN ? AND sa.user_id = ? AND sa.status = ? AND s.status = ? AND s.blind = ? AND s.owner_id <> ?",
+			runIDs, a.UserID, models.AssignmentPending, models.StudyOpen, true, a.UserID).
+		Distinct("a.run_id").Pluck("a.run_id", &ids).Error
+	if err != nil {
+		return nil, wrap(err, "blind study assignments")
+	}
+	out := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// refuseBlindRuns answers EFORBIDDEN (BlindRunMessage) when any of runIDs is
+// blind to the actor.
+func refuseBlindRuns(ctx context.Context, q *gorm.DB, runIDs ...int64) error {
+	blind, err := blindRunIDs(ctx, q, runIDs)
+	if err != nil {
+		return err
+	}
+	if len(blind) > 0 {
+		return models.Errorf(models.EFORBIDDEN, BlindRunMessage)
+	}
+	return nil
+}
