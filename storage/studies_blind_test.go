@@ -114,6 +114,21 @@ func TestStore_StudyBlind(t *testing.T) {
 			require.False(t, blind, "closed studies keep nothing")
 		})
 
+		t.Run("NoStratum", func(t *testing.T) {
+			// Stratified by outcome, an item's stratum is its attempt's outcome.
+			strat, queues := f.openStudy(t, func(r *models.StudyRequest) {
+				r.Sampling, r.StratifyBy, r.SampleSize = models.SampleStratified, models.StratumOutcome, 6
+			})
+			for _, e := range queues[0] {
+				v, err := db.StudyItem(f.ann[0], strat.ID, e.ItemID)
+				require.NoError(t, err)
+				require.Empty(t, v.Item.Stratum, "item %d", e.ItemID)
+				owner, err := db.StudyItem(f.member, strat.ID, e.ItemID)
+				require.NoError(t, err)
+				require.Contains(t, []string{models.OutcomeSuccess, models.OutcomeFailure, models.OutcomeError}, owner.Item.Stratum)
+			}
+		})
+
 		t.Run("NotBlind", func(t *testing.T) {
 			open, queues := f.openStudy(t, func(r *models.StudyRequest) { r.Blind, r.OverlapFraction = false, 1 })
 			item := queues[0][0].ItemID

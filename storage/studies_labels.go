@@ -141,14 +141,19 @@ func studyTimeline(ctx context.Context, q *gorm.DB, attemptID int64) (*models.Ti
 	return tl, nil
 }
 
-// stripBlind removes from a timeline what a blind study keeps from its
-// annotators: every evaluation, the attempt's outcome, score and error, and
-// the run's success and error counts.
-func stripBlind(tl *models.Timeline) {
+// stripBlind removes from an item view what a blind study keeps from its
+// annotators: every evaluation, the attempt's outcome, score and error, the
+// run's success and error counts, the reveal, and the item's stratum, which
+// is the attempt's outcome when the sample is stratified by outcome. Every
+// stratum is cleared, not only outcomes: annotators need none of them.
+func stripBlind(v *models.StudyItemView) {
+	tl := &v.Timeline
 	tl.Evaluation, tl.Evaluations = nil, nil
 	tl.Attempt.Outcome, tl.Attempt.Score, tl.Attempt.ErrorClass, tl.Attempt.ErrorMessage = "", nil, "", ""
 	tl.Run.Successes, tl.Run.Errors = 0, 0
 	tl.CanManage = false
+	v.Item.Stratum = ""
+	v.Reveal = nil
 }
 
 // annotatorLabels lists every assignment's labels of an item (imported ones
@@ -197,8 +202,8 @@ func itemVerdicts(q *gorm.DB, itemID int64) ([]models.StudyVerdict, error) {
 // StudyItem is one item for the annotation page. Annotators may open only the
 // items assigned to them (EFORBIDDEN naming the item otherwise); managers any.
 // For an annotator of a blind study the timeline carries no evaluation, the
-// attempt no outcome, score or error, the run no success counts, and Reveal
-// is nil; everyone else gets Reveal: the current evaluations, the judges'
+// attempt no outcome, score or error, the run no success counts, the item no
+// stratum, and Reveal is nil; everyone else gets Reveal: the current evaluations, the judges'
 // verdicts and every annotator's labels. Navigation follows the viewer's queue
 // when the item is assigned to them, else the sample. EUNAUTHORIZED for
 // anonymous callers, ENOTFOUND for an unknown item or a study the actor may
@@ -251,8 +256,8 @@ func (db *DB) StudyItem(ctx context.Context, studyID, itemID int64) (*models.Stu
 		}
 	}
 	if acc.blind() {
-		stripBlind(tl)
 		v.Timeline = *tl
+		stripBlind(v)
 		return v, nil
 	}
 	reveal := &models.StudyReveal{}
