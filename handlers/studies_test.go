@@ -18,6 +18,7 @@ import (
 
 	"proctor/handlers"
 	"proctor/models"
+	"proctor/runner"
 	"proctor/netguard"
 	"proctor/static"
 	"proctor/storage/storagetest"
@@ -39,6 +40,9 @@ func (j *fakeStudyJudging) QueueStudyJudges(ctx context.Context, studyID int64, 
 	}
 	if !v.CanManage {
 		return models.Errorf(models.EFORBIDDEN, "Only the study's owner and administrators may do this.")
+	}
+	if !models.ActorFrom(ctx).Privileged() {
+		return models.Errorf(models.EFORBIDDEN, runner.StudyJudgesAdminOnly)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -231,7 +235,7 @@ func TestAuthz_Studies(t *testing.T) {
 		{method: "POST", path: "/studies/{study}/annotators", form: url.Values{"email": {"invitee@example.org"}}, want: manage},
 		{method: "POST", path: "/studies/{study}/annotators/{annotator}/remove", want: manage},
 		{method: "POST", path: "/studies/{study}/judges", form: url.Values{"judge_name_1": {"claude"}, "judge_prompt_1": {models.StudyPromptTrajectoryV2}}, want: manage},
-		{method: "POST", path: "/studies/{study}/judges/run", opts: studyOptions{judges: judge}, want: manage},
+		{method: "POST", path: "/studies/{study}/judges/run", opts: studyOptions{judges: judge}, want: byRole(unauth, notFound, forbidden, forbidden, see)},
 		{method: "POST", path: "/studies/{study}/open", want: manage},
 		{method: "POST", path: "/studies/{study}/close", opts: studyOptions{state: models.StudyOpen}, want: manage},
 		{method: "GET", path: "/studies/{study}/report", opts: studyOptions{state: models.StudyOpen}, want: read},
@@ -263,7 +267,9 @@ func TestAuthz_Studies(t *testing.T) {
 				if role == "anonymous" && want == see {
 					require.True(t, strings.HasPrefix(res.Header.Get("Location"), "/login?next="), res.Header.Get("Location"))
 				}
-				if want == forbidden {
+				if want == forbidden && role == "owner" {
+					require.Contains(t, body, "only an administrator may start it", "the owner may not spend on judging")
+				} else if want == forbidden {
 					require.Contains(t, body, "Only the study&#39;s owner and administrators may do this.")
 				}
 			})
@@ -458,7 +464,7 @@ func TestStudies_Overview(t *testing.T) {
 	t.Run("Owner", func(t *testing.T) {
 		f.owner.t = t
 		body := readBody(t, f.owner.get(path))
-		for _, id := range []string{"annotators-table", "invite-form", "judges-table", "judges-form", "run-judges-form", "open-form",
+		for _, id := range []string{"annotators-table", "invite-form", "judges-table", "judges-form", "judging-admin-only", "open-form",
 			"import-labels-form", "import-verdicts-form", "study-exports", "report-link", "disagreements-link"} {
 			require.Contains(t, body, `data-testid="`+id+`"`, id)
 		}
@@ -526,11 +532,16 @@ func TestStudies_Overview(t *testing.T) {
 	})
 
 	t.Run("RunJudges", func(t *testing.T) {
-		f.owner.t = t
+		f.owner.t, f.b.admin.t = t, t
 		res := f.owner.postForm(path+"/judges/run", url.Values{"judge": {"claude"}})
+		require.Equal(t, http.StatusForbidden, res.StatusCode, "judging spends the operator's money")
+		require.Contains(t, readBody(t, res), "only an administrator may start it")
+		require.NotContains(t, readBody(t, f.owner.get(path)), `data-testid="run-judges-form"`)
+		require.Contains(t, readBody(t, f.b.admin.get(path)), `data-testid="run-judges-form"`)
+		res = f.b.admin.postForm(path+"/judges/run", url.Values{"judge": {"claude"}})
 		require.Equal(t, http.StatusSeeOther, res.StatusCode)
 		require.Contains(t, f.judging.calls(), fmt.Sprintf("%d: claude", st.ID))
-		plain := f.noJudgingClient(f.owner)
+		plain := f.noJudgingClient(f.b.admin)
 		res = plain.postForm(path+"/judges/run", nil)
 		require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
 		body := readBody(t, res)

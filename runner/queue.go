@@ -329,6 +329,9 @@ func studyJudgeUnique() river.UniqueOpts {
 // see, EFORBIDDEN for its annotators; EINVALID naming unknown
 // configurations, or when the study has none; EUNAVAILABLE when no LLM judge
 // is configured.
+// StudyJudgesAdminOnly is why a study's owner cannot start its judges.
+const StudyJudgesAdminOnly = "Running the judges calls the server's paid LLM endpoint, so only an administrator may start it: ask one to run this study's judges."
+
 func (q *Queue) QueueStudyJudges(ctx context.Context, studyID int64, names []string) error {
 	view, err := q.db.StudyOverview(ctx, studyID)
 	if err != nil {
@@ -336,6 +339,12 @@ func (q *Queue) QueueStudyJudges(ctx context.Context, studyID int64, names []str
 	}
 	if !view.CanManage {
 		return models.Errorf(models.EFORBIDDEN, "Only the study's owner or an administrator may run its judges.")
+	}
+	if !models.ActorFrom(ctx).Privileged() {
+		// Every judgment is a paid call to the server's LLM endpoint, up to
+		// MaxStudySample items × MaxStudyJudges configurations a click: the
+		// operator decides when to spend that.
+		return models.Errorf(models.EFORBIDDEN, StudyJudgesAdminOnly)
 	}
 	chosen, err := chooseStudyJudges(view.Study.Judges, names)
 	if err != nil {

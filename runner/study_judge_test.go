@@ -202,7 +202,16 @@ func TestRunner_StudyJudges(t *testing.T) {
 		require.NoError(t, err)
 		err = b.runner.QueueStudyJudges(models.WithActor(context.Background(), models.Actor{UserID: outsider.ID, Email: outsider.Email}), st.ID, nil)
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "%v", err)
-		err = b.runner.QueueStudyJudges(b.member, st.ID, []string{"trajectory, text only", "gpt-7", "claude"})
+		// The owner configures; judging spends the operator's money, so an
+		// administrator starts it.
+		err = b.runner.QueueStudyJudges(b.member, st.ID, nil)
+		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err), "%v", err)
+		require.Equal(t, runner.StudyJudgesAdminOnly, models.ErrorMessage(err))
+		require.Zero(t, studyJobsLeft(t, db))
+		adminUser, err := db.CreateUser(context.Background(), "operator@example.org", "Operator", "correct horse battery", true)
+		require.NoError(t, err)
+		admin := models.WithActor(context.Background(), models.Actor{UserID: adminUser.ID, Email: adminUser.Email, IsAdmin: true})
+		err = b.runner.QueueStudyJudges(admin, st.ID, []string{"trajectory, text only", "gpt-7", "claude"})
 		require.Equal(t, models.EINVALID, models.ErrorCode(err))
 		require.Contains(t, models.ErrorMessage(err), `no judge configuration named "gpt-7", "claude"`)
 		require.Zero(t, studyJobsLeft(t, db))
@@ -211,14 +220,14 @@ func TestRunner_StudyJudges(t *testing.T) {
 		bare, err := runner.New(runner.Config{DB: db, Artifacts: b.artifacts, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			AgentClient: func(time.Duration) *http.Client { return http.DefaultClient }})
 		require.NoError(t, err)
-		err = bare.QueueStudyJudges(b.member, st.ID, nil)
+		err = bare.QueueStudyJudges(admin, st.ID, nil)
 		require.Equal(t, models.EUNAVAILABLE, models.ErrorCode(err))
 		require.Equal(t, "No LLM judge is configured (PROCTOR_JUDGE_BASE_URL).", models.ErrorMessage(err))
 
 		// Two clicks while the judges are busy queue one job per configuration.
-		require.NoError(t, b.runner.QueueStudyJudges(b.member, st.ID, nil))
+		require.NoError(t, b.runner.QueueStudyJudges(admin, st.ID, nil))
 		require.Eventually(t, func() bool { return js.heldRequests() > 0 }, time.Minute, 50*time.Millisecond, "a judge job is running, waiting for its answer")
-		require.NoError(t, b.runner.QueueStudyJudges(b.member, st.ID, []string{"labels with screenshots", "trajectory, text only"}))
+		require.NoError(t, b.runner.QueueStudyJudges(admin, st.ID, []string{"labels with screenshots", "trajectory, text only"}))
 		var jobs int64
 		require.NoError(t, db.Gorm().Table("river_job").Where("kind = ?", "study_judge").Count(&jobs).Error)
 		require.EqualValues(t, 3, jobs, "one job per configuration")
@@ -294,7 +303,7 @@ func TestRunner_StudyJudges(t *testing.T) {
 		// saving it) is judged again, and nothing else is.
 		require.NoError(t, db.Gorm().Where("study_id = ? AND judge = ? AND study_item_id = ?", st.ID, "trajectory, text only", verdicts[0].StudyItemID).
 			Delete(&models.StudyVerdict{}).Error)
-		require.NoError(t, b.runner.QueueStudyJudges(b.member, st.ID, nil))
+		require.NoError(t, b.runner.QueueStudyJudges(admin, st.ID, nil))
 		require.Eventually(t, func() bool { return studyJobsLeft(t, db) == 0 }, 2*time.Minute, 100*time.Millisecond)
 		again, err := db.StudyVerdicts(b.member, st.ID)
 		require.NoError(t, err)
