@@ -211,7 +211,7 @@ func TestAnnotate_BlindStudy(t *testing.T) {
 		res := f.ann.get(path)
 		body := readBody(t, res)
 		require.Equal(t, http.StatusForbidden, res.StatusCode, "%s: %s", path, body)
-		require.Contains(t, body, "This attempt is in a blind study you annotate; its verdicts are hidden until you finish it.")
+		require.Contains(t, body, "This attempt is in a blind study you annotate; its verdicts are hidden until ")
 		require.NotContains(t, body, "sandbox-check@1")
 		res = f.ann2.get(path)
 		require.Equal(t, http.StatusOK, res.StatusCode, "%s as the annotator it is not assigned to", path)
@@ -252,11 +252,12 @@ func TestAnnotate_BlindStudy(t *testing.T) {
 	require.NotContains(t, review, `data-testid="label-form"`, "the owner annotates nothing")
 	require.Contains(t, review, `data-testid="attempt-link"`)
 
-	// Submitted: the run's pages open again, and the owner sees the labels.
+	// Submitted: the owner sees the labels, and the run's pages stay closed to
+	// the annotator, who may still edit the labels while the study is open.
 	res = f.ann.postForm(f.itemPath(item)+"/labels", withAction(f.fullLabels(t, f.ann, item), models.LabelActionSubmit))
 	require.Equal(t, http.StatusSeeOther, res.StatusCode, readBody(t, res))
 	res = f.ann.get(run)
-	require.Equal(t, http.StatusOK, res.StatusCode, readBody(t, res))
+	require.Equal(t, http.StatusForbidden, res.StatusCode, readBody(t, res))
 	res = f.member.get(f.itemPath(item))
 	review = readBody(t, res)
 	require.Regexp(t, regexp.MustCompile(`(?s)data-testid="review-labels-row".*ann.*submitted.*Successful.*4.*No.*No.*3\. Somewhat Optimal.*Pass`), review)
@@ -265,6 +266,14 @@ func TestAnnotate_BlindStudy(t *testing.T) {
 	for _, trace := range verdictTraces {
 		require.NotContains(t, page, trace, "the blind annotator's submitted item")
 	}
+
+	// Closed: the labels are final, and the run's pages open to the annotator.
+	require.NoError(t, f.b.db.CloseStudy(actorCtx(f.member), f.study.ID))
+	for _, path := range []string{run, "/api/v1/runs/" + runID + "/attempts/" + strconv.FormatInt(attempt, 10), "/api/v1/runs/" + runID + "/attempts"} {
+		res := f.ann.get(path)
+		require.Equal(t, http.StatusOK, res.StatusCode, "%s: %s", path, readBody(t, res))
+	}
+	require.NotContains(t, readBody(t, f.ann.get("/runs/"+runID)), `data-testid="attempts-blind"`)
 }
 
 // TestAnnotate_OpenStudyReveals: in a study that is not blind, annotators

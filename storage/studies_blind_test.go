@@ -100,18 +100,42 @@ func TestStore_StudyBlind(t *testing.T) {
 				require.NoError(t, err)
 				require.False(t, blind, name)
 			}
-			_, err = db.SaveStudyLabels(f.ann[0], st.ID, queues[0][0].ItemID, models.StudyLabelInput{Action: models.LabelActionSkip, Reason: "unsure"})
-			require.NoError(t, err)
-			blind, err = db.BlindAttempt(f.ann[0], pending)
-			require.NoError(t, err)
-			require.False(t, blind, "finished: the run's pages may show its verdicts")
-			blind, err = db.BlindAttempt(f.ann[0], attemptOf[queues[0][1].ItemID])
-			require.NoError(t, err)
-			require.True(t, blind)
+			// The run's attempt list is kept from the annotator alike; it is
+			// published, so only the study keeps it from them.
+			var attempt models.Attempt
+			require.NoError(t, db.Gorm().First(&attempt, pending).Error)
+			f.publish(t, attempt.RunID, true)
+			defer f.publish(t, attempt.RunID, false)
+			runAttempts := func() error {
+				_, _, err := db.RunAttempts(f.ann[0], attempt.RunID, 1, 10)
+				return err
+			}
+			requireCode(t, models.EFORBIDDEN, runAttempts())
+			require.Equal(t, storage.BlindRunMessage, models.ErrorMessage(runAttempts()))
+
+			// Finished assignments stay blind while the study is open: their
+			// labels may still be edited, so a verdict read after skipping or
+			// submitting could still change them.
+			for _, in := range []models.StudyLabelInput{
+				{Action: models.LabelActionSkip, Reason: "unsure"},
+				{Action: models.LabelActionFlag, Reason: "blank screenshots"},
+				{Action: models.LabelActionSubmit, Labels: f.allLabels(t, st.ID, queues[0][0].ItemID)},
+			} {
+				as, err := db.SaveStudyLabels(f.ann[0], st.ID, queues[0][0].ItemID, in)
+				require.NoError(t, err)
+				require.NotEqual(t, models.AssignmentPending, as.Status)
+				blind, err = db.BlindAttempt(f.ann[0], pending)
+				require.NoError(t, err)
+				require.True(t, blind, "%s: still blind while the study is open", as.Status)
+				requireCode(t, models.EFORBIDDEN, runAttempts())
+			}
 			require.NoError(t, db.CloseStudy(f.member, st.ID))
-			blind, err = db.BlindAttempt(f.ann[0], attemptOf[queues[0][1].ItemID])
-			require.NoError(t, err)
-			require.False(t, blind, "closed studies keep nothing")
+			for _, it := range queues[0] {
+				blind, err = db.BlindAttempt(f.ann[0], attemptOf[it.ItemID])
+				require.NoError(t, err)
+				require.False(t, blind, "closed studies keep nothing")
+			}
+			require.NoError(t, runAttempts(), "closed studies keep nothing")
 		})
 
 		t.Run("NoStratum", func(t *testing.T) {
@@ -127,6 +151,7 @@ func TestStore_StudyBlind(t *testing.T) {
 				require.NoError(t, err)
 				require.Contains(t, []string{models.OutcomeSuccess, models.OutcomeFailure, models.OutcomeError}, owner.Item.Stratum)
 			}
+			require.NoError(t, db.CloseStudy(f.member, strat.ID), "closed, it blinds no attempt of the tests that follow")
 		})
 
 		t.Run("NotBlind", func(t *testing.T) {

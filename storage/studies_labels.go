@@ -492,9 +492,12 @@ func (db *DB) StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyV
 	return out, wrap(err, "study verdicts")
 }
 
-// BlindAttempt reports whether the actor has an unfinished assignment of the
-// attempt in an open blind study they do not manage: the run's pages and API
-// then keep the attempt's evaluations from them. Anonymous callers and
+// BlindAttempt reports whether the actor has an assignment of the attempt, of
+// any status, in an open blind study they do not own: the run's pages and API
+// then keep the attempt's evaluations from them until the study closes. A
+// finished assignment counts too, since its labels may still be edited while
+// the study is open: skipping an item, reading its verdict on the run's page
+// and labelling it again would defeat the blindness. Anonymous callers and
 // administrators: false.
 func (db *DB) BlindAttempt(ctx context.Context, attemptID int64) (bool, error) {
 	a := models.ActorFrom(ctx)
@@ -505,8 +508,8 @@ func (db *DB) BlindAttempt(ctx context.Context, attemptID int64) (bool, error) {
 	err := db.q(ctx).Table("study_assignments sa").
 		Joins("JOIN study_items si ON si.id = sa.study_item_id").
 		Joins("JOIN studies s ON s.id = si.study_id").
-		Where("si.attempt_id = ? AND sa.user_id = ? AND sa.status = ? AND s.status = ? AND s.blind = ? AND s.owner_id <> ?",
-			attemptID, a.UserID, models.AssignmentPending, models.StudyOpen, true, a.UserID).
+		Where("si.attempt_id = ? AND sa.user_id = ? AND s.status = ? AND s.blind = ? AND s.owner_id <> ?",
+			attemptID, a.UserID, models.StudyOpen, true, a.UserID).
 		Count(&n).Error
 	if err != nil {
 		return false, wrap(err, "study assignments")

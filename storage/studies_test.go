@@ -166,3 +166,24 @@ func TestStore_StudyLifecycle(t *testing.T) {
 		require.Equal(t, "The study is closed; labels can no longer be changed.", models.ErrorMessage(err))
 	})
 }
+
+// allLabels answers every question a study asks of an item, rubric items
+// included, so that it may be submitted.
+func (f *studyFixture) allLabels(t *testing.T, studyID, itemID int64) map[string]string {
+	t.Helper()
+	v, err := f.db.StudyItem(f.member, studyID, itemID)
+	require.NoError(t, err)
+	answers := map[string]string{models.StudyLabelSuccess: "successful", models.StudyLabelScore: "3",
+		models.StudyLabelSideEffect: "no", models.StudyLabelLooping: "no", models.StudyLabelOptimality: "3"}
+	out := map[string]string{}
+	for _, l := range v.Study.Labels {
+		if l != models.StudyLabelRubric {
+			out[l] = answers[l]
+			continue
+		}
+		for _, it := range v.RubricItems {
+			out[models.RubricLabelKey(it.ID)] = models.RubricPass
+		}
+	}
+	return out
+}
