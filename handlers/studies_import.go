@@ -103,12 +103,20 @@ func (u *studyUpload) readOptions() agreement.ReadOptions {
 
 // skippedRows words the rows a reader left out.
 func skippedRows(rows []agreement.RowError) []string {
-	out := make([]string, len(rows))
+	out := make([]string, 0, min(len(rows), maxSkippedShown+1))
 	for i, r := range rows {
-		out[i] = r.String()
+		if i == maxSkippedShown {
+			out = append(out, fmt.Sprintf("… and %d more bad rows", len(rows)-maxSkippedShown))
+			break
+		}
+		out = append(out, r.String())
 	}
 	return out
 }
+
+// maxSkippedShown caps the bad rows an import lists: a file of a million bad
+// rows is said to be one in a page of reasonable size.
+const maxSkippedShown = 100
 
 // badRowHint adds to a bad row's message how to get past it.
 func badRowHint(err error) error {
@@ -192,6 +200,15 @@ func (s *Server) importStudyFile(c echo.Context, section string,
 	id, err := int64Param(c, "id")
 	if err != nil {
 		return err
+	}
+	// Only the study's managers import: others are refused before their file
+	// is parsed.
+	view, err := s.store.StudyOverview(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	if !view.CanManage {
+		return s.studyActionError(c, section, models.Errorf(models.EFORBIDDEN, "Only the study's owner and administrators may do this."), web.StudyPageView{})
 	}
 	u, err := readStudyUpload(c)
 	if err != nil {

@@ -277,6 +277,16 @@ func TestStudies_Import(t *testing.T) {
 		require.Regexp(t, regexp.MustCompile(`data-testid="import-imported">\d+ imported</span>`), body)
 	})
 
+	t.Run("ManyBadRowsListedInPart", func(t *testing.T) {
+		good := fmt.Sprintf("zoe,mini,%s,%s,Successful\n", items[0].TaskID, studyModel(items[0]))
+		file := "annotator_name,benchmark,task_id,model_name,trajectory_success\n" + good + strings.Repeat("zoe,mini,t1,Walker,Maybe\n", 150)
+		status, body := upload(t, "/import/labels", map[string]string{"skip_bad_rows": "1"}, "many.csv", file)
+		require.Equal(t, http.StatusOK, status, body)
+		require.Contains(t, body, `<span data-testid="import-skipped">150 skipped</span>`)
+		require.Contains(t, body, "… and 50 more bad rows")
+		require.Equal(t, 100, strings.Count(body, "unknown value &#34;Maybe&#34;"), "100 bad rows listed")
+	})
+
 	t.Run("LargerThanOtherForms", func(t *testing.T) {
 		// Over the 2 MB every other form is held to, under the import's own cap.
 		rows := strings.Repeat(fmt.Sprintf("zoe,mini,%s,%s,Successful\n", items[0].TaskID, studyModel(items[0])), (3<<20)/30)
