@@ -18,8 +18,8 @@ import (
 
 	"proctor/handlers"
 	"proctor/models"
-	"proctor/runner"
 	"proctor/netguard"
+	"proctor/runner"
 	"proctor/static"
 	"proctor/storage/storagetest"
 	"proctor/vault"
