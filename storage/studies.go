@@ -700,10 +700,14 @@ func (db *DB) RemoveAnnotator(ctx context.Context, studyID, userID int64) error 
 	})
 }
 
-// SetStudyJudges replaces a study's judge configurations. Managers only:
-// EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT once the study
-// is closed; EINVALID (field "judges") for a bad configuration or one named
-// like a judge imported from a file.
+// SetStudyJudges replaces a study's judge configurations. Verdicts are kept
+// by judge name, so in the same transaction it drops the verdicts judged here
+// (not imported ones) of every configuration removed or changed (model,
+// prompt, screenshots or accessibility): a report must never credit a
+// configuration with what another one answered. Unchanged configurations keep
+// theirs. Managers only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise;
+// ECONFLICT once the study is closed; EINVALID (field "judges") for a bad
+// configuration or one named like a judge imported from a file.
 func (db *DB) SetStudyJudges(ctx context.Context, studyID int64, judges []models.StudyJudge) error {
 	checked, err := checkStudyJudges(judges)
 	if err != nil {
@@ -730,9 +734,29 @@ func (db *DB) SetStudyJudges(ctx context.Context, studyID int64, judges []models
 				return models.FieldError("judges", "%q names a judge imported from a file; give the configuration another name.", j.Name)
 			}
 		}
+		// Verdicts judged under a name no unchanged configuration keeps are
+		// stale: the configuration was removed or now judges differently.
+		kept := []string{}
+		for _, j := range checked {
+			if slices.Contains(acc.Study.Judges, j) {
+				kept = append(kept, j.Name)
+			}
+		}
+		dq := tx.Where("study_id = ? AND imported = ?", studyID, false)
+		if len(kept) > 0 {
+			dq = dq.Where("judge NOT IN ?", kept)
+		}
+		res := dq.Delete(&models.StudyVerdict{})
+		if res.Error != nil {
+			return wrap(res.Error, "study verdicts")
+		}
 		err = tx.Model(&models.Study{}).Where("id = ?", studyID).
 			Updates(map[string]any{"judges": models.JSONList[models.StudyJudge](checked), "updated_at": db.now()}).Error
-		return wrap(err, "study")
+		if err != nil {
+			return wrap(err, "study")
+		}
+		details := fmt.Sprintf("%d configurations, %d verdicts of removed or changed ones dropped", len(checked), res.RowsAffected)
+		return db.auditTx(ctx, tx, "study.judges_set", studySubject(studyID), details, nil)
 	})
 }
 

@@ -289,3 +289,60 @@ func TestStore_StudyJudging(t *testing.T) {
 		requireField(t, "judge", "names no judge", db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID}))
 	})
 }
+
+// TestStore_SetStudyJudges: verdicts are kept by judge name, so changing or
+// removing a configuration drops its verdicts; unchanged configurations and
+// imported judges keep theirs.
+func TestStore_SetStudyJudges(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newStudyFixture(t, db)
+		judges := []models.StudyJudge{
+			{Name: "same", Model: "m", Prompt: models.StudyPromptLabelsV1},
+			{Name: "model", Model: "m", Prompt: models.StudyPromptLabelsV1},
+			{Name: "prompt", Prompt: models.StudyPromptTrajectoryV2},
+			{Name: "screenshots", Prompt: models.StudyPromptTrajectoryV2},
+			{Name: "accessibility", Prompt: models.StudyPromptTrajectoryV2, Accessibility: true},
+			{Name: "removed", Prompt: models.StudyPromptTrajectoryV1},
+		}
+		st := f.create(t, func(r *models.StudyRequest) { r.Judges = judges })
+		items := f.items(t, st.ID)
+		for _, j := range judges {
+			for _, it := range items[:2] {
+				require.NoError(t, db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: it.ID, Judge: j.Name,
+					Labels: models.StudyLabels{"success": "successful"}}))
+			}
+		}
+		d, err := db.StudyData(f.member, st.ID)
+		require.NoError(t, err)
+		_, err = db.ImportStudyVerdicts(f.member, st.ID, []models.StudyImportRow{
+			importRow(agreement.StudyKeys(d.Items), items[0].ID, "imported", 2, models.StudyLabels{"success": "unsure"})})
+		require.NoError(t, err)
+
+		changed := []models.StudyJudge{
+			{Name: "same", Model: " m ", Prompt: models.StudyPromptLabelsV1}, // spaces are not a change
+			{Name: "model", Model: "m2", Prompt: models.StudyPromptLabelsV1},
+			{Name: "prompt", Prompt: models.StudyPromptTrajectoryV1},
+			{Name: "screenshots", Prompt: models.StudyPromptTrajectoryV2, Screenshots: true},
+			{Name: "accessibility", Prompt: models.StudyPromptTrajectoryV2},
+			{Name: "new", Prompt: models.StudyPromptTrajectoryV1},
+		}
+		require.NoError(t, db.SetStudyJudges(f.member, st.ID, changed))
+		verdicts, err := db.StudyVerdicts(f.member, st.ID)
+		require.NoError(t, err)
+		perJudge := map[string]int{}
+		for _, v := range verdicts {
+			perJudge[v.Judge]++
+		}
+		require.Equal(t, map[string]int{"same": 2, "imported": 1}, perJudge)
+		work, err := db.StudyJudgeWork(f.system, st.ID, "model")
+		require.NoError(t, err)
+		require.Len(t, work, len(items), "a changed configuration judges every item again")
+
+		require.NoError(t, db.SetStudyJudges(f.member, st.ID, nil))
+		verdicts, err = db.StudyVerdicts(f.member, st.ID)
+		require.NoError(t, err)
+		require.Len(t, verdicts, 1, "no configuration left: only the imported judge's verdict")
+		require.True(t, verdicts[0].Imported)
+	})
+}
