@@ -218,7 +218,7 @@ func studyReportView(d *models.StudyData, r *agreement.StudyReport, by string) w
 			continue
 		}
 		lv := web.StudyLabelReport{
-			Label: string(l), Title: studyLabelTitleOf(l), Ordinal: lr.Ordinal, Items: lr.Items, Labelled: lr.Labelled,
+			Label: string(l), Title: web.StudyLabelTitle(string(l)), Ordinal: lr.Ordinal, Items: lr.Items, Labelled: lr.Labelled,
 			Ties: lr.Ties, Unsure: lr.Unsure,
 		}
 		if lr.Positive != nil {
@@ -292,24 +292,6 @@ func judgeOrder(r *agreement.StudyReport, lr *agreement.LabelReport) []string {
 		}
 	}
 	return out
-}
-
-func studyLabelTitleOf(l agreement.Label) string {
-	switch string(l) {
-	case models.StudyLabelSuccess:
-		return "Success"
-	case models.StudyLabelScore:
-		return "Score (1–5)"
-	case models.StudyLabelSideEffect:
-		return "Side effects"
-	case models.StudyLabelLooping:
-		return "Looping"
-	case models.StudyLabelOptimality:
-		return "Optimality (1–4)"
-	case models.StudyLabelRubric:
-		return "Rubric items"
-	}
-	return string(l)
 }
 
 // formatDollars writes a cost, "—" when there is none.
@@ -419,7 +401,7 @@ func (s *Server) showStudyDisagreements(c echo.Context) error {
 	}
 	for _, dis := range r.FilterDisagreements(agreement.Label(label), judge) {
 		row := web.StudyDisagreementRow{
-			ItemID: dis.ItemID, Position: dis.Position, Item: dis.Key.String(), Label: studyLabelTitleOf(dis.Label),
+			ItemID: dis.ItemID, Position: dis.Position, Item: dis.Key.String(), Label: web.StudyLabelTitle(string(dis.Label)),
 			Judge: dis.Judge, JudgeValue: displayValue(dis.Label, dis.JudgeValue), Majority: displayValue(dis.Label, dis.Majority),
 		}
 		if dis.RubricKey != "" {

@@ -547,7 +547,7 @@ func StudyReportPage(p Page, v StudyReportView) templ.Component {
 						}
 					} else {
 						var templ_7745c5c3_Var20 string
-						templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(studyLabelTitle(r.Label))
+						templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(StudyLabelTitle(r.Label))
 						if templ_7745c5c3_Err != nil {
 							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies_report.templ`, Line: 300, Col: 37}
 						}
@@ -1371,7 +1371,7 @@ func studyBreakdownSection(v StudyReportView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var64 string
-			templ_7745c5c3_Var64, templ_7745c5c3_Err = templ.JoinStringErrs(studyLabelTitle(b.Label))
+			templ_7745c5c3_Var64, templ_7745c5c3_Err = templ.JoinStringErrs(StudyLabelTitle(b.Label))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies_report.templ`, Line: 461, Col: 53}
 			}
@@ -1721,7 +1721,7 @@ func StudyDisagreementsPage(p Page, v StudyDisagreementsView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var84 string
-				templ_7745c5c3_Var84, templ_7745c5c3_Err = templ.JoinStringErrs(studyLabelTitle(l))
+				templ_7745c5c3_Var84, templ_7745c5c3_Err = templ.JoinStringErrs(StudyLabelTitle(l))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies_report.templ`, Line: 523, Col: 73}
 				}

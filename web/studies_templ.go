@@ -210,8 +210,8 @@ func studyRoleText(role string) string {
 	return role
 }
 
-// studyLabelTitle names a label for people.
-func studyLabelTitle(label string) string {
+// StudyLabelTitle names a label (or a rubric item's key) for people.
+func StudyLabelTitle(label string) string {
 	switch label {
 	case models.StudyLabelSuccess:
 		return "Success"
@@ -274,7 +274,7 @@ func studySamplingText(s models.Study) string {
 func studyLabelsText(s models.Study) string {
 	var out []string
 	for _, l := range s.Labels {
-		out = append(out, studyLabelTitle(l))
+		out = append(out, StudyLabelTitle(l))
 	}
 	if len(out) == 0 {
 		return "none"
@@ -1939,7 +1939,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var86 string
-				templ_7745c5c3_Var86, templ_7745c5c3_Err = templ.JoinStringErrs(studyLabelTitle(l))
+				templ_7745c5c3_Var86, templ_7745c5c3_Err = templ.JoinStringErrs(StudyLabelTitle(l))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 606, Col: 26}
 				}
