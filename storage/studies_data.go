@@ -80,7 +80,8 @@ func studyDataItems(q *gorm.DB, studyID int64) ([]models.StudyDataItem, error) {
 // StudyData is everything a study's agreement report reads: the items, the
 // submitted and imported human labels, the judges' verdicts and the items'
 // current evaluations (the automatic judges), in a fixed number of queries.
-// Managers only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise.
+// Verdict errors are worded as StudyVerdicts words them. Managers only:
+// EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise.
 func (db *DB) StudyData(ctx context.Context, studyID int64) (*models.StudyData, error) {
 	q := db.q(ctx)
 	acc, err := db.loadStudyAccess(ctx, q, studyID, false)
@@ -117,6 +118,7 @@ func (db *DB) StudyData(ctx context.Context, studyID int64) (*models.StudyData, 
 		Where("v.study_id = ?", studyID).Order("si.position, v.judge").Scan(&d.Verdicts).Error; err != nil {
 		return nil, wrap(err, "study verdicts")
 	}
+	publicVerdictErrors(ctx, d.Verdicts)
 	var evs []struct {
 		ID, ItemID               int64
 		Kind, Evaluator, Verdict string

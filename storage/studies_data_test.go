@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -344,5 +345,42 @@ func TestStore_SetStudyJudges(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, verdicts, 1, "no configuration left: only the imported judge's verdict")
 		require.True(t, verdicts[0].Imported)
+	})
+}
+
+// TestStore_StudyVerdictErrors: why a judge gave no verdict may quote the
+// judge endpoint's address or reply, so only administrators read it; owners
+// and annotators read a fixed sentence, wherever verdicts are listed.
+func TestStore_StudyVerdictErrors(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newStudyFixture(t, db)
+		st, queues := f.openStudy(t, func(r *models.StudyRequest) { r.Blind = false })
+		item := queues[0][0].ItemID
+		const raw = "the judge could not be asked: POST http://judge.internal:8000/v1/chat/completions: 502 upstream said {\"detail\":\"quota\"}"
+		require.NoError(t, db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: item, Judge: "gpt judge", Error: raw}))
+
+		errorsSeen := func(t *testing.T, ctx context.Context) []string {
+			t.Helper()
+			var out []string
+			verdicts, err := db.StudyVerdicts(ctx, st.ID)
+			require.NoError(t, err)
+			require.Len(t, verdicts, 1)
+			out = append(out, verdicts[0].Error)
+			v, err := db.StudyItem(ctx, st.ID, item)
+			require.NoError(t, err)
+			require.Len(t, v.Reveal.Verdicts, 1)
+			out = append(out, v.Reveal.Verdicts[0].Error)
+			if d, err := db.StudyData(ctx, st.ID); models.ErrorCode(err) != models.EFORBIDDEN {
+				require.NoError(t, err)
+				require.Len(t, d.Verdicts, 1)
+				out = append(out, d.Verdicts[0].Error)
+			}
+			return out
+		}
+		const public = "The judge could not grade this attempt; administrators can see why."
+		require.Equal(t, []string{public, public, public}, errorsSeen(t, f.member), "the owner")
+		require.Equal(t, []string{public, public}, errorsSeen(t, f.ann[0]), "an annotator of a study that is not blind")
+		require.Equal(t, []string{raw, raw, raw}, errorsSeen(t, f.admin))
 	})
 }

@@ -193,18 +193,39 @@ func annotatorName(userID int64, name, email, imported string, manage bool) stri
 	return "annotator " + strconv.FormatInt(userID, 10)
 }
 
-// itemVerdicts lists the judges' verdicts on an item by judge.
-func itemVerdicts(q *gorm.DB, itemID int64) ([]models.StudyVerdict, error) {
+// itemVerdicts lists the judges' verdicts on an item by judge, errors in
+// their public wording for everyone but administrators.
+func itemVerdicts(ctx context.Context, q *gorm.DB, itemID int64) ([]models.StudyVerdict, error) {
 	var out []models.StudyVerdict
-	return out, wrap(q.Where("study_item_id = ?", itemID).Order("judge").Find(&out).Error, "study verdicts")
+	if err := q.Where("study_item_id = ?", itemID).Order("judge").Find(&out).Error; err != nil {
+		return nil, wrap(err, "study verdicts")
+	}
+	publicVerdictErrors(ctx, out)
+	return out, nil
+}
+
+// publicVerdictErrors replaces why a judge gave no verdict by one fixed
+// sentence for everyone but administrators: the runner's text may quote the
+// judge endpoint's address or a piece of its reply, which study owners and
+// annotators must not read.
+func publicVerdictErrors(ctx context.Context, verdicts []models.StudyVerdict) {
+	if models.ActorFrom(ctx).Privileged() {
+		return
+	}
+	for i := range verdicts {
+		if verdicts[i].Error != "" {
+			verdicts[i].Error = publicJudgeFailed
+		}
+	}
 }
 
 // StudyItem is one item for the annotation page. Annotators may open only the
 // items assigned to them (EFORBIDDEN naming the item otherwise); managers any.
 // For an annotator of a blind study the timeline carries no evaluation, the
 // attempt no outcome, score or error, the run no success counts, the item no
-// stratum, and Reveal is nil; everyone else gets Reveal: the current evaluations, the judges'
-// verdicts and every annotator's labels. Navigation follows the viewer's queue
+// stratum, and Reveal is nil; everyone else gets Reveal: the current
+// evaluations, the judges' verdicts (errors worded as StudyVerdicts words
+// them) and every annotator's labels. Navigation follows the viewer's queue
 // when the item is assigned to them, else the sample. EUNAUTHORIZED for
 // anonymous callers, ENOTFOUND for an unknown item or a study the actor may
 // not see.
@@ -266,7 +287,7 @@ func (db *DB) StudyItem(ctx context.Context, studyID, itemID int64) (*models.Stu
 			reveal.Evaluations = append(reveal.Evaluations, ev)
 		}
 	}
-	if reveal.Verdicts, err = itemVerdicts(q, itemID); err != nil {
+	if reveal.Verdicts, err = itemVerdicts(ctx, q, itemID); err != nil {
 		return nil, err
 	}
 	if reveal.Labels, err = annotatorLabels(q, itemID, acc.Manage); err != nil {
@@ -475,8 +496,9 @@ func (db *DB) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in mod
 
 // StudyVerdicts lists the judges' verdicts on a study's items, in sample order
 // and by judge: managers always, annotators only of studies that are not
-// blind. EUNAUTHORIZED or ENOTFOUND as StudyOverview; EFORBIDDEN to the
-// annotators of a blind study.
+// blind. Why a judge gave no verdict reads as one fixed sentence for everyone
+// but administrators. EUNAUTHORIZED or ENOTFOUND as StudyOverview;
+// EFORBIDDEN to the annotators of a blind study.
 func (db *DB) StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyVerdict, error) {
 	q := db.q(ctx)
 	acc, err := db.loadStudyAccess(ctx, q, studyID, false)
@@ -487,9 +509,12 @@ func (db *DB) StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyV
 		return nil, models.Errorf(models.EFORBIDDEN, "This study is blind: its judges' verdicts are hidden from its annotators.")
 	}
 	var out []models.StudyVerdict
-	err = q.Table("study_verdicts v").Select("v.*").Joins("JOIN study_items si ON si.id = v.study_item_id").
-		Where("v.study_id = ?", studyID).Order("si.position, v.judge").Scan(&out).Error
-	return out, wrap(err, "study verdicts")
+	if err := q.Table("study_verdicts v").Select("v.*").Joins("JOIN study_items si ON si.id = v.study_item_id").
+		Where("v.study_id = ?", studyID).Order("si.position, v.judge").Scan(&out).Error; err != nil {
+		return nil, wrap(err, "study verdicts")
+	}
+	publicVerdictErrors(ctx, out)
+	return out, nil
 }
 
 // BlindAttempt reports whether the actor has an assignment of the attempt, of
