@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
+	"proctor/migrations"
 	"proctor/models"
 	"proctor/study"
 )
@@ -44,17 +46,36 @@ func studyNotFound(id int64) error {
 	return models.Errorf(models.ENOTFOUND, "Study %d not found.", id)
 }
 
-// loadStudyAccess loads a study (locked for update when lock is set) with the
-// actor's role in it: EUNAUTHORIZED for anonymous callers, ENOTFOUND for
-// signed-in users who neither manage nor annotate it.
-func (db *DB) loadStudyAccess(ctx context.Context, q *gorm.DB, id int64, lock bool) (*studyAccess, error) {
+// studyLock is the row lock loadStudyAccess takes on the study in
+// PostgreSQL; SQLite's single writer connection already runs write
+// transactions one at a time.
+type studyLock int
+
+const (
+	studyUnlocked studyLock = iota
+	// studyShared (FOR SHARE) keeps the study as read until the transaction
+	// ends, so that a label is never saved into a study that a concurrent
+	// transaction has just closed; transactions sharing it do not wait for
+	// each other.
+	studyShared
+	// studyExclusive (FOR UPDATE) is for transactions that change the study.
+	studyExclusive
+)
+
+// loadStudyAccess loads a study, locked as asked, with the actor's role in
+// it: EUNAUTHORIZED for anonymous callers, ENOTFOUND for signed-in users who
+// neither manage nor annotate it.
+func (db *DB) loadStudyAccess(ctx context.Context, q *gorm.DB, id int64, lock studyLock) (*studyAccess, error) {
 	a, err := models.RequireUser(ctx)
 	if err != nil {
 		return nil, err
 	}
 	qq := q
-	if lock {
+	switch {
+	case lock == studyExclusive:
 		qq = lockRow(q, db.dialect)
+	case lock == studyShared && db.dialect == migrations.Postgres:
+		qq = q.Clauses(clause.Locking{Strength: "SHARE"})
 	}
 	var rows []models.Study
 	if err := qq.Where("id = ?", id).Limit(1).Find(&rows).Error; err != nil {
@@ -542,7 +563,7 @@ func studyProgress(q *gorm.DB, studyID, userID int64) ([]progressRow, error) {
 // callers, ENOTFOUND for everyone else who may not see the study.
 func (db *DB) StudyOverview(ctx context.Context, id int64) (*models.StudyView, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, id, false)
+	acc, err := db.loadStudyAccess(ctx, q, id, studyUnlocked)
 	if err != nil {
 		return nil, err
 	}
@@ -631,7 +652,7 @@ func draftOnly(st *models.Study, what string) error {
 // with MaxStudyAnnotators annotators.
 func (db *DB) InviteAnnotator(ctx context.Context, studyID int64, email string) error {
 	return db.tx(ctx, func(tx *gorm.DB) error {
-		acc, err := db.loadStudyAccess(ctx, tx, studyID, true)
+		acc, err := db.loadStudyAccess(ctx, tx, studyID, studyExclusive)
 		if err != nil {
 			return err
 		}
@@ -679,7 +700,7 @@ func (db *DB) InviteAnnotator(ctx context.Context, studyID int64, email string) 
 // study is no longer a draft; ENOTFOUND when the user is not invited.
 func (db *DB) RemoveAnnotator(ctx context.Context, studyID, userID int64) error {
 	return db.tx(ctx, func(tx *gorm.DB) error {
-		acc, err := db.loadStudyAccess(ctx, tx, studyID, true)
+		acc, err := db.loadStudyAccess(ctx, tx, studyID, studyExclusive)
 		if err != nil {
 			return err
 		}
@@ -714,7 +735,7 @@ func (db *DB) SetStudyJudges(ctx context.Context, studyID int64, judges []models
 		return err
 	}
 	return db.tx(ctx, func(tx *gorm.DB) error {
-		acc, err := db.loadStudyAccess(ctx, tx, studyID, true)
+		acc, err := db.loadStudyAccess(ctx, tx, studyID, studyExclusive)
 		if err != nil {
 			return err
 		}
@@ -767,7 +788,7 @@ func (db *DB) SetStudyJudges(ctx context.Context, studyID int64, judges []models
 // study is a draft; EINVALID (field "annotators") without enough annotators.
 func (db *DB) OpenStudy(ctx context.Context, id int64) error {
 	return db.tx(ctx, func(tx *gorm.DB) error {
-		acc, err := db.loadStudyAccess(ctx, tx, id, true)
+		acc, err := db.loadStudyAccess(ctx, tx, id, studyExclusive)
 		if err != nil {
 			return err
 		}
@@ -820,7 +841,7 @@ func (db *DB) OpenStudy(ctx context.Context, id int64) error {
 // EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT unless open.
 func (db *DB) CloseStudy(ctx context.Context, id int64) error {
 	return db.tx(ctx, func(tx *gorm.DB) error {
-		acc, err := db.loadStudyAccess(ctx, tx, id, true)
+		acc, err := db.loadStudyAccess(ctx, tx, id, studyExclusive)
 		if err != nil {
 			return err
 		}

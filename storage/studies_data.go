@@ -84,7 +84,7 @@ func studyDataItems(q *gorm.DB, studyID int64) ([]models.StudyDataItem, error) {
 // EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise.
 func (db *DB) StudyData(ctx context.Context, studyID int64) (*models.StudyData, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, studyID, false)
+	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func matchImport(items []models.StudyDataItem, rows []models.StudyImportRow, par
 
 // importTarget loads a study for an import: managers only.
 func (db *DB) importTarget(ctx context.Context, tx *gorm.DB, studyID int64) (*studyAccess, []models.StudyDataItem, error) {
-	acc, err := db.loadStudyAccess(ctx, tx, studyID, true)
+	acc, err := db.loadStudyAccess(ctx, tx, studyID, studyExclusive)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -57,7 +57,7 @@ func notAssigned(itemID int64) error {
 // else who may not see the study.
 func (db *DB) StudyQueue(ctx context.Context, studyID int64) (*models.StudyQueue, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, studyID, false)
+	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func publicVerdictErrors(ctx context.Context, verdicts []models.StudyVerdict) {
 // not see.
 func (db *DB) StudyItem(ctx context.Context, studyID, itemID int64) (*models.StudyItemView, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, studyID, false)
+	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked)
 	if err != nil {
 		return nil, err
 	}
@@ -409,7 +409,10 @@ func (db *DB) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in mod
 	}
 	var out *models.StudyAssignment
 	err := db.tx(ctx, func(tx *gorm.DB) error {
-		acc, err := db.loadStudyAccess(ctx, tx, studyID, false)
+		// Shared: a close (which locks the study for update) either waits for
+		// this save to commit or makes it wait and then read the study closed,
+		// so no label is saved after the study's closing time.
+		acc, err := db.loadStudyAccess(ctx, tx, studyID, studyShared)
 		if err != nil {
 			return err
 		}
@@ -501,7 +504,7 @@ func (db *DB) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in mod
 // EFORBIDDEN to the annotators of a blind study.
 func (db *DB) StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyVerdict, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, studyID, false)
+	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked)
 	if err != nil {
 		return nil, err
 	}

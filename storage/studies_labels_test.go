@@ -3,10 +3,14 @@ package storage_test
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"proctor/migrations"
 	"proctor/models"
 	"proctor/storage"
 	"proctor/storage/storagetest"
@@ -222,6 +226,96 @@ func TestStore_SaveStudyLabels(t *testing.T) {
 			_, err = save(f.ann[0], mine, models.StudyLabelInput{Labels: map[string]string{"success": "successful"}})
 			requireCode(t, models.ECONFLICT, err)
 			require.Equal(t, "The study is closed; labels can no longer be changed.", models.ErrorMessage(err))
+		})
+	})
+}
+
+// TestStore_SaveStudyLabelsWhileClosing: labels saved while the study closes
+// are either saved before its closing time or refused as closed.
+func TestStore_SaveStudyLabelsWhileClosing(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newStudyFixture(t, db)
+		success := models.StudyLabelInput{Labels: map[string]string{models.StudyLabelSuccess: "successful"}}
+
+		t.Run("RacingSaves", func(t *testing.T) {
+			st, queues := f.openStudy(t, nil)
+			var saved atomic.Int64
+			var wg sync.WaitGroup
+			errs := make(chan error, 2)
+			for who := range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; ; i++ {
+						item := queues[who][i%len(queues[who])].ItemID
+						if _, err := db.SaveStudyLabels(f.ann[who], st.ID, item, success); err != nil {
+							errs <- err
+							return
+						}
+						saved.Add(1)
+					}
+				}()
+			}
+			require.Eventually(t, func() bool { return saved.Load() >= 10 }, 30*time.Second, time.Millisecond)
+			require.NoError(t, db.CloseStudy(f.member, st.ID))
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				requireCode(t, models.ECONFLICT, err)
+			}
+			var closed models.Study
+			require.NoError(t, db.Gorm().First(&closed, st.ID).Error)
+			var assignments []models.StudyAssignment
+			require.NoError(t, db.Gorm().Where("study_id = ?", st.ID).Find(&assignments).Error)
+			for _, as := range assignments {
+				require.False(t, as.UpdatedAt.After(*closed.ClosedAt), "assignment %d saved at %s, after the close at %s", as.ID, as.UpdatedAt, *closed.ClosedAt)
+			}
+		})
+
+		t.Run("SaveWaitsForClose", func(t *testing.T) {
+			if db.Dialect() != migrations.Postgres {
+				t.Skip("SQLite runs one write transaction at a time: a save cannot overlap a close")
+			}
+			st, queues := f.openStudy(t, nil)
+			item := queues[0][0].ItemID
+			// A close in progress: the study row locked for update, as
+			// CloseStudy locks it, by a transaction that has not committed.
+			closing := db.Gorm().Begin()
+			defer closing.Rollback()
+			var pid int64
+			require.NoError(t, closing.Raw("SELECT pg_backend_pid()").Scan(&pid).Error)
+			require.NoError(t, closing.Exec("SELECT id FROM studies WHERE id = ? FOR UPDATE", st.ID).Error)
+
+			done := make(chan error, 1)
+			go func() {
+				_, err := db.SaveStudyLabels(f.ann[0], st.ID, item, success)
+				done <- err
+			}()
+			var result error
+			finished := false
+			require.Eventually(t, func() bool {
+				select {
+				case result = <-done:
+					finished = true
+					return true
+				default:
+				}
+				var waiting int64
+				require.NoError(t, db.Gorm().Raw("SELECT COUNT(*) FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))", pid).Scan(&waiting).Error)
+				return waiting > 0
+			}, 30*time.Second, time.Millisecond, "the save neither finished nor waited for the close")
+
+			now := time.Now().UTC()
+			require.NoError(t, closing.Exec("UPDATE studies SET status = ?, closed_at = ?, updated_at = ? WHERE id = ?", models.StudyClosed, now, now, st.ID).Error)
+			require.NoError(t, closing.Commit().Error)
+			if !finished {
+				result = <-done
+			}
+			requireCode(t, models.ECONFLICT, result)
+			var as models.StudyAssignment
+			require.NoError(t, db.Gorm().Where("study_item_id = ? AND user_id = ?", item, f.annUsers[0].ID).First(&as).Error)
+			require.Empty(t, as.Labels, "nothing saved into the closed study")
 		})
 	})
 }
