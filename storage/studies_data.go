@@ -220,6 +220,27 @@ func matchImport(items []models.StudyDataItem, rows []models.StudyImportRow, par
 	return matches, res, nil
 }
 
+// checkImportedNames refuses an import that would leave a study with more
+// than limit distinct imported annotators or judges (party): each one adds
+// columns and pairwise comparisons to every report of the study. stored
+// lists the names the study already holds.
+func checkImportedNames(stored []string, matches []importMatch, limit int, party string) error {
+	have := make(map[string]bool, len(stored))
+	for _, name := range stored {
+		have[name] = true
+	}
+	added := map[string]bool{}
+	for _, m := range matches {
+		if !have[m.Who] {
+			added[m.Who] = true
+		}
+	}
+	if len(have)+len(added) > limit {
+		return models.Errorf(models.EINVALID, "A study holds at most %d imported %ss; it has %d and the file adds %d.", limit, party, len(have), len(added))
+	}
+	return nil
+}
+
 // importTarget loads a study for an import: managers only.
 func (db *DB) importTarget(ctx context.Context, tx *gorm.DB, studyID int64) (*studyAccess, []models.StudyDataItem, error) {
 	acc, err := db.loadStudyAccess(ctx, tx, studyID, studyExclusive)
@@ -238,9 +259,9 @@ func (db *DB) importTarget(ctx context.Context, tx *gorm.DB, studyID int64) (*st
 // model and task id (agreement.StudyKeys), whatever the study's status:
 // files hold labels collected elsewhere, which closing a study does not
 // freeze. Importing labels of the same annotator and item again replaces
-// them. Managers only: EUNAUTHORIZED,
-// ENOTFOUND or EFORBIDDEN otherwise; EINVALID naming the line of a bad row,
-// or when no row matches an item.
+// them. Managers only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise;
+// EINVALID naming the line of a bad row, when no row matches an item, or when
+// the study would hold more than MaxStudyAnnotators imported annotators.
 func (db *DB) ImportStudyLabels(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error) {
 	var res *models.StudyImportResult
 	err := db.tx(ctx, func(tx *gorm.DB) error {
@@ -262,8 +283,15 @@ func (db *DB) ImportStudyLabels(ctx context.Context, studyID int64, rows []model
 			return wrap(err, "study labels")
 		}
 		had := map[[2]string]bool{}
+		var names []string
 		for _, e := range existing {
 			had[[2]string{fmt.Sprint(e.StudyItemID), e.AnnotatorName}] = true
+			if !slices.Contains(names, e.AnnotatorName) {
+				names = append(names, e.AnnotatorName)
+			}
+		}
+		if err := checkImportedNames(names, matches, models.MaxStudyAnnotators, "annotator"); err != nil {
+			return err
 		}
 		now := db.now()
 		batch := make([]importedAssignment, len(matches))
@@ -311,8 +339,9 @@ func (importedAssignment) TableName() string { return "study_assignments" }
 // matched to the study's items as ImportStudyLabels does. Importing a judge's
 // verdict on an item again replaces it. Managers only: EUNAUTHORIZED,
 // ENOTFOUND or EFORBIDDEN otherwise; EINVALID naming the line of a bad row,
-// for a judge named like one of the study's judge configurations, or when no
-// row matches an item.
+// for a judge named like one of the study's judge configurations, when no
+// row matches an item, or when the study would hold more than MaxStudyJudges
+// imported judges.
 func (db *DB) ImportStudyVerdicts(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error) {
 	var res *models.StudyImportResult
 	err := db.tx(ctx, func(tx *gorm.DB) error {
@@ -335,13 +364,21 @@ func (db *DB) ImportStudyVerdicts(ctx context.Context, studyID int64, rows []mod
 		var existing []struct {
 			StudyItemID int64
 			Judge       string
+			Imported    bool
 		}
-		if err := tx.Table("study_verdicts").Select("study_item_id, judge").Where("study_id = ?", studyID).Scan(&existing).Error; err != nil {
+		if err := tx.Table("study_verdicts").Select("study_item_id, judge, imported").Where("study_id = ?", studyID).Scan(&existing).Error; err != nil {
 			return wrap(err, "study verdicts")
 		}
 		had := map[[2]string]bool{}
+		var names []string
 		for _, e := range existing {
 			had[[2]string{fmt.Sprint(e.StudyItemID), e.Judge}] = true
+			if e.Imported && !slices.Contains(names, e.Judge) {
+				names = append(names, e.Judge)
+			}
+		}
+		if err := checkImportedNames(names, matches, models.MaxStudyJudges, "judge"); err != nil {
+			return err
 		}
 		now := db.now()
 		batch := make([]models.StudyVerdict, len(matches))

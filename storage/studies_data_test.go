@@ -384,3 +384,55 @@ func TestStore_StudyVerdictErrors(t *testing.T) {
 		require.Equal(t, []string{raw, raw, raw}, errorsSeen(t, f.admin))
 	})
 }
+
+// TestStore_StudyImportCaps: imports may not bring a study more than
+// MaxStudyAnnotators imported annotators or MaxStudyJudges imported judges,
+// counting those it holds already; names it holds may be imported again.
+func TestStore_StudyImportCaps(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newStudyFixture(t, db)
+		st := f.create(t, nil)
+		d, err := db.StudyData(f.member, st.ID)
+		require.NoError(t, err)
+		keys := agreement.StudyKeys(d.Items)
+		item := d.Items[0].ItemID
+		rows := func(prefix string, from, to int) []models.StudyImportRow {
+			var out []models.StudyImportRow
+			for i := from; i < to; i++ {
+				out = append(out, importRow(keys, item, fmt.Sprintf("%s-%d", prefix, i), i+2, models.StudyLabels{"success": "Successful"}))
+			}
+			return out
+		}
+		for _, tc := range []struct {
+			party string
+			limit int
+			send  func(rows []models.StudyImportRow) (*models.StudyImportResult, error)
+		}{
+			{"annotator", models.MaxStudyAnnotators, func(rows []models.StudyImportRow) (*models.StudyImportResult, error) {
+				return db.ImportStudyLabels(f.member, st.ID, rows)
+			}},
+			{"judge", models.MaxStudyJudges, func(rows []models.StudyImportRow) (*models.StudyImportResult, error) {
+				return db.ImportStudyVerdicts(f.member, st.ID, rows)
+			}},
+		} {
+			t.Run(tc.party, func(t *testing.T) {
+				_, err := tc.send(rows(tc.party, 0, tc.limit+1))
+				requireCode(t, models.EINVALID, err)
+				require.Equal(t, fmt.Sprintf("A study holds at most %d imported %ss; it has 0 and the file adds %d.", tc.limit, tc.party, tc.limit+1),
+					models.ErrorMessage(err))
+
+				res, err := tc.send(rows(tc.party, 0, tc.limit-1))
+				require.NoError(t, err)
+				require.Equal(t, tc.limit-1, res.Imported)
+				_, err = tc.send(rows(tc.party, tc.limit-2, tc.limit+1))
+				requireCode(t, models.EINVALID, err)
+				require.Equal(t, fmt.Sprintf("A study holds at most %d imported %ss; it has %d and the file adds 2.", tc.limit, tc.party, tc.limit-1),
+					models.ErrorMessage(err))
+				res, err = tc.send(rows(tc.party, 0, tc.limit))
+				require.NoError(t, err, "up to the limit, names already held included")
+				require.Equal(t, tc.limit-1, res.Replaced)
+			})
+		}
+	})
+}
