@@ -495,20 +495,39 @@ func (db *DB) CreateStudy(ctx context.Context, req models.StudyRequest) (*models
 	return st, nil
 }
 
+// unnamedStudyOwner names a study's owner who has no name to annotators,
+// who never see other users' emails.
+const unnamedStudyOwner = "the study's owner"
+
+// studyOwnerName is how a study names its owner: by name, else by email to
+// its managers and as unnamedStudyOwner to its annotators.
+func studyOwnerName(name, email string, manage bool) string {
+	switch {
+	case name != "":
+		return name
+	case manage:
+		return email
+	}
+	return unnamedStudyOwner
+}
+
 // Studies lists the studies the actor owns or annotates (administrators:
 // every study), newest first, with the actor's role and their own assignment
-// counts, in one query. EUNAUTHORIZED for anonymous callers.
+// counts, in one query. The owner is named as studyOwnerName names them.
+// EUNAUTHORIZED for anonymous callers.
 func (db *DB) Studies(ctx context.Context) ([]models.StudyListItem, error) {
 	a, err := models.RequireUser(ctx)
 	if err != nil {
 		return nil, err
 	}
 	const isAnnotator = "EXISTS (SELECT 1 FROM study_annotators x WHERE x.study_id = s.id AND x.user_id = ?)"
+	// The owner's name as studyOwnerName gives it: the email for managers only.
 	q := db.q(ctx).Table("studies s").Joins("JOIN users u ON u.id = s.owner_id").
-		Select(`s.*, COALESCE(NULLIF(u.name, ''), u.email) AS owner_name,
+		Select(`s.*, CASE WHEN s.owner_id = ? OR ? THEN COALESCE(NULLIF(u.name, ''), u.email) ELSE COALESCE(NULLIF(u.name, ''), ?) END AS owner_name,
 			CASE WHEN s.owner_id = ? THEN ? WHEN ? THEN ? ELSE ? END AS role,
 			(SELECT COUNT(*) FROM study_assignments sa WHERE sa.study_id = s.id AND sa.user_id = ?) AS assigned,
 			(SELECT COUNT(*) FROM study_assignments sa WHERE sa.study_id = s.id AND sa.user_id = ? AND sa.status <> ?) AS finished`,
+			a.UserID, a.Privileged(), unnamedStudyOwner,
 			a.UserID, models.StudyRoleOwner, a.Privileged(), models.StudyRoleAdmin, models.StudyRoleAnnotator,
 			a.UserID, a.UserID, models.AssignmentPending)
 	if !a.Privileged() {
@@ -559,8 +578,9 @@ func studyProgress(q *gorm.DB, studyID, userID int64) ([]progressRow, error) {
 
 // StudyOverview is a study's page: for managers every annotator with their
 // progress, the whole study's progress and what each judge configuration has
-// judged; for annotators their own progress only. EUNAUTHORIZED for anonymous
-// callers, ENOTFOUND for everyone else who may not see the study.
+// judged; for annotators their own progress only. The owner is named as
+// studyOwnerName names them. EUNAUTHORIZED for anonymous callers, ENOTFOUND
+// for everyone else who may not see the study.
 func (db *DB) StudyOverview(ctx context.Context, id int64) (*models.StudyView, error) {
 	q := db.q(ctx)
 	acc, err := db.loadStudyAccess(ctx, q, id, studyUnlocked)
@@ -568,12 +588,12 @@ func (db *DB) StudyOverview(ctx context.Context, id int64) (*models.StudyView, e
 		return nil, err
 	}
 	v := &models.StudyView{Study: *acc.Study, Role: acc.Role, CanManage: acc.Manage}
-	var owner []string
-	if err := q.Table("users").Where("id = ?", acc.Study.OwnerID).Pluck("COALESCE(NULLIF(name, ''), email)", &owner).Error; err != nil {
+	var owner []struct{ Name, Email string }
+	if err := q.Table("users").Select("name, email").Where("id = ?", acc.Study.OwnerID).Scan(&owner).Error; err != nil {
 		return nil, wrap(err, "study owner")
 	}
 	if len(owner) == 1 {
-		v.OwnerName = owner[0]
+		v.OwnerName = studyOwnerName(owner[0].Name, owner[0].Email, acc.Manage)
 	}
 	if !acc.Manage {
 		rows, err := studyProgress(q, id, acc.UserID)

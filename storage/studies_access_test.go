@@ -192,3 +192,35 @@ func TestStore_Studies(t *testing.T) {
 		requireCode(t, models.EUNAUTHORIZED, err)
 	})
 }
+
+// TestStore_StudyOwnerName: an owner without a name is named by email to the
+// study's managers only; annotators never see another user's email.
+func TestStore_StudyOwnerName(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newStudyFixture(t, db)
+		st := f.create(t, nil)
+		owner := models.ActorFrom(f.member).UserID
+		require.NoError(t, db.Gorm().Model(&models.User{}).Where("id = ?", owner).Update("name", "").Error)
+		var email string
+		require.NoError(t, db.Gorm().Model(&models.User{}).Where("id = ?", owner).Pluck("email", &email).Error)
+		require.NotEmpty(t, email)
+
+		for who, tc := range map[string]struct {
+			ctx  context.Context
+			want string
+		}{
+			"owner":     {f.member, email},
+			"admin":     {f.admin, email},
+			"annotator": {f.ann[0], "the study's owner"},
+		} {
+			view, err := db.StudyOverview(tc.ctx, st.ID)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, view.OwnerName, "%s: overview", who)
+			list, err := db.Studies(tc.ctx)
+			require.NoError(t, err)
+			require.Len(t, list, 1)
+			require.Equal(t, tc.want, list[0].OwnerName, "%s: list", who)
+		}
+	})
+}
