@@ -278,14 +278,22 @@ func checkStudyJudges(judges []models.StudyJudge) ([]models.StudyJudge, error) {
 	return out, nil
 }
 
-// usersByEmail looks up users by canonical email, in the order given:
-// EINVALID on field naming the first email no user has.
-func usersByEmail(q *gorm.DB, emails []string, field string) ([]models.User, error) {
+// usersByEmail looks up the users the actor may invite to a study by
+// canonical email, in the order given: administrators (and the system) any
+// user, everyone else only users who share a team with them. Otherwise any
+// signed-in user could create a study to learn which emails have accounts,
+// so for them an unknown email and the email of a user outside their teams
+// get the same EINVALID on field, from the same query.
+func usersByEmail(q *gorm.DB, a models.Actor, emails []string, field string) ([]models.User, error) {
 	if len(emails) == 0 {
 		return nil, nil
 	}
+	uq := q.Select("id, email, name").Where("email IN ?", emails)
+	if !a.Privileged() {
+		uq = uq.Where("id IN (SELECT m.user_id FROM memberships m JOIN memberships mine ON mine.team_id = m.team_id WHERE mine.user_id = ?)", a.UserID)
+	}
 	var users []models.User
-	if err := q.Select("id, email, name").Where("email IN ?", emails).Find(&users).Error; err != nil {
+	if err := uq.Find(&users).Error; err != nil {
 		return nil, wrap(err, "users")
 	}
 	byEmail := make(map[string]models.User, len(users))
@@ -295,10 +303,14 @@ func usersByEmail(q *gorm.DB, emails []string, field string) ([]models.User, err
 	out := make([]models.User, 0, len(emails))
 	for _, e := range emails {
 		u, ok := byEmail[e]
-		if !ok {
+		switch {
+		case ok:
+			out = append(out, u)
+		case a.Privileged():
 			return nil, models.FieldError(field, "No user has the email %s.", e)
+		default:
+			return nil, models.FieldError(field, "No member of your teams has the email %s; an administrator can invite anyone.", e)
 		}
-		out = append(out, u)
 	}
 	return out, nil
 }
@@ -426,10 +438,12 @@ func (db *DB) studySources(ctx context.Context, q *gorm.DB, s *studySpec) ([]int
 
 // CreateStudy validates the request, draws the sample from the finished
 // attempts of the sources the actor may see, and creates the study as a draft
-// with its items and invited annotators, in one transaction. EUNAUTHORIZED
-// unless a user is signed in; EINVALID naming the field for a bad request,
-// an email no user has or sources with nothing to sample; ENOTFOUND naming a
-// run or benchmark the actor may not see.
+// with its items and invited annotators, in one transaction. Administrators
+// may invite any user; everyone else only users who share a team with them.
+// EUNAUTHORIZED unless a user is signed in; EINVALID naming the field for a
+// bad request, an email of no user the actor may invite (usersByEmail) or
+// sources with nothing to sample; ENOTFOUND naming a run or benchmark the
+// actor may not see.
 func (db *DB) CreateStudy(ctx context.Context, req models.StudyRequest) (*models.Study, error) {
 	a := models.ActorFrom(ctx)
 	if a.UserID == 0 {
@@ -441,11 +455,11 @@ func (db *DB) CreateStudy(ctx context.Context, req models.StudyRequest) (*models
 	}
 	var st *models.Study
 	err = db.tx(ctx, func(tx *gorm.DB) error {
-		invitees, err := usersByEmail(tx, spec.Emails, "annotators")
+		benchIDs, cands, err := db.studySources(ctx, tx, spec)
 		if err != nil {
 			return err
 		}
-		benchIDs, cands, err := db.studySources(ctx, tx, spec)
+		invitees, err := usersByEmail(tx, a, spec.Emails, "annotators")
 		if err != nil {
 			return err
 		}
@@ -665,11 +679,13 @@ func draftOnly(st *models.Study, what string) error {
 	return nil
 }
 
-// InviteAnnotator invites the user with an email to annotate a draft study.
+// InviteAnnotator invites the user with an email to annotate a draft study:
+// administrators any user, the owner only users who share a team with them.
 // Managers only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT
 // when the study is no longer a draft or the user is already invited;
-// EINVALID (field "email") for a malformed email, one no user has, or a study
-// with MaxStudyAnnotators annotators.
+// EINVALID (field "email") for a malformed email, one of no user the actor
+// may invite (the same answer whether or not the email has an account), or a
+// study with MaxStudyAnnotators annotators.
 func (db *DB) InviteAnnotator(ctx context.Context, studyID int64, email string) error {
 	return db.tx(ctx, func(tx *gorm.DB) error {
 		acc, err := db.loadStudyAccess(ctx, tx, studyID, studyExclusive)
@@ -686,7 +702,7 @@ func (db *DB) InviteAnnotator(ctx context.Context, studyID int64, email string) 
 		if err != nil {
 			return err
 		}
-		users, err := usersByEmail(tx, []string{email}, "email")
+		users, err := usersByEmail(tx, models.ActorFrom(ctx), []string{email}, "email")
 		if err != nil {
 			return err
 		}

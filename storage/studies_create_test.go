@@ -58,7 +58,7 @@ func TestStore_CreateStudy(t *testing.T) {
 				}, "judges", "labels-v1, trajectory-v2, trajectory-v1"},
 				"TooManyJudges":  {func(r *models.StudyRequest) { r.Judges = manyJudges }, "judges", "at most 20"},
 				"BadEmail":       {func(r *models.StudyRequest) { r.Annotators = []string{"not an email"} }, "annotators", "not a valid email"},
-				"UnknownEmail":   {func(r *models.StudyRequest) { r.Annotators = []string{"nobody@study.test"} }, "annotators", "No user has the email nobody@study.test."},
+				"UnknownEmail":   {func(r *models.StudyRequest) { r.Annotators = []string{"nobody@study.test"} }, "annotators", "No member of your teams has the email nobody@study.test; an administrator can invite anyone."},
 				"EmptySources":   {func(r *models.StudyRequest) { r.RunIDs = []int64{f.runs[0].ID, f.queued.ID} }, "run_ids", fmt.Sprintf("The sources have no finished attempts to sample: run %d.", f.queued.ID)},
 				"OnlyAnEmptyRun": {func(r *models.StudyRequest) { r.RunIDs = []int64{f.queued.ID} }, "run_ids", fmt.Sprintf("run %d", f.queued.ID)},
 			} {

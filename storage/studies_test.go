@@ -15,8 +15,9 @@ import (
 
 // studyFixture is a read fixture whose lab team has three completed runs of
 // the mini benchmark (two by walker, one by runner: 12 finished attempts,
-// outcomes success, failure, error, success per run), three annotators
-// without a team and a queued run with nothing finished.
+// outcomes success, failure, error, success per run), three annotators who
+// share the panel team (no runs) with the lab member, so the member may invite
+// them, and a queued run with nothing finished.
 type studyFixture struct {
 	*readFixture
 	runs     []*models.Run
@@ -49,7 +50,21 @@ func newStudyFixture(t *testing.T, db *storage.DB) *studyFixture {
 		f.annUsers = append(f.annUsers, u)
 		f.ann = append(f.ann, actorCtx(u))
 	}
+	f.team(t, "panel", models.ActorFrom(f.member).UserID, f.annUsers...)
 	return f
+}
+
+// team inserts a team of an owner and members directly.
+func (f *studyFixture) team(t *testing.T, slug string, ownerID int64, members ...*models.User) *models.Team {
+	t.Helper()
+	now := time.Now().UTC()
+	team := &models.Team{Slug: slug, Name: slug, CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, f.db.Gorm().Create(team).Error)
+	require.NoError(t, f.db.Gorm().Create(&models.Membership{TeamID: team.ID, UserID: ownerID, Role: models.RoleOwner, CreatedAt: now}).Error)
+	for _, u := range members {
+		require.NoError(t, f.db.Gorm().Create(&models.Membership{TeamID: team.ID, UserID: u.ID, Role: models.RoleMember, CreatedAt: now}).Error)
+	}
+	return team
 }
 
 // request is a random study over the three runs asking for success and
