@@ -31,11 +31,11 @@ func (s *Server) annotationRoutes(e *echo.Echo) {
 
 // blindAttemptMessage is why a run's pages keep an attempt's verdicts from
 // someone annotating it in a blind study.
-const blindAttemptMessage = "This attempt is in a blind study you annotate; its verdicts are hidden until you finish it."
+const blindAttemptMessage = "This attempt is in a blind study you annotate; its verdicts are hidden until the study closes."
 
 // refuseBlindAttempt answers EFORBIDDEN when the actor annotates the attempt
-// in an open blind study and has not finished it, so that the run's pages
-// and API do not show them its verdicts.
+// in an open blind study (until it closes, as labels stay editable), so that
+// the run's pages and API do not show them its verdicts.
 func (s *Server) refuseBlindAttempt(ctx context.Context, attemptID int64) error {
 	blind, err := s.store.BlindAttempt(ctx, attemptID)
 	if err != nil {

@@ -39,6 +39,7 @@ func newStudyFixture(t *testing.T, blind bool, labels ...string) *studyFixture {
 	b := f.b
 	f.ann = b.newUser(t, "ann@annotators.test", false)
 	f.ann2 = b.newUser(t, "bea@annotators.test", false)
+	annotatorPanel(t, b, f.member, f.ann, f.ann2)
 	run, ids := f.queue(t, true, true)
 	for _, id := range ids {
 		f.playTimeline(t, id, timelineEpisode{steps: 3})

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -108,10 +109,26 @@ func newStudyPagesFixture(t *testing.T) *studyPagesFixture {
 	for _, r := range []*models.Run{bf.walker, bf.rover} {
 		require.NoError(t, db.Gorm().Model(&models.Run{}).Where("id = ?", r.ID).Update("published", true).Error)
 	}
-	return &studyPagesFixture{
+	f := &studyPagesFixture{
 		breakdownsFixture: bf, judging: judging, owner: rf.member, annotator: rf.outsider,
 		annotator2: b.newUser(t, "second@annotators.test", false), stranger: b.newUser(t, "stranger@example.org", false),
 		invitee: b.newUser(t, "invitee@example.org", false), noJudging: noJudging,
+	}
+	annotatorPanel(t, b, f.owner, f.annotator, f.annotator2, f.invitee)
+	return f
+}
+
+// annotatorPanel puts a study owner and the users they invite in a team of
+// their own, without runs: owners who are not administrators may invite only
+// their teammates.
+func annotatorPanel(t *testing.T, b *testBundle, owner *client, members ...*client) {
+	t.Helper()
+	now := time.Now().UTC()
+	team := &models.Team{Slug: "panel", Name: "Panel", CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, b.db.Gorm().Create(team).Error)
+	require.NoError(t, b.db.Gorm().Create(&models.Membership{TeamID: team.ID, UserID: owner.user.ID, Role: models.RoleOwner, CreatedAt: now}).Error)
+	for _, m := range members {
+		require.NoError(t, b.db.Gorm().Create(&models.Membership{TeamID: team.ID, UserID: m.user.ID, Role: models.RoleMember, CreatedAt: now}).Error)
 	}
 }
 
@@ -383,7 +400,7 @@ func TestStudies_CreateForm(t *testing.T) {
 			{form: url.Values{"name": {""}, "run_ids": {strconv.FormatInt(f.walker.ID, 10)}, "sample_size": {"3"}, "labels": {"success"}}, field: "name", says: "Name the study."},
 			{form: url.Values{"name": {"No labels"}, "run_ids": {strconv.FormatInt(f.walker.ID, 10)}, "sample_size": {"3"}}, field: "labels", says: "Ask at least one label"},
 			{form: url.Values{"name": {"No sources"}, "sample_size": {"3"}, "labels": {"success"}}, field: "run_ids", says: "Choose at least one run or benchmark"},
-			{form: url.Values{"name": {"Stranger"}, "run_ids": {strconv.FormatInt(f.walker.ID, 10)}, "sample_size": {"3"}, "labels": {"success"}, "annotators": {"nobody@example.org"}}, field: "annotators", says: "No user has the email nobody@example.org."},
+			{form: url.Values{"name": {"Stranger"}, "run_ids": {strconv.FormatInt(f.walker.ID, 10)}, "sample_size": {"3"}, "labels": {"success"}, "annotators": {"nobody@example.org"}}, field: "annotators", says: "No member of your teams has the email nobody@example.org; an administrator can invite anyone."},
 			{form: url.Values{"name": {"Judges"}, "run_ids": {strconv.FormatInt(f.walker.ID, 10)}, "sample_size": {"3"}, "labels": {"success"}, "judge_name_1": {"same"}, "judge_name_2": {"same"}}, field: "judges", says: "Two judge configurations are named"},
 		} {
 			res := c.postForm("/studies", tc.form)
@@ -493,7 +510,7 @@ func TestStudies_Overview(t *testing.T) {
 		res := f.owner.postForm(path+"/annotators", url.Values{"email": {"ghost@example.org"}})
 		require.Equal(t, http.StatusBadRequest, res.StatusCode)
 		body := readBody(t, res)
-		require.Contains(t, body, `data-testid="error-email">No user has the email ghost@example.org.</small>`)
+		require.Contains(t, body, `data-testid="error-email">No member of your teams has the email ghost@example.org; an administrator can invite anyone.</small>`)
 		require.Contains(t, body, `value="ghost@example.org"`)
 		require.Contains(t, body, `href="#annotators"`)
 		res = f.owner.postForm(path+"/annotators", url.Values{"email": {f.annotator.user.Email}})

@@ -47,8 +47,9 @@ type StudyStore interface {
 	// ImportStudyVerdicts stores imported judge verdicts (managers).
 	ImportStudyVerdicts(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error)
 	// BlindAttempt reports whether the actor annotates the attempt in an open
-	// blind study and has not finished it: the run's pages and API then keep
-	// its verdicts from them.
+	// blind study (whatever their labels' status, since labels can be edited
+	// until the study closes): the run's pages and API then keep its verdicts
+	// from them.
 	BlindAttempt(ctx context.Context, attemptID int64) (bool, error)
 }
 

@@ -234,7 +234,9 @@ func TestRunner_StudyJudges(t *testing.T) {
 		js.release()
 		require.Eventually(t, func() bool { return studyJobsLeft(t, db) == 0 }, 2*time.Minute, 100*time.Millisecond)
 
-		verdicts, err := db.StudyVerdicts(b.member, st.ID)
+		// Read as an administrator: only administrators read why a judge
+		// gave no verdict in the judge's own words.
+		verdicts, err := db.StudyVerdicts(admin, st.ID)
 		require.NoError(t, err)
 		require.Len(t, verdicts, 3*items, "one verdict per item and configuration")
 		prompts := map[string]string{}

@@ -2394,7 +2394,7 @@ func RunPage(p Page, v RunView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if v.AttemptsBlind {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 184, "<p data-testid=\"attempts-blind\">This run has attempts in a blind study you annotate: its attempts and results are hidden until you finish them.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 184, "<p data-testid=\"attempts-blind\">This run has attempts in a blind study you annotate: its attempts and results are hidden until the study closes.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -173,6 +173,14 @@ func TestBrowser_AnnotateBlindStudy(t *testing.T) {
 	var owner, ann models.User
 	require.NoError(t, app.DB.Gorm().Where("email = ?", "olga@example.org").Take(&owner).Error)
 	require.NoError(t, app.DB.Gorm().Where("email = ?", "ann@example.org").Take(&ann).Error)
+	// Olga and Ann share a team: owners who are not administrators invite
+	// only their teammates.
+	now := time.Now().UTC()
+	panel := &models.Team{Slug: "annotation-panel", Name: "Annotation panel", CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, app.DB.Gorm().Create(panel).Error)
+	for role, id := range map[string]int64{models.RoleOwner: owner.ID, models.RoleMember: ann.ID} {
+		require.NoError(t, app.DB.Gorm().Create(&models.Membership{TeamID: panel.ID, UserID: id, Role: role, CreatedAt: now}).Error)
+	}
 	ownerPage := newBrowserPage(t, b, 1440, 900)
 	signIn(t, ownerPage, base, owner.Email, password)
 	_, err := ownerPage.Goto(base + "/studies/new")
@@ -246,7 +254,7 @@ func TestBrowser_AnnotateBlindStudy(t *testing.T) {
 	require.Equal(t, 403, res.Status())
 	body, err := res.Text()
 	require.NoError(t, err)
-	require.Contains(t, body, "This attempt is in a blind study you annotate; its verdicts are hidden until you finish it.")
+	require.Contains(t, body, "This attempt is in a blind study you annotate; its verdicts are hidden until the study closes.")
 	require.NotContains(t, body, "JUDGED-RATIONALE")
 	active("success")
 	press(t, page, "1")
