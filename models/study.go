@@ -249,6 +249,12 @@ type StudyVerdict struct {
 	Cost          float64
 	LatencyMS     int64
 	CreatedAt     time.Time
+
+	// Config is the configuration the verdict was judged with, when a judge
+	// job saves it: the save is refused (ECONFLICT) unless it is still the
+	// study's configuration of that name, so a configuration changed during
+	// a job never gets the old one's verdicts. Not stored.
+	Config *StudyJudge `gorm:"-" json:"-"`
 }
 
 // StudyLabels maps label names (and RubricLabelKey keys) to canonical values.

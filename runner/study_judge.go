@@ -79,6 +79,11 @@ func (w *studyJudgeWorker) Work(ctx context.Context, job *river.Job[StudyJudgeAr
 	limit := evaluationTimeout(r.opts.RescueAfter)
 	sliceEnd := time.Now().Add(limit - judgeTimeout(r.opts.RescueAfter) - limit/10)
 	done, err := judgeAll(ctx, items, sliceEnd, run.judgeItem)
+	if errors.Is(err, errStudyJudgeChanged) {
+		// The owner changed or removed the configuration mid-job: its old
+		// verdicts are gone and the new one is judged when queued.
+		return river.JobCancel(err)
+	}
 	if err != nil {
 		return err
 	}
@@ -111,6 +116,9 @@ func (w *studyJudgeWorker) untried(ctx context.Context, job *river.Job[StudyJudg
 	}
 	return out, nil
 }
+
+// errStudyJudgeChanged stops a job whose configuration changed under it.
+var errStudyJudgeChanged = errors.New("the judge configuration changed")
 
 // studyJudgeNamed finds a configuration by name.
 func studyJudgeNamed(configs []models.StudyJudge, name string) (models.StudyJudge, bool) {
@@ -197,7 +205,7 @@ func (s *studyJudging) judgeItem(ctx context.Context, item models.StudyItem) err
 		return err
 	}
 	r := s.r
-	verdict := &models.StudyVerdict{StudyID: item.StudyID, StudyItemID: item.ID, Judge: s.cfg.Name}
+	verdict := &models.StudyVerdict{StudyID: item.StudyID, StudyItemID: item.ID, Judge: s.cfg.Name, Config: &s.cfg}
 	if verdict.StudyID == 0 {
 		verdict.StudyID = s.job.Args.StudyID
 	}
@@ -254,6 +262,9 @@ func (s *studyJudging) save(ctx context.Context, v *models.StudyVerdict) error {
 	if err := s.r.db.SaveStudyVerdict(ctx, v); err != nil {
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if models.ErrorCode(err) == models.ECONFLICT {
+			return fmt.Errorf("%w: %s", errStudyJudgeChanged, models.ErrorMessage(err))
 		}
 		return fmt.Errorf("save verdict of study item %d: %w", v.StudyItemID, err)
 	}

@@ -448,7 +448,9 @@ func (db *DB) StudyJudgeWork(ctx context.Context, studyID int64, judge string) (
 // replacing an earlier one, so a redelivered job judges again harmlessly.
 // Labels are stored in canonical spelling. System actor only: EFORBIDDEN
 // otherwise; ENOTFOUND when the item is not in the study; EINVALID for a
-// verdict without a judge or with a bad label.
+// verdict without a judge or with a bad label; ECONFLICT when v.Config is set
+// and the study's configuration of that name is no longer it (the study row
+// is held in share mode, so SetStudyJudges cannot change it meanwhile).
 func (db *DB) SaveStudyVerdict(ctx context.Context, v *models.StudyVerdict) error {
 	if err := requireSystem(ctx); err != nil {
 		return err
@@ -457,6 +459,15 @@ func (db *DB) SaveStudyVerdict(ctx context.Context, v *models.StudyVerdict) erro
 		return models.FieldError("judge", "The verdict names no judge.")
 	}
 	return db.tx(ctx, func(tx *gorm.DB) error {
+		if v.Config != nil {
+			acc, err := db.loadStudyAccess(ctx, tx, v.StudyID, studyShared)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(acc.Study.Judges, *v.Config) {
+				return models.Errorf(models.ECONFLICT, "The study's judge %q changed while it judged: its verdict is dropped.", v.Judge)
+			}
+		}
 		item, err := studyItemOf(tx, v.StudyID, v.StudyItemID)
 		if err != nil {
 			return err

@@ -340,6 +340,18 @@ func TestStore_SetStudyJudges(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, work, len(items), "a changed configuration judges every item again")
 
+		// A job that started with the old configuration cannot save its
+		// verdicts under the new one; a job with the current one can.
+		old := judges[1]
+		err = db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID, Judge: old.Name,
+			Labels: models.StudyLabels{"success": "successful"}, Config: &old})
+		requireCode(t, models.ECONFLICT, err)
+		require.Contains(t, models.ErrorMessage(err), `judge "model" changed while it judged`)
+		current := changed[1]
+		current.Model = "m2"
+		require.NoError(t, db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID, Judge: current.Name,
+			Labels: models.StudyLabels{"success": "successful"}, Config: &current}))
+
 		require.NoError(t, db.SetStudyJudges(f.member, st.ID, nil))
 		verdicts, err = db.StudyVerdicts(f.member, st.ID)
 		require.NoError(t, err)
