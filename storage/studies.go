@@ -62,6 +62,21 @@ const (
 	studyExclusive
 )
 
+// changeStudy runs change in a transaction holding the study row exclusively,
+// for its managers only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise.
+func (db *DB) changeStudy(ctx context.Context, id int64, change func(tx *gorm.DB, acc *studyAccess) error) error {
+	return db.tx(ctx, func(tx *gorm.DB) error {
+		acc, err := db.loadStudyAccess(ctx, tx, id, studyExclusive)
+		if err != nil {
+			return err
+		}
+		if err := acc.requireManage(); err != nil {
+			return err
+		}
+		return change(tx, acc)
+	})
+}
+
 // loadStudyAccess loads a study, locked as asked, with the actor's role in
 // it: EUNAUTHORIZED for anonymous callers, ENOTFOUND for signed-in users who
 // neither manage nor annotate it.
@@ -687,14 +702,7 @@ func draftOnly(st *models.Study, what string) error {
 // may invite (the same answer whether or not the email has an account), or a
 // study with MaxStudyAnnotators annotators.
 func (db *DB) InviteAnnotator(ctx context.Context, studyID int64, email string) error {
-	return db.tx(ctx, func(tx *gorm.DB) error {
-		acc, err := db.loadStudyAccess(ctx, tx, studyID, studyExclusive)
-		if err != nil {
-			return err
-		}
-		if err := acc.requireManage(); err != nil {
-			return err
-		}
+	return db.changeStudy(ctx, studyID, func(tx *gorm.DB, acc *studyAccess) error {
 		if err := draftOnly(acc.Study, "annotators are invited"); err != nil {
 			return err
 		}
@@ -735,14 +743,7 @@ func (db *DB) InviteAnnotator(ctx context.Context, studyID int64, email string) 
 // only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT when the
 // study is no longer a draft; ENOTFOUND when the user is not invited.
 func (db *DB) RemoveAnnotator(ctx context.Context, studyID, userID int64) error {
-	return db.tx(ctx, func(tx *gorm.DB) error {
-		acc, err := db.loadStudyAccess(ctx, tx, studyID, studyExclusive)
-		if err != nil {
-			return err
-		}
-		if err := acc.requireManage(); err != nil {
-			return err
-		}
+	return db.changeStudy(ctx, studyID, func(tx *gorm.DB, acc *studyAccess) error {
 		if err := draftOnly(acc.Study, "annotators are removed"); err != nil {
 			return err
 		}
@@ -770,14 +771,7 @@ func (db *DB) SetStudyJudges(ctx context.Context, studyID int64, judges []models
 	if err != nil {
 		return err
 	}
-	return db.tx(ctx, func(tx *gorm.DB) error {
-		acc, err := db.loadStudyAccess(ctx, tx, studyID, studyExclusive)
-		if err != nil {
-			return err
-		}
-		if err := acc.requireManage(); err != nil {
-			return err
-		}
+	return db.changeStudy(ctx, studyID, func(tx *gorm.DB, acc *studyAccess) error {
 		if acc.Study.Status == models.StudyClosed {
 			return models.Errorf(models.ECONFLICT, "The study is closed; its judges can no longer be changed.")
 		}
@@ -823,14 +817,7 @@ func (db *DB) SetStudyJudges(ctx context.Context, studyID int64, judges []models
 // only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT unless the
 // study is a draft; EINVALID (field "annotators") without enough annotators.
 func (db *DB) OpenStudy(ctx context.Context, id int64) error {
-	return db.tx(ctx, func(tx *gorm.DB) error {
-		acc, err := db.loadStudyAccess(ctx, tx, id, studyExclusive)
-		if err != nil {
-			return err
-		}
-		if err := acc.requireManage(); err != nil {
-			return err
-		}
+	return db.changeStudy(ctx, id, func(tx *gorm.DB, acc *studyAccess) error {
 		st := acc.Study
 		if st.Status != models.StudyDraft {
 			return models.Errorf(models.ECONFLICT, "The study is already %s.", st.Status)
@@ -876,14 +863,7 @@ func (db *DB) OpenStudy(ctx context.Context, id int64) error {
 // CloseStudy closes an open study: its labels are final. Managers only:
 // EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT unless open.
 func (db *DB) CloseStudy(ctx context.Context, id int64) error {
-	return db.tx(ctx, func(tx *gorm.DB) error {
-		acc, err := db.loadStudyAccess(ctx, tx, id, studyExclusive)
-		if err != nil {
-			return err
-		}
-		if err := acc.requireManage(); err != nil {
-			return err
-		}
+	return db.changeStudy(ctx, id, func(tx *gorm.DB, acc *studyAccess) error {
 		switch acc.Study.Status {
 		case models.StudyDraft:
 			return models.Errorf(models.ECONFLICT, "The study is still a draft; open it before closing it.")
