@@ -1,0 +1,379 @@
+package hidden
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+	"github.com/stretchr/testify/require"
+
+	"proctor/hiddentest"
+	"proctor/internal/testenv"
+	"proctor/runner/episode"
+	"proctor/sandbox"
+)
+
+// journeyBrowser is the one Chromium the package's browser tests share; it
+// starts on first use and is left to the test binary's exit, when the driver's
+// pipes close and it takes Chromium down with it.
+var journeyBrowser = sync.OnceValues(func() (*episode.Browser, error) {
+	opts := episode.BrowserOptionsFromEnv(os.Getenv)
+	if err := opts.Check(); err != nil {
+		return nil, err
+	}
+	return episode.LaunchBrowser(opts)
+})
+
+// testJourneyBrowser returns the shared browser, or skips (fails under
+// PROCTOR_TEST_REQUIRE=browser) when Chromium or the driver is missing.
+func testJourneyBrowser(t *testing.T) playwright.Browser {
+	t.Helper()
+	b, err := journeyBrowser()
+	why := ""
+	if err != nil {
+		why = err.Error()
+	}
+	testenv.SkipUnlessAvailable(t, "browser", err == nil, "browser journeys need Chromium and the Playwright driver (make deps): "+why)
+	return b.Playwright()
+}
+
+func browserSuite(t *testing.T) *hiddentest.Suite {
+	t.Helper()
+	s, err := hiddentest.Parse(bytes.NewReader(hiddentest.SandboxShopSuite()))
+	require.NoError(t, err)
+	return s
+}
+
+// journeys returns the suite's browser tests.
+func journeys(s *hiddentest.Suite) []*hiddentest.Test {
+	var out []*hiddentest.Test
+	for i := range s.Tests {
+		if s.Tests[i].Journey != nil {
+			out = append(out, &s.Tests[i])
+		}
+	}
+	return out
+}
+
+func needsRestart(t *hiddentest.Test) bool {
+	return slices.ContainsFunc(t.Journey.Steps, func(st hiddentest.Step) bool { return st.Action == hiddentest.ActionRestart })
+}
+
+// shopWithHook serves handler with a restart hook at /restart that counts its
+// calls and takes the site down (503) for a moment, as a real restart would.
+func shopWithHook(t *testing.T, handler http.Handler) (Candidate, *atomic.Int64) {
+	t.Helper()
+	var restarts atomic.Int64
+	var down atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/restart" && r.Method == http.MethodPost:
+			restarts.Add(1)
+			down.Store(true)
+			time.AfterFunc(300*time.Millisecond, func() { down.Store(false) })
+			w.WriteHeader(http.StatusNoContent)
+		case down.Load():
+			http.Error(w, "restarting", http.StatusServiceUnavailable)
+		default:
+			handler.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return Candidate{BaseURL: srv.URL + "/sandbox/{visitor}/shop", RestartURL: srv.URL + "/restart"}, &restarts
+}
+
+// recordCaptures plays every journey with checkpoints against the reference
+// (the real shop) and keeps each checkpoint's region image by test and
+// capture: the reference captures, taken the way a benchmark's author takes
+// them. They are kept per test because the sample suite's product-card
+// capture is taken on two pages whose grids stretch the card to different
+// heights (264 px on the home page, 235 px among search results).
+func recordCaptures(t *testing.T, b playwright.Browser, s *hiddentest.Suite, c Candidate) map[string]map[string]image.Image {
+	t.Helper()
+	caps := map[string]map[string]image.Image{}
+	names := map[string]bool{}
+	for _, test := range journeys(s) {
+		if len(test.Checkpoints) == 0 {
+			continue
+		}
+		caps[test.ID] = map[string]image.Image{}
+		opts := JourneyOptionsFor(s)
+		opts.Record = func(name string, img image.Image) {
+			caps[test.ID][name] = img
+			names[name] = true
+		}
+		out := RunJourney(t.Context(), b, c, test, nil, opts)
+		require.Equal(t, Passed, out.Result, "%s: %s", test.ID, out.Reason)
+		require.Len(t, caps[test.ID], len(test.Checkpoints), test.ID)
+	}
+	require.ElementsMatch(t, hiddentest.SandboxShopSuiteCaptures(), mapKeys(names))
+	return caps
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func lookup(caps map[string]image.Image) func(string) (image.Image, bool) {
+	return func(name string) (image.Image, bool) {
+		img, ok := caps[name]
+		return img, ok
+	}
+}
+
+// playAll runs the tests in parallel and returns their outcomes by id. A
+// journey that restarts the candidate gets a server of its own in front of
+// handler, since a restart takes the whole site down for a moment; the
+// restarts are counted in restarts.
+func playAll(t *testing.T, b playwright.Browser, handler http.Handler, restarts *atomic.Int64, s *hiddentest.Suite, tests []*hiddentest.Test, caps map[string]map[string]image.Image) map[string]Outcome {
+	t.Helper()
+	shared, _ := shopWithHook(t, handler)
+	var mu sync.Mutex
+	out := map[string]Outcome{}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for _, test := range tests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			c := shared
+			if needsRestart(test) {
+				own, n := shopWithHook(t, handler)
+				defer func() { restarts.Add(n.Load()) }()
+				c = own
+			}
+			o := RunJourney(t.Context(), b, c, test, lookup(caps[test.ID]), JourneyOptionsFor(s))
+			mu.Lock()
+			out[test.ID] = o
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func TestRunJourney_SandboxShop(t *testing.T) {
+	t.Parallel()
+	b := testJourneyBrowser(t)
+	s := browserSuite(t)
+	shop := sandbox.New(sandbox.Options{})
+	cand, _ := shopWithHook(t, shop)
+	caps := recordCaptures(t, b, s, cand)
+
+	t.Run("the shop passes every journey", func(t *testing.T) {
+		var restarts atomic.Int64
+		outs := playAll(t, b, shop, &restarts, s, journeys(s), caps)
+		require.Len(t, outs, 22)
+		for id, o := range outs {
+			require.Equal(t, Passed, o.Result, "%s: %s", id, o.Reason)
+			require.Empty(t, o.Reason)
+			test := s.Tests[slices.IndexFunc(s.Tests, func(x hiddentest.Test) bool { return x.ID == id })]
+			require.Len(t, o.Checkpoints, len(test.Checkpoints), id)
+			for _, cp := range o.Checkpoints {
+				require.True(t, cp.Passed, "%s %s", id, cp.Capture)
+				require.Greater(t, cp.Score, 0.98, "%s %s", id, cp.Capture)
+				require.NotEmpty(t, cp.Candidate)
+				require.NotEmpty(t, cp.Reference)
+				require.NotEmpty(t, cp.Map)
+			}
+			for _, st := range o.Steps {
+				require.Equal(t, Passed, st.Result, "%s step %d", id, st.Index)
+				if st.Action == hiddentest.ActionCheckpoint {
+					require.True(t, bytes.HasPrefix(st.Screenshot, []byte{0xff, 0xd8}), "%s step %d has a JPEG", id, st.Index)
+				}
+			}
+		}
+		require.EqualValues(t, 4, restarts.Load(), "one restart per restart step")
+	})
+
+	t.Run("without a restart hook the restart journeys error", func(t *testing.T) {
+		var restartJourneys []*hiddentest.Test
+		for _, test := range journeys(s) {
+			if needsRestart(test) {
+				restartJourneys = append(restartJourneys, test)
+			}
+		}
+		require.Len(t, restartJourneys, 4)
+		noHook := cand
+		noHook.RestartURL = ""
+		for _, test := range restartJourneys {
+			o := RunJourney(t.Context(), b, noHook, test, lookup(caps[test.ID]), JourneyOptionsFor(s))
+			require.Equal(t, Errored, o.Result, test.ID)
+			require.Contains(t, o.Reason, "(restart): the candidate declared no restart hook", test.ID)
+		}
+	})
+
+	t.Run("a missing reference capture errors", func(t *testing.T) {
+		test := s.Tests[slices.IndexFunc(s.Tests, func(x hiddentest.Test) bool { return x.ID == "b1-home-page" })]
+		without := map[string]image.Image{"shop-home-header": caps[test.ID]["shop-home-header"]}
+		o := RunJourney(t.Context(), b, cand, &test, lookup(without), JourneyOptionsFor(s))
+		require.Equal(t, Errored, o.Result)
+		require.Equal(t, "step 5 (checkpoint product-card): reference capture product-card is missing", o.Reason)
+		require.Len(t, o.Checkpoints, 2)
+		require.True(t, o.Checkpoints[0].Passed)
+		require.Equal(t, "reference capture product-card is missing", o.Checkpoints[1].Reason)
+	})
+
+	t.Run("a broken rebuild fails the journeys its defects touch", func(t *testing.T) {
+		var restarts atomic.Int64
+		outs := playAll(t, b, brokenRebuild(shop), &restarts, s, journeys(s), caps)
+		var failedIDs []string
+		for id, o := range outs {
+			if o.Result != Passed {
+				t.Logf("%s: %s", id, o.Reason)
+				require.Equal(t, Failed, o.Result, "%s: %s", id, o.Reason)
+				failedIDs = append(failedIDs, id)
+				last := o.Steps[len(o.Steps)-1]
+				require.Equal(t, Failed, last.Result)
+				require.True(t, bytes.HasPrefix(last.Screenshot, []byte{0xff, 0xd8}), "%s: the failing step has a JPEG", id)
+			}
+		}
+		slices.Sort(failedIDs)
+		require.Equal(t, []string{"b1-product-page", "b1-tab-admin", "b2-admin-price-change", "b2-stock-after-order"}, failedIDs)
+		require.Equal(t, `step 3 (expect visible role=heading name="Shop admin"): role=heading name="Shop admin": expected visible, found no matching element`,
+			outs["b1-tab-admin"].Reason)
+		require.Equal(t, `step 1 (fill label="Price ($)" nth=0 "30.00"): could not fill label="Price ($)" nth=0: no such element became ready in time`,
+			outs["b2-admin-price-change"].Reason)
+		require.Equal(t, `step 4 (expect visible text="12 in stock"): text="12 in stock": expected visible, found no matching element`,
+			outs["b1-product-page"].Reason)
+	})
+}
+
+// brokenRebuild is the shop with two defects: the admin page is missing (404)
+// and product pages say "available" where the shop says "in stock".
+func brokenRebuild(shop http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, rest, _ := strings.Cut(r.URL.Path, "/shop")
+		switch {
+		case strings.HasPrefix(rest, "/admin"):
+			http.NotFound(w, r)
+		case strings.HasPrefix(rest, "/products/"):
+			rec := httptest.NewRecorder()
+			shop.ServeHTTP(rec, r)
+			for k, v := range rec.Header() {
+				if k != "Content-Length" {
+					w.Header()[k] = v
+				}
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = io.WriteString(w, strings.ReplaceAll(rec.Body.String(), " in stock<", " available<"))
+		default:
+			shop.ServeHTTP(w, r)
+		}
+	})
+}
+
+func TestRunJourney_HostileCandidates(t *testing.T) {
+	t.Parallel()
+	b := testJourneyBrowser(t)
+	release := make(chan struct{})
+	var offHits atomic.Int64
+	off := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		offHits.Add(1)
+		_, _ = io.WriteString(w, "off-site")
+	}))
+	t.Cleanup(off.Close)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		switch r.URL.Path {
+		case "/hang":
+			// The head arrives, the rest never does: the page never finishes loading.
+			_, _ = io.WriteString(w, "<!doctype html><title>Hang</title><h1>Loading")
+			w.(http.Flusher).Flush()
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		case "/embeds":
+			fmt.Fprintf(w, `<!doctype html><title>Embeds</title><h1>Embeds</h1><img src="%s/pixel.png" alt="x"><a href="%s/away">Away</a>`, off.URL, off.URL)
+		default:
+			_, _ = io.WriteString(w, "<!doctype html><title>Home</title><h1>Home</h1><p id=slow></p>")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	cand := Candidate{BaseURL: srv.URL}
+	opts := JourneyOptions{}
+	journey := func(timeoutMS int, steps ...hiddentest.Step) *hiddentest.Test {
+		return &hiddentest.Test{ID: "t", Group: hiddentest.GroupBrowser, Level: 1, TimeoutMS: timeoutMS, Journey: &hiddentest.Journey{Steps: steps}}
+	}
+
+	t.Run("a page that never finishes loading errors within the step's timeout", func(t *testing.T) {
+		t.Parallel()
+		o := RunJourney(t.Context(), b, cand, journey(0, hiddentest.Step{Action: hiddentest.ActionGoto, URL: "/hang", TimeoutMS: 1500}), nil, opts)
+		require.Equal(t, Errored, o.Result)
+		require.Equal(t, "step 0 (goto /hang): loading /hang did not finish loading within 1.5s", o.Reason)
+		require.Less(t, o.Duration, 1500*time.Millisecond+stepGrace)
+	})
+
+	t.Run("the test's timeout bounds its steps", func(t *testing.T) {
+		t.Parallel()
+		o := RunJourney(t.Context(), b, cand, journey(2000,
+			hiddentest.Step{Action: hiddentest.ActionGoto, URL: "/"},
+			hiddentest.Step{Action: hiddentest.ActionWaitForText, Text: "never shown"},
+		), nil, opts)
+		require.Equal(t, Errored, o.Result)
+		require.Equal(t, `step 1 (wait_for_text "never shown"): the test did not finish within its 2s`, o.Reason)
+		require.Less(t, o.Duration, 2*time.Second+stepGrace)
+	})
+
+	t.Run("a wait that is not met fails naming what was found", func(t *testing.T) {
+		t.Parallel()
+		o := RunJourney(t.Context(), b, cand, journey(0,
+			hiddentest.Step{Action: hiddentest.ActionGoto, URL: "/"},
+			hiddentest.Step{Action: hiddentest.ActionWaitForURL, URL: "/cart", TimeoutMS: 500},
+		), nil, opts)
+		require.Equal(t, Failed, o.Result)
+		require.Equal(t, `step 1 (wait_for_url /cart): the URL is "/", expected it equal to "/cart"`, o.Reason)
+	})
+
+	t.Run("other origins are never loaded", func(t *testing.T) {
+		t.Parallel()
+		o := RunJourney(t.Context(), b, cand, journey(0,
+			hiddentest.Step{Action: hiddentest.ActionGoto, URL: "/embeds"},
+			hiddentest.Step{Action: hiddentest.ActionExpect, Expect: &hiddentest.Assertion{Kind: hiddentest.AssertTitle, TextMatch: hiddentest.TextMatch{Contains: "Embeds"}}},
+			hiddentest.Step{Action: hiddentest.ActionClick, Locator: &hiddentest.Locator{Role: "link", Name: "Away"}},
+			hiddentest.Step{Action: hiddentest.ActionExpect, TimeoutMS: 1000, Expect: &hiddentest.Assertion{Kind: hiddentest.AssertURL, TextMatch: hiddentest.TextMatch{Contains: "/away"}}},
+		), nil, opts)
+		require.Zero(t, offHits.Load(), "the off-site server was reached")
+		require.Equal(t, Failed, o.Result, o.Reason)
+		require.Contains(t, o.Reason, "step 3 (expect url)")
+	})
+
+	t.Run("an unreachable candidate errors", func(t *testing.T) {
+		t.Parallel()
+		dead := httptest.NewServer(http.NotFoundHandler())
+		dead.Close()
+		o := RunJourney(t.Context(), b, Candidate{BaseURL: dead.URL}, journey(0, hiddentest.Step{Action: hiddentest.ActionGoto, URL: "/"}), nil, opts)
+		require.Equal(t, Errored, o.Result)
+		require.Contains(t, o.Reason, "step 0 (goto /): loading / failed: ")
+	})
+
+	t.Run("a canceled caller ends the journey", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithTimeout(t.Context(), 800*time.Millisecond)
+		defer cancel()
+		o := RunJourney(ctx, b, cand, journey(0, hiddentest.Step{Action: hiddentest.ActionGoto, URL: "/hang"}), nil, opts)
+		require.Equal(t, Errored, o.Result)
+		require.Contains(t, o.Reason, "step 0 (goto /hang): ")
+		require.Less(t, o.Duration, 800*time.Millisecond+stepGrace)
+	})
+}
