@@ -3,8 +3,6 @@ package hidden
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"image"
@@ -20,6 +18,8 @@ import (
 	"github.com/mxschmitt/playwright-go"
 
 	"proctor/hiddentest"
+	"proctor/models"
+	"proctor/netguard"
 	"proctor/visual"
 )
 
@@ -30,8 +30,13 @@ type JourneyOptions struct {
 	// Regions are the suite's declared non-deterministic regions, masked in
 	// every checkpoint.
 	Regions []hiddentest.Region
-	// Client calls the restart hook and polls the health URL; nil means a
-	// client without a timeout of its own (each call is bounded by its step).
+	// Guard, when set, must allow the candidate's host before the browser
+	// goes there (the SSRF guard request tests use), and carries the restart
+	// hook's and health URL's connections when Client is nil.
+	Guard *netguard.Guard
+	// Client calls the restart hook and polls the health URL; nil means
+	// NewClient(Guard), or a plain client without a guard (each call is
+	// bounded by its step).
 	Client *http.Client
 	// Record, when set, makes checkpoints record the region's image under the
 	// capture's name instead of comparing it: how reference captures are taken
@@ -78,8 +83,17 @@ func RunJourney(ctx context.Context, b playwright.Browser, c Candidate, t *hidde
 		browser: b, cand: c, test: t, opts: opts, captures: captures,
 		contexts: map[string]*browserVisitor{},
 	}
-	if j.opts.Client == nil {
+	switch {
+	case j.opts.Client != nil:
+	case j.opts.Guard != nil:
+		j.opts.Client = NewClient(j.opts.Guard)
+	default:
 		j.opts.Client = &http.Client{}
+	}
+	if j.opts.Guard != nil {
+		if err := j.opts.Guard.CheckURL(ctx, strings.ReplaceAll(c.BaseURL, VisitorToken, "v")); err != nil {
+			return finish(Errored, "the candidate's address is refused: "+models.ErrorMessage(err))
+		}
 	}
 	if j.opts.Viewport.Width == 0 {
 		j.opts.Viewport = hiddentest.Viewport{Width: hiddentest.DefaultViewportWidth, Height: hiddentest.DefaultViewportHeight}
@@ -154,17 +168,9 @@ func journeyError(format string, a ...any) error {
 	return &stepError{result: Errored, msg: fmt.Sprintf(format, a...)}
 }
 
-// newToken is a fresh value for "{visitor}": lower-case hex, so it fits the
-// sandbox's namespace rule and any path segment.
-func newToken() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "v" + hex.EncodeToString(b)
-}
-
 // open starts a fresh browser context under name and makes it current.
 func (j *journey) open(name string) error {
-	base := strings.ReplaceAll(j.cand.BaseURL, "{visitor}", newToken())
+	base := strings.ReplaceAll(j.cand.BaseURL, VisitorToken, newVisitor())
 	u, err := url.Parse(base)
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("the candidate's base URL %q is not an absolute URL", j.cand.BaseURL)
@@ -737,7 +743,7 @@ func unquoteFound(s string) string {
 // to answer 2xx within the step's time.
 func (j *journey) restart(ctx context.Context) error {
 	if j.cand.RestartURL == "" {
-		return journeyError("the candidate declared no restart hook")
+		return journeyError("%s", NoRestartHookReason)
 	}
 	hook := j.expand(j.cand.RestartURL)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook, nil)
@@ -779,13 +785,13 @@ func (j *journey) restart(ctx context.Context) error {
 
 // expand puts the main context's {visitor} token into a hook URL.
 func (j *journey) expand(raw string) string {
-	if !strings.Contains(raw, "{visitor}") {
+	if !strings.Contains(raw, VisitorToken) {
 		return raw
 	}
 	main := j.contexts[hiddentest.MainContext]
-	prefix, suffix, _ := strings.Cut(j.cand.BaseURL, "{visitor}")
+	prefix, suffix, _ := strings.Cut(j.cand.BaseURL, VisitorToken)
 	token := strings.TrimSuffix(strings.TrimPrefix(main.base, prefix), suffix)
-	return strings.ReplaceAll(raw, "{visitor}", token)
+	return strings.ReplaceAll(raw, VisitorToken, token)
 }
 
 // checkpoint screenshots the checkpoint's region and compares it with the

@@ -21,6 +21,7 @@ import (
 
 	"proctor/hiddentest"
 	"proctor/internal/testenv"
+	"proctor/netguard"
 	"proctor/runner/episode"
 	"proctor/sandbox"
 )
@@ -367,6 +368,23 @@ func TestRunJourney_HostileCandidates(t *testing.T) {
 		require.Contains(t, o.Reason, "step 0 (goto /): loading / failed: ")
 	})
 
+	t.Run("the SSRF guard refuses an internal candidate before the browser goes there", func(t *testing.T) {
+		t.Parallel()
+		var hits atomic.Int64
+		internal := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+		t.Cleanup(internal.Close)
+		o := RunJourney(t.Context(), b, Candidate{BaseURL: internal.URL}, journey(0, hiddentest.Step{Action: hiddentest.ActionGoto, URL: "/"}),
+			nil, JourneyOptions{Guard: netguard.New(nil, nil)})
+		require.Equal(t, Errored, o.Result)
+		require.Contains(t, o.Reason, "the candidate's address is refused: ")
+		require.Empty(t, o.Steps)
+		require.Zero(t, hits.Load())
+
+		allowed := RunJourney(t.Context(), b, Candidate{BaseURL: internal.URL}, journey(0, hiddentest.Step{Action: hiddentest.ActionGoto, URL: "/"}),
+			nil, JourneyOptions{Guard: netguard.New([]string{"127.0.0.1"}, nil)})
+		require.Equal(t, Passed, allowed.Result, allowed.Reason)
+	})
+
 	t.Run("a canceled caller ends the journey", func(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithTimeout(t.Context(), 800*time.Millisecond)
@@ -377,3 +395,43 @@ func TestRunJourney_HostileCandidates(t *testing.T) {
 		require.Less(t, o.Duration, 800*time.Millisecond+stepGrace)
 	})
 }
+
+func TestRunJourney_CheckpointMasks(t *testing.T) {
+	t.Parallel()
+	b := testJourneyBrowser(t)
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		// The stamp changes on every load, as a clock or an order number would.
+		fmt.Fprintf(w, `<!doctype html><title>Card</title><div id="card" style="width:320px;padding:16px;font:16px sans-serif">
+<h2>Order summary</h2><p>Two lamps, express shipping.</p>
+<p class="stamp" style="font:bold 40px monospace">%s</p><p>Thank you for shopping with us.</p></div>`,
+			strings.Repeat(fmt.Sprint(n.Add(1)%10), 8))
+	}))
+	t.Cleanup(srv.Close)
+	cand := Candidate{BaseURL: srv.URL}
+	test := func(masks ...hiddentest.Locator) *hiddentest.Test {
+		return &hiddentest.Test{ID: "card", Group: hiddentest.GroupBrowser, Level: 1,
+			Journey:     &hiddentest.Journey{Steps: []hiddentest.Step{{Action: hiddentest.ActionGoto, URL: "/"}}},
+			Checkpoints: []hiddentest.Checkpoint{{Capture: "card", Region: hiddentest.Locator{CSS: "#card"}, Masks: masks, Threshold: ptrTo(0.99)}}}
+	}
+	var ref image.Image
+	rec := RunJourney(t.Context(), b, cand, test(), nil, JourneyOptions{Record: func(_ string, img image.Image) { ref = img }})
+	require.Equal(t, Passed, rec.Result, rec.Reason)
+	require.NotNil(t, ref)
+	caps := lookup(map[string]image.Image{"card": ref})
+
+	unmasked := RunJourney(t.Context(), b, cand, test(), caps, JourneyOptions{})
+	require.Equal(t, Failed, unmasked.Result)
+	require.Contains(t, unmasked.Reason, "step 1 (checkpoint card): checkpoint card: the region scored ")
+	require.Len(t, unmasked.Checkpoints, 1)
+	require.False(t, unmasked.Checkpoints[0].Passed)
+
+	byCheckpoint := RunJourney(t.Context(), b, cand, test(hiddentest.Locator{CSS: ".stamp"}), caps, JourneyOptions{})
+	require.Equal(t, Passed, byCheckpoint.Result, byCheckpoint.Reason)
+	byRegion := RunJourney(t.Context(), b, cand, test(), caps, JourneyOptions{Regions: []hiddentest.Region{{Name: "stamp", Locator: hiddentest.Locator{CSS: ".stamp"}}}})
+	require.Equal(t, Passed, byRegion.Result, byRegion.Reason)
+	require.Greater(t, byRegion.Checkpoints[0].Score, unmasked.Checkpoints[0].Score)
+}
+
+func ptrTo[T any](v T) *T { return &v }
