@@ -16,5 +16,5 @@ func SandboxShopSuite() []byte {
 // SandboxShopSuiteCaptures lists the reference captures the sample suite's
 // checkpoints compare with; a benchmark shipping the suite ships these images.
 func SandboxShopSuiteCaptures() []string {
-	return []string{"cart-table", "order-summary", "product-card", "product-detail-card", "shop-home-header"}
+	return []string{"cart-table", "order-summary", "product-card", "product-detail-card", "search-result-card", "shop-home-header"}
 }

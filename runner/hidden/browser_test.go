@@ -98,9 +98,8 @@ func shopWithHook(t *testing.T, handler http.Handler) (Candidate, *atomic.Int64)
 // recordCaptures plays every journey with checkpoints against the reference
 // (the real shop) and keeps each checkpoint's region image by test and
 // capture: the reference captures, taken the way a benchmark's author takes
-// them. They are kept per test because the sample suite's product-card
-// capture is taken on two pages whose grids stretch the card to different
-// heights (264 px on the home page, 235 px among search results).
+// them, kept per test so that each journey is compared with what it took
+// itself.
 func recordCaptures(t *testing.T, b playwright.Browser, s *hiddentest.Suite, c Candidate) map[string]map[string]image.Image {
 	t.Helper()
 	caps := map[string]map[string]image.Image{}
