@@ -482,7 +482,7 @@ func (s *Server) showStudyStepAXText(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		text, truncated, err := readArtifactText(c.Request().Context(), files, as.Steps[i].AXTreeKey, maxAXTextBytes)
+		text, truncated, err := artifact.ReadText(c.Request().Context(), files, as.Steps[i].AXTreeKey, maxAXTextBytes)
 		switch {
 		case errors.Is(err, artifact.ErrNotFound):
 			view.Missing = true

@@ -153,7 +153,7 @@ func (s *Server) showStepAXText(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		text, truncated, err := readArtifactText(c.Request().Context(), files, step.AXTreeKey, maxAXTextBytes)
+		text, truncated, err := artifact.ReadText(c.Request().Context(), files, step.AXTreeKey, maxAXTextBytes)
 		switch {
 		case errors.Is(err, artifact.ErrNotFound):
 			v.Missing = true
@@ -177,28 +177,6 @@ func (s *Server) showStepAXText(c echo.Context) error {
 		text += "\n\n[cut at " + strconv.Itoa(maxAXTextBytes>>20) + " MiB]\n"
 	}
 	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", []byte(text))
-}
-
-// readArtifactText reads at most limit bytes of a text artifact, cut at a
-// character boundary; truncated says whether there was more.
-func readArtifactText(ctx context.Context, files ArtifactReader, key string, limit int) (string, bool, error) {
-	rc, _, err := files.Get(ctx, key)
-	if err != nil {
-		return "", false, err
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, int64(limit)+1))
-	if err != nil {
-		return "", false, err
-	}
-	truncated := len(b) > limit
-	if truncated {
-		b = b[:limit]
-		for len(b) > 0 && !utf8.Valid(b) {
-			b = b[:len(b)-1]
-		}
-	}
-	return string(b), truncated, nil
 }
 
 // showStepNetwork lists the requests the browser made during one step, read

@@ -10,7 +10,6 @@ import (
 	"hash"
 	"io"
 	"time"
-	"unicode/utf8"
 
 	"github.com/riverqueue/river"
 
@@ -379,29 +378,16 @@ const maxAccessibilityText = 1 << 20
 // (cut at a character boundary and marked as cut); "" when key is empty or
 // the artifact is missing.
 func (r *Runner) readArtifactText(ctx context.Context, key string, limit int64) (string, error) {
-	rc, _, err := r.artifacts.Get(ctx, key)
+	text, truncated, err := artifact.ReadText(ctx, r.artifacts, key, limit)
 	switch {
 	case errors.Is(err, artifact.ErrNotFound):
 		return "", nil
 	case err != nil:
 		return "", fmt.Errorf("read artifact %s: %w", key, err)
+	case truncated:
+		return text + fmt.Sprintf("\n… (cut at %d KiB)", limit>>10), nil
 	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
-	if err != nil {
-		return "", fmt.Errorf("read artifact %s: %w", key, err)
-	}
-	if int64(len(b)) <= limit {
-		return string(b), nil
-	}
-	b = b[:limit]
-	for len(b) > 0 { // drop a character cut in two at the limit
-		if r, size := utf8.DecodeLastRune(b); r != utf8.RuneError || size > 1 {
-			break
-		}
-		b = b[:len(b)-1]
-	}
-	return string(b) + fmt.Sprintf("\n… (cut at %d KiB)", limit>>10), nil
+	return text, nil
 }
 
 // errArtifactTooLarge is an artifact over the size an evaluation reads.
