@@ -405,17 +405,8 @@ func (s *Server) apiStudyQueue(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// apiStudyItemIDs reads the :id (study) and :itemID path parameters.
-func apiStudyItemIDs(c echo.Context) (studyID, itemID int64, err error) {
-	if studyID, err = int64Param(c, "id"); err != nil {
-		return 0, 0, err
-	}
-	itemID, err = int64Param(c, "itemID")
-	return studyID, itemID, err
-}
-
 func (s *Server) apiStudyItem(c echo.Context) error {
-	studyID, itemID, err := apiStudyItemIDs(c)
+	studyID, itemID, err := studyItemIDs(c)
 	if err != nil {
 		return err
 	}
@@ -427,7 +418,7 @@ func (s *Server) apiStudyItem(c echo.Context) error {
 }
 
 func (s *Server) apiSaveStudyLabels(c echo.Context) error {
-	studyID, itemID, err := apiStudyItemIDs(c)
+	studyID, itemID, err := studyItemIDs(c)
 	if err != nil {
 		return err
 	}
