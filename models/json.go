@@ -26,23 +26,26 @@ func (s JSONList[T]) Value() (driver.Value, error) {
 
 // Scan decodes a JSON array from the database.
 func (s *JSONList[T]) Scan(src any) error {
-	var b []byte
-	switch v := src.(type) {
-	case nil:
+	b, err := columnBytes(src, "JSON list")
+	if err != nil || len(b) == 0 {
 		*s = nil
-		return nil
-	case string:
-		b = []byte(v)
-	case []byte:
-		b = v
-	default:
-		return fmt.Errorf("JSON list: cannot scan %T", src)
-	}
-	if len(b) == 0 {
-		*s = nil
-		return nil
+		return err
 	}
 	return json.Unmarshal(b, (*[]T)(s))
+}
+
+// columnBytes is a text column's bytes as the driver gives them (nil for
+// NULL), what names the type in the error for anything else.
+func columnBytes(src any, what string) ([]byte, error) {
+	switch v := src.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return []byte(v), nil
+	case []byte:
+		return v, nil
+	}
+	return nil, fmt.Errorf("%s: cannot scan %T", what, src)
 }
 
 // JSONMap is a string-keyed map stored as a JSON object in a text column.
@@ -59,21 +62,10 @@ func (m JSONMap[T]) Value() (driver.Value, error) {
 
 // Scan decodes a JSON object from the database.
 func (m *JSONMap[T]) Scan(src any) error {
-	var b []byte
-	switch v := src.(type) {
-	case nil:
+	b, err := columnBytes(src, "JSON map")
+	if err != nil || len(b) == 0 {
 		*m = nil
-		return nil
-	case string:
-		b = []byte(v)
-	case []byte:
-		b = v
-	default:
-		return fmt.Errorf("JSON map: cannot scan %T", src)
-	}
-	if len(b) == 0 {
-		*m = nil
-		return nil
+		return err
 	}
 	return json.Unmarshal(b, (*map[string]T)(m))
 }
