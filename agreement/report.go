@@ -20,6 +20,10 @@ type Options struct {
 	// Facets are the facets BuildStudyReport breaks a study down by (Facet*
 	// names); nil means every facet of StudyFacets. BuildReport ignores it.
 	Facets []string
+	// BreakdownsWithoutIntervals leaves the bootstrap out of the breakdowns'
+	// reports: drawing it again for every facet value multiplies a report's
+	// cost. BuildReport ignores it.
+	BreakdownsWithoutIntervals bool
 }
 
 // Report is the agreement report: per label, human-vs-human agreement and each

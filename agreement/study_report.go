@@ -160,8 +160,12 @@ func BuildStudyReport(d *models.StudyData, opts Options) (*StudyReport, error) {
 		Breakdowns: map[string][]Breakdown{},
 		Problems:   append([]string{}, in.problems...),
 	}
+	byFacet := opts
+	if opts.BreakdownsWithoutIntervals {
+		byFacet.Resamples, byFacet.Seed = 0, 0
+	}
 	for _, f := range facets {
-		if sr.Breakdowns[f], err = in.breakdown(f, opts); err != nil {
+		if sr.Breakdowns[f], err = in.breakdown(f, byFacet); err != nil {
 			return nil, fmt.Errorf("build study report by %s: %w", f, err)
 		}
 	}

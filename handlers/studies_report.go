@@ -42,19 +42,8 @@ func (s *Server) studyReport(c echo.Context, facets []string) (*models.StudyData
 // of a report's cost (seconds for thousands of items and a few judges), and
 // drawing it again for every facet value would multiply it.
 func buildStudyReport(d *models.StudyData, facets []string) (*agreement.StudyReport, error) {
-	r, err := agreement.BuildStudyReport(d, agreement.Options{Resamples: agreement.DefaultResamples, Seed: uint64(d.Study.Seed), Facets: []string{}})
-	if err != nil {
-		return nil, err
-	}
-	if facets != nil && len(facets) == 0 {
-		return r, nil
-	}
-	byFacet, err := agreement.BuildStudyReport(d, agreement.Options{Facets: facets})
-	if err != nil {
-		return nil, err
-	}
-	r.Breakdowns = byFacet.Breakdowns
-	return r, nil
+	return agreement.BuildStudyReport(d, agreement.Options{Resamples: agreement.DefaultResamples, Seed: uint64(d.Study.Seed),
+		Facets: facets, BreakdownsWithoutIntervals: true})
 }
 
 // studyFacet reads ?by=: "" for no breakdown, else a facet of
