@@ -288,7 +288,7 @@ func formatDollars(v *float64) string {
 	if v == nil {
 		return "—"
 	}
-	return "$" + strconv.FormatFloat(*v, 'f', 4, 64)
+	return web.CostText(*v)
 }
 
 // judgeConfigText describes a judge configuration in a few words.

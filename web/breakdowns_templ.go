@@ -134,7 +134,7 @@ func costChart(b *models.BreakdownBoard) scatterChart {
 	for i, e := range b.Entries {
 		spec.Points = append(spec.Points, scatterPoint{
 			X: e.CostPerTask, Y: e.Success.Rate, Label: e.AgentName,
-			Title: fmt.Sprintf("%s: %s per task, %s", entryLabel(e), costText(e.CostPerTask), cellText(e.Success)),
+			Title: fmt.Sprintf("%s: %s per task, %s", entryLabel(e), CostText(e.CostPerTask), cellText(e.Success)),
 		})
 		points[i] = stats.CostPoint{Cost: e.CostPerTask, Success: e.Success.Rate}
 	}
@@ -994,7 +994,7 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var39 string
-			templ_7745c5c3_Var39, templ_7745c5c3_Err = templ.JoinStringErrs(costText(e.CostPerTask))
+			templ_7745c5c3_Var39, templ_7745c5c3_Err = templ.JoinStringErrs(CostText(e.CostPerTask))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 351, Col: 50}
 			}

@@ -50,7 +50,7 @@ func usageText(ev *models.Evaluation) string {
 	if ev.TokensIn == 0 && ev.TokensOut == 0 && ev.Cost == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s tokens, %s", tokensText(ev.TokensIn, ev.TokensOut), costText(ev.Cost))
+	return fmt.Sprintf("%s tokens, %s", tokensText(ev.TokensIn, ev.TokensOut), CostText(ev.Cost))
 }
 
 func stepsText(steps []int) string {

@@ -1487,7 +1487,7 @@ func LeaderboardTable(v LeaderboardView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var66 string
-				templ_7745c5c3_Var66, templ_7745c5c3_Err = templ.JoinStringErrs(costText(r.CostPerTask))
+				templ_7745c5c3_Var66, templ_7745c5c3_Err = templ.JoinStringErrs(CostText(r.CostPerTask))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/leaderboard.templ`, Line: 536, Col: 49}
 				}

@@ -313,8 +313,6 @@ func FormatDuration(ms int64) string {
 	return fmt.Sprintf("%d h %02d min", minutes/60, minutes%60)
 }
 
-func formatCost(c float64) string { return "$" + strconv.FormatFloat(c, 'f', 4, 64) }
-
 func progressMax(p models.StudyProgress) string { return strconv.Itoa(max(p.Assigned, 1)) }
 
 func studyProgressText(p models.StudyProgress) string {
@@ -401,7 +399,7 @@ func StudiesPage(p Page, items []models.StudyListItem) templ.Component {
 					var templ_7745c5c3_Var3 string
 					templ_7745c5c3_Var3, templ_7745c5c3_Err = templruntime.NewAttributeExpression("study-" + Itoa(st.ID)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 362, Col: 47}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 360, Col: 47}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var3)
 					if templ_7745c5c3_Err != nil {
@@ -414,7 +412,7 @@ func StudiesPage(p Page, items []models.StudyListItem) templ.Component {
 					var templ_7745c5c3_Var4 string
 					templ_7745c5c3_Var4, templ_7745c5c3_Err = templruntime.NewAttributeExpression(studyHref(st.ID)).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 363, Col: 50}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 361, Col: 50}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var4)
 					if templ_7745c5c3_Err != nil {
@@ -427,7 +425,7 @@ func StudiesPage(p Page, items []models.StudyListItem) templ.Component {
 					var templ_7745c5c3_Var5 string
 					templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(st.Name)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 363, Col: 62}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 361, Col: 62}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 					if templ_7745c5c3_Err != nil {
@@ -480,7 +478,7 @@ func StudiesPage(p Page, items []models.StudyListItem) templ.Component {
 					var templ_7745c5c3_Var8 string
 					templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(st.Status)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 364, Col: 94}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 362, Col: 94}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 					if templ_7745c5c3_Err != nil {
@@ -493,7 +491,7 @@ func StudiesPage(p Page, items []models.StudyListItem) templ.Component {
 					var templ_7745c5c3_Var9 string
 					templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(studyRoleText(st.Role))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 365, Col: 61}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 363, Col: 61}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 					if templ_7745c5c3_Err != nil {
@@ -511,7 +509,7 @@ func StudiesPage(p Page, items []models.StudyListItem) templ.Component {
 						var templ_7745c5c3_Var10 string
 						templ_7745c5c3_Var10, templ_7745c5c3_Err = templruntime.NewAttributeExpression(Itoa(st.Finished)).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 368, Col: 45}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 366, Col: 45}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var10)
 						if templ_7745c5c3_Err != nil {
@@ -524,7 +522,7 @@ func StudiesPage(p Page, items []models.StudyListItem) templ.Component {
 						var templ_7745c5c3_Var11 string
 						templ_7745c5c3_Var11, templ_7745c5c3_Err = templruntime.NewAttributeExpression(Itoa(st.Assigned)).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 368, Col: 71}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 366, Col: 71}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var11)
 						if templ_7745c5c3_Err != nil {
@@ -537,7 +535,7 @@ func StudiesPage(p Page, items []models.StudyListItem) templ.Component {
 						var templ_7745c5c3_Var12 string
 						templ_7745c5c3_Var12, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Your progress in " + st.Name).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 368, Col: 116}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 366, Col: 116}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var12)
 						if templ_7745c5c3_Err != nil {
@@ -550,7 +548,7 @@ func StudiesPage(p Page, items []models.StudyListItem) templ.Component {
 						var templ_7745c5c3_Var13 string
 						templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(st.Finished))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 369, Col: 64}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 367, Col: 64}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
 						if templ_7745c5c3_Err != nil {
@@ -563,7 +561,7 @@ func StudiesPage(p Page, items []models.StudyListItem) templ.Component {
 						var templ_7745c5c3_Var14 string
 						templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(st.Assigned))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 369, Col: 89}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 367, Col: 89}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
 						if templ_7745c5c3_Err != nil {
@@ -581,7 +579,7 @@ func StudiesPage(p Page, items []models.StudyListItem) templ.Component {
 							var templ_7745c5c3_Var15 string
 							templ_7745c5c3_Var15, templ_7745c5c3_Err = templruntime.NewAttributeExpression(studyQueueHref(st.ID)).ResolveURL(ctx)
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 371, Col: 42}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 369, Col: 42}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var15)
 							if templ_7745c5c3_Err != nil {
@@ -605,7 +603,7 @@ func StudiesPage(p Page, items []models.StudyListItem) templ.Component {
 					var templ_7745c5c3_Var16 string
 					templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(st.ItemCount))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 377, Col: 44}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 375, Col: 44}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var16))
 					if templ_7745c5c3_Err != nil {
@@ -618,7 +616,7 @@ func StudiesPage(p Page, items []models.StudyListItem) templ.Component {
 					var templ_7745c5c3_Var17 string
 					templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(st.OwnerName)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 378, Col: 26}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 376, Col: 26}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var17))
 					if templ_7745c5c3_Err != nil {
@@ -631,7 +629,7 @@ func StudiesPage(p Page, items []models.StudyListItem) templ.Component {
 					var templ_7745c5c3_Var18 string
 					templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(FormatTime(st.CreatedAt))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 379, Col: 38}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 377, Col: 38}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
 					if templ_7745c5c3_Err != nil {
@@ -689,7 +687,7 @@ func studyErrorSummary(f Form, order []string) templ.Component {
 				var templ_7745c5c3_Var20 string
 				templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(f.Error)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 396, Col: 41}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 394, Col: 41}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var20))
 				if templ_7745c5c3_Err != nil {
@@ -713,7 +711,7 @@ func studyErrorSummary(f Form, order []string) templ.Component {
 					var templ_7745c5c3_Var21 string
 					templ_7745c5c3_Var21, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(studyFieldAnchor(e[0]))).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 401, Col: 57}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 399, Col: 57}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var21)
 					if templ_7745c5c3_Err != nil {
@@ -726,7 +724,7 @@ func studyErrorSummary(f Form, order []string) templ.Component {
 					var templ_7745c5c3_Var22 string
 					templ_7745c5c3_Var22, templ_7745c5c3_Err = templruntime.NewAttributeExpression(e[0]).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 401, Col: 77}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 399, Col: 77}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var22)
 					if templ_7745c5c3_Err != nil {
@@ -739,7 +737,7 @@ func studyErrorSummary(f Form, order []string) templ.Component {
 					var templ_7745c5c3_Var23 string
 					templ_7745c5c3_Var23, templ_7745c5c3_Err = templ.JoinStringErrs(studyFieldLabel(e[0]))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 401, Col: 103}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 399, Col: 103}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var23))
 					if templ_7745c5c3_Err != nil {
@@ -752,7 +750,7 @@ func studyErrorSummary(f Form, order []string) templ.Component {
 					var templ_7745c5c3_Var24 string
 					templ_7745c5c3_Var24, templ_7745c5c3_Err = templ.JoinStringErrs(e[1])
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 401, Col: 113}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 399, Col: 113}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var24))
 					if templ_7745c5c3_Err != nil {
@@ -803,7 +801,7 @@ func fieldErrorText(f Form, name string) templ.Component {
 			var templ_7745c5c3_Var26 string
 			templ_7745c5c3_Var26, templ_7745c5c3_Err = templruntime.NewAttributeExpression("e-" + name).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 412, Col: 25}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 410, Col: 25}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var26)
 			if templ_7745c5c3_Err != nil {
@@ -816,7 +814,7 @@ func fieldErrorText(f Form, name string) templ.Component {
 			var templ_7745c5c3_Var27 string
 			templ_7745c5c3_Var27, templ_7745c5c3_Err = templruntime.NewAttributeExpression("error-" + name).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 412, Col: 77}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 410, Col: 77}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var27)
 			if templ_7745c5c3_Err != nil {
@@ -829,7 +827,7 @@ func fieldErrorText(f Form, name string) templ.Component {
 			var templ_7745c5c3_Var28 string
 			templ_7745c5c3_Var28, templ_7745c5c3_Err = templ.JoinStringErrs(f.Err(name))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 412, Col: 93}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 410, Col: 93}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var28))
 			if templ_7745c5c3_Err != nil {
@@ -869,7 +867,7 @@ func studyNumberField(f Form, name, label, hint, minimum, maximum, step string) 
 		var templ_7745c5c3_Var30 string
 		templ_7745c5c3_Var30, templ_7745c5c3_Err = templruntime.NewAttributeExpression("f-" + name).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 418, Col: 25}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 416, Col: 25}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var30)
 		if templ_7745c5c3_Err != nil {
@@ -882,7 +880,7 @@ func studyNumberField(f Form, name, label, hint, minimum, maximum, step string) 
 		var templ_7745c5c3_Var31 string
 		templ_7745c5c3_Var31, templ_7745c5c3_Err = templ.JoinStringErrs(label)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 419, Col: 9}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 417, Col: 9}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var31))
 		if templ_7745c5c3_Err != nil {
@@ -895,7 +893,7 @@ func studyNumberField(f Form, name, label, hint, minimum, maximum, step string) 
 		var templ_7745c5c3_Var32 string
 		templ_7745c5c3_Var32, templ_7745c5c3_Err = templruntime.NewAttributeExpression("f-" + name).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 421, Col: 19}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 419, Col: 19}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var32)
 		if templ_7745c5c3_Err != nil {
@@ -908,7 +906,7 @@ func studyNumberField(f Form, name, label, hint, minimum, maximum, step string) 
 		var templ_7745c5c3_Var33 string
 		templ_7745c5c3_Var33, templ_7745c5c3_Err = templruntime.NewAttributeExpression(name).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 422, Col: 14}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 420, Col: 14}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var33)
 		if templ_7745c5c3_Err != nil {
@@ -921,7 +919,7 @@ func studyNumberField(f Form, name, label, hint, minimum, maximum, step string) 
 		var templ_7745c5c3_Var34 string
 		templ_7745c5c3_Var34, templ_7745c5c3_Err = templruntime.NewAttributeExpression(f.Value(name)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 424, Col: 24}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 422, Col: 24}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var34)
 		if templ_7745c5c3_Err != nil {
@@ -934,7 +932,7 @@ func studyNumberField(f Form, name, label, hint, minimum, maximum, step string) 
 		var templ_7745c5c3_Var35 string
 		templ_7745c5c3_Var35, templ_7745c5c3_Err = templruntime.NewAttributeExpression(minimum).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 425, Col: 16}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 423, Col: 16}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var35)
 		if templ_7745c5c3_Err != nil {
@@ -952,7 +950,7 @@ func studyNumberField(f Form, name, label, hint, minimum, maximum, step string) 
 			var templ_7745c5c3_Var36 string
 			templ_7745c5c3_Var36, templ_7745c5c3_Err = templruntime.NewAttributeExpression(maximum).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 427, Col: 17}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 425, Col: 17}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var36)
 			if templ_7745c5c3_Err != nil {
@@ -970,7 +968,7 @@ func studyNumberField(f Form, name, label, hint, minimum, maximum, step string) 
 		var templ_7745c5c3_Var37 string
 		templ_7745c5c3_Var37, templ_7745c5c3_Err = templruntime.NewAttributeExpression(step).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 429, Col: 14}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 427, Col: 14}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var37)
 		if templ_7745c5c3_Err != nil {
@@ -988,7 +986,7 @@ func studyNumberField(f Form, name, label, hint, minimum, maximum, step string) 
 			var templ_7745c5c3_Var38 string
 			templ_7745c5c3_Var38, templ_7745c5c3_Err = templruntime.NewAttributeExpression("h-" + name + " e-" + name).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 433, Col: 49}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 431, Col: 49}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var38)
 			if templ_7745c5c3_Err != nil {
@@ -1006,7 +1004,7 @@ func studyNumberField(f Form, name, label, hint, minimum, maximum, step string) 
 			var templ_7745c5c3_Var39 string
 			templ_7745c5c3_Var39, templ_7745c5c3_Err = templruntime.NewAttributeExpression("h-" + name).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 435, Col: 34}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 433, Col: 34}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var39)
 			if templ_7745c5c3_Err != nil {
@@ -1024,7 +1022,7 @@ func studyNumberField(f Form, name, label, hint, minimum, maximum, step string) 
 		var templ_7745c5c3_Var40 string
 		templ_7745c5c3_Var40, templ_7745c5c3_Err = templruntime.NewAttributeExpression("h-" + name).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 438, Col: 25}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 436, Col: 25}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var40)
 		if templ_7745c5c3_Err != nil {
@@ -1037,7 +1035,7 @@ func studyNumberField(f Form, name, label, hint, minimum, maximum, step string) 
 		var templ_7745c5c3_Var41 string
 		templ_7745c5c3_Var41, templ_7745c5c3_Err = templ.JoinStringErrs(hint)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 438, Col: 48}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 436, Col: 48}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var41))
 		if templ_7745c5c3_Err != nil {
@@ -1091,7 +1089,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 			var templ_7745c5c3_Var43 string
 			templ_7745c5c3_Var43, templ_7745c5c3_Err = templ.JoinStringErrs(msg)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 451, Col: 62}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 449, Col: 62}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var43))
 			if templ_7745c5c3_Err != nil {
@@ -1110,7 +1108,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 			var templ_7745c5c3_Var44 string
 			templ_7745c5c3_Var44, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Judge " + judgeRowID(i)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 454, Col: 82}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 452, Col: 82}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var44)
 			if templ_7745c5c3_Err != nil {
@@ -1123,7 +1121,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 			var templ_7745c5c3_Var45 string
 			templ_7745c5c3_Var45, templ_7745c5c3_Err = templruntime.NewAttributeExpression("f-judge_name_" + judgeRowID(i)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 455, Col: 48}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 453, Col: 48}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var45)
 			if templ_7745c5c3_Err != nil {
@@ -1136,7 +1134,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 			var templ_7745c5c3_Var46 string
 			templ_7745c5c3_Var46, templ_7745c5c3_Err = templruntime.NewAttributeExpression("f-judge_name_" + judgeRowID(i)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 457, Col: 48}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 455, Col: 48}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var46)
 			if templ_7745c5c3_Err != nil {
@@ -1149,7 +1147,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 			var templ_7745c5c3_Var47 string
 			templ_7745c5c3_Var47, templ_7745c5c3_Err = templruntime.NewAttributeExpression("judge_name_" + judgeRowID(i)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 457, Col: 87}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 455, Col: 87}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var47)
 			if templ_7745c5c3_Err != nil {
@@ -1162,7 +1160,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 			var templ_7745c5c3_Var48 string
 			templ_7745c5c3_Var48, templ_7745c5c3_Err = templruntime.NewAttributeExpression(j.Name).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 457, Col: 116}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 455, Col: 116}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var48)
 			if templ_7745c5c3_Err != nil {
@@ -1175,7 +1173,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 			var templ_7745c5c3_Var49 string
 			templ_7745c5c3_Var49, templ_7745c5c3_Err = templruntime.NewAttributeExpression("f-judge_model_" + judgeRowID(i)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 459, Col: 49}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 457, Col: 49}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var49)
 			if templ_7745c5c3_Err != nil {
@@ -1188,7 +1186,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 			var templ_7745c5c3_Var50 string
 			templ_7745c5c3_Var50, templ_7745c5c3_Err = templruntime.NewAttributeExpression("f-judge_model_" + judgeRowID(i)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 461, Col: 49}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 459, Col: 49}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var50)
 			if templ_7745c5c3_Err != nil {
@@ -1201,7 +1199,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 			var templ_7745c5c3_Var51 string
 			templ_7745c5c3_Var51, templ_7745c5c3_Err = templruntime.NewAttributeExpression("judge_model_" + judgeRowID(i)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 461, Col: 89}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 459, Col: 89}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var51)
 			if templ_7745c5c3_Err != nil {
@@ -1214,7 +1212,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 			var templ_7745c5c3_Var52 string
 			templ_7745c5c3_Var52, templ_7745c5c3_Err = templruntime.NewAttributeExpression(j.Model).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 461, Col: 119}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 459, Col: 119}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var52)
 			if templ_7745c5c3_Err != nil {
@@ -1227,7 +1225,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 			var templ_7745c5c3_Var53 string
 			templ_7745c5c3_Var53, templ_7745c5c3_Err = templruntime.NewAttributeExpression("f-judge_prompt_" + judgeRowID(i)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 463, Col: 50}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 461, Col: 50}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var53)
 			if templ_7745c5c3_Err != nil {
@@ -1240,7 +1238,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 			var templ_7745c5c3_Var54 string
 			templ_7745c5c3_Var54, templ_7745c5c3_Err = templruntime.NewAttributeExpression("f-judge_prompt_" + judgeRowID(i)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 465, Col: 51}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 463, Col: 51}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var54)
 			if templ_7745c5c3_Err != nil {
@@ -1253,7 +1251,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 			var templ_7745c5c3_Var55 string
 			templ_7745c5c3_Var55, templ_7745c5c3_Err = templruntime.NewAttributeExpression("judge_prompt_" + judgeRowID(i)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 465, Col: 92}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 463, Col: 92}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var55)
 			if templ_7745c5c3_Err != nil {
@@ -1271,7 +1269,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 				var templ_7745c5c3_Var56 string
 				templ_7745c5c3_Var56, templ_7745c5c3_Err = templruntime.NewAttributeExpression(pr).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 467, Col: 25}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 465, Col: 25}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var56)
 				if templ_7745c5c3_Err != nil {
@@ -1294,7 +1292,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 				var templ_7745c5c3_Var57 string
 				templ_7745c5c3_Var57, templ_7745c5c3_Err = templ.JoinStringErrs(studyPromptHelp(pr))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 467, Col: 78}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 465, Col: 78}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var57))
 				if templ_7745c5c3_Err != nil {
@@ -1312,7 +1310,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 			var templ_7745c5c3_Var58 string
 			templ_7745c5c3_Var58, templ_7745c5c3_Err = templruntime.NewAttributeExpression("judge_screenshots_" + judgeRowID(i)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 472, Col: 71}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 470, Col: 71}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var58)
 			if templ_7745c5c3_Err != nil {
@@ -1335,7 +1333,7 @@ func StudyJudgeFields(f Form, rows []models.StudyJudge) templ.Component {
 			var templ_7745c5c3_Var59 string
 			templ_7745c5c3_Var59, templ_7745c5c3_Err = templruntime.NewAttributeExpression("judge_accessibility_" + judgeRowID(i)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 476, Col: 73}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 474, Col: 73}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var59)
 			if templ_7745c5c3_Err != nil {
@@ -1401,7 +1399,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 			var templ_7745c5c3_Var62 string
 			templ_7745c5c3_Var62, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(StudiesPath)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 489, Col: 44}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 487, Col: 44}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var62)
 			if templ_7745c5c3_Err != nil {
@@ -1414,7 +1412,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 			var templ_7745c5c3_Var63 string
 			templ_7745c5c3_Var63, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(StudiesPath)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 495, Col: 57}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 493, Col: 57}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var63)
 			if templ_7745c5c3_Err != nil {
@@ -1470,7 +1468,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 				var templ_7745c5c3_Var64 string
 				templ_7745c5c3_Var64, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(v.RunsTotal))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 507, Col: 52}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 505, Col: 52}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var64))
 				if templ_7745c5c3_Err != nil {
@@ -1488,7 +1486,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 					var templ_7745c5c3_Var65 string
 					templ_7745c5c3_Var65, templ_7745c5c3_Err = templruntime.NewAttributeExpression("f-run-" + Itoa(r.ID)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 524, Col: 64}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 522, Col: 64}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var65)
 					if templ_7745c5c3_Err != nil {
@@ -1501,7 +1499,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 					var templ_7745c5c3_Var66 string
 					templ_7745c5c3_Var66, templ_7745c5c3_Err = templruntime.NewAttributeExpression(Itoa(r.ID)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 524, Col: 100}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 522, Col: 100}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var66)
 					if templ_7745c5c3_Err != nil {
@@ -1524,7 +1522,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 					var templ_7745c5c3_Var67 string
 					templ_7745c5c3_Var67, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Sample run " + Itoa(r.ID)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 524, Col: 170}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 522, Col: 170}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var67)
 					if templ_7745c5c3_Err != nil {
@@ -1537,7 +1535,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 					var templ_7745c5c3_Var68 string
 					templ_7745c5c3_Var68, templ_7745c5c3_Err = templruntime.NewAttributeExpression("f-run-" + Itoa(r.ID)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 525, Col: 61}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 523, Col: 61}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var68)
 					if templ_7745c5c3_Err != nil {
@@ -1550,7 +1548,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 					var templ_7745c5c3_Var69 string
 					templ_7745c5c3_Var69, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(r.ID))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 525, Col: 77}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 523, Col: 77}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var69))
 					if templ_7745c5c3_Err != nil {
@@ -1563,7 +1561,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 					var templ_7745c5c3_Var70 string
 					templ_7745c5c3_Var70, templ_7745c5c3_Err = templ.JoinStringErrs(runSourceText(r))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 526, Col: 33}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 524, Col: 33}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var70))
 					if templ_7745c5c3_Err != nil {
@@ -1576,7 +1574,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 					var templ_7745c5c3_Var71 string
 					templ_7745c5c3_Var71, templ_7745c5c3_Err = templ.JoinStringErrs(r.TeamName)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 527, Col: 27}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 525, Col: 27}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var71))
 					if templ_7745c5c3_Err != nil {
@@ -1589,7 +1587,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 					var templ_7745c5c3_Var72 string
 					templ_7745c5c3_Var72, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(r.TasksDone))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 528, Col: 46}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 526, Col: 46}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var72))
 					if templ_7745c5c3_Err != nil {
@@ -1602,7 +1600,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 					var templ_7745c5c3_Var73 string
 					templ_7745c5c3_Var73, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(r.TasksTotal))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 528, Col: 72}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 526, Col: 72}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var73))
 					if templ_7745c5c3_Err != nil {
@@ -1615,7 +1613,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 					var templ_7745c5c3_Var74 string
 					templ_7745c5c3_Var74, templ_7745c5c3_Err = templ.JoinStringErrs(r.Status)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 530, Col: 22}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 528, Col: 22}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var74))
 					if templ_7745c5c3_Err != nil {
@@ -1648,7 +1646,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 					var templ_7745c5c3_Var75 string
 					templ_7745c5c3_Var75, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(len(v.Runs)))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 541, Col: 47}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 539, Col: 47}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var75))
 					if templ_7745c5c3_Err != nil {
@@ -1676,7 +1674,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 			var templ_7745c5c3_Var76 string
 			templ_7745c5c3_Var76, templ_7745c5c3_Err = templruntime.NewAttributeExpression(v.Form.Value("other_runs")).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 549, Col: 94}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 547, Col: 94}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var76)
 			if templ_7745c5c3_Err != nil {
@@ -1699,7 +1697,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 					var templ_7745c5c3_Var77 string
 					templ_7745c5c3_Var77, templ_7745c5c3_Err = templruntime.NewAttributeExpression(bm.Slug).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 557, Col: 64}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 555, Col: 64}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var77)
 					if templ_7745c5c3_Err != nil {
@@ -1722,7 +1720,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 					var templ_7745c5c3_Var78 string
 					templ_7745c5c3_Var78, templ_7745c5c3_Err = templ.JoinStringErrs(bm.Name)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 558, Col: 17}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 556, Col: 17}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var78))
 					if templ_7745c5c3_Err != nil {
@@ -1735,7 +1733,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 					var templ_7745c5c3_Var79 string
 					templ_7745c5c3_Var79, templ_7745c5c3_Err = templ.JoinStringErrs(bm.Slug)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 558, Col: 49}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 556, Col: 49}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var79))
 					if templ_7745c5c3_Err != nil {
@@ -1766,7 +1764,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 			var templ_7745c5c3_Var80 string
 			templ_7745c5c3_Var80, templ_7745c5c3_Err = templruntime.NewAttributeExpression(models.SampleRandom).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 569, Col: 69}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 567, Col: 69}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var80)
 			if templ_7745c5c3_Err != nil {
@@ -1789,7 +1787,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 			var templ_7745c5c3_Var81 string
 			templ_7745c5c3_Var81, templ_7745c5c3_Err = templruntime.NewAttributeExpression(models.SampleStratified).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 573, Col: 73}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 571, Col: 73}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var81)
 			if templ_7745c5c3_Err != nil {
@@ -1827,7 +1825,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 				var templ_7745c5c3_Var82 string
 				templ_7745c5c3_Var82, templ_7745c5c3_Err = templruntime.NewAttributeExpression(st).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 588, Col: 25}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 586, Col: 25}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var82)
 				if templ_7745c5c3_Err != nil {
@@ -1850,7 +1848,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 				var templ_7745c5c3_Var83 string
 				templ_7745c5c3_Var83, templ_7745c5c3_Err = templ.JoinStringErrs(st)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 588, Col: 80}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 586, Col: 80}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var83))
 				if templ_7745c5c3_Err != nil {
@@ -1905,7 +1903,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 				var templ_7745c5c3_Var84 string
 				templ_7745c5c3_Var84, templ_7745c5c3_Err = templruntime.NewAttributeExpression(l).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 605, Col: 52}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 603, Col: 52}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var84)
 				if templ_7745c5c3_Err != nil {
@@ -1928,7 +1926,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 				var templ_7745c5c3_Var85 string
 				templ_7745c5c3_Var85, templ_7745c5c3_Err = templruntime.NewAttributeExpression("h-label-" + l).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 605, Col: 113}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 603, Col: 113}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var85)
 				if templ_7745c5c3_Err != nil {
@@ -1941,7 +1939,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 				var templ_7745c5c3_Var86 string
 				templ_7745c5c3_Var86, templ_7745c5c3_Err = templ.JoinStringErrs(StudyLabelTitle(l))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 606, Col: 26}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 604, Col: 26}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var86))
 				if templ_7745c5c3_Err != nil {
@@ -1954,7 +1952,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 				var templ_7745c5c3_Var87 string
 				templ_7745c5c3_Var87, templ_7745c5c3_Err = templruntime.NewAttributeExpression("h-label-" + l).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 607, Col: 32}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 605, Col: 32}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var87)
 				if templ_7745c5c3_Err != nil {
@@ -1967,7 +1965,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 				var templ_7745c5c3_Var88 string
 				templ_7745c5c3_Var88, templ_7745c5c3_Err = templ.JoinStringErrs(studyLabelHelp(l))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 607, Col: 68}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 605, Col: 68}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var88))
 				if templ_7745c5c3_Err != nil {
@@ -2018,7 +2016,7 @@ func StudyFormPage(p Page, v StudyFormView) templ.Component {
 			var templ_7745c5c3_Var89 string
 			templ_7745c5c3_Var89, templ_7745c5c3_Err = templ.JoinStringErrs(v.Form.Value("annotators"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 630, Col: 33}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 628, Col: 33}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var89))
 			if templ_7745c5c3_Err != nil {
@@ -2184,7 +2182,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var92 string
 			templ_7745c5c3_Var92, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(StudiesPath)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 745, Col: 44}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 743, Col: 44}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var92)
 			if templ_7745c5c3_Err != nil {
@@ -2197,7 +2195,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var93 string
 			templ_7745c5c3_Var93, templ_7745c5c3_Err = templ.JoinStringErrs(st.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 746, Col: 37}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 744, Col: 37}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var93))
 			if templ_7745c5c3_Err != nil {
@@ -2210,7 +2208,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var94 string
 			templ_7745c5c3_Var94, templ_7745c5c3_Err = templ.JoinStringErrs(st.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 750, Col: 41}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 748, Col: 41}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var94))
 			if templ_7745c5c3_Err != nil {
@@ -2263,7 +2261,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var97 string
 			templ_7745c5c3_Var97, templ_7745c5c3_Err = templ.JoinStringErrs(st.Status)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 750, Col: 126}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 748, Col: 126}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var97))
 			if templ_7745c5c3_Err != nil {
@@ -2281,7 +2279,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var98 string
 				templ_7745c5c3_Var98, templ_7745c5c3_Err = templ.JoinStringErrs(v.Error)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 754, Col: 43}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 752, Col: 43}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var98))
 				if templ_7745c5c3_Err != nil {
@@ -2294,7 +2292,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var99 string
 				templ_7745c5c3_Var99, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("#" + v.Section)).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 755, Col: 47}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 753, Col: 47}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var99)
 				if templ_7745c5c3_Err != nil {
@@ -2317,7 +2315,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var100 string
 				templ_7745c5c3_Var100, templ_7745c5c3_Err = templ.JoinStringErrs(st.Description)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 759, Col: 80}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 757, Col: 80}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var100))
 				if templ_7745c5c3_Err != nil {
@@ -2335,7 +2333,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var101 string
 			templ_7745c5c3_Var101, templ_7745c5c3_Err = templ.JoinStringErrs(studyRoleText(v.View.Role))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 761, Col: 68}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 759, Col: 68}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var101))
 			if templ_7745c5c3_Err != nil {
@@ -2348,7 +2346,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var102 string
 			templ_7745c5c3_Var102, templ_7745c5c3_Err = templ.JoinStringErrs(v.View.OwnerName)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 761, Col: 97}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 759, Col: 97}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var102))
 			if templ_7745c5c3_Err != nil {
@@ -2361,7 +2359,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var103 string
 			templ_7745c5c3_Var103, templ_7745c5c3_Err = templ.JoinStringErrs(studyLifecycleText(st))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 761, Col: 125}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 759, Col: 125}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var103))
 			if templ_7745c5c3_Err != nil {
@@ -2379,7 +2377,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var104 string
 				templ_7745c5c3_Var104, templ_7745c5c3_Err = templruntime.NewAttributeExpression(studyQueueHref(st.ID)).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 765, Col: 40}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 763, Col: 40}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var104)
 				if templ_7745c5c3_Err != nil {
@@ -2398,7 +2396,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var105 string
 				templ_7745c5c3_Var105, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(StudyReportPath(st.ID, ""))).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 768, Col: 60}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 766, Col: 60}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var105)
 				if templ_7745c5c3_Err != nil {
@@ -2411,7 +2409,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var106 string
 				templ_7745c5c3_Var106, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(StudyDisagreementsPath(st.ID, "", ""))).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 769, Col: 71}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 767, Col: 71}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var106)
 				if templ_7745c5c3_Err != nil {
@@ -2429,7 +2427,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var107 string
 			templ_7745c5c3_Var107, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(st.ItemCount))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 777, Col: 55}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 775, Col: 55}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var107))
 			if templ_7745c5c3_Err != nil {
@@ -2442,7 +2440,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var108 string
 			templ_7745c5c3_Var108, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(st.SampleSize))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 777, Col: 86}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 775, Col: 86}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var108))
 			if templ_7745c5c3_Err != nil {
@@ -2455,7 +2453,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var109 string
 			templ_7745c5c3_Var109, templ_7745c5c3_Err = templ.JoinStringErrs(studySamplingText(st))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 777, Col: 120}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 775, Col: 120}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var109))
 			if templ_7745c5c3_Err != nil {
@@ -2468,7 +2466,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var110 string
 			templ_7745c5c3_Var110, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.FormatInt(st.Seed, 10))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 777, Col: 161}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 775, Col: 161}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var110))
 			if templ_7745c5c3_Err != nil {
@@ -2487,7 +2485,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 					var templ_7745c5c3_Var111 string
 					templ_7745c5c3_Var111, templ_7745c5c3_Err = templruntime.NewAttributeExpression(runHref(id)).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 783, Col: 33}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 781, Col: 33}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var111)
 					if templ_7745c5c3_Err != nil {
@@ -2500,7 +2498,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 					var templ_7745c5c3_Var112 string
 					templ_7745c5c3_Var112, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(id))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 783, Col: 51}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 781, Col: 51}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var112))
 					if templ_7745c5c3_Err != nil {
@@ -2518,7 +2516,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 					var templ_7745c5c3_Var113 string
 					templ_7745c5c3_Var113, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(id))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 785, Col: 27}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 783, Col: 27}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var113))
 					if templ_7745c5c3_Err != nil {
@@ -2538,7 +2536,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var114 string
 				templ_7745c5c3_Var114, templ_7745c5c3_Err = templ.JoinStringErrs(studyBenchmarkText(id))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 789, Col: 35}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 787, Col: 35}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var114))
 				if templ_7745c5c3_Err != nil {
@@ -2556,7 +2554,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var115 string
 			templ_7745c5c3_Var115, templ_7745c5c3_Err = templ.JoinStringErrs(studyLabelsText(st))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 794, Col: 56}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 792, Col: 56}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var115))
 			if templ_7745c5c3_Err != nil {
@@ -2569,7 +2567,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var116 string
 			templ_7745c5c3_Var116, templ_7745c5c3_Err = templ.JoinStringErrs(studyOverlapText(st))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 796, Col: 30}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 794, Col: 30}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var116))
 			if templ_7745c5c3_Err != nil {
@@ -2597,7 +2595,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var117 string
 			templ_7745c5c3_Var117, templ_7745c5c3_Err = templ.JoinStringErrs(FormatTime(st.CreatedAt))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 806, Col: 34}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 804, Col: 34}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var117))
 			if templ_7745c5c3_Err != nil {
@@ -2650,7 +2648,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var118 string
 				templ_7745c5c3_Var118, templ_7745c5c3_Err = templruntime.NewAttributeExpression(Itoa(v.View.Progress.Finished())).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 827, Col: 55}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 825, Col: 55}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var118)
 				if templ_7745c5c3_Err != nil {
@@ -2663,7 +2661,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var119 string
 				templ_7745c5c3_Var119, templ_7745c5c3_Err = templruntime.NewAttributeExpression(progressMax(v.View.Progress)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 827, Col: 92}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 825, Col: 92}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var119)
 				if templ_7745c5c3_Err != nil {
@@ -2676,7 +2674,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var120 string
 				templ_7745c5c3_Var120, templ_7745c5c3_Err = templ.JoinStringErrs(studyProgressText(v.View.Progress))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 828, Col: 41}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 826, Col: 41}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var120))
 				if templ_7745c5c3_Err != nil {
@@ -2689,7 +2687,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var121 string
 				templ_7745c5c3_Var121, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(v.View.Progress.Done))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 828, Col: 73}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 826, Col: 73}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var121))
 				if templ_7745c5c3_Err != nil {
@@ -2702,7 +2700,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var122 string
 				templ_7745c5c3_Var122, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(v.View.Progress.Skipped))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 828, Col: 113}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 826, Col: 113}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var122))
 				if templ_7745c5c3_Err != nil {
@@ -2715,7 +2713,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var123 string
 				templ_7745c5c3_Var123, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(v.View.Progress.Flagged))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 828, Col: 156}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 826, Col: 156}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var123))
 				if templ_7745c5c3_Err != nil {
@@ -2759,7 +2757,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 					var templ_7745c5c3_Var124 string
 					templ_7745c5c3_Var124, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(StudyExportPath(st.ID, file))).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 841, Col: 63}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 839, Col: 63}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var124)
 					if templ_7745c5c3_Err != nil {
@@ -2772,7 +2770,7 @@ func StudyPage(p Page, v StudyPageView) templ.Component {
 					var templ_7745c5c3_Var125 string
 					templ_7745c5c3_Var125, templ_7745c5c3_Err = templ.JoinStringErrs(file)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 841, Col: 81}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 839, Col: 81}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var125))
 					if templ_7745c5c3_Err != nil {
@@ -2823,7 +2821,7 @@ func studyAnnotatorsSection(p Page, v StudyPageView) templ.Component {
 		var templ_7745c5c3_Var127 string
 		templ_7745c5c3_Var127, templ_7745c5c3_Err = templruntime.NewAttributeExpression(StudySectionAnnotators).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 852, Col: 37}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 850, Col: 37}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var127)
 		if templ_7745c5c3_Err != nil {
@@ -2841,7 +2839,7 @@ func studyAnnotatorsSection(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var128 string
 			templ_7745c5c3_Var128, templ_7745c5c3_Err = templ.JoinStringErrs(msg)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 855, Col: 74}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 853, Col: 74}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var128))
 			if templ_7745c5c3_Err != nil {
@@ -2880,7 +2878,7 @@ func studyAnnotatorsSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var129 string
 				templ_7745c5c3_Var129, templ_7745c5c3_Err = templ.JoinStringErrs(a.Name)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 880, Col: 32}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 878, Col: 32}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var129))
 				if templ_7745c5c3_Err != nil {
@@ -2893,7 +2891,7 @@ func studyAnnotatorsSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var130 string
 				templ_7745c5c3_Var130, templ_7745c5c3_Err = templ.JoinStringErrs(a.Email)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 881, Col: 21}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 879, Col: 21}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var130))
 				if templ_7745c5c3_Err != nil {
@@ -2906,7 +2904,7 @@ func studyAnnotatorsSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var131 string
 				templ_7745c5c3_Var131, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(a.Progress.Assigned))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 882, Col: 51}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 880, Col: 51}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var131))
 				if templ_7745c5c3_Err != nil {
@@ -2919,7 +2917,7 @@ func studyAnnotatorsSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var132 string
 				templ_7745c5c3_Var132, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(a.Progress.Done))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 883, Col: 47}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 881, Col: 47}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var132))
 				if templ_7745c5c3_Err != nil {
@@ -2932,7 +2930,7 @@ func studyAnnotatorsSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var133 string
 				templ_7745c5c3_Var133, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(a.Progress.Skipped))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 884, Col: 50}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 882, Col: 50}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var133))
 				if templ_7745c5c3_Err != nil {
@@ -2945,7 +2943,7 @@ func studyAnnotatorsSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var134 string
 				templ_7745c5c3_Var134, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(a.Progress.Flagged))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 885, Col: 50}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 883, Col: 50}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var134))
 				if templ_7745c5c3_Err != nil {
@@ -2958,7 +2956,7 @@ func studyAnnotatorsSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var135 string
 				templ_7745c5c3_Var135, templ_7745c5c3_Err = templ.JoinStringErrs(FormatDuration(a.TimeSpentMS))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 886, Col: 43}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 884, Col: 43}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var135))
 				if templ_7745c5c3_Err != nil {
@@ -2976,7 +2974,7 @@ func studyAnnotatorsSection(p Page, v StudyPageView) templ.Component {
 					var templ_7745c5c3_Var136 string
 					templ_7745c5c3_Var136, templ_7745c5c3_Err = templruntime.NewAttributeExpression(studyActionHref(st.ID, "annotators/"+Itoa(a.UserID)+"/remove")).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 889, Col: 101}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 887, Col: 101}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var136)
 					if templ_7745c5c3_Err != nil {
@@ -2997,7 +2995,7 @@ func studyAnnotatorsSection(p Page, v StudyPageView) templ.Component {
 					var templ_7745c5c3_Var137 string
 					templ_7745c5c3_Var137, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Remove " + a.Name + " from the study").Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 891, Col: 102}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 889, Col: 102}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var137)
 					if templ_7745c5c3_Err != nil {
@@ -3026,7 +3024,7 @@ func studyAnnotatorsSection(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var138 string
 			templ_7745c5c3_Var138, templ_7745c5c3_Err = templruntime.NewAttributeExpression(studyActionHref(st.ID, "annotators")).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 902, Col: 68}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 900, Col: 68}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var138)
 			if templ_7745c5c3_Err != nil {
@@ -3082,7 +3080,7 @@ func studyJudgesSection(p Page, v StudyPageView) templ.Component {
 		var templ_7745c5c3_Var140 string
 		templ_7745c5c3_Var140, templ_7745c5c3_Err = templruntime.NewAttributeExpression(StudySectionJudges).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 914, Col: 33}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 912, Col: 33}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var140)
 		if templ_7745c5c3_Err != nil {
@@ -3100,7 +3098,7 @@ func studyJudgesSection(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var141 string
 			templ_7745c5c3_Var141, templ_7745c5c3_Err = templ.JoinStringErrs(msg)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 917, Col: 70}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 915, Col: 70}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var141))
 			if templ_7745c5c3_Err != nil {
@@ -3129,7 +3127,7 @@ func studyJudgesSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var142 string
 				templ_7745c5c3_Var142, templ_7745c5c3_Err = templ.JoinStringErrs(j.Name)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 941, Col: 32}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 939, Col: 32}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var142))
 				if templ_7745c5c3_Err != nil {
@@ -3142,7 +3140,7 @@ func studyJudgesSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var143 string
 				templ_7745c5c3_Var143, templ_7745c5c3_Err = templ.JoinStringErrs(judgeModelText(j.StudyJudge))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 942, Col: 42}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 940, Col: 42}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var143))
 				if templ_7745c5c3_Err != nil {
@@ -3155,7 +3153,7 @@ func studyJudgesSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var144 string
 				templ_7745c5c3_Var144, templ_7745c5c3_Err = templ.JoinStringErrs(j.Prompt)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 943, Col: 22}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 941, Col: 22}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var144))
 				if templ_7745c5c3_Err != nil {
@@ -3168,7 +3166,7 @@ func studyJudgesSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var145 string
 				templ_7745c5c3_Var145, templ_7745c5c3_Err = templ.JoinStringErrs(boolText(j.Screenshots))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 944, Col: 37}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 942, Col: 37}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var145))
 				if templ_7745c5c3_Err != nil {
@@ -3181,7 +3179,7 @@ func studyJudgesSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var146 string
 				templ_7745c5c3_Var146, templ_7745c5c3_Err = templ.JoinStringErrs(boolText(j.Accessibility))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 945, Col: 39}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 943, Col: 39}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var146))
 				if templ_7745c5c3_Err != nil {
@@ -3194,7 +3192,7 @@ func studyJudgesSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var147 string
 				templ_7745c5c3_Var147, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(j.Judged))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 946, Col: 40}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 944, Col: 40}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var147))
 				if templ_7745c5c3_Err != nil {
@@ -3207,7 +3205,7 @@ func studyJudgesSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var148 string
 				templ_7745c5c3_Var148, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(st.ItemCount))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 946, Col: 66}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 944, Col: 66}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var148))
 				if templ_7745c5c3_Err != nil {
@@ -3220,7 +3218,7 @@ func studyJudgesSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var149 string
 				templ_7745c5c3_Var149, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(j.Errors))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 947, Col: 40}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 945, Col: 40}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var149))
 				if templ_7745c5c3_Err != nil {
@@ -3233,7 +3231,7 @@ func studyJudgesSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var150 string
 				templ_7745c5c3_Var150, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(j.TokensIn + j.TokensOut))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 948, Col: 56}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 946, Col: 56}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var150))
 				if templ_7745c5c3_Err != nil {
@@ -3244,9 +3242,9 @@ func studyJudgesSection(p Page, v StudyPageView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var151 string
-				templ_7745c5c3_Var151, templ_7745c5c3_Err = templ.JoinStringErrs(formatCost(j.Cost))
+				templ_7745c5c3_Var151, templ_7745c5c3_Err = templ.JoinStringErrs(CostText(j.Cost))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 949, Col: 44}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 947, Col: 42}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var151))
 				if templ_7745c5c3_Err != nil {
@@ -3269,7 +3267,7 @@ func studyJudgesSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var152 string
 				templ_7745c5c3_Var152, templ_7745c5c3_Err = templruntime.NewAttributeExpression(studyActionHref(st.ID, "judges/run")).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 956, Col: 69}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 954, Col: 69}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var152)
 				if templ_7745c5c3_Err != nil {
@@ -3327,7 +3325,7 @@ func studyJudgesSection(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var153 string
 			templ_7745c5c3_Var153, templ_7745c5c3_Err = templruntime.NewAttributeExpression(studyActionHref(st.ID, "judges")).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 972, Col: 65}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 970, Col: 65}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var153)
 			if templ_7745c5c3_Err != nil {
@@ -3384,7 +3382,7 @@ func studyLifecycleSection(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var155 string
 			templ_7745c5c3_Var155, templ_7745c5c3_Err = templruntime.NewAttributeExpression(StudySectionLifecycle).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 985, Col: 37}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 983, Col: 37}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var155)
 			if templ_7745c5c3_Err != nil {
@@ -3417,7 +3415,7 @@ func studyLifecycleSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var156 string
 				templ_7745c5c3_Var156, templ_7745c5c3_Err = templ.JoinStringErrs(msg)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 994, Col: 74}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 992, Col: 74}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var156))
 				if templ_7745c5c3_Err != nil {
@@ -3436,7 +3434,7 @@ func studyLifecycleSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var157 string
 				templ_7745c5c3_Var157, templ_7745c5c3_Err = templruntime.NewAttributeExpression(studyActionHref(st.ID, "open")).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 998, Col: 63}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 996, Col: 63}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var157)
 				if templ_7745c5c3_Err != nil {
@@ -3462,7 +3460,7 @@ func studyLifecycleSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var158 string
 				templ_7745c5c3_Var158, templ_7745c5c3_Err = templruntime.NewAttributeExpression(studyActionHref(st.ID, "close")).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1004, Col: 64}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1002, Col: 64}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var158)
 				if templ_7745c5c3_Err != nil {
@@ -3520,7 +3518,7 @@ func studyImportSection(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var160 string
 			templ_7745c5c3_Var160, templ_7745c5c3_Err = templ.JoinStringErrs(studyImportTitle(im.Kind))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1019, Col: 35}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1017, Col: 35}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var160))
 			if templ_7745c5c3_Err != nil {
@@ -3533,7 +3531,7 @@ func studyImportSection(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var161 string
 			templ_7745c5c3_Var161, templ_7745c5c3_Err = templ.JoinStringErrs(im.File)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1019, Col: 52}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1017, Col: 52}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var161))
 			if templ_7745c5c3_Err != nil {
@@ -3546,7 +3544,7 @@ func studyImportSection(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var162 string
 			templ_7745c5c3_Var162, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(im.Result.Imported))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1021, Col: 67}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1019, Col: 67}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var162))
 			if templ_7745c5c3_Err != nil {
@@ -3564,7 +3562,7 @@ func studyImportSection(p Page, v StudyPageView) templ.Component {
 				var templ_7745c5c3_Var163 string
 				templ_7745c5c3_Var163, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(im.Result.Replaced))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1023, Col: 33}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1021, Col: 33}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var163))
 				if templ_7745c5c3_Err != nil {
@@ -3582,7 +3580,7 @@ func studyImportSection(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var164 string
 			templ_7745c5c3_Var164, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(len(im.Result.Unmatched)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1025, Col: 77}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1023, Col: 77}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var164))
 			if templ_7745c5c3_Err != nil {
@@ -3595,7 +3593,7 @@ func studyImportSection(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var165 string
 			templ_7745c5c3_Var165, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(im.Result.Skipped))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1026, Col: 68}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1024, Col: 68}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var165))
 			if templ_7745c5c3_Err != nil {
@@ -3618,7 +3616,7 @@ func studyImportSection(p Page, v StudyPageView) templ.Component {
 					var templ_7745c5c3_Var166 string
 					templ_7745c5c3_Var166, templ_7745c5c3_Err = templ.JoinStringErrs(u)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1033, Col: 15}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1031, Col: 15}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var166))
 					if templ_7745c5c3_Err != nil {
@@ -3647,7 +3645,7 @@ func studyImportSection(p Page, v StudyPageView) templ.Component {
 					var templ_7745c5c3_Var167 string
 					templ_7745c5c3_Var167, templ_7745c5c3_Err = templ.JoinStringErrs(row)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1043, Col: 17}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1041, Col: 17}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var167))
 					if templ_7745c5c3_Err != nil {
@@ -3675,7 +3673,7 @@ func studyImportSection(p Page, v StudyPageView) templ.Component {
 		var templ_7745c5c3_Var168 string
 		templ_7745c5c3_Var168, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.FormatInt(v.MaxImportMiB, 10))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1050, Col: 70}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1048, Col: 70}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var168))
 		if templ_7745c5c3_Err != nil {
@@ -3688,7 +3686,7 @@ func studyImportSection(p Page, v StudyPageView) templ.Component {
 		var templ_7745c5c3_Var169 string
 		templ_7745c5c3_Var169, templ_7745c5c3_Err = templruntime.NewAttributeExpression(StudySectionImportLabels).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1052, Col: 38}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1050, Col: 38}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var169)
 		if templ_7745c5c3_Err != nil {
@@ -3701,7 +3699,7 @@ func studyImportSection(p Page, v StudyPageView) templ.Component {
 		var templ_7745c5c3_Var170 string
 		templ_7745c5c3_Var170, templ_7745c5c3_Err = templruntime.NewAttributeExpression(studyActionHref(st.ID, "import/labels")).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1052, Col: 103}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1050, Col: 103}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var170)
 		if templ_7745c5c3_Err != nil {
@@ -3727,7 +3725,7 @@ func studyImportSection(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var171 string
 			templ_7745c5c3_Var171, templ_7745c5c3_Err = templ.JoinStringErrs(msg)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1057, Col: 80}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1055, Col: 80}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var171))
 			if templ_7745c5c3_Err != nil {
@@ -3745,7 +3743,7 @@ func studyImportSection(p Page, v StudyPageView) templ.Component {
 		var templ_7745c5c3_Var172 string
 		templ_7745c5c3_Var172, templ_7745c5c3_Err = templruntime.NewAttributeExpression(StudySectionImportVerdicts).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1070, Col: 40}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1068, Col: 40}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var172)
 		if templ_7745c5c3_Err != nil {
@@ -3758,7 +3756,7 @@ func studyImportSection(p Page, v StudyPageView) templ.Component {
 		var templ_7745c5c3_Var173 string
 		templ_7745c5c3_Var173, templ_7745c5c3_Err = templruntime.NewAttributeExpression(studyActionHref(st.ID, "import/verdicts")).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1070, Col: 107}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1068, Col: 107}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var173)
 		if templ_7745c5c3_Err != nil {
@@ -3784,7 +3782,7 @@ func studyImportSection(p Page, v StudyPageView) templ.Component {
 			var templ_7745c5c3_Var174 string
 			templ_7745c5c3_Var174, templ_7745c5c3_Err = templ.JoinStringErrs(msg)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1075, Col: 82}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/studies.templ`, Line: 1073, Col: 82}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var174))
 			if templ_7745c5c3_Err != nil {
