@@ -25,6 +25,8 @@ func (s *Server) apiRoutes(g *echo.Group) {
 	s.apiRunRoutes(g)
 	s.apiSubmissionRoutes(g)
 	s.apiStudyRoutes(g)
+	s.apiCandidateRoutes(g)
+	s.apiHiddenResultRoutes(g)
 }
 
 func (s *Server) apiIndex(c echo.Context) error {

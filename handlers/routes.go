@@ -36,6 +36,8 @@ func (s *Server) routes() {
 	s.submissionRoutes(e)
 	s.studyRoutes(e)
 	s.annotationRoutes(e)
+	s.candidateRoutes(e)
+	s.hiddenResultRoutes(e)
 	s.openAPIRoutes(e)
 	s.docsRoutes(e)
 

@@ -64,6 +64,9 @@ type Deps struct {
 	// StudyJudging runs agreement studies' judge configurations; nil when
 	// this process has no queue (judging answers 503).
 	StudyJudging StudyJudging
+	// Candidates queues hidden-tests runs of submitted candidate websites;
+	// nil when this process has no queue (submitting answers 503).
+	Candidates CandidateService
 	// QueueUI is River UI built for QueueUIPrefix, the admins' view of the job
 	// queue; nil answers 503 there.
 	QueueUI http.Handler
@@ -85,6 +88,8 @@ type Store interface {
 	ModerationStore
 	SubmissionStore
 	StudyStore
+	CandidateStore
+	HiddenResultStore
 }
 
 // isUpload reports whether a request is an upload POST, which skips the global

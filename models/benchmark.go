@@ -151,6 +151,9 @@ type Task struct {
 	ReferenceActions string // hidden JSON
 
 	RubricItems []RubricItem `gorm:"foreignKey:TaskID"`
+	// ReferenceCaptures are a hidden-tests task's reference screenshots,
+	// filled by the importer and stored with the task; never loaded for pages.
+	ReferenceCaptures []ReferenceCapture `gorm:"foreignKey:TaskID"`
 }
 
 // RubricItem is one weighted requirement of a task, judged pass or fail over the

@@ -208,7 +208,13 @@ type LeaderboardEntry struct {
 	MeanSteps   float64
 	CostPerTask float64
 	Tokens      int64
-	Judged      int    // attempts with a judge score
-	Metrics     string // stats.Metrics with breakdowns, JSON
-	ComputedAt  time.Time
+	Judged      int // attempts with a judge score
+	// Hidden-tests boards: the mean over the board's tasks of each task's
+	// pass rate, overall and per group (R, B, S); nil on other benchmarks.
+	HiddenOverall *float64
+	HiddenRequest *float64
+	HiddenBrowser *float64
+	HiddenSystem  *float64
+	Metrics       string // stats.Metrics with breakdowns, JSON
+	ComputedAt    time.Time
 }

@@ -10,6 +10,7 @@ const (
 	QueueMetrics      = "metrics"
 	QueueSubmissions  = "submissions"
 	QueueStudies      = "studies"
+	QueueHiddenTests  = "hidden_tests"
 )
 
 // DispatchArgs creates a run's attempts and enqueues their episodes.
@@ -95,3 +96,15 @@ type StudyJudgeArgs struct {
 
 // Kind names the job in the queue.
 func (StudyJudgeArgs) Kind() string { return "study_judge" }
+
+// HiddenTestsArgs runs one hidden-tests attempt's suite against its
+// candidate website. A redelivered job runs the suite again from the start
+// and replaces what an interrupted one stored; one that finds the attempt
+// done does nothing.
+type HiddenTestsArgs struct {
+	AttemptID int64 `json:"attempt_id"`
+	RunID     int64 `json:"run_id"`
+}
+
+// Kind names the job in the queue.
+func (HiddenTestsArgs) Kind() string { return "hidden_tests" }

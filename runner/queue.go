@@ -152,6 +152,9 @@ func NewQueue(db *storage.DB, workers *river.Workers, opts Options) (*Queue, err
 			// Each study judge job judges a few items at once; the judge
 			// client's concurrency cap bounds the requests of them all.
 			QueueStudies: {MaxWorkers: 2},
+			// A hidden-tests job runs a task's tests in parallel itself
+			// (within the suite's cap), so few run at once.
+			QueueHiddenTests: {MaxWorkers: 2},
 		}
 		cfg.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) {

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"proctor/models"
+	"proctor/netguard"
 	"proctor/runner/episode"
 	"proctor/storage"
 	"proctor/storage/artifact"
@@ -28,6 +29,9 @@ type Config struct {
 	// AgentClient returns the HTTP client agents are called through: the
 	// SSRF-guarded client of netguard, which re-checks addresses at connect time.
 	AgentClient func(timeout time.Duration) *http.Client
+	// Guard is the SSRF guard hidden tests reach candidate websites
+	// through (their HTTP client and their browser journeys).
+	Guard *netguard.Guard
 	// Judges builds LLM judges; nil when no judge can be configured at all.
 	Judges JudgeFactory
 	Logger *slog.Logger
@@ -41,6 +45,7 @@ type Runner struct {
 	opts        Options
 	log         *slog.Logger
 	agentClient func(timeout time.Duration) *http.Client
+	guard       *netguard.Guard
 	browserMu   sync.Mutex
 	browserOp   episode.BrowserOptions
 	browser     *episode.Browser
@@ -56,6 +61,7 @@ func New(cfg Config) (*Runner, error) {
 		return nil, errors.New("runner: AgentClient is required (the SSRF-guarded client agents are called through)")
 	}
 	r := &Runner{db: cfg.DB, artifacts: cfg.Artifacts, log: cfg.Logger, browserOp: cfg.Browser, agentClient: cfg.AgentClient,
+		guard:  cfg.Guard,
 		judges: judgeCache{factory: cfg.Judges}}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &dispatchWorker{r: r})
@@ -67,6 +73,7 @@ func New(cfg Config) (*Runner, error) {
 	river.AddWorker(workers, &ingestSubmissionWorker{r: r})
 	river.AddWorker(workers, &expireUploadsWorker{r: r})
 	river.AddWorker(workers, &studyJudgeWorker{r: r})
+	river.AddWorker(workers, &hiddenTestsWorker{r: r})
 	opts := cfg.Options
 	opts.Logger = cfg.Logger
 	q, err := NewQueue(cfg.DB, workers, opts)

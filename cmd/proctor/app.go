@@ -161,6 +161,7 @@ func (p *Program) newRunner(app *App, episodes int) (*runner.Runner, error) {
 		DB: app.DB, Artifacts: app.Artifacts, Logger: app.Log,
 		Browser:     episode.BrowserOptionsFromEnv(p.Getenv),
 		AgentClient: guard.Client,
+		Guard:       guard,
 		Judges:      judgeFactory(app.Config.Judge),
 		Options: runner.Options{
 			Episodes: episodes, DailyRunQuota: app.Config.RunQuota,
