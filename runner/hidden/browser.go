@@ -745,42 +745,30 @@ func (j *journey) restart(ctx context.Context) error {
 	if j.cand.RestartURL == "" {
 		return journeyError("%s", NoRestartHookReason)
 	}
-	hook := j.expand(j.cand.RestartURL)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook, nil)
-	if err != nil {
-		return journeyError("the restart hook %q is not a URL: %v", j.cand.RestartURL, err)
-	}
-	resp, err := j.opts.Client.Do(req)
-	if err != nil {
-		return journeyError("the restart hook failed: %v", err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return journeyError("the restart hook answered %d", resp.StatusCode)
+	limit := time.Until(deadlineOr(ctx, time.Now()))
+	status, why := callRestartHook(ctx, j.opts.Client, j.expand(j.cand.RestartURL), limit)
+	switch {
+	case why != "":
+		return journeyError("%s", why)
+	case status/100 != 2:
+		return journeyError("the restart hook answered %d", status)
 	}
 	health := j.cand.HealthURL
 	if health == "" {
 		health = j.cand.BaseURL
 	}
-	health = j.expand(health)
-	ok, found := pollUntil(ctx, func() (bool, string) {
-		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		req, err := http.NewRequestWithContext(hctx, http.MethodGet, health, nil)
-		if err != nil {
-			return false, err.Error()
-		}
-		resp, err := j.opts.Client.Do(req)
-		if err != nil {
-			return false, err.Error()
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode >= 200 && resp.StatusCode <= 299, fmt.Sprintf("status %d", resp.StatusCode)
-	})
-	if !ok {
-		return journeyError("the candidate did not come back after the restart (health: %s)", found)
+	if w := waitHealthy(ctx, j.opts.Client, j.expand(health), limit); !w.ok {
+		return journeyError("the candidate did not come back after the restart (health: %s)", w.last)
 	}
 	return nil
+}
+
+// deadlineOr is ctx's deadline, or def without one.
+func deadlineOr(ctx context.Context, def time.Time) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return def
 }
 
 // expand puts the main context's {visitor} token into a hook URL.

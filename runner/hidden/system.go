@@ -10,10 +10,6 @@ import (
 	"proctor/hiddentest"
 )
 
-// restartPollInterval is how often a restart test asks the health URL whether
-// the candidate is back.
-const restartPollInterval = 250 * time.Millisecond
-
 // OfflineBuildReason is why offline_build tests end Errored: the check needs
 // the candidate's build command run with the network cut off, and Proctor does
 // not host candidates (docs/hidden-tests.md), so there is nothing here to
@@ -154,49 +150,24 @@ func (r *systemRun) restart(s *hiddentest.SystemTest) {
 	target := r.healthURL(s)
 	rec := StepRecord{Index: len(r.out.Steps), Action: "wait_healthy", Detail: "GET " + target}
 	start := time.Now()
-	tries, last := 0, ""
-	for {
-		tries++
-		ex, err := r.poll(target)
-		switch {
-		case err != nil:
-			last = failureReason(r.ctx, err, r.limit)
-		case ex.status/100 == 2:
-			rec.Result, rec.Duration = Passed, time.Since(start)
-			rec.Detail += fmt.Sprintf(" → %d after %d tries", ex.status, tries)
-			r.out.Steps = append(r.out.Steps, rec)
-			r.out.Result = Passed
-			return
-		default:
-			last = fmt.Sprintf("it answered %d", ex.status)
-		}
-		select {
-		case <-r.ctx.Done():
-			rec.Duration = time.Since(start)
-			reason := fmt.Sprintf("the candidate did not answer 2xx at its health URL within %s of the restart (%d tries; last: %s)",
-				r.limit.Round(time.Millisecond), tries, last)
-			if r.ctx.Err() == context.Canceled {
-				rec.Result, rec.Reason = Errored, "the test was canceled"
-				r.out.Steps = append(r.out.Steps, rec)
-				r.out.Result, r.out.Reason = Errored, rec.Reason
-				return
-			}
-			r.out.Steps = append(r.out.Steps, rec)
-			r.fail(&r.out.Steps[len(r.out.Steps)-1], reason)
-			return
-		case <-time.After(restartPollInterval):
-		}
+	w := waitHealthy(r.ctx, r.client, target, r.limit)
+	rec.Duration = time.Since(start)
+	switch {
+	case w.ok:
+		rec.Result = Passed
+		rec.Detail += fmt.Sprintf(" → %d after %d tries", w.status, w.tries)
+		r.out.Steps = append(r.out.Steps, rec)
+		r.out.Result = Passed
+	case r.ctx.Err() == context.Canceled:
+		rec.Result, rec.Reason = Errored, "the test was canceled"
+		r.out.Steps = append(r.out.Steps, rec)
+		r.out.Result, r.out.Reason = Errored, rec.Reason
+	default:
+		r.out.Steps = append(r.out.Steps, rec)
+		r.fail(&r.out.Steps[len(r.out.Steps)-1], fmt.Sprintf(
+			"the candidate did not answer 2xx at its health URL within %s of the restart (%d tries; last: %s)",
+			r.limit.Round(time.Millisecond), w.tries, w.last))
 	}
-}
-
-// poll asks the health URL once without recording a step: a restart test
-// records its wait as one step however many tries it takes.
-func (r *systemRun) poll(target string) (exchange, error) {
-	req, err := http.NewRequestWithContext(r.ctx, http.MethodGet, target, http.NoBody)
-	if err != nil {
-		return exchange{}, fmt.Errorf("building the request: %w", err)
-	}
-	return send(r.client, req)
 }
 
 // security sends the probe's requests, one per path as written, without
