@@ -140,4 +140,7 @@ func TestTimeoutsAndDefaults(t *testing.T) {
 	require.InDelta(t, DefaultThreshold, (&Checkpoint{}).EffectiveThreshold(), 0)
 	require.InDelta(t, 0.9, (&Checkpoint{Threshold: ptr(0.9)}).EffectiveThreshold(), 0)
 	require.Equal(t, Viewport{Width: 1280, Height: 800}, (&Suite{}).EffectiveViewport())
+	require.Equal(t, DefaultParallelism, (&Suite{}).EffectiveParallelism())
+	require.Equal(t, 1, (&Suite{Parallelism: 1}).EffectiveParallelism())
+	require.Equal(t, MaxParallelism, (&Suite{Parallelism: MaxParallelism}).EffectiveParallelism())
 }

@@ -87,6 +87,12 @@ const (
 	DefaultViewportHeight = 800
 )
 
+// How many of a suite's tests run at once against one candidate.
+const (
+	DefaultParallelism = 4
+	MaxParallelism     = 16
+)
+
 // Suite is one task's hidden-test suite.
 type Suite struct {
 	// Version is the format version, FormatVersion.
@@ -98,6 +104,10 @@ type Suite struct {
 	// Viewport is the browser window of every journey and of the reference
 	// captures (DefaultViewportWidth × DefaultViewportHeight when absent).
 	Viewport *Viewport `json:"viewport,omitempty"`
+	// Parallelism caps how many tests run against the candidate at once
+	// (1 to MaxParallelism; 0 means DefaultParallelism). A small candidate
+	// may not take more; tests that restart it always run alone.
+	Parallelism int `json:"parallelism,omitempty"`
 	// Regions are the declared non-deterministic parts of pages (timestamps,
 	// order numbers, per-visitor values); they are masked in every checkpoint.
 	Regions []Region `json:"regions,omitempty"`
@@ -417,6 +427,15 @@ func (s *Suite) EffectiveViewport() Viewport {
 		return Viewport{Width: DefaultViewportWidth, Height: DefaultViewportHeight}
 	}
 	return *s.Viewport
+}
+
+// EffectiveParallelism is the suite's parallelism, DefaultParallelism when
+// none is given.
+func (s *Suite) EffectiveParallelism() int {
+	if s.Parallelism <= 0 {
+		return DefaultParallelism
+	}
+	return min(s.Parallelism, MaxParallelism)
 }
 
 // Captures lists the reference captures the suite's checkpoints name, sorted,

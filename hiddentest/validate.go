@@ -77,6 +77,9 @@ func (v *validator) suite(s *Suite) {
 			v.p.add("viewport.height", "must be from %d to %d pixels", MinViewportHeight, MaxViewportHeight)
 		}
 	}
+	if s.Parallelism < 0 || s.Parallelism > MaxParallelism {
+		v.p.add("parallelism", "must be from 1 to %d tests at once (absent: %d)", MaxParallelism, DefaultParallelism)
+	}
 	if len(s.Regions) > MaxRegions {
 		v.p.add("regions", "at most %d regions, found %d", MaxRegions, len(s.Regions))
 	}

@@ -239,13 +239,16 @@ func TestParse_ReportsEachProblemAtItsPath(t *testing.T) {
 		{"suite fields", func(s *Suite) {
 			s.Version, s.Site = 2, ""
 			s.Viewport = &Viewport{Width: 100, Height: 800}
+			s.Parallelism = MaxParallelism + 1
 			s.Regions = []Region{{Name: "date", Locator: Locator{CSS: ".date"}}, {Name: "date", Locator: Locator{CSS: ".time"}}}
 		}, []string{
 			"version: version 2 is not supported: use 1",
 			"site: missing: name the reference site",
 			"viewport.width: must be from 320 to 3840 pixels",
+			"parallelism: must be from 1 to 16 tests at once (absent: 4)",
 			`regions[1].name: a region already has the name "date" (at regions[0].name)`,
 		}},
+		{"negative parallelism", func(s *Suite) { s.Parallelism = -1 }, []string{"parallelism: must be from 1 to 16 tests at once (absent: 4)"}},
 		{"no tests", func(s *Suite) { s.Tests = nil }, []string{"tests: the suite has no tests"}},
 		{"too many tests", func(s *Suite) {
 			for i := len(s.Tests); i <= MaxTests; i++ {
