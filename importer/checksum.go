@@ -51,6 +51,14 @@ type canonicalTask struct {
 	ReferenceAnswers string            `json:"reference_answers,omitempty"`
 	ReferenceActions string            `json:"reference_actions,omitempty"`
 	Rubric           []canonicalRubric `json:"rubric,omitempty"`
+	// Captures are a hidden-tests task's reference images, by name and the
+	// SHA-256 of their PNG bytes: a new image makes a new version.
+	Captures []canonicalCapture `json:"captures,omitempty"`
+}
+
+type canonicalCapture struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
 }
 
 type canonicalRubric struct {
@@ -108,6 +116,9 @@ func canonicalTaskOf(t models.Task) canonicalTask {
 	}
 	for _, r := range t.RubricItems {
 		c.Rubric = append(c.Rubric, canonicalRubric{Key: r.Key, Requirement: r.Requirement, Verification: r.Verification, Weight: r.Weight})
+	}
+	for _, rc := range t.ReferenceCaptures {
+		c.Captures = append(c.Captures, canonicalCapture{Name: rc.Name, SHA256: sha256Hex(rc.PNG)})
 	}
 	return c
 }

@@ -439,6 +439,8 @@ func checkForEvaluator(where, evaluator string, t *models.Task, eval json.RawMes
 			return err
 		}
 		return settleTaskType(where, t, taskType)
+	case models.EvaluatorHiddenTests:
+		return hiddenTestsEval(where, t, eval)
 	case models.EvaluatorWebArena:
 		if isNull(eval) {
 			return fieldErr(where, "eval", "missing: the evaluator is %s", models.EvaluatorWebArena)

@@ -209,7 +209,7 @@ func TestParse_ProctorFixtures(t *testing.T) {
 		{"HeaderVersion", jsonl(t, map[string]any{"proctor_benchmark": 2}, proctorTask("t1", nil)),
 			[]string{`line 1: field "proctor_benchmark": this importer reads version 1`}},
 		{"HeaderEvaluator", jsonl(t, map[string]any{"proctor_benchmark": 1, "evaluator": "human"}, proctorTask("t1", nil)),
-			[]string{`line 1: field "evaluator": "human" is not one of webarena-verified, webarena, rubric, llm-judge, none`}},
+			[]string{`line 1: field "evaluator": "human" is not one of webarena-verified, webarena, rubric, llm-judge, hidden-tests, none`}},
 		{"HeaderSubsetUnknownID", jsonl(t, map[string]any{"proctor_benchmark": 1, "subsets": map[string]any{"smoke": map[string]any{"task_ids": []any{"t1", "t9"}}}}, proctorTask("t1", nil)),
 			[]string{`line 1: subset "smoke": task id t9 is not in the benchmark`}},
 		{"HeaderSubsetChecksum", jsonl(t, map[string]any{"proctor_benchmark": 1, "subsets": map[string]any{"smoke": map[string]any{"task_ids": []any{"t1"}, "checksum": "cd34"}}}, proctorTask("t1", nil)),

@@ -26,7 +26,7 @@ func taskTypes() []string {
 // evaluators lists the evaluators a proctor file may name.
 func evaluators() []string {
 	return []string{models.EvaluatorWebArenaVerified, models.EvaluatorWebArena, models.EvaluatorRubric,
-		models.EvaluatorLLMJudge, models.EvaluatorNone}
+		models.EvaluatorLLMJudge, models.EvaluatorHiddenTests, models.EvaluatorNone}
 }
 
 // actionTypes is the action vocabulary of the agent protocol (v1); reference

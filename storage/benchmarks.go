@@ -21,6 +21,10 @@ import (
 // parameter limits of SQLite (32766) and PostgreSQL (65535) for the widest row.
 const importBatchSize = 500
 
+// captureBatchSize is how many reference captures one INSERT of an import
+// carries.
+const captureBatchSize = 8
+
 // ListBenchmarks returns benchmarks with their current version's counts, by name.
 // Unpublished benchmarks are listed only for admins.
 func (db *DB) ListBenchmarks(ctx context.Context) ([]models.BenchmarkListItem, error) {
@@ -171,7 +175,7 @@ func (db *DB) benchmarkForImport(tx *gorm.DB, slug string, ds *importer.Dataset)
 }
 
 // insertTasks writes a version's tasks, their site and attribute index rows, their
-// rubric items and the subsets, in batches.
+// rubric items, their reference captures and the subsets, in batches.
 func insertTasks(tx *gorm.DB, versionID int64, ds *importer.Dataset) error {
 	tasks := make([]models.Task, len(ds.Tasks))
 	for i, t := range ds.Tasks {
@@ -182,7 +186,8 @@ func insertTasks(tx *gorm.DB, versionID int64, ds *importer.Dataset) error {
 		if t.SiteKey == "" {
 			t.SiteKey = models.SiteKeyOf(t.Sites)
 		}
-		t.RubricItems = nil // written below with their task ids
+		t.RubricItems = nil       // written below with their task ids
+		t.ReferenceCaptures = nil // likewise
 		tasks[i] = t
 	}
 	if err := tx.Omit(clause.Associations).CreateInBatches(&tasks, importBatchSize).Error; err != nil {
@@ -192,6 +197,7 @@ func insertTasks(tx *gorm.DB, versionID int64, ds *importer.Dataset) error {
 	var sites []models.TaskSite
 	var attrs []models.TaskAttribute
 	var items []models.RubricItem
+	var captures []models.ReferenceCapture
 	for i, t := range tasks {
 		if t.ID == 0 {
 			return fmt.Errorf("import: task %s got no id", t.ExternalID)
@@ -211,6 +217,10 @@ func insertTasks(tx *gorm.DB, versionID int64, ds *importer.Dataset) error {
 			r.Position = j
 			items = append(items, r)
 		}
+		for _, c := range ds.Tasks[i].ReferenceCaptures {
+			c.ID, c.TaskID = 0, t.ID
+			captures = append(captures, c)
+		}
 	}
 	if err := createBatches(tx, sites, "task site"); err != nil {
 		return err
@@ -220,6 +230,13 @@ func insertTasks(tx *gorm.DB, versionID int64, ds *importer.Dataset) error {
 	}
 	if err := createBatches(tx, items, "rubric item"); err != nil {
 		return err
+	}
+	// Captures are images of up to importer.MaxCaptureBytes each: a few per
+	// statement keep the statements small.
+	if len(captures) > 0 {
+		if err := tx.CreateInBatches(&captures, captureBatchSize).Error; err != nil {
+			return wrap(err, "reference capture")
+		}
 	}
 	for _, s := range ds.Subsets {
 		sub := models.Subset{VersionID: versionID, Name: s.Name, Description: s.Description,
