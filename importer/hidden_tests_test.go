@@ -10,6 +10,8 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -267,4 +269,45 @@ func TestParse_HiddenTestsBadInput(t *testing.T) {
 		_, err := parse(models.FormatProctor, jsonl(t, hiddenHeader(), twice))
 		requireError(t, err, models.EINVALID, where+`field "eval.captures.card": given twice`)
 	})
+}
+
+// hiddenDocsExample extracts the ```jsonl block of the section
+// "Hidden-tests benchmarks" of docs/benchmark-format.md.
+func hiddenDocsExample(t *testing.T) string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "benchmark-format.md"))
+	require.NoError(t, err)
+	_, section, ok := bytes.Cut(doc, []byte("\n## Hidden-tests benchmarks\n"))
+	require.True(t, ok, "docs/benchmark-format.md has no section Hidden-tests benchmarks")
+	_, rest, ok := bytes.Cut(section, []byte("```jsonl\n"))
+	require.True(t, ok, "the section has no ```jsonl block")
+	block, _, ok := bytes.Cut(rest, []byte("\n```"))
+	require.True(t, ok, "the ```jsonl block is not closed")
+	return string(block)
+}
+
+func TestParse_HiddenTestsDocsExample(t *testing.T) {
+	t.Parallel()
+	example := hiddenDocsExample(t)
+	d, err := parse(models.FormatProctor, example)
+	require.NoError(t, err)
+	require.Equal(t, models.EvaluatorHiddenTests, d.Evaluator)
+	require.Len(t, d.Tasks, 1)
+	task := d.Tasks[0]
+	require.Len(t, task.ReferenceCaptures, 1)
+	require.Equal(t, "shop-header", task.ReferenceCaptures[0].Name)
+	require.Equal(t, [2]int{4, 2}, [2]int{task.ReferenceCaptures[0].Width, task.ReferenceCaptures[0].Height})
+	s, err := hiddentest.Parse(strings.NewReader(task.EvalSpec))
+	require.NoError(t, err)
+	require.Equal(t, []string{"shop-header"}, s.Captures())
+
+	// The error the section quotes is the one a file without the capture gets.
+	without := strings.Replace(example, `"captures": {"shop-header": `, `"captures": {"unused": `, 1)
+	require.NotEqual(t, example, without)
+	_, err = parse(models.FormatProctor, without)
+	requireError(t, err, models.EINVALID,
+		`line 2 (task shop-rebuild): field "eval.suite.tests[0].checkpoints[0].capture": test cart-tab: no reference capture named "shop-header"`)
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "benchmark-format.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(doc), "`"+`line 2 (task shop-rebuild): field "eval.suite.tests[0].checkpoints[0].capture": test cart-tab: no reference capture named "shop-header"`+"`")
 }

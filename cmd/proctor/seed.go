@@ -5,16 +5,20 @@ import (
 	"context"
 	"fmt"
 
+	"proctor/hiddenbench"
 	"proctor/importer"
 	"proctor/models"
+	"proctor/runner/episode"
 	"proctor/sandbox"
 )
 
 // seed imports the bundled sandbox benchmark (a no-op when unchanged) and points
 // its sites at this deployment's own sandbox, so a fresh install has a benchmark
-// that runs without any external site.
+// that runs without any external site. With Chromium at hand it also records and
+// imports the sample hidden-tests benchmark, a rebuild of the sandbox shop.
 func (p *Program) seed(ctx context.Context, args []string) error {
 	fs, cf := p.newFlagSet("seed")
+	hiddenSample := fs.Bool("hidden-sample", true, "also record (in Chromium) and import the sample hidden-tests benchmark "+hiddenbench.Slug)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -42,10 +46,59 @@ func (p *Program) seed(ctx context.Context, args []string) error {
 			return fmt.Errorf("configure sandbox site %s: %w", site, err)
 		}
 	}
-	state := "unchanged"
-	if res.Created {
-		state = "imported"
+	fmt.Fprintf(p.Stdout, "sandbox benchmark %s (version %d, %d tasks); sites at %s/sandbox/\n", importState(res), res.Version.Version, res.Version.TaskCount, app.Config.BaseURL)
+	if !*hiddenSample {
+		return nil
 	}
-	fmt.Fprintf(p.Stdout, "sandbox benchmark %s (version %d, %d tasks); sites at %s/sandbox/\n", state, res.Version.Version, res.Version.TaskCount, app.Config.BaseURL)
+	return p.seedHiddenSample(ctx, app)
+}
+
+// seedHiddenSample records the sample hidden-tests benchmark's reference
+// captures from a sandbox shop in Chromium and imports it (a no-op when the
+// recording is unchanged). Without a usable Chromium it says why and skips:
+// the rest of Proctor works without the sample.
+func (p *Program) seedHiddenSample(ctx context.Context, app *App) error {
+	opts := episode.BrowserOptionsFromEnv(p.Getenv)
+	if err := opts.Check(); err != nil {
+		fmt.Fprintf(p.Stdout, "sample hidden-tests benchmark %s skipped: its reference captures are recorded in Chromium: %v\n", hiddenbench.Slug, err)
+		return nil
+	}
+	b, err := episode.LaunchBrowser(opts)
+	if err != nil {
+		fmt.Fprintf(p.Stdout, "sample hidden-tests benchmark %s skipped: Chromium does not start: %v\n", hiddenbench.Slug, err)
+		return nil
+	}
+	defer b.Close()
+	file, err := hiddenbench.FromSandbox(ctx, b.Playwright())
+	if err != nil {
+		return fmt.Errorf("sample hidden-tests benchmark: %w", err)
+	}
+	ds, err := importer.Parse(models.FormatProctor, bytes.NewReader(file), nil)
+	if err != nil {
+		return fmt.Errorf("sample hidden-tests benchmark: %w", err)
+	}
+	res, err := app.DB.ImportBenchmark(ctx, hiddenbench.Slug, ds, "hiddenbench (recorded from the sandbox shop)")
+	if err != nil {
+		return err
+	}
+	// Like the sandbox's, the sample's tests are no secret: the suite is in this
+	// repository, so teams may see which tests their rebuild failed and why.
+	if err := app.DB.SetRevealReferences(ctx, hiddenbench.Slug, true); err != nil {
+		return err
+	}
+	shop := sandbox.SiteURLs(app.Config.BaseURL)[hiddenbench.Site]
+	if _, err := app.DB.UpdateSite(ctx, hiddenbench.Slug, hiddenbench.Site, shop, "", 0); err != nil {
+		return fmt.Errorf("configure site %s of %s: %w", hiddenbench.Site, hiddenbench.Slug, err)
+	}
+	fmt.Fprintf(p.Stdout, "sample hidden-tests benchmark %s %s (version %d, %d task); reference site %s\n",
+		hiddenbench.Slug, importState(res), res.Version.Version, res.Version.TaskCount, shop)
 	return nil
+}
+
+// importState says whether an import made a new version.
+func importState(res models.ImportResult) string {
+	if res.Created {
+		return "imported"
+	}
+	return "unchanged"
 }
