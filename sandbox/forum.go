@@ -156,7 +156,7 @@ func (s *Server) forumCreate(w http.ResponseWriter, r *http.Request) {
 	p := &forumPost{ID: st.nextPost, Title: title, Author: currentUser, Tag: tag, Body: body, Created: s.now().UTC()}
 	st.nextPost++
 	st.posts = append(st.posts, p)
-	s.redirect(w, r, sp, fmt.Sprintf("%s/posts/%d", sitePath(r.PathValue("ns"), siteForum), p.ID), "Your post is live.")
+	s.redirect(w, r, sp, fmt.Sprintf("%s/posts/%d", s.sitePath(r.PathValue("ns"), siteForum), p.ID), "Your post is live.")
 }
 
 // forumComment adds the visitor's comment to a post.
@@ -185,7 +185,7 @@ func (s *Server) forumComment(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Comments = append(p.Comments, &comment{ID: st.nextComment, Author: currentUser, Body: body, Created: s.now().UTC()})
 	st.nextComment++
-	s.redirect(w, r, sp, fmt.Sprintf("%s/posts/%d", sitePath(r.PathValue("ns"), siteForum), p.ID), "Your comment was added.")
+	s.redirect(w, r, sp, fmt.Sprintf("%s/posts/%d", s.sitePath(r.PathValue("ns"), siteForum), p.ID), "Your comment was added.")
 }
 
 // forumVote sets the visitor's vote on a post: direction=up or down; voting the
@@ -219,7 +219,7 @@ func (s *Server) forumVote(w http.ResponseWriter, r *http.Request) {
 		vote, msg = 0, "Vote removed."
 	}
 	p.MyVote = vote
-	base := sitePath(r.PathValue("ns"), siteForum)
+	base := s.sitePath(r.PathValue("ns"), siteForum)
 	next := r.PostFormValue("next")
 	if !(next == base || strings.HasPrefix(next, base+"/") || strings.HasPrefix(next, base+"?")) || strings.Contains(next, "//") {
 		next = fmt.Sprintf("%s/posts/%d", base, p.ID)

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -41,11 +42,11 @@ func siteName(site string) string {
 }
 
 // sitePath is the root path of a site in a namespace: /sandbox/a1/shop.
-func sitePath(ns, site string) string {
+func (s *Server) sitePath(ns, site string) string {
 	if site == siteNone {
-		return PathPrefix + ns
+		return s.prefix + ns
 	}
-	return PathPrefix + ns + "/" + site
+	return s.prefix + ns + "/" + site
 }
 
 // pages holds one template set per page, each with the shared layout.
@@ -123,10 +124,10 @@ type view struct {
 // view prepares a page of a site; the navigation marks the current section.
 func (s *Server) view(r *http.Request, site, title string) *view {
 	ns := r.PathValue("ns")
-	base := sitePath(ns, site)
+	base := s.sitePath(ns, site)
 	v := &view{
 		Title: title, Site: site, SiteName: siteName(site), Home: base, NS: ns, User: currentUser,
-		CSS: template.CSS(styleSheet),
+		CSS: template.CSS(s.styles),
 	}
 	path := r.URL.Path
 	switch site {
@@ -146,6 +147,7 @@ func (s *Server) view(r *http.Request, site, title string) *view {
 	case siteData:
 		v.Nav = []navItem{{ID: "nav-datasets", Label: "Datasets", Href: base}}
 	}
+	v.Nav = slices.DeleteFunc(v.Nav, func(n navItem) bool { return slices.Contains(s.look.hiddenNav, n.ID) })
 	for i := range v.Nav {
 		n := &v.Nav[i]
 		n.Current = path == n.Href || strings.HasPrefix(path, n.Href+"/") && n.Href != base
@@ -182,7 +184,7 @@ type errorPage struct {
 // fail renders the error page of the site the request is on.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, message string) {
 	site := siteNone
-	rest, _ := strings.CutPrefix(r.URL.Path, PathPrefix)
+	rest, _ := strings.CutPrefix(r.URL.Path, s.prefix)
 	parts := strings.SplitN(rest, "/", 3)
 	ns := ""
 	if len(parts) > 0 && ValidNamespace(parts[0]) {
@@ -195,11 +197,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, messag
 		}
 	}
 	title := http.StatusText(status)
-	v := &view{Title: title, Site: site, SiteName: siteName(site), NS: ns, User: currentUser, CSS: template.CSS(styleSheet)}
+	v := &view{Title: title, Site: site, SiteName: siteName(site), NS: ns, User: currentUser, CSS: template.CSS(s.styles)}
 	if ns != "" {
 		r.SetPathValue("ns", ns)
 		v = s.view(r, site, title)
-		v.Home = sitePath(ns, site)
+		v.Home = s.sitePath(ns, site)
 	}
 	v.Data = errorPage{Status: status, Message: message, Back: v.Home}
 	s.render(w, status, "error", v)

@@ -119,7 +119,7 @@ func (s *Server) shopProducts(w http.ResponseWriter, r *http.Request) {
 	v.Flash = takeFlash(sp)
 	v.Data = productList{
 		Q: q, Category: cat, Sort: sortBy, Categories: shopCategories(), Sorts: productSorts(), Products: rows,
-		Action: sitePath(v.NS, siteShop) + "/products",
+		Action: s.sitePath(v.NS, siteShop) + "/products",
 	}
 	s.render(w, http.StatusOK, "shop_products", v)
 }
@@ -180,7 +180,7 @@ func (s *Server) shopAddReview(w http.ResponseWriter, r *http.Request) {
 	st.reviews = append(st.reviews, &review{ID: st.nextReview, ProductID: p.ID, Author: currentUser, Rating: rating,
 		Text: text, Date: s.now().Format(dateFormat)})
 	st.nextReview++
-	s.redirect(w, r, sp, sitePath(r.PathValue("ns"), siteShop)+"/products/"+p.ID, "Thank you for your review!")
+	s.redirect(w, r, sp, s.sitePath(r.PathValue("ns"), siteShop)+"/products/"+p.ID, "Thank you for your review!")
 }
 
 // cartRow is one line of the cart page.
@@ -260,7 +260,7 @@ func (s *Server) shopCartAdd(w http.ResponseWriter, r *http.Request) {
 	if !found {
 		st.cart = append(st.cart, cartLine{ProductID: p.ID, Qty: qty})
 	}
-	s.redirect(w, r, sp, sitePath(r.PathValue("ns"), siteShop)+"/cart", fmt.Sprintf("Added %d × %s to your cart.", qty, p.Name))
+	s.redirect(w, r, sp, s.sitePath(r.PathValue("ns"), siteShop)+"/cart", fmt.Sprintf("Added %d × %s to your cart.", qty, p.Name))
 }
 
 // shopCartRemove takes a product out of the cart.
@@ -279,7 +279,7 @@ func (s *Server) shopCartRemove(w http.ResponseWriter, r *http.Request) {
 	if p := st.product(id); p != nil {
 		msg = "Removed " + p.Name + " from your cart."
 	}
-	s.redirect(w, r, sp, sitePath(r.PathValue("ns"), siteShop)+"/cart", msg)
+	s.redirect(w, r, sp, s.sitePath(r.PathValue("ns"), siteShop)+"/cart", msg)
 }
 
 // shopCheckout turns the cart into an order.
@@ -333,7 +333,7 @@ func (s *Server) shopCheckout(w http.ResponseWriter, r *http.Request) {
 	st.nextOrder++
 	st.orders = append(st.orders, o)
 	st.cart = nil
-	s.redirect(w, r, sp, fmt.Sprintf("%s/orders/%d", sitePath(r.PathValue("ns"), siteShop), o.ID),
+	s.redirect(w, r, sp, fmt.Sprintf("%s/orders/%d", s.sitePath(r.PathValue("ns"), siteShop), o.ID),
 		fmt.Sprintf("Thank you! Your order #%d has been placed.", o.ID))
 }
 
@@ -429,7 +429,7 @@ func (s *Server) shopAdminUpdate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Price, p.Stock = price, stock
-	s.redirect(w, r, sp, sitePath(r.PathValue("ns"), siteShop)+"/admin",
+	s.redirect(w, r, sp, s.sitePath(r.PathValue("ns"), siteShop)+"/admin",
 		fmt.Sprintf("Saved %s: %s, %d in stock.", p.Name, money(price), stock))
 }
 

@@ -76,6 +76,9 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 	defer box.Close()
 	mux := http.NewServeMux()
 	mux.Handle(sandbox.PathPrefix, box)
+	// The hidden-tests sample benchmark's two candidates, a copy of the shop
+	// and a broken rebuild, so that a candidate run can be tried out.
+	mux.Handle(sandbox.RebuildsPathPrefix, sandbox.Rebuilds())
 	mux.Handle("/", srv)
 	httpServer := &http.Server{
 		Handler:           mux,
