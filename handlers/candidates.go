@@ -1,11 +1,19 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"proctor/models"
+	"proctor/storage"
+	"proctor/web"
 )
 
 // CandidateService queues hidden-tests runs of submitted candidate websites.
@@ -14,10 +22,253 @@ type CandidateService interface {
 }
 
 // CandidateStore is what the candidate submission pages read.
-type CandidateStore interface{}
+type CandidateStore interface {
+	// CandidateTasks lists a hidden-tests benchmark's subsets and the tasks
+	// of one of them, for the form's rows.
+	CandidateTasks(ctx context.Context, benchmarkSlug, subset string) (*storage.CandidateTasks, error)
+}
 
-// candidateRoutes registers the candidate submission pages.
-func (s *Server) candidateRoutes(e *echo.Echo) {}
+// candidateRoutes registers the candidate submission pages: signed-in
+// callers only (anonymous visits go to the login page); the store decides
+// who may submit for which team.
+func (s *Server) candidateRoutes(e *echo.Echo) {
+	e.GET("/benchmarks/:slug/candidates/new", s.newCandidates, requireUser)
+	e.POST("/benchmarks/:slug/candidates", s.submitCandidates, requireUser)
+}
 
 // apiCandidateRoutes registers the candidate submission API.
-func (s *Server) apiCandidateRoutes(g *echo.Group) {}
+func (s *Server) apiCandidateRoutes(g *echo.Group) {
+	g.POST("/candidate-runs", s.apiSubmitCandidates)
+}
+
+// errNoCandidateQueue answers when this process cannot queue the hidden tests.
+func errNoCandidateQueue() error {
+	return models.Errorf(models.EUNAVAILABLE, "Candidates cannot be graded on this server right now: it has no queue. Try again later or ask an administrator.")
+}
+
+// newCandidates is the candidate form; ?agent= (team/agent) and ?subset=
+// preselect.
+func (s *Server) newCandidates(c echo.Context) error {
+	f := web.NewForm()
+	f.Values["agent"] = strings.TrimSpace(c.QueryParam("agent"))
+	return s.renderCandidateForm(c, http.StatusOK, c.QueryParam("subset"), f)
+}
+
+// renderCandidateForm renders the form for a subset's tasks with the form's
+// values and errors.
+func (s *Server) renderCandidateForm(c echo.Context, status int, subset string, f web.Form) error {
+	ctx := c.Request().Context()
+	tasks, err := s.store.CandidateTasks(ctx, pathParam(c, "slug"), subset)
+	if err != nil {
+		return err
+	}
+	opts, err := s.store.SubmissionFormOptions(ctx)
+	if err != nil {
+		return err
+	}
+	v := web.CandidateFormView{
+		BenchmarkSlug: tasks.Benchmark.Slug, BenchmarkName: tasks.Benchmark.Name, Subset: tasks.Subset, Subsets: tasks.Subsets,
+		Tasks: tasks.Tasks, Agents: opts.Agents, Form: f, Available: s.deps.Candidates != nil,
+	}
+	return s.render(c, status, web.CandidateFormPage(s.page(c, "Submit candidates"), v))
+}
+
+// submitCandidates takes the candidate form and redirects to the new run;
+// problems re-render the form with each field's message.
+func (s *Server) submitCandidates(c echo.Context) error {
+	if s.deps.Candidates == nil {
+		return errNoCandidateQueue()
+	}
+	f := candidateFormValues(c)
+	req, err := candidateRequestFromForm(c, f)
+	if err == nil {
+		var run *models.Run
+		run, err = s.deps.Candidates.SubmitCandidates(c.Request().Context(), req)
+		if err == nil {
+			return redirect(c, runPath(run.ID)+"?notice=queued")
+		}
+	}
+	code := models.ErrorCode(err)
+	switch code {
+	case models.EINVALID, models.ERATELIMIT:
+	default:
+		return err
+	}
+	if code == models.ERATELIMIT {
+		c.Response().Header().Set("Retry-After", "60")
+	}
+	return s.renderCandidateForm(c, statusOf(code), c.FormValue("subset"), withFieldErrors(f, err))
+}
+
+// candidateFormValues keeps every field the form posted, for re-rendering.
+func candidateFormValues(c echo.Context) web.Form {
+	f := web.NewForm()
+	params, err := c.FormParams()
+	if err != nil {
+		return f
+	}
+	for name, vs := range params {
+		if name != csrfField && len(vs) > 0 {
+			f.Values[name] = vs[0]
+		}
+	}
+	return f
+}
+
+// candidateRequestFromForm reads the form: the agent as team/agent, the
+// subset, the notes, and the candidates from the JSON text area when it is
+// filled, from the rows otherwise. Malformed numbers or JSON are EINVALID on
+// their field.
+func candidateRequestFromForm(c echo.Context, f web.Form) (models.CandidateRunRequest, error) {
+	req := models.CandidateRunRequest{BenchmarkSlug: pathParam(c, "slug"), Subset: f.Value("subset"), Notes: f.Value("notes")}
+	agent := strings.TrimSpace(f.Value("agent"))
+	if agent == "" {
+		return req, models.FieldError("agent", "choose the agent that built the candidates")
+	}
+	team, slug, ok := strings.Cut(agent, "/")
+	if !ok {
+		return req, models.FieldError("agent", "choose the agent as team/agent")
+	}
+	req.TeamSlug, req.AgentSlug = team, slug
+	if raw := strings.TrimSpace(f.Value("candidates_json")); raw != "" {
+		specs, err := parseCandidateJSON([]byte(raw))
+		if err != nil {
+			return req, models.FieldError("candidates_json", "%s", models.ErrorMessage(err))
+		}
+		req.Candidates = specs
+		return req, nil
+	}
+	var errs []error
+	for i := 0; ; i++ {
+		id, present := f.Values[web.CandidateField(i, "task_id")]
+		if !present {
+			break
+		}
+		spec := models.CandidateSpec{
+			TaskID: id, BaseURL: f.Value(web.CandidateField(i, "base_url")),
+			RestartURL: f.Value(web.CandidateField(i, "restart_url")), HealthURL: f.Value(web.CandidateField(i, "health_url")),
+		}
+		number := func(name, label string, parse func(string) error) {
+			raw := strings.TrimSpace(f.Value(web.CandidateField(i, name)))
+			if raw == "" {
+				return
+			}
+			if parse(raw) != nil {
+				errs = append(errs, models.FieldError(web.CandidateField(i, name), "%s must be a number", label))
+			}
+		}
+		number("cost_usd", "the cost", func(s string) (err error) { spec.CostUSD, err = strconv.ParseFloat(s, 64); return })
+		number("tokens_in", "tokens in", func(s string) (err error) { spec.TokensIn, err = strconv.ParseInt(s, 10, 64); return })
+		number("tokens_out", "tokens out", func(s string) (err error) { spec.TokensOut, err = strconv.ParseInt(s, 10, 64); return })
+		number("turns", "turns", func(s string) (err error) { spec.Turns, err = strconv.Atoi(s); return })
+		req.Candidates = append(req.Candidates, spec)
+	}
+	return req, errors.Join(errs...)
+}
+
+// parseCandidateJSON reads candidates as the CLI's file holds them: an array
+// of candidates, or an object whose "candidates" holds them (its other
+// fields are the form's to choose and are ignored). Unknown fields of a
+// candidate are refused, so a misspelt hook is not silently dropped.
+func parseCandidateJSON(raw []byte) ([]models.CandidateSpec, error) {
+	raw = bytes.TrimSpace(raw)
+	var list json.RawMessage = raw
+	if len(raw) > 0 && raw[0] == '{' {
+		var wrapper struct {
+			Candidates json.RawMessage `json:"candidates"`
+		}
+		if err := json.Unmarshal(raw, &wrapper); err != nil {
+			return nil, models.Errorf(models.EINVALID, "the JSON is malformed: %s", jsonProblem(err))
+		}
+		list = wrapper.Candidates
+	}
+	dec := json.NewDecoder(bytes.NewReader(list))
+	dec.DisallowUnknownFields()
+	var specs []models.CandidateSpec
+	if err := dec.Decode(&specs); err != nil {
+		return nil, models.Errorf(models.EINVALID, "expected an array of candidates: %s", jsonProblem(err))
+	}
+	return specs, nil
+}
+
+// jsonProblem says what is wrong with JSON without quoting Go types.
+func jsonProblem(err error) string {
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return "malformed at byte " + strconv.FormatInt(syntax.Offset, 10)
+	case errors.As(err, &typeErr):
+		if typeErr.Field != "" {
+			return typeErr.Field + " has the wrong type (" + typeErr.Value + ")"
+		}
+		return "a value has the wrong type (" + typeErr.Value + ")"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// withFieldErrors attaches every application error in err (several come
+// joined) to its field, or to the form when it has none. The team is chosen
+// with the agent, so its problems show there; problems of candidates posted
+// as JSON show on the text area, naming the entry.
+func withFieldErrors(f web.Form, err error) web.Form {
+	if f.Errors == nil {
+		f.Errors = map[string]string{}
+	}
+	fromJSON := strings.TrimSpace(f.Value("candidates_json")) != ""
+	var each func(error)
+	each = func(e error) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				each(x)
+			}
+			return
+		}
+		field, msg := models.ErrorField(e), models.ErrorMessage(e)
+		switch {
+		case field == "team" || field == "agent":
+			f.Errors["agent"] = msg
+		case field == "notes" || field == "candidates" || field == "candidates_json":
+			f.Errors[field] = msg
+		case strings.HasPrefix(field, "candidates[") && fromJSON:
+			if prev := f.Errors["candidates_json"]; prev != "" {
+				msg = prev + "; " + field + ": " + msg
+			} else {
+				msg = field + ": " + msg
+			}
+			f.Errors["candidates_json"] = msg
+		case strings.HasPrefix(field, "candidates["):
+			f.Errors[field] = msg
+		default: // the benchmark, the subset, or no field: the form's own
+			f.Error = msg
+		}
+	}
+	each(err)
+	return f
+}
+
+// apiCandidateRun is the body of POST /api/v1/candidate-runs.
+type apiCandidateRun = models.CandidateRunRequest
+
+// apiSubmitCandidates creates a candidate run from a JSON request and
+// answers 201 with it, like queuing a run.
+func (s *Server) apiSubmitCandidates(c echo.Context) error {
+	if s.deps.Candidates == nil {
+		return errNoCandidateQueue()
+	}
+	var req apiCandidateRun
+	if err := bindJSON(c, &req); err != nil {
+		return err
+	}
+	run, err := s.deps.Candidates.SubmitCandidates(c.Request().Context(), req)
+	if err != nil {
+		return err
+	}
+	out := toAPIRun(run)
+	out.Team, out.Agent, out.Benchmark = req.TeamSlug, models.RunAgentSnapshot(run).Slug, req.BenchmarkSlug
+	if team, _, ok := strings.Cut(req.AgentSlug, "/"); ok && out.Team == "" {
+		out.Team = team
+	}
+	c.Response().Header().Set(echo.HeaderLocation, out.APIURL)
+	return c.JSON(http.StatusCreated, out)
+}

@@ -484,6 +484,12 @@ func apiOperations() []apiOp {
 			Access:      accessSignedIn, Who: teamMember, Params: []apiParam{subID},
 			Replies: []apiReply{noContent("Discarded.")},
 			Errors:  []int{http.StatusConflict, http.StatusServiceUnavailable}},
+		{Method: http.MethodPost, Path: "/candidate-runs", ID: "submitCandidates", Tag: "Submissions", Summary: "Submit candidate websites",
+			Description: "For a hidden-tests benchmark: one candidate per task of the subset (default full), each with the base URL its website answers at (reachable from Proctor's workers; private addresses are refused unless the server allows them), optional restart and health hooks, and what building it cost (cost_usd, tokens_in, tokens_out, turns). Creates a run (origin uploaded) whose hidden tests are queued at once. A refusal names its field, e.g. candidates[2].base_url. 429 over the team's daily run quota; 503 when this server has no queue.",
+			Access:      accessSignedIn, Who: teamMember,
+			Body:    jsonBody[apiCandidateRun](`{"team":"browser-lab","agent":"builder","benchmark":"sandbox-rebuild","candidates":[{"task_id":"shop-rebuild","base_url":"https://rebuild.example.org/shop","restart_url":"https://rebuild.example.org/restart","cost_usd":1.2,"tokens_in":50000,"tokens_out":8000,"turns":40}]}`, "team", "agent", "benchmark", "candidates"),
+			Replies: []apiReply{created[apiRun]("The created run, its hidden tests queued.", "Location")},
+			Errors:  []int{http.StatusTooManyRequests, http.StatusServiceUnavailable}},
 
 		// Studies
 		{Method: http.MethodGet, Path: "/studies", ID: "listStudies", Tag: "Studies", Summary: "Your studies",

@@ -512,6 +512,8 @@ func TestOpenAPI_AnswersMatchDocument(t *testing.T) {
 	post(member, "/api/v1/submissions/1/complete", "", http.StatusServiceUnavailable)
 	post(member, "/api/v1/submissions/1/ingest", "", http.StatusServiceUnavailable)
 	d.send(member, apiRequest{method: http.MethodDelete, path: "/api/v1/submissions/1"}, http.StatusServiceUnavailable)
+	// Candidate runs: no queue here either (TestOpenAPI_CandidateAnswersMatchDocument creates one).
+	post(member, "/api/v1/candidate-runs", `{"team":"lab","agent":"walker","benchmark":"mini","candidates":[]}`, http.StatusServiceUnavailable)
 
 	var missed []string
 	for _, item := range d.doc.Paths.Map() {

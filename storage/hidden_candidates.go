@@ -397,3 +397,50 @@ func (db *DB) HiddenCandidate(ctx context.Context, attemptID int64) (*models.Hid
 	}
 	return &c, nil
 }
+
+// CandidateTasks is what the candidate form of a hidden-tests benchmark
+// shows: the benchmark, its subsets ("full" first) and the tasks of the
+// chosen subset in order, one form row each.
+type CandidateTasks struct {
+	Benchmark models.Benchmark
+	Subset    string
+	Subsets   []string
+	Tasks     []models.Task // ExternalID and Intent only
+}
+
+// CandidateTasks lists the tasks of a hidden-tests benchmark's subset ("" is
+// the full set) for a signed-in caller. EUNAUTHORIZED when nobody is signed
+// in; ENOTFOUND for an unknown, unpublished (to non-admins) or not
+// hidden-tests benchmark; EINVALID on "subset" for an unknown subset.
+func (db *DB) CandidateTasks(ctx context.Context, benchmarkSlug, subset string) (*CandidateTasks, error) {
+	if _, err := models.RequireUser(ctx); err != nil {
+		return nil, err
+	}
+	q := db.q(ctx)
+	bench, err := visibleBenchmark(ctx, q, benchmarkSlug)
+	if err != nil {
+		return nil, err
+	}
+	if bench.Evaluator != models.EvaluatorHiddenTests || bench.CurrentVersionID == nil {
+		return nil, models.Errorf(models.ENOTFOUND, "Benchmark %s takes no candidate websites.", bench.Slug)
+	}
+	subset = strings.TrimSpace(subset)
+	if subset == "" {
+		subset = models.SubsetFull
+	}
+	versionID := *bench.CurrentVersionID
+	ids, err := db.subsetTaskIDs(ctx, q, versionID, subset)
+	if err != nil {
+		return nil, err
+	}
+	names, err := subsetNamesByVersion(q, []int64{versionID})
+	if err != nil {
+		return nil, err
+	}
+	out := &CandidateTasks{Benchmark: *bench, Subset: subset, Subsets: append([]string{models.SubsetFull}, names[versionID]...), Tasks: []models.Task{}}
+	out.Benchmark.JudgeAPIKey = ""
+	if err := q.Select("id, external_id, intent, position").Where("id IN ?", append(ids, 0)).Order("position").Find(&out.Tasks).Error; err != nil {
+		return nil, wrap(err, "tasks")
+	}
+	return out, nil
+}

@@ -86,6 +86,7 @@ func (p *Program) commands() []command {
 		{"submit", "upload a results bundle to a server: submit --server URL --token T --benchmark B [--subset S] --agent [TEAM/]AGENT [--no-ingest] [--wait] BUNDLE", (*Program).submit},
 		{"runs", "follow runs on a server: runs list | runs show ID | runs wait ID | runs publish ID", (*Program).runs},
 		{"queue", "queue a run on a server: queue --team T --agent A --benchmark B [--subset S] [--wait]", (*Program).queue},
+		{"candidates", "submit candidate websites of a hidden-tests benchmark: candidates submit --file candidates.json [--team T --agent A --benchmark B] [--wait]", (*Program).candidates},
 	}
 }
 
@@ -145,7 +146,7 @@ func (p *Program) usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Settings come from PROCTOR_* environment variables (see README.md); flags override them.")
-	fmt.Fprintln(w, "submit, runs and queue talk to a server: PROCTOR_SERVER and PROCTOR_TOKEN, or --server and --token (docs/cli.md).")
+	fmt.Fprintln(w, "submit, runs, queue and candidates talk to a server: PROCTOR_SERVER and PROCTOR_TOKEN, or --server and --token (docs/cli.md).")
 }
 
 // usageError marks a mistake in the command line itself.
