@@ -1,14 +1,131 @@
 package handlers
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
 	"github.com/labstack/echo/v4"
+
+	"proctor/models"
+	"proctor/web"
 )
 
-// HiddenResultStore is what the hidden-test result pages read.
-type HiddenResultStore interface{}
+// HiddenResultStore is what the hidden-test result pages read. Every method
+// enforces the run's visibility (ENOTFOUND for who may not see it) and the
+// hidden tests' (EUNAUTHORIZED or EFORBIDDEN for who may see the run but not
+// the benchmark's tests).
+type HiddenResultStore interface {
+	RunHiddenResults(ctx context.Context, runID int64) (*models.RunHiddenResults, error)
+	AttemptHiddenTests(ctx context.Context, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, error)
+	AttemptHiddenTest(ctx context.Context, attemptID int64, testID string) (*models.AttemptHiddenTest, error)
+}
 
-// hiddenResultRoutes registers the hidden-test result pages.
-func (s *Server) hiddenResultRoutes(e *echo.Echo) {}
+// hiddenResultRoutes registers the hidden-test result pages: an attempt's
+// test browser and each test's page. The run page's section is part of
+// showRun.
+func (s *Server) hiddenResultRoutes(e *echo.Echo) {
+	e.GET("/runs/:id/attempts/:attemptID/tests", s.showHiddenTests)
+	e.GET("/runs/:id/attempts/:attemptID/tests/:test", s.showHiddenTest)
+}
 
-// apiHiddenResultRoutes registers the hidden-test results API.
+// apiHiddenResultRoutes registers the hidden-test results API (none yet:
+// the run's results export and the leaderboard exports carry the numbers).
 func (s *Server) apiHiddenResultRoutes(g *echo.Group) {}
+
+// hiddenTestFilterOf reads the test browser's result, group and level
+// parameters; EINVALID naming the parameter for a level that is not a number
+// (the store checks the rest).
+func hiddenTestFilterOf(c echo.Context) (models.HiddenTestFilter, error) {
+	f := models.HiddenTestFilter{
+		Result: strings.TrimSpace(c.QueryParam("result")),
+		Group:  strings.TrimSpace(c.QueryParam("group")),
+	}
+	if raw := strings.TrimSpace(c.QueryParam("level")); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			return f, models.FieldError("level", "level must be 1, 2 or 3, not %q", truncateText(raw, 20))
+		}
+		f.Level = n
+	}
+	return f, nil
+}
+
+// showHiddenTests is an attempt's test browser: its tests filtered by the
+// query's result, group and level, a page that works without JavaScript.
+func (s *Server) showHiddenTests(c echo.Context) error {
+	runID, attemptID, err := attemptPathIDs(c)
+	if err != nil {
+		return err
+	}
+	f, err := hiddenTestFilterOf(c)
+	if err != nil {
+		return err
+	}
+	tests, err := s.store.AttemptHiddenTests(c.Request().Context(), attemptID, f)
+	if err != nil {
+		return err
+	}
+	if tests.RunID != runID {
+		return models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, attemptID)
+	}
+	c.Response().Header().Set("Cache-Control", "private, no-store")
+	title := "Hidden tests of task " + tests.TaskID
+	return s.render(c, http.StatusOK, web.HiddenTestsPage(s.page(c, title), web.HiddenTestsView{Tests: *tests}))
+}
+
+// showHiddenTest is one test of an attempt: both its runs, their steps and
+// checkpoints, with images through signed artifact URLs.
+func (s *Server) showHiddenTest(c echo.Context) error {
+	runID, attemptID, err := attemptPathIDs(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	t, err := s.store.AttemptHiddenTest(ctx, attemptID, c.Param("test"))
+	if err != nil {
+		return err
+	}
+	if t.RunID != runID {
+		return models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, attemptID)
+	}
+	c.Response().Header().Set("Cache-Control", "private, no-store")
+	v := web.HiddenTestView{Test: *t, URLs: s.hiddenTestURLs(ctx, t)}
+	return s.render(c, http.StatusOK, web.HiddenTestPage(s.page(c, "Test "+t.Test.TestID+" of task "+t.TaskID), v))
+}
+
+// hiddenTestURLs signs the URLs of a test's images (step screenshots,
+// candidate and reference regions, SSIM maps), keyed by artifact key. Only
+// keys under the attempt's own artifacts are signed: the page never serves
+// anything else, whatever a row names.
+func (s *Server) hiddenTestURLs(ctx context.Context, t *models.AttemptHiddenTest) map[string]string {
+	urls := map[string]string{}
+	if s.deps.ArtifactURLs == nil {
+		return urls
+	}
+	prefix := fmt.Sprintf("runs/%d/attempts/%d/", t.RunID, t.AttemptID)
+	sign := func(key string) {
+		if key == "" || urls[key] != "" || !strings.HasPrefix(key, prefix) || strings.Contains(key, "..") {
+			return
+		}
+		u, err := s.deps.ArtifactURLs.URL(ctx, key, artifactURLTTL)
+		if err != nil {
+			s.log.Warn("sign artifact URL", "key", key, "error", err.Error())
+			return
+		}
+		urls[key] = u
+	}
+	for _, run := range t.Test.Runs {
+		for _, st := range run.Steps {
+			sign(st.ScreenshotKey)
+		}
+		for _, cp := range run.Checkpoints {
+			sign(cp.ReferenceKey)
+			sign(cp.CandidateKey)
+			sign(cp.MapKey)
+		}
+	}
+	return urls
+}

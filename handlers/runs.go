@@ -140,6 +140,9 @@ func (s *Server) renderRun(c echo.Context, status int, message string) error {
 		if v.Metrics, err = s.store.RunMetrics(c.Request().Context(), id); err != nil {
 			return err
 		}
+		if v.Hidden, err = s.store.RunHiddenResults(c.Request().Context(), id); err != nil {
+			return err
+		}
 	}
 	p := s.page(c, "Run "+strconv.FormatInt(id, 10))
 	if n := runNotice(c); n != "" && message == "" {

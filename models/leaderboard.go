@@ -27,6 +27,14 @@ const (
 	SortCostPerTask = "cost_per_task"
 	SortTokens      = "tokens"
 	SortDate        = "date"
+
+	// Hidden-tests boards: pass rates overall and per group, and tokens
+	// per task.
+	SortHiddenOverall = "hidden_overall"
+	SortHiddenRequest = "hidden_request"
+	SortHiddenBrowser = "hidden_browser"
+	SortHiddenSystem  = "hidden_system"
+	SortTokensPerTask = "tokens_per_task"
 )
 
 // Sort directions.
@@ -71,6 +79,11 @@ func LeaderboardSortKeys() []LeaderboardSortKey {
 		{SortMeanSteps, SortAsc, SortAsc},
 		{SortCostPerTask, SortAsc, SortAsc},
 		{SortTokens, SortAsc, SortAsc},
+		{SortHiddenOverall, SortDesc, SortDesc},
+		{SortHiddenRequest, SortDesc, SortDesc},
+		{SortHiddenBrowser, SortDesc, SortDesc},
+		{SortHiddenSystem, SortDesc, SortDesc},
+		{SortTokensPerTask, SortAsc, SortAsc},
 		{SortDate, "", SortDesc}, // newest first; neither end is better
 	}
 }
@@ -301,6 +314,12 @@ type LeaderboardRow struct {
 	CostPerTask float64
 	Tokens      int64
 	FinishedAt  *time.Time
+	// Hidden-tests boards: the mean over the board's tasks of each task's
+	// pass rate, overall and per group (R, B, S); nil on other boards.
+	HiddenOverall *float64
+	HiddenRequest *float64
+	HiddenBrowser *float64
+	HiddenSystem  *float64
 
 	// Rank is the row's place by success rate (tied rates share it).
 	// RankBest and RankWorst bound the places the row could hold given the
@@ -312,6 +331,14 @@ type LeaderboardRow struct {
 	RankBest      int
 	RankWorst     int
 	OverlapsAbove bool
+}
+
+// TokensPerTask is the run's tokens (in and out) per task on the board.
+func (r LeaderboardRow) TokensPerTask() float64 {
+	if r.Tasks == 0 {
+		return 0
+	}
+	return float64(r.Tokens) / float64(r.Tasks)
 }
 
 // Uncertain reports whether the intervals leave the row more than one place.
@@ -333,10 +360,14 @@ type Leaderboard struct {
 	BenchmarkName string
 	// BenchmarkPublished is false only on boards admins see before publishing.
 	BenchmarkPublished bool
-	Version            int
-	CurrentVersion     int
-	Subset             string
-	SubsetTasks        int
+	// HiddenTests marks a hidden-tests benchmark's board: it shows pass
+	// rates overall and per group (R, B, S) instead of judge and rubric
+	// columns, and cost, tokens and turns per task.
+	HiddenTests    bool
+	Version        int
+	CurrentVersion int
+	Subset         string
+	SubsetTasks    int
 	// Subsets lists the boards of this version: "full" first, then the named subsets.
 	Subsets []string
 	Query   LeaderboardQuery
@@ -525,6 +556,16 @@ func compareColumn(a, b LeaderboardRow, key string) (c, missing int) {
 		return cmp.Compare(a.CostPerTask, b.CostPerTask), 0
 	case SortTokens:
 		return cmp.Compare(a.Tokens, b.Tokens), 0
+	case SortTokensPerTask:
+		return cmp.Compare(a.TokensPerTask(), b.TokensPerTask()), 0
+	case SortHiddenOverall:
+		return compareOptional(a.HiddenOverall, b.HiddenOverall)
+	case SortHiddenRequest:
+		return compareOptional(a.HiddenRequest, b.HiddenRequest)
+	case SortHiddenBrowser:
+		return compareOptional(a.HiddenBrowser, b.HiddenBrowser)
+	case SortHiddenSystem:
+		return compareOptional(a.HiddenSystem, b.HiddenSystem)
 	case SortDate:
 		switch {
 		case a.FinishedAt == nil && b.FinishedAt == nil:

@@ -29,6 +29,10 @@ type boardRow struct {
 	MeanSteps       float64
 	CostPerTask     float64
 	Tokens          int64
+	HiddenOverall   *float64
+	HiddenRequest   *float64
+	HiddenBrowser   *float64
+	HiddenSystem    *float64
 	Origin          string
 	Verified        bool
 	RunSubset       string
@@ -45,6 +49,7 @@ type boardRow struct {
 // boardColumns are the columns of a boardRow over boardFrom.
 const boardColumns = `le.run_id, r.agent_id, le.restricted, le.tasks, le.successes, le.success_rate, le.ci_low, le.ci_high,
 	le.judge_score, le.judged, le.rubric_score, le.perfect_rate, le.efficiency, le.mean_steps, le.cost_per_task, le.tokens,
+	le.hidden_overall, le.hidden_request, le.hidden_browser, le.hidden_system,
 	r.origin, r.verified, r.subset_name AS run_subset, r.agent_snapshot, r.finished_at,
 	a.name AS agent_name, a.slug AS agent_slug, a.model AS agent_model, a.open_source AS agent_open_source,
 	t.slug AS team_slug, t.name AS team_name`
@@ -95,6 +100,7 @@ func (r boardRow) toModel() models.LeaderboardRow {
 		Tasks: r.Tasks, Successes: r.Successes, SuccessRate: r.SuccessRate, CILow: r.CILow, CIHigh: r.CIHigh,
 		JudgeScore: r.JudgeScore, Judged: r.Judged, RubricScore: r.RubricScore, PerfectRate: r.PerfectRate,
 		Efficiency: r.Efficiency, MeanSteps: r.MeanSteps, CostPerTask: r.CostPerTask, Tokens: r.Tokens,
+		HiddenOverall: r.HiddenOverall, HiddenRequest: r.HiddenRequest, HiddenBrowser: r.HiddenBrowser, HiddenSystem: r.HiddenSystem,
 		FinishedAt: r.FinishedAt,
 	}
 }
@@ -119,7 +125,7 @@ func (db *DB) Leaderboard(ctx context.Context, slug, subset string, query models
 	}
 	lb := &models.Leaderboard{
 		BenchmarkSlug: b.Slug, BenchmarkName: b.Name, BenchmarkPublished: b.Published,
-		Subset: subset, Query: query.Normalized(),
+		Subset: subset, Query: query.Normalized(), HiddenTests: b.Evaluator == models.EvaluatorHiddenTests,
 	}
 	var version *models.BenchmarkVersion
 	for i, v := range versions {

@@ -90,11 +90,38 @@ func subsetTasks(q *gorm.DB, versionID int64) (map[string]map[int64]bool, []stri
 // computeRunMetrics computes a run's metrics on its own subset and, for a
 // full run, on every named subset of its version.
 func computeRunMetrics(q *gorm.DB, run *models.Run) ([]stats.Report, error) {
+	scoped, err := runReports(q, run)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]stats.Report, len(scoped))
+	for i, s := range scoped {
+		out[i] = s.Report
+	}
+	return out, nil
+}
+
+// scopedReport is a run's metrics on one subset with the tasks they cover.
+type scopedReport struct {
+	stats.Report
+	TaskIDs []int64
+}
+
+// runReports computes a run's metrics on its own subset and, for a full
+// run, on every named subset of its version, each with its tasks.
+func runReports(q *gorm.DB, run *models.Run) ([]scopedReport, error) {
 	attempts, err := runMetricsAttempts(q, run.ID)
 	if err != nil {
 		return nil, err
 	}
-	out := []stats.Report{stats.NewReport(run.SubsetName, false, attempts)}
+	taskIDs := func(in []stats.Attempt) []int64 {
+		ids := make([]int64, len(in))
+		for i, a := range in {
+			ids[i] = a.TaskID
+		}
+		return ids
+	}
+	out := []scopedReport{{stats.NewReport(run.SubsetName, false, attempts), taskIDs(attempts)}}
 	if run.SubsetName != models.SubsetFull {
 		return out, nil
 	}
@@ -109,9 +136,43 @@ func computeRunMetrics(q *gorm.DB, run *models.Run) ([]stats.Report, error) {
 				in = append(in, a)
 			}
 		}
-		out = append(out, stats.NewReport(name, true, in))
+		out = append(out, scopedReport{stats.NewReport(name, true, in), taskIDs(in)})
 	}
 	return out, nil
+}
+
+// runHiddenByTask tallies a hidden-tests run's results per task; tasks
+// without results are absent.
+func runHiddenByTask(q *gorm.DB, runID int64) (map[int64]*models.HiddenSummary, error) {
+	byAttempt, err := runHiddenSummaries(q, runID)
+	if err != nil {
+		return nil, err
+	}
+	var attempts []struct {
+		ID     int64
+		TaskID int64
+	}
+	if err := q.Table("attempts").Select("id, task_id").Where("run_id = ?", runID).Scan(&attempts).Error; err != nil {
+		return nil, wrap(err, "run attempts")
+	}
+	out := map[int64]*models.HiddenSummary{}
+	for _, a := range attempts {
+		if s := byAttempt[a.ID]; s != nil {
+			out[a.TaskID] = s
+		}
+	}
+	return out, nil
+}
+
+// setHiddenRates fills an entry's hidden-tests columns: the mean over the
+// entry's tasks of each task's pass rate (models.MeanHiddenRates).
+func setHiddenRates(e *models.LeaderboardEntry, taskIDs []int64, byTask map[int64]*models.HiddenSummary) {
+	tasks := make([]*models.HiddenSummary, len(taskIDs))
+	for i, id := range taskIDs {
+		tasks[i] = byTask[id]
+	}
+	m := models.MeanHiddenRates(tasks)
+	e.HiddenOverall, e.HiddenRequest, e.HiddenBrowser, e.HiddenSystem = m.Overall, m.Request, m.Browser, m.System
 }
 
 // RefreshRunMetrics recomputes a run's metrics and writes its leaderboard
@@ -135,18 +196,31 @@ func (db *DB) RefreshRunMetrics(ctx context.Context, runID int64) error {
 		if err := tx.Model(&models.BenchmarkVersion{}).Where("id = ?", run.VersionID).Pluck("benchmark_id", &benchmarkIDs).Error; err != nil || len(benchmarkIDs) == 0 {
 			return wrap(err, "benchmark version")
 		}
-		all, err := computeRunMetrics(tx, &run)
+		all, err := runReports(tx, &run)
 		if err != nil {
 			return err
+		}
+		b, err := benchmarkOfVersion(tx, run.VersionID)
+		if err != nil {
+			return err
+		}
+		var hiddenByTask map[int64]*models.HiddenSummary
+		if b.Evaluator == models.EvaluatorHiddenTests {
+			if hiddenByTask, err = runHiddenByTask(tx, runID); err != nil {
+				return err
+			}
 		}
 		if err := tx.Where("run_id = ?", runID).Delete(&models.LeaderboardEntry{}).Error; err != nil {
 			return wrap(err, "leaderboard entries")
 		}
 		now := db.now()
 		for _, rm := range all {
-			e, err := leaderboardEntry(&run, benchmarkIDs[0], rm, now)
+			e, err := leaderboardEntry(&run, benchmarkIDs[0], rm.Report, now)
 			if err != nil {
 				return err
+			}
+			if hiddenByTask != nil {
+				setHiddenRates(e, rm.TaskIDs, hiddenByTask)
 			}
 			if err := tx.Create(e).Error; err != nil {
 				return wrap(err, "leaderboard entry")

@@ -868,7 +868,7 @@ func ErrorFragment(message string) templ.Component {
 // featureStyles are the stylesheets of single features, after the base one.
 func featureStyles() []string {
 	return []string{"css/leaderboard.css", "css/breakdowns.css", "css/compare.css", "css/timeline.css", "css/apidocs.css", "css/submissions.css",
-		"css/studies.css", "css/annotate.css"}
+		"css/studies.css", "css/annotate.css", "css/hidden.css"}
 }
 
 var _ = templruntime.GeneratedTemplate

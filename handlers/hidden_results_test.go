@@ -1,0 +1,216 @@
+package handlers_test
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"proctor/internal/hiddenfixture"
+	"proctor/models"
+)
+
+// hiddenFixture is the runs fixture with a graded hidden-tests run of the
+// lab team (hiddenfixture), its images in the artifact store.
+type hiddenFixture struct {
+	*runsFixture
+	seed *hiddenfixture.Seed
+}
+
+func newHiddenFixture(t *testing.T) *hiddenFixture {
+	t.Helper()
+	f := &hiddenFixture{runsFixture: newRunsFixture(t, runsOptions{})}
+	g := f.b.db.Gorm()
+	var team models.Team
+	require.NoError(t, g.Where("slug = ?", "lab").Take(&team).Error)
+	var agent models.Agent
+	require.NoError(t, g.Where("team_id = ? AND slug = ?", team.ID, "walker").Take(&agent).Error)
+	seed, err := hiddenfixture.Write(context.Background(), f.b.db, hiddenfixture.Options{
+		TeamID: team.ID, AgentID: agent.ID, Files: f.store, Cost: 0.25, TokensIn: 40_000, TokensOut: 2_000, Turns: 30,
+	})
+	require.NoError(t, err)
+	f.seed = seed
+	return f
+}
+
+// set publishes the run or not and reveals the benchmark's tests or not.
+func (f *hiddenFixture) set(t *testing.T, published, reveal bool) {
+	t.Helper()
+	require.NoError(t, f.b.db.Gorm().Model(&models.Run{}).Where("id = ?", f.seed.RunID).Update("published", published).Error)
+	require.NoError(t, f.b.db.SetRevealReferences(f.sys, f.seed.BenchmarkSlug, reveal))
+}
+
+func (f *hiddenFixture) testsPath(task string) string {
+	return fmt.Sprintf("/runs/%d/attempts/%d/tests", f.seed.RunID, f.seed.Attempts[task])
+}
+
+// TestAuthz_HiddenResults checks the run page's hidden-tests section, the
+// test browser and a test's page for each kind of caller, on an unpublished
+// and a published run, of a benchmark whose tests are hidden and of one that
+// reveals them. Who may not see the run gets 404; who may see it but not the
+// tests gets 401 (anonymous) or 403.
+func TestAuthz_HiddenResults(t *testing.T) {
+	t.Parallel()
+	f := newHiddenFixture(t)
+	clients := map[string]*client{"anonymous": f.b.anonymous(t), "member": f.member, "outsider": f.outsider, "admin": f.b.admin}
+	const ok, bad, notFound, unauth, forbidden = http.StatusOK, http.StatusBadRequest, http.StatusNotFound, http.StatusUnauthorized, http.StatusForbidden
+	all := func(status int) map[string]int {
+		return map[string]int{"anonymous": status, "member": status, "outsider": status, "admin": status}
+	}
+	tests := f.testsPath(hiddenfixture.ShopA)
+	test := tests + "/" + hiddenfixture.ImageTest
+	otherRun := strings.Replace(tests, fmt.Sprintf("/runs/%d/", f.seed.RunID), "/runs/999999/", 1)
+	for _, tc := range []struct {
+		path              string
+		published, reveal bool
+		want              map[string]int
+	}{
+		{tests, false, false, map[string]int{"anonymous": notFound, "member": forbidden, "outsider": notFound, "admin": ok}},
+		{tests, true, false, map[string]int{"anonymous": unauth, "member": forbidden, "outsider": forbidden, "admin": ok}},
+		{tests, false, true, map[string]int{"anonymous": notFound, "member": ok, "outsider": notFound, "admin": ok}},
+		{tests, true, true, all(ok)},
+		{test, false, false, map[string]int{"anonymous": notFound, "member": forbidden, "outsider": notFound, "admin": ok}},
+		{test, true, false, map[string]int{"anonymous": unauth, "member": forbidden, "outsider": forbidden, "admin": ok}},
+		{test, false, true, map[string]int{"anonymous": notFound, "member": ok, "outsider": notFound, "admin": ok}},
+		{test, true, true, all(ok)},
+		{tests + "/no-such-test", true, true, all(notFound)},
+		{tests + "?level=two", true, true, all(bad)},
+		{tests + "?result=maybe", true, true, all(bad)},
+		{otherRun, true, true, all(notFound)},
+		{f.testsPath(hiddenfixture.ForumB) + "/" + hiddenfixture.ImageTest, true, true, all(notFound)},
+	} {
+		for _, actor := range []string{"anonymous", "member", "outsider", "admin"} {
+			name := fmt.Sprintf("%s as %s (published %t, revealed %t)", tc.path, actor, tc.published, tc.reveal)
+			t.Run(name, func(t *testing.T) {
+				f.set(t, tc.published, tc.reveal)
+				c := clients[actor]
+				c.t = t
+				res := c.get(tc.path)
+				body := readBody(t, res)
+				require.Equal(t, tc.want[actor], res.StatusCode, "%s: %s", name, body)
+				if res.StatusCode != ok {
+					require.NotContains(t, body, "The home page shows the header", "no test title outside the browser")
+					require.NotContains(t, body, "product-grid")
+				}
+			})
+		}
+	}
+
+	// The run page's section: the tallies for whoever sees the run, the
+	// links to the tests only for who may open them.
+	for _, tc := range []struct {
+		actor             string
+		published, reveal bool
+		status            int
+		browse            bool
+	}{
+		{"member", false, false, ok, false},
+		{"admin", false, false, ok, true},
+		{"outsider", false, false, notFound, false},
+		{"anonymous", true, false, ok, false},
+		{"anonymous", true, true, ok, true},
+	} {
+		t.Run(fmt.Sprintf("run page as %s (published %t, revealed %t)", tc.actor, tc.published, tc.reveal), func(t *testing.T) {
+			f.set(t, tc.published, tc.reveal)
+			c := clients[tc.actor]
+			c.t = t
+			res := c.get(runPath(f.seed.RunID))
+			body := readBody(t, res)
+			require.Equal(t, tc.status, res.StatusCode, body)
+			if tc.status != ok {
+				return
+			}
+			require.Contains(t, body, `data-testid="hidden-results"`)
+			require.Contains(t, body, "93.0% (40/43)", "shop-a's overall pass rate")
+			require.Equal(t, tc.browse, strings.Contains(body, `data-testid="hidden-tests-link"`))
+			require.NotContains(t, body, "The home page shows the header", "the run page never names the tests")
+		})
+	}
+}
+
+func runPath(id int64) string { return fmt.Sprintf("/runs/%d", id) }
+
+var hiddenImagePattern = regexp.MustCompile(`<img src="([^"]+)" alt="[^"]*" loading="lazy" data-testid="(reference-image|candidate-image|ssim-map|step-screenshot)"`)
+
+// TestHiddenResults_Pages: what the pages show to an administrator: the run
+// page's per-task and per-website tables, the test browser filtered without
+// JavaScript, a failed test's runs with its images through signed links that
+// load, and the hidden-tests leaderboard's columns.
+func TestHiddenResults_Pages(t *testing.T) {
+	t.Parallel()
+	f := newHiddenFixture(t)
+	admin := f.b.admin
+	admin.t = t
+
+	t.Run("RunPage", func(t *testing.T) {
+		body := readBody(t, admin.get(runPath(f.seed.RunID)))
+		for _, want := range []string{
+			`data-task="shop-a"`, `data-task="forum-b"`, "not tested", "95.3% (41/43)", "0.0% (0/8)",
+			`data-site="shop"`, `data-site="forum"`, "67.4%", // overall: (40+41+35+0)/43/4
+		} {
+			require.Contains(t, body, want)
+		}
+	})
+
+	t.Run("TestBrowser", func(t *testing.T) {
+		body := readBody(t, admin.get(f.testsPath(hiddenfixture.ShopA) + "?result=failed"))
+		rows := regexp.MustCompile(`data-testid="hidden-test" data-test="([^"]+)"`).FindAllStringSubmatch(body, -1)
+		require.Len(t, rows, 2)
+		require.Equal(t, []string{hiddenfixture.ImageTest, "b2-cart-read-back"}, []string{rows[0][1], rows[1][1]})
+		require.Contains(t, body, `<option value="failed" selected>`)
+		require.Contains(t, body, "2 of 43 tests match the filter.")
+		require.Contains(t, body, "The home page shows the header and twenty product cards")
+
+		body = readBody(t, admin.get(f.testsPath(hiddenfixture.ShopA) + "?group=browser&level=3&result=flaky"))
+		rows = regexp.MustCompile(`data-testid="hidden-test" data-test="([^"]+)"`).FindAllStringSubmatch(body, -1)
+		require.Len(t, rows, 1)
+		require.Equal(t, hiddenfixture.FlakyTest, rows[0][1])
+	})
+
+	t.Run("TestPage", func(t *testing.T) {
+		body := readBody(t, admin.get(f.testsPath(hiddenfixture.ShopA) + "/" + hiddenfixture.ImageTest))
+		require.Equal(t, 2, strings.Count(body, `data-testid="hidden-run"`), "both runs")
+		require.Contains(t, body, "is below the threshold 0.75")
+		imgs := hiddenImagePattern.FindAllStringSubmatch(body, -1)
+		kinds := map[string]int{}
+		for _, m := range imgs {
+			kinds[m[2]]++
+			src := html.UnescapeString(m[1])
+			require.True(t, strings.HasPrefix(src, "/artifacts/runs/"), src)
+			res := f.b.anonymous(t).get(src)
+			data := readBody(t, res)
+			require.Equal(t, http.StatusOK, res.StatusCode, "a signed image link works for anyone holding it: %s", src)
+			require.NotEmpty(t, data)
+		}
+		require.Equal(t, map[string]int{"reference-image": 2, "candidate-image": 2, "ssim-map": 2, "step-screenshot": 4}, kinds)
+		unsigned := f.b.anonymous(t).get("/artifacts/" + f.seed.ImageKeys[0])
+		readBody(t, unsigned)
+		require.Equal(t, http.StatusForbidden, unsigned.StatusCode, "no image without its signature")
+	})
+
+	t.Run("Leaderboard", func(t *testing.T) {
+		f.set(t, true, false)
+		body := readBody(t, f.b.anonymous(t).get("/benchmarks/" + f.seed.BenchmarkSlug + "/leaderboard"))
+		for _, want := range []string{
+			`data-testid="sort-hidden_overall"`, `data-testid="sort-hidden_request"`, `data-testid="sort-hidden_browser"`,
+			`data-testid="sort-hidden_system"`, `data-testid="sort-tokens_per_task"`, "Turns per task", `data-testid="hidden-legend"`,
+			">67.4%<", ">73.1%<", ">71.6%<", ">46.9%<", // R (1+12/13+1)/4, B (20+21+22)/22/4, S (7/8+1)/4
+			">42k<", // (40000+2000) tokens per task
+		} {
+			require.Contains(t, body, want)
+		}
+		require.NotContains(t, body, `data-testid="sort-judge_score"`)
+		require.NotContains(t, body, `data-testid="sort-tokens"`)
+
+		body = readBody(t, f.b.anonymous(t).get("/benchmarks/" + f.seed.BenchmarkSlug + "/leaderboard?sort=hidden_system&dir=asc"))
+		require.Contains(t, body, "sorted by System tests (S), ascending")
+
+		body = readBody(t, f.b.anonymous(t).get("/benchmarks/mini/leaderboard"))
+		require.NotContains(t, body, "sort-hidden_overall", "other boards keep their columns")
+	})
+}
