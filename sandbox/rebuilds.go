@@ -147,6 +147,8 @@ func NewRebuilds(opts RebuildOptions) http.Handler {
 // rebuilds are the sample candidates by name.
 type rebuilds map[string]*rebuild
 
+// ServeHTTP hands a request to the candidate its path names; an unknown
+// candidate is 404.
 func (rs rebuilds) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest, _ := strings.CutPrefix(r.URL.Path, RebuildsPathPrefix)
 	name, _, _ := strings.Cut(rest, "/")

@@ -3,11 +3,11 @@
 // benchmark file whose tasks run on them.
 //
 // Every URL lives under /sandbox/{ns}/ (or the Server's Options.PathPrefix),
-// where {ns} is a namespace: the runner
-// gives each episode its own (the site URLs carry the token {episode}), and each
-// namespace has its own copy of the sites' state, created from a fixed seed on
-// its first request and dropped when it has been idle for Options.IdleTTL. So
-// episodes run in parallel without resets and without seeing each other.
+// where {ns} is a namespace: the runner gives each episode its own (the site
+// URLs carry the token {episode}), and each namespace has its own copy of the
+// sites' state, created from a fixed seed on its first request and dropped
+// when it has been idle for Options.IdleTTL. So episodes run in parallel
+// without resets and without seeing each other.
 package sandbox
 
 import (
