@@ -1,0 +1,269 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"proctor/models"
+)
+
+// hiddenEvaluatorVersion versions how a hidden-tests attempt is graded: every
+// test through its suite, a failed one run again, the pass rate as the score.
+const hiddenEvaluatorVersion = "1"
+
+// HiddenTaskSpec is what a hidden-tests job needs about an attempt: the
+// task's suite (Task.EvalSpec) and reference captures, and the candidate
+// website the team submitted. Hidden fields included: system actor only.
+type HiddenTaskSpec struct {
+	Attempt models.Attempt
+	Run     models.Run
+	Task    models.Task
+	// Candidate is nil when the attempt has no candidate row.
+	Candidate *models.HiddenCandidate
+	// Captures are the task's reference captures, by name; not loaded when
+	// the attempt is Finished.
+	Captures []models.ReferenceCapture
+}
+
+// Finished reports whether there is nothing left to run: the attempt is done
+// (a redelivered job) or its run has ended (canceled, say).
+func (s *HiddenTaskSpec) Finished() bool {
+	return s.Attempt.Status == models.AttemptDone || s.Run.Finished()
+}
+
+// HiddenTask loads a hidden-tests attempt's spec. System actor only
+// (EFORBIDDEN otherwise); ENOTFOUND when the attempt, its run or its task is
+// gone.
+func (db *DB) HiddenTask(ctx context.Context, attemptID int64) (*HiddenTaskSpec, error) {
+	if !models.ActorFrom(ctx).System {
+		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue runs hidden tests.")
+	}
+	var spec HiddenTaskSpec
+	q := db.q(ctx)
+	if err := q.First(&spec.Attempt, attemptID).Error; err != nil {
+		return nil, wrap(err, "attempt")
+	}
+	if err := q.First(&spec.Run, spec.Attempt.RunID).Error; err != nil {
+		return nil, wrap(err, "run")
+	}
+	if spec.Finished() {
+		return &spec, nil
+	}
+	if err := q.First(&spec.Task, spec.Attempt.TaskID).Error; err != nil {
+		return nil, wrap(err, "task")
+	}
+	var cands []models.HiddenCandidate
+	if err := q.Where("attempt_id = ?", attemptID).Limit(1).Find(&cands).Error; err != nil {
+		return nil, wrap(err, "candidate")
+	}
+	if len(cands) == 1 {
+		spec.Candidate = &cands[0]
+	}
+	caps, err := db.ReferenceCaptures(ctx, spec.Task.ID)
+	if err != nil {
+		return nil, err
+	}
+	spec.Captures = caps
+	return &spec, nil
+}
+
+// HiddenSuite returns the suite (canonical JSON) of a hidden-tests attempt's
+// task, without its captures: what the job's time limit is derived from.
+// System actor only; ENOTFOUND when the attempt or its task is gone.
+func (db *DB) HiddenSuite(ctx context.Context, attemptID int64) (string, error) {
+	if !models.ActorFrom(ctx).System {
+		return "", models.Errorf(models.EFORBIDDEN, "Only the queue runs hidden tests.")
+	}
+	var specs []string
+	err := db.q(ctx).Table("attempts a").Joins("JOIN tasks t ON t.id = a.task_id").
+		Where("a.id = ?", attemptID).Limit(1).Pluck("t.eval_spec", &specs).Error
+	if err != nil {
+		return "", wrap(err, "task")
+	}
+	if len(specs) == 0 {
+		return "", models.Errorf(models.ENOTFOUND, "Attempt %d not found.", attemptID)
+	}
+	return specs[0], nil
+}
+
+// StartHiddenAttempt marks a hidden-tests attempt running and counts a try
+// (its artifacts go under the try's prefix), starting the run if it was
+// queued. It reports the try and whether the attempt is to be run: false,
+// with no change, when the attempt is done or its run has ended. System
+// actor only; ENOTFOUND when the attempt is gone.
+func (db *DB) StartHiddenAttempt(ctx context.Context, attemptID int64) (int, bool, error) {
+	if !models.ActorFrom(ctx).System {
+		return 0, false, models.Errorf(models.EFORBIDDEN, "Only the queue runs hidden tests.")
+	}
+	try, ok := 0, false
+	err := db.tx(ctx, func(tx *gorm.DB) error {
+		var a models.Attempt
+		if err := lockRow(tx, db.dialect).First(&a, attemptID).Error; err != nil {
+			return wrap(err, "attempt")
+		}
+		var run models.Run
+		if err := lockRow(tx, db.dialect).Select("id, status, started_at").First(&run, a.RunID).Error; err != nil {
+			return wrap(err, "run")
+		}
+		if a.Status == models.AttemptDone || run.Finished() {
+			return nil
+		}
+		now := db.now()
+		try, ok = a.Tries+1, true
+		if err := tx.Model(&a).Updates(map[string]any{
+			"tries": try, "status": models.AttemptRunning, "started_at": now, "updated_at": now,
+		}).Error; err != nil {
+			return wrap(err, "attempt")
+		}
+		if run.Status != models.RunQueued {
+			return nil
+		}
+		updates := map[string]any{"status": models.RunRunning}
+		if run.StartedAt == nil {
+			updates["started_at"] = now
+		}
+		return wrap(tx.Model(&models.Run{}).Where("id = ?", run.ID).Updates(updates).Error, "run")
+	})
+	return try, ok, err
+}
+
+// HiddenOutcome is what a hidden-tests job found about an attempt.
+type HiddenOutcome struct {
+	// Try is the try the results belong to (StartHiddenAttempt's); results
+	// of any other try are stale and not recorded.
+	Try int
+	// Results hold one row per test of the suite, images already stored.
+	Results []models.HiddenTestResult
+	// Error, when set, says why no test could run at all (the suite cannot be
+	// read, the attempt has no candidate): the attempt ends in error with it.
+	Error string
+	// InputsChecksum is the SHA-256 of what the tests read (the suite, the
+	// captures, the candidate's URLs).
+	InputsChecksum string
+	Duration       time.Duration
+}
+
+// hiddenDetails is a hidden-tests evaluation's details: the attempt's
+// HiddenSummary, and why no test ran when none could.
+type hiddenDetails struct {
+	models.HiddenSummary
+	Error string `json:"error,omitempty"`
+}
+
+// SaveHiddenResults records a hidden-tests attempt's results in one
+// transaction: the test result rows (replacing those an interrupted try left),
+// the attempt's hidden-tests evaluation (primary and current, its details the
+// HiddenSummary), the attempt done with the pass rate as its score (success
+// only when every test passed; error when none could run), the run's totals
+// and, for its last attempt, its completion; refresh (may be nil) is called
+// inside the transaction with the run's id to enqueue its metrics. The
+// team's reported cost, tokens and turns stay as submitted. An attempt that is
+// done already, or whose try is not out.Try, records nothing (a redelivered or
+// stale job). It reports whether the run finished. System actor only.
+func (db *DB) SaveHiddenResults(ctx context.Context, attemptID int64, out HiddenOutcome, refresh func(ctx context.Context, tx *sql.Tx, runID int64) error) (bool, error) {
+	if !models.ActorFrom(ctx).System {
+		return false, models.Errorf(models.EFORBIDDEN, "Only the queue records hidden-test results.")
+	}
+	summary := models.SummarizeHiddenResults(out.Results)
+	ev, outcome := hiddenEvaluation(summary, out)
+	finished := false
+	err := db.tx(ctx, func(tx *gorm.DB) error {
+		var a models.Attempt
+		if err := lockRow(tx, db.dialect).First(&a, attemptID).Error; err != nil {
+			return wrap(err, "attempt")
+		}
+		if a.Status == models.AttemptDone || a.Tries != out.Try {
+			return nil
+		}
+		// As in RecordEvaluations: one attempt of a run at a time recounts the
+		// run's open attempts, so that the last one always completes it.
+		var run models.Run
+		if err := lockRow(tx, db.dialect).Select("id").First(&run, a.RunID).Error; err != nil {
+			return wrap(err, "run")
+		}
+		now := db.now()
+		if err := tx.Where("attempt_id = ?", a.ID).Delete(&models.HiddenTestResult{}).Error; err != nil {
+			return wrap(err, "hidden test results")
+		}
+		if len(out.Results) > 0 {
+			rows := make([]models.HiddenTestResult, len(out.Results))
+			for i, r := range out.Results {
+				r.ID, r.AttemptID, r.CreatedAt = 0, a.ID, now
+				if r.Runs == "" {
+					r.Runs = "[]"
+				}
+				rows[i] = r
+			}
+			if err := tx.CreateInBatches(&rows, 200).Error; err != nil {
+				return wrap(err, "hidden test results")
+			}
+		}
+		if err := db.insertEvaluations(tx, &a, EvaluationBatch{Primary: ev}, now); err != nil {
+			return err
+		}
+		updates := map[string]any{
+			"status": models.AttemptDone, "outcome": outcome, "score": ev.Score,
+			"finished_at": now, "duration_ms": out.Duration.Milliseconds(), "updated_at": now,
+			"error_class": "", "error_message": "",
+		}
+		if out.Error != "" {
+			updates["error_class"], updates["error_message"] = models.ErrorClassPlatform, truncate(out.Error, 2000)
+		}
+		if a.StartedAt == nil {
+			updates["started_at"] = now
+		}
+		if err := tx.Model(&a).Updates(updates).Error; err != nil {
+			return wrap(err, "attempt")
+		}
+		var err error
+		if finished, err = db.refreshRunTotals(tx, a.RunID); err != nil {
+			return err
+		}
+		if err := tx.Model(&models.Run{}).Where("id = ?", a.RunID).
+			Update("evaluations_version", gorm.Expr("evaluations_version + 1")).Error; err != nil {
+			return wrap(err, "run")
+		}
+		if refresh == nil {
+			return nil
+		}
+		stx, err := sqlTx(tx)
+		if err != nil {
+			return err
+		}
+		return refresh(ctx, stx, a.RunID)
+	})
+	return finished, err
+}
+
+// hiddenEvaluation is the evaluation row of a hidden-tests attempt and the
+// attempt's outcome: success when every test passed, failure when one did
+// not, error when no test could run. The score is the pass rate (none when
+// no test ran).
+func hiddenEvaluation(summary models.HiddenSummary, out HiddenOutcome) (*models.Evaluation, string) {
+	outcome := models.OutcomeFailure
+	rate := summary.Overall.Rate()
+	switch {
+	case out.Error != "" || rate == nil:
+		outcome, rate = models.OutcomeError, nil
+	case summary.Overall.Passed == summary.Overall.Total:
+		outcome = models.OutcomeSuccess
+	}
+	details := hiddenDetails{HiddenSummary: summary, Error: out.Error}
+	if outcome == models.OutcomeError && details.Error == "" {
+		details.Error = "the suite has no tests"
+	}
+	raw, err := json.Marshal(details)
+	if err != nil {
+		// A struct of counters and a string always encodes.
+		raw = fmt.Appendf(nil, `{"error":%q}`, err.Error())
+	}
+	return &models.Evaluation{
+		Evaluator: models.EvaluatorHiddenTests, EvaluatorVersion: hiddenEvaluatorVersion, Kind: models.EvaluationCheck,
+		Verdict: outcome, Score: rate, Details: string(raw), InputsChecksum: out.InputsChecksum,
+	}, outcome
+}
