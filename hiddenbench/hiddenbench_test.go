@@ -125,7 +125,7 @@ func TestFromSandbox(t *testing.T) {
 func TestSampleBenchmark_BrokenReference(t *testing.T) {
 	t.Parallel()
 	b := testBrowser(t)
-	// A reference whose home page has lost its header cannot give captures.
+	// A reference whose home page answers 404 cannot give its captures.
 	shop := sandbox.New(sandbox.Options{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/shop/") || strings.HasSuffix(r.URL.Path, "/shop") {
