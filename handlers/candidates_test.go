@@ -138,7 +138,7 @@ func TestCandidates_FormRoundTrip(t *testing.T) {
 		require.Contains(t, body, `data-testid="candidate-s1"`)
 		require.Contains(t, body, `data-testid="candidate-s2"`)
 		require.NotContains(t, body, `data-testid="candidate-s3"`, "only the subset's tasks")
-		require.Contains(t, body, `<label for="f-candidates[0].base_url" class="visually-hidden">Base URL of s1</label>`)
+		require.Contains(t, body, `<label for="f-candidates[0].base_url">Base URL<span class="visually-hidden"> of s1</span>`)
 		require.Contains(t, body, `name="candidates[1].turns"`)
 		require.Contains(t, body, `value="lab/builder" selected`)
 		require.Contains(t, body, `name="_csrf"`)

@@ -12,6 +12,7 @@ import (
 
 	"proctor/importer"
 	"proctor/models"
+	"proctor/storage"
 )
 
 // rebuildsBenchmark is a two-task benchmark with a one-task subset. The
@@ -22,14 +23,14 @@ const rebuildsBenchmark = `{"proctor_benchmark": 1, "name": "Rebuilds", "evaluat
 {"id": "r2", "intent": "Rebuild the forum.", "start_urls": ["__FORUM__/"], "sites": ["forum"]}
 `
 
-// withRebuilds adds the hidden-tests benchmark "rebuilds" to a remote bundle.
-func withRebuilds(t *testing.T, b remoteBundle) {
+// withRebuilds adds the hidden-tests benchmark "rebuilds" to a database.
+func withRebuilds(t *testing.T, db *storage.DB) {
 	t.Helper()
 	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(rebuildsBenchmark), nil)
 	require.NoError(t, err)
-	_, err = b.app.DB.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), "rebuilds", ds, "rebuilds.jsonl")
+	_, err = db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), "rebuilds", ds, "rebuilds.jsonl")
 	require.NoError(t, err)
-	require.NoError(t, b.app.DB.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "rebuilds").Update("evaluator", models.EvaluatorHiddenTests).Error)
+	require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "rebuilds").Update("evaluator", models.EvaluatorHiddenTests).Error)
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -42,7 +43,7 @@ func writeFile(t *testing.T, name, content string) string {
 func TestRemote_CandidatesSubmit(t *testing.T) {
 	t.Parallel()
 	b := setupRemote(t, nil)
-	withRebuilds(t, b)
+	withRebuilds(t, b.app.DB)
 	full := writeFile(t, "candidates.json", `{"team":"lab","agent":"uploader","benchmark":"rebuilds","notes":"from the file","candidates":[
 		{"task_id":"r1","base_url":"http://93.184.216.34/shop","restart_url":"http://93.184.216.34/restart","cost_usd":2.5,"tokens_in":100,"tokens_out":10,"turns":7},
 		{"task_id":"r2","base_url":"http://93.184.216.34/forum"}]}`)
