@@ -576,6 +576,64 @@ func TestHiddenTests_Job(t *testing.T) {
 			})
 		})
 
+		t.Run("the broken rebuild fails the tests its defects touch, each run twice", func(t *testing.T) {
+			h.start(t)
+			srv := httptest.NewServer(sandbox.Rebuilds())
+			t.Cleanup(srv.Close)
+			urls := sandbox.RebuildCandidate(srv.URL, sandbox.RebuildBroken)
+			runID, attemptID := h.submit(t, models.HiddenCandidate{BaseURL: urls.BaseURL, RestartURL: urls.RestartURL, HealthURL: urls.HealthURL})
+			h.waitJob(t, h.attemptJob(t, attemptID), 4*time.Minute)
+
+			// Wrong images fail the product card's checkpoint; state lost on
+			// restart fails the cart that should survive it. The restart drops
+			// every visitor's state, which only harms the test that restarted
+			// since it ran alone.
+			failing := []string{"b1-home-page", "b3-cart-survives-restart"}
+			prefix := fmt.Sprintf("runs/%d/attempts/%d/try-1/hidden/", runID, attemptID)
+			for _, r := range h.results(t, attemptID) {
+				var runs []models.HiddenTestRun
+				require.NoError(t, json.Unmarshal([]byte(r.Runs), &runs))
+				if !slices.Contains(failing, r.TestID) {
+					require.Equal(t, models.HiddenPassed, r.Result, "%s: %s", r.TestID, r.Reason)
+					require.Len(t, runs, 1, r.TestID)
+					continue
+				}
+				require.Equal(t, models.HiddenFailed, r.Result, r.TestID)
+				require.False(t, r.Flaky)
+				require.Len(t, runs, 2, "%s: a failed test is run once more and both runs kept", r.TestID)
+				require.Equal(t, runs[1].Reason, r.Reason)
+				require.GreaterOrEqual(t, r.DurationMS, runs[0].DurationMS+runs[1].DurationMS)
+				for n, run := range runs {
+					require.Equal(t, models.HiddenFailed, run.Result)
+					last := run.Steps[len(run.Steps)-1]
+					require.Equal(t, models.HiddenFailed, last.Result)
+					h.requireStored(t, last.ScreenshotKey, fmt.Sprintf("%s%s/run-%d/", prefix, r.TestID, n+1))
+				}
+				if r.TestID == "b1-home-page" {
+					require.Contains(t, r.Reason, "checkpoint product-card: the region scored ")
+					cp := runs[1].Checkpoints[1]
+					require.Equal(t, "product-card", cp.Capture)
+					require.False(t, cp.Passed)
+					require.Less(t, cp.Score, cp.Threshold)
+					for _, key := range []string{cp.CandidateKey, cp.ReferenceKey, cp.MapKey} {
+						h.requireStored(t, key, prefix+"b1-home-page/run-2/")
+					}
+				}
+			}
+			a := h.attempt(t, attemptID)
+			require.Equal(t, models.OutcomeFailure, a.Outcome)
+			require.InDelta(t, 10.0/12, *a.Score, 1e-9)
+			evs := h.evaluations(t, attemptID)
+			require.Len(t, evs, 1)
+			require.Equal(t, models.OutcomeFailure, evs[0].Verdict)
+			require.InDelta(t, 10.0/12, *evs[0].Score, 1e-9)
+			sum := summaryOf(t, evs[0])
+			require.Equal(t, models.HiddenTally{Total: 12, Passed: 10, Failed: 2}, sum.Overall)
+			require.Equal(t, models.HiddenTally{Total: 5, Passed: 3, Failed: 2}, sum.Browser)
+			require.Equal(t, models.HiddenTally{Total: 2, Passed: 1, Failed: 1}, sum.L3)
+			require.Equal(t, models.HiddenTally{Total: 4, Passed: 4}, sum.Request)
+		})
+
 		t.Run("an unreachable candidate errors every test with a reason", func(t *testing.T) {
 			port := closedPort(t)
 			h.start(t)
