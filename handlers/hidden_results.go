@@ -71,7 +71,14 @@ func (s *Server) showHiddenTests(c echo.Context) error {
 	if tests.RunID != runID {
 		return models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, attemptID)
 	}
-	c.Response().Header().Set("Cache-Control", "private, no-store")
+	h := c.Response().Header()
+	h.Set("Cache-Control", "private, no-store")
+	h.Add("Vary", "HX-Request")
+	if isHTMX(c) {
+		// The address the browser shows is the filter's canonical one,
+		// without the form's empty fields, so that it is worth sharing.
+		h.Set("HX-Push-Url", web.HiddenTestsPath(runID, attemptID)+f.Query())
+	}
 	title := "Hidden tests of task " + tests.TaskID
 	return s.render(c, http.StatusOK, web.HiddenTestsPage(s.page(c, title), web.HiddenTestsView{Tests: *tests}))
 }

@@ -126,7 +126,7 @@ func TestAuthz_HiddenResults(t *testing.T) {
 				return
 			}
 			require.Contains(t, body, `data-testid="hidden-results"`)
-			require.Contains(t, body, "93.0% (40/43)", "shop-a's overall pass rate")
+			require.Contains(t, body, `93.0% <small class="muted">(40/43)</small>`, "shop-a's overall pass rate")
 			require.Equal(t, tc.browse, strings.Contains(body, `data-testid="hidden-tests-link"`))
 			require.NotContains(t, body, "The home page shows the header", "the run page never names the tests")
 		})
@@ -150,7 +150,7 @@ func TestHiddenResults_Pages(t *testing.T) {
 	t.Run("RunPage", func(t *testing.T) {
 		body := readBody(t, admin.get(runPath(f.seed.RunID)))
 		for _, want := range []string{
-			`data-task="shop-a"`, `data-task="forum-b"`, "not tested", "95.3% (41/43)", "0.0% (0/8)",
+			`data-task="shop-a"`, `data-task="forum-b"`, "not tested", `95.3% <small class="muted">(41/43)</small>`, `0.0% <small class="muted">(0/8)</small>`,
 			`data-site="shop"`, `data-site="forum"`, "67.4%", // overall: (40+41+35+0)/43/4
 		} {
 			require.Contains(t, body, want)
