@@ -158,7 +158,7 @@ func TestHiddenResults_Pages(t *testing.T) {
 	})
 
 	t.Run("TestBrowser", func(t *testing.T) {
-		body := readBody(t, admin.get(f.testsPath(hiddenfixture.ShopA) + "?result=failed"))
+		body := readBody(t, admin.get(f.testsPath(hiddenfixture.ShopA)+"?result=failed"))
 		rows := regexp.MustCompile(`data-testid="hidden-test" data-test="([^"]+)"`).FindAllStringSubmatch(body, -1)
 		require.Len(t, rows, 2)
 		require.Equal(t, []string{hiddenfixture.ImageTest, "b2-cart-read-back"}, []string{rows[0][1], rows[1][1]})
@@ -166,14 +166,14 @@ func TestHiddenResults_Pages(t *testing.T) {
 		require.Contains(t, body, "2 of 43 tests match the filter.")
 		require.Contains(t, body, "The home page shows the header and twenty product cards")
 
-		body = readBody(t, admin.get(f.testsPath(hiddenfixture.ShopA) + "?group=browser&level=3&result=flaky"))
+		body = readBody(t, admin.get(f.testsPath(hiddenfixture.ShopA)+"?group=browser&level=3&result=flaky"))
 		rows = regexp.MustCompile(`data-testid="hidden-test" data-test="([^"]+)"`).FindAllStringSubmatch(body, -1)
 		require.Len(t, rows, 1)
 		require.Equal(t, hiddenfixture.FlakyTest, rows[0][1])
 	})
 
 	t.Run("TestPage", func(t *testing.T) {
-		body := readBody(t, admin.get(f.testsPath(hiddenfixture.ShopA) + "/" + hiddenfixture.ImageTest))
+		body := readBody(t, admin.get(f.testsPath(hiddenfixture.ShopA)+"/"+hiddenfixture.ImageTest))
 		require.Equal(t, 2, strings.Count(body, `data-testid="hidden-run"`), "both runs")
 		require.Contains(t, body, "is below the threshold 0.75")
 		imgs := hiddenImagePattern.FindAllStringSubmatch(body, -1)
@@ -195,7 +195,7 @@ func TestHiddenResults_Pages(t *testing.T) {
 
 	t.Run("Leaderboard", func(t *testing.T) {
 		f.set(t, true, false)
-		body := readBody(t, f.b.anonymous(t).get("/benchmarks/" + f.seed.BenchmarkSlug + "/leaderboard"))
+		body := readBody(t, f.b.anonymous(t).get("/benchmarks/"+f.seed.BenchmarkSlug+"/leaderboard"))
 		for _, want := range []string{
 			`data-testid="sort-hidden_overall"`, `data-testid="sort-hidden_request"`, `data-testid="sort-hidden_browser"`,
 			`data-testid="sort-hidden_system"`, `data-testid="sort-tokens_per_task"`, "Turns per task", `data-testid="hidden-legend"`,
@@ -207,7 +207,7 @@ func TestHiddenResults_Pages(t *testing.T) {
 		require.NotContains(t, body, `data-testid="sort-judge_score"`)
 		require.NotContains(t, body, `data-testid="sort-tokens"`)
 
-		body = readBody(t, f.b.anonymous(t).get("/benchmarks/" + f.seed.BenchmarkSlug + "/leaderboard?sort=hidden_system&dir=asc"))
+		body = readBody(t, f.b.anonymous(t).get("/benchmarks/"+f.seed.BenchmarkSlug+"/leaderboard?sort=hidden_system&dir=asc"))
 		require.Contains(t, body, "sorted by System tests (S), ascending")
 
 		body = readBody(t, f.b.anonymous(t).get("/benchmarks/mini/leaderboard"))
