@@ -210,6 +210,25 @@ func TestHiddenResults_Pages(t *testing.T) {
 		body = readBody(t, f.b.anonymous(t).get("/benchmarks/"+f.seed.BenchmarkSlug+"/leaderboard?sort=hidden_system&dir=asc"))
 		require.Contains(t, body, "sorted by System tests (S), ascending")
 
+		var export struct {
+			Entries []struct {
+				Overall *float64 `json:"hidden_overall"`
+				Request *float64 `json:"hidden_request"`
+				Browser *float64 `json:"hidden_browser"`
+				System  *float64 `json:"hidden_system"`
+			} `json:"entries"`
+		}
+		decodeJSON(t, f.b.anonymous(t).get("/api/v1/benchmarks/"+f.seed.BenchmarkSlug+"/leaderboard"), &export)
+		require.Len(t, export.Entries, 1)
+		e := export.Entries[0]
+		require.InDelta(t, 116.0/172, *e.Overall, 1e-9)
+		require.InDelta(t, (7.0/8+1)/4, *e.System, 1e-9)
+		require.NotNil(t, e.Request)
+		require.NotNil(t, e.Browser)
+		csvBody := readBody(t, f.b.anonymous(t).get("/benchmarks/"+f.seed.BenchmarkSlug+"/leaderboard.csv"))
+		require.Contains(t, strings.SplitN(csvBody, "\n", 2)[0], "hidden_overall,hidden_request,hidden_browser,hidden_system")
+		require.Contains(t, csvBody, ",0.46875")
+
 		body = readBody(t, f.b.anonymous(t).get("/benchmarks/mini/leaderboard"))
 		require.NotContains(t, body, "sort-hidden_overall", "other boards keep their columns")
 	})

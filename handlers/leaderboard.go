@@ -184,6 +184,12 @@ type apiLeaderboardItem struct {
 	CostPerTask float64    `json:"cost_per_task"`
 	Tokens      int64      `json:"tokens"`
 	FinishedAt  *time.Time `json:"finished_at"`
+	// Hidden-tests boards only: the mean over the board's tasks of each
+	// task's pass rate, overall and per group (R, B, S).
+	HiddenOverall *float64 `json:"hidden_overall,omitempty"`
+	HiddenRequest *float64 `json:"hidden_request,omitempty"`
+	HiddenBrowser *float64 `json:"hidden_browser,omitempty"`
+	HiddenSystem  *float64 `json:"hidden_system,omitempty"`
 }
 
 // absoluteURL makes a path absolute with the configured base URL (or, when
@@ -218,6 +224,7 @@ func (s *Server) toAPILeaderboard(c echo.Context, lb *models.Leaderboard) apiLea
 			Tasks: r.Tasks, Successes: r.Successes, SuccessRate: r.SuccessRate, CI95Low: r.CILow, CI95High: r.CIHigh,
 			JudgeScore: r.JudgeScore, Judged: r.Judged, RubricScore: r.RubricScore, PerfectRate: r.PerfectRate,
 			Efficiency: r.Efficiency, MeanSteps: r.MeanSteps, CostPerTask: r.CostPerTask, Tokens: r.Tokens, FinishedAt: r.FinishedAt,
+			HiddenOverall: r.HiddenOverall, HiddenRequest: r.HiddenRequest, HiddenBrowser: r.HiddenBrowser, HiddenSystem: r.HiddenSystem,
 		}
 	}
 	return out
@@ -230,6 +237,7 @@ func leaderboardCSVHeader() []string {
 		"open_source", "origin", "verified", "run_subset", "restricted", "tasks", "successes", "success_rate",
 		"ci95_low", "ci95_high", "judge_score", "judged", "rubric_score", "perfect_rate", "efficiency",
 		"mean_steps", "cost_per_task", "tokens", "finished_at",
+		"hidden_overall", "hidden_request", "hidden_browser", "hidden_system",
 	}
 }
 
@@ -264,6 +272,7 @@ func (s *Server) writeLeaderboardCSV(c echo.Context, lb *models.Leaderboard) err
 			strconv.Itoa(r.Tasks), strconv.Itoa(r.Successes), num(r.SuccessRate), num(r.CILow), num(r.CIHigh),
 			opt(r.JudgeScore), strconv.Itoa(r.Judged), opt(r.RubricScore), opt(r.PerfectRate), opt(r.Efficiency),
 			num(r.MeanSteps), num(r.CostPerTask), strconv.FormatInt(r.Tokens, 10), finished,
+			opt(r.HiddenOverall), opt(r.HiddenRequest), opt(r.HiddenBrowser), opt(r.HiddenSystem),
 		}
 		if err := w.Write(rec); err != nil {
 			return err
