@@ -63,7 +63,7 @@ func referenceTime() time.Time { return time.Date(2026, time.January, 15, 12, 0,
 // benchmark file in Proctor's JSON Lines format (docs/benchmark-format.md).
 // Each capture is taken by the first journey naming it that does not
 // restart the site (the reference has no restart hook). A journey that does
-// not pass on the reference is an error naming it.
+// not pass on the reference, played twice, is an error naming it.
 func SampleBenchmark(ctx context.Context, b playwright.Browser, referenceBaseURL string) ([]byte, error) {
 	raw := hiddentest.SandboxShopSuite()
 	suite, err := hiddentest.Parse(bytes.NewReader(raw))
@@ -122,15 +122,9 @@ func recordCaptures(ctx context.Context, b playwright.Browser, suite *hiddentest
 		}) {
 			continue
 		}
-		taken := map[string]image.Image{}
-		opts := hidden.JourneyOptionsFor(suite)
-		opts.Record = func(name string, img image.Image) { taken[name] = img }
-		out := hidden.RunJourney(ctx, b, ref, test, nil, opts)
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("record reference captures: %w", err)
-		}
-		if out.Result != hidden.Passed {
-			return nil, fmt.Errorf("record reference captures: journey %s %s on the reference site: %s", test.ID, out.Result, out.Reason)
+		taken, err := recordJourney(ctx, b, suite, test, ref)
+		if err != nil {
+			return nil, err
 		}
 		for name, img := range taken {
 			if got[name] == nil {
@@ -148,6 +142,30 @@ func recordCaptures(ctx context.Context, b playwright.Browser, suite *hiddentest
 		return nil, fmt.Errorf("record reference captures: %s taken only by journeys that restart the site", strings.Join(missing, ", "))
 	}
 	return got, nil
+}
+
+// recordAttempts is how many times a journey is played on the reference
+// before recording gives up: once more after a failure, as hidden tests are
+// rerun, since a loaded machine can make a step overrun its time.
+const recordAttempts = 2
+
+// recordJourney plays one journey on the reference, recording the region
+// images of its checkpoints.
+func recordJourney(ctx context.Context, b playwright.Browser, suite *hiddentest.Suite, test *hiddentest.Test, ref hidden.Candidate) (map[string]image.Image, error) {
+	var out hidden.Outcome
+	for range recordAttempts {
+		taken := map[string]image.Image{}
+		opts := hidden.JourneyOptionsFor(suite)
+		opts.Record = func(name string, img image.Image) { taken[name] = img }
+		out = hidden.RunJourney(ctx, b, ref, test, nil, opts)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("record reference captures: %w", err)
+		}
+		if out.Result == hidden.Passed {
+			return taken, nil
+		}
+	}
+	return nil, fmt.Errorf("record reference captures: journey %s %s on the reference site: %s", test.ID, out.Result, out.Reason)
 }
 
 // restarts reports whether a journey restarts the site.
