@@ -95,13 +95,13 @@ func (w *hiddenTestsWorker) Work(ctx context.Context, job *river.Job[HiddenTests
 		return r.endHiddenAttempt(ctx, spec, "The task's hidden-test suite cannot be read; an administrator can see why in the server's log.")
 	}
 	if r.guard == nil {
-		return errors.New("hidden tests: the runner has no SSRF guard to reach candidates through")
+		return r.platformFailure(ctx, job, spec.Attempt.ID, spec.Attempt.Tries, errors.New("the runner has no SSRF guard to reach candidates through"), log)
 	}
 	var browser playwright.Browser
 	if slices.ContainsFunc(suite.Tests, func(t hiddentest.Test) bool { return t.Group == hiddentest.GroupBrowser }) {
 		b, err := r.sharedBrowser()
 		if err != nil {
-			return err // the platform's failure: the job tries again
+			return r.platformFailure(ctx, job, spec.Attempt.ID, spec.Attempt.Tries, err, log)
 		}
 		browser = b.Playwright()
 	}
@@ -128,13 +128,13 @@ func (w *hiddenTestsWorker) Work(ctx context.Context, job *river.Job[HiddenTests
 		return nil // canceling the run already closed its attempts
 	}
 	if err != nil {
-		// Shutting down, or an image the store refused: hand the attempt
-		// back for the job's next try, which starts over.
-		if ctx.Err() == nil {
-			log.Error("hidden tests failed in the platform", "error", err.Error())
+		if ctx.Err() != nil {
+			// Shutting down: hand the attempt back for the job's next try,
+			// which starts over.
+			_ = r.db.ReleaseAttempt(context.WithoutCancel(ctx), spec.Attempt.ID, try)
+			return err
 		}
-		_ = r.db.ReleaseAttempt(context.WithoutCancel(ctx), spec.Attempt.ID, try)
-		return err
+		return r.platformFailure(ctx, job, spec.Attempt.ID, try, err, log)
 	}
 	finished, err := r.db.SaveHiddenResults(ctx, spec.Attempt.ID, storage.HiddenOutcome{
 		Try: try, Results: results, InputsChecksum: hiddenInputsChecksum(spec), Duration: time.Since(start),
@@ -157,6 +157,25 @@ func (r *Runner) endHiddenAttempt(ctx context.Context, spec *storage.HiddenTaskS
 	_, err := r.db.SaveHiddenResults(ctx, spec.Attempt.ID, storage.HiddenOutcome{Try: spec.Attempt.Tries, Error: why},
 		r.queue.insertMetricsRefresh)
 	return err
+}
+
+// hiddenPlatformError is what an attempt the platform could not test says.
+const hiddenPlatformError = "The platform could not run this attempt's tests; an administrator can see why in the server's log."
+
+// platformFailure handles a failure of the platform (the browser would not
+// start, an image the store refused): the attempt goes back to pending for
+// the job's next try, or, on the job's last try, ends in error so that its
+// run still completes.
+func (r *Runner) platformFailure(ctx context.Context, job *river.Job[HiddenTestsArgs], attemptID int64, try int, err error, log *slog.Logger) error {
+	log.Error("hidden tests failed in the platform", "error", err.Error(), "job_attempt", job.Attempt)
+	if job.Attempt < job.MaxAttempts {
+		if rerr := r.db.ReleaseAttempt(ctx, attemptID, try); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		return err
+	}
+	_, serr := r.db.SaveHiddenResults(ctx, attemptID, storage.HiddenOutcome{Try: try, Error: hiddenPlatformError}, r.queue.insertMetricsRefresh)
+	return serr
 }
 
 // attemptPrefix is where an attempt's try keeps its artifacts.
@@ -289,8 +308,11 @@ func (e *hiddenExecution) run(ctx context.Context) ([]models.HiddenTestResult, e
 	if d, ok := ctx.Deadline(); ok && d.Add(-hiddenSaveMargin).Before(deadline) {
 		deadline = d.Add(-hiddenSaveMargin)
 	}
-	testCtx, cancel := context.WithDeadlineCause(ctx, deadline, errHiddenBudget)
+	budgetCtx, cancel := context.WithDeadlineCause(ctx, deadline, errHiddenBudget)
 	defer cancel()
+	// An image the store refused stops the tests: the try is lost anyway.
+	testCtx, stop := context.WithCancelCause(budgetCtx)
+	defer stop(nil)
 
 	results := make([]models.HiddenTestResult, len(e.suite.Tests))
 	var (
@@ -316,6 +338,7 @@ func (e *hiddenExecution) run(ctx context.Context) ([]models.HiddenTestResult, e
 		results[i] = res
 		if err != nil && storeErr == nil {
 			storeErr = err
+			stop(err)
 		}
 	}
 	started := make([]bool, len(e.suite.Tests))

@@ -221,6 +221,8 @@ type hiddenBundle struct {
 	runner    *runner.Runner
 	startOnce sync.Once
 	started   atomic.Bool
+	// refuse makes the artifact store refuse every image.
+	refuse    *atomic.Bool
 	jobs      *river.Client[*sql.Tx]
 	member    context.Context
 	system    context.Context
@@ -281,8 +283,9 @@ func setupHidden(t *testing.T, db *storage.DB, browser episode.BrowserOptions, s
 
 	h.artifacts, err = artifact.NewLocal(filepath.Join(t.TempDir(), "artifacts"), artifact.NewURLSigner([]byte(strings.Repeat("s", 32))), "http://proctor.test")
 	require.NoError(t, err)
+	h.refuse = &atomic.Bool{}
 	h.runner, err = runner.New(runner.Config{
-		DB: db, Artifacts: h.artifacts, Browser: browser,
+		DB: db, Artifacts: refusingStore{Store: h.artifacts, refuse: h.refuse}, Browser: browser,
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 		Guard:       guard,
 		Options:     runner.Options{Episodes: 1, CancelPoll: 100 * time.Millisecond},
@@ -305,6 +308,19 @@ func setupHidden(t *testing.T, db *storage.DB, browser episode.BrowserOptions, s
 	}
 	require.NoError(t, err)
 	return h
+}
+
+// refusingStore is an artifact store that refuses to store while refuse is set.
+type refusingStore struct {
+	artifact.Store
+	refuse *atomic.Bool
+}
+
+func (s refusingStore) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
+	if s.refuse.Load() {
+		return fmt.Errorf("store %s: the disk is full", key)
+	}
+	return s.Store.Put(ctx, key, r, size, contentType)
 }
 
 // start starts the runner's workers (once; setupHidden stops them).
@@ -369,10 +385,10 @@ func (h *hiddenBundle) attemptJob(t *testing.T, attemptID int64) int64 {
 	return found[0]
 }
 
-// createRunWithoutCandidate creates a candidate run's rows as submitting
-// does, but without the attempt's candidate row and without a job: the
-// state of an attempt whose candidate was lost.
-func (h *hiddenBundle) createRunWithoutCandidate(t *testing.T) (int64, int64) {
+// createRun creates a candidate run's rows as submitting does, with the
+// attempt's candidate row when cand is not nil (nil: the state of an attempt
+// whose candidate was lost), but without a job.
+func (h *hiddenBundle) createRun(t *testing.T, cand *models.HiddenCandidate) (int64, int64) {
 	t.Helper()
 	g := h.db.Gorm()
 	now := time.Now().UTC()
@@ -382,14 +398,20 @@ func (h *hiddenBundle) createRunWithoutCandidate(t *testing.T) (int64, int64) {
 	require.NoError(t, g.Create(&run).Error)
 	a := models.Attempt{RunID: run.ID, TaskID: h.taskID, Status: models.AttemptPending, CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, g.Create(&a).Error)
+	if cand != nil {
+		c := *cand
+		c.AttemptID, c.CreatedAt = a.ID, now
+		require.NoError(t, g.Create(&c).Error)
+	}
 	return run.ID, a.ID
 }
 
-// enqueue inserts a hidden-tests job for the attempt into the runner's queue.
-func (h *hiddenBundle) enqueue(t *testing.T, runID, attemptID int64) int64 {
+// enqueue inserts a hidden-tests job for the attempt into the runner's
+// queue, tried at most maxAttempts times (0: the queue's default).
+func (h *hiddenBundle) enqueue(t *testing.T, runID, attemptID int64, maxAttempts int) int64 {
 	t.Helper()
 	res, err := h.jobs.Insert(context.Background(), runner.HiddenTestsArgs{AttemptID: attemptID, RunID: runID},
-		&river.InsertOpts{Queue: runner.QueueHiddenTests})
+		&river.InsertOpts{Queue: runner.QueueHiddenTests, MaxAttempts: maxAttempts})
 	require.NoError(t, err)
 	return res.Job.ID
 }
@@ -566,7 +588,7 @@ func TestHiddenTests_Job(t *testing.T) {
 
 			t.Run("a redelivered job does nothing twice", func(t *testing.T) {
 				served := shop.served()
-				h.waitJob(t, h.enqueue(t, runID, attemptID), time.Minute)
+				h.waitJob(t, h.enqueue(t, runID, attemptID, 0), time.Minute)
 				require.Equal(t, served, shop.served(), "no test ran again")
 				require.Equal(t, rows, h.results(t, attemptID))
 				require.Len(t, h.evaluations(t, attemptID), 1)
@@ -662,8 +684,8 @@ func TestHiddenTests_Job(t *testing.T) {
 
 		t.Run("an attempt without a candidate ends in error", func(t *testing.T) {
 			h.start(t)
-			runID, attemptID := h.createRunWithoutCandidate(t)
-			h.waitJob(t, h.enqueue(t, runID, attemptID), time.Minute)
+			runID, attemptID := h.createRun(t, nil)
+			h.waitJob(t, h.enqueue(t, runID, attemptID, 0), time.Minute)
 			a := h.attempt(t, attemptID)
 			require.Equal(t, models.AttemptDone, a.Status)
 			require.Equal(t, models.OutcomeError, a.Outcome)
@@ -679,6 +701,28 @@ func TestHiddenTests_Job(t *testing.T) {
 			run := h.run(t, runID)
 			require.Equal(t, models.RunCompleted, run.Status)
 			require.Equal(t, 1, run.Errors)
+		})
+
+		t.Run("images the store refuses are retried, then end the attempt in error on the job's last try", func(t *testing.T) {
+			h.start(t)
+			shop := newCandidateShop(t, sandbox.New(sandbox.Options{}))
+			cand := shop.candidate()
+			runID, attemptID := h.createRun(t, &cand)
+			h.refuse.Store(true)
+			t.Cleanup(func() { h.refuse.Store(false) })
+			h.waitJob(t, h.enqueue(t, runID, attemptID, 2), 4*time.Minute)
+
+			a := h.attempt(t, attemptID)
+			require.Equal(t, 2, a.Tries, "the first try was handed back and run again")
+			require.Equal(t, models.AttemptDone, a.Status)
+			require.Equal(t, models.OutcomeError, a.Outcome)
+			require.Equal(t, models.ErrorClassPlatform, a.ErrorClass)
+			require.Equal(t, "The platform could not run this attempt's tests; an administrator can see why in the server's log.", a.ErrorMessage)
+			require.Empty(t, h.results(t, attemptID), "no row points at an image that was not stored")
+			evs := h.evaluations(t, attemptID)
+			require.Len(t, evs, 1)
+			require.Equal(t, models.OutcomeError, evs[0].Verdict)
+			require.Equal(t, models.RunCompleted, h.run(t, runID).Status)
 		})
 
 		t.Run("canceling the run stops its tests", func(t *testing.T) {
