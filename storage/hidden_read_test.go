@@ -314,6 +314,14 @@ func TestStore_HiddenLeaderboard(t *testing.T) {
 		require.InDelta(t, 10000, r.TokensPerTask(), 1e-9)
 		require.InDelta(t, 12, r.MeanSteps, 1e-9, "turns per task")
 
+		shops, err := db.Leaderboard(f.anon, f.seed.BenchmarkSlug, hiddenfixture.ShopsSubset, models.LeaderboardQuery{})
+		require.NoError(t, err)
+		require.Len(t, shops.Rows, 1)
+		require.True(t, shops.Rows[0].Restricted)
+		require.Equal(t, 2, shops.Rows[0].Tasks)
+		require.InDelta(t, (rate(40, 43)+rate(41, 43))/2, *shops.Rows[0].HiddenOverall, 1e-9, "a subset's board means over its own tasks")
+		require.InDelta(t, (rate(7, 8)+1)/2, *shops.Rows[0].HiddenSystem, 1e-9)
+
 		// A run of another benchmark has no hidden numbers.
 		f.publish(t, f.run.ID, true)
 		ids := f.dispatch(t, f.run.ID)

@@ -41,6 +41,9 @@ const (
 	ForumB = "forum-b"
 )
 
+// ShopsSubset is the benchmark's named subset of ShopA and ShopB.
+const ShopsSubset = "shops"
+
 // ImageTest is the test of ShopA whose visual checkpoint failed in both runs:
 // its page has step screenshots and the reference, candidate and SSIM-map
 // images.
@@ -233,7 +236,7 @@ func Write(ctx context.Context, db *storage.DB, opt Options) (*Seed, error) {
 }
 
 // dataset is the benchmark: four tasks on two websites, each with the
-// sample suite as its hidden evaluation spec.
+// sample suite as its hidden evaluation spec, and a subset of the shop tasks.
 func dataset() *importer.Dataset {
 	ds := &importer.Dataset{
 		Format: models.FormatProctor, Evaluator: models.EvaluatorHiddenTests,
@@ -248,6 +251,8 @@ func dataset() *importer.Dataset {
 			TaskType: "build", Difficulty: "hard", Metadata: "{}", EvalSpec: string(hiddentest.SandboxShopSuite()),
 		})
 	}
+	shops := sha256.Sum256([]byte(`["shop-a","shop-b"]`))
+	ds.Subsets = []importer.Subset{{Name: ShopsSubset, Description: "The shop tasks", Checksum: hex.EncodeToString(shops[:]), ExternalIDs: []string{ShopA, ShopB}}}
 	sum := sha256.Sum256([]byte(fmt.Sprint(ds.Tasks)))
 	ds.Checksum = hex.EncodeToString(sum[:])
 	return ds
