@@ -308,6 +308,7 @@ func (e *hiddenExecution) run(ctx context.Context) ([]models.HiddenTestResult, e
 	if d, ok := ctx.Deadline(); ok && d.Add(-hiddenSaveMargin).Before(deadline) {
 		deadline = d.Add(-hiddenSaveMargin)
 	}
+	budget := time.Until(deadline)
 	budgetCtx, cancel := context.WithDeadlineCause(ctx, deadline, errHiddenBudget)
 	defer cancel()
 	// An image the store refused stops the tests: the try is lost anyway.
@@ -376,7 +377,7 @@ func (e *hiddenExecution) run(ctx context.Context) ([]models.HiddenTestResult, e
 	}
 	for i := range results {
 		if !started[i] {
-			results[i] = e.notRun(i, plan.budget)
+			results[i] = e.notRun(i, budget)
 		}
 	}
 	return results, nil
