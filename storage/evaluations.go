@@ -189,7 +189,12 @@ func (db *DB) RescoreAttempts(ctx context.Context, scope RescoreScope, enqueue f
 	}
 	var ids []int64
 	err := db.tx(ctx, func(tx *gorm.DB) error {
-		q := tx.Table("attempts a").Where("a.status = ?", models.AttemptDone)
+		// Hidden-tests attempts are graded by running their tests against
+		// the candidate website, which a re-scoring does not do: a new
+		// candidate run tests again.
+		q := tx.Table("attempts a").Where("a.status = ?", models.AttemptDone).
+			Joins("JOIN runs r ON r.id = a.run_id").Joins("JOIN benchmark_versions v ON v.id = r.version_id").
+			Joins("JOIN benchmarks b ON b.id = v.benchmark_id").Where("b.evaluator <> ?", models.EvaluatorHiddenTests)
 		switch {
 		case scope.RunID != 0:
 			var n int64
@@ -208,8 +213,7 @@ func (db *DB) RescoreAttempts(ctx context.Context, scope RescoreScope, enqueue f
 			if n == 0 {
 				return models.Errorf(models.ENOTFOUND, "Benchmark %d not found.", scope.BenchmarkID)
 			}
-			q = q.Joins("JOIN runs r ON r.id = a.run_id").Joins("JOIN benchmark_versions v ON v.id = r.version_id").
-				Where("v.benchmark_id = ?", scope.BenchmarkID)
+			q = q.Where("v.benchmark_id = ?", scope.BenchmarkID)
 		}
 		if err := q.Order("a.id").Pluck("a.id", &ids).Error; err != nil {
 			return wrap(err, "attempts")

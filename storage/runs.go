@@ -60,6 +60,9 @@ func (db *DB) CreateRun(ctx context.Context, req models.RunRequest, dailyQuota i
 	if bench.CurrentVersionID == nil {
 		return nil, models.FieldError("benchmark", "benchmark %s has no imported tasks", bench.Slug)
 	}
+	if bench.Evaluator == models.EvaluatorHiddenTests {
+		return nil, models.FieldError("benchmark", "%s is a hidden-tests benchmark: its tasks are graded by testing the websites a team submits (/benchmarks/%s/candidates/new), not by running an agent here", bench.Slug, bench.Slug)
+	}
 	versionID := *bench.CurrentVersionID
 	taskIDs, err := db.subsetTaskIDs(ctx, db.q(ctx), versionID, req.Subset)
 	if err != nil {
