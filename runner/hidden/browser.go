@@ -142,6 +142,9 @@ type journey struct {
 	contexts    map[string]*browserVisitor
 	current     *browserVisitor
 	checkpoints []CheckpointRecord
+	// escaped is the other origin's URL a redirect took a page to, "" while
+	// none has (guarded by mu).
+	escaped string
 }
 
 // browserVisitor is one named browser context with its own {visitor} token.
@@ -196,6 +199,20 @@ func (j *journey) open(name string) error {
 		_ = bctx.Close()
 		return fmt.Errorf("route context %s: %w", name, err)
 	}
+	// Chromium follows a redirect without asking the route again, so a
+	// redirect to another origin is only seen here: the journey stops at
+	// once, and nothing of that page is kept (no screenshot, no text).
+	bctx.OnRequest(func(req playwright.Request) {
+		if req.RedirectedFrom() == nil || sameOrigin(req.URL(), origin) {
+			return
+		}
+		j.mu.Lock()
+		if j.escaped == "" {
+			j.escaped = req.URL()
+		}
+		j.mu.Unlock()
+		go j.closeAll()
+	})
 	page, err := bctx.NewPage()
 	if err != nil {
 		_ = bctx.Close()
@@ -221,6 +238,13 @@ func sameOrigin(raw, origin string) bool {
 		return true
 	}
 	return strings.ToLower(u.Scheme+"://"+u.Host) == origin
+}
+
+// escapedTo is the other origin's URL a redirect took a page to, if any.
+func (j *journey) escapedTo() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.escaped
 }
 
 func (j *journey) closeAll() {
@@ -285,6 +309,10 @@ func (j *journey) runStep(ctx context.Context, i int, st *hiddentest.Step, taken
 			return end(Errored, fmt.Sprintf("the test did not finish within its %s", j.test.Timeout()))
 		}
 		return end(Errored, "canceled: "+ctx.Err().Error())
+	}
+	if escaped := j.escapedTo(); escaped != "" {
+		rec.Screenshot = nil
+		return end(Errored, fmt.Sprintf("the candidate redirected the page to another origin (%s), which journeys may not load; the test stopped there", escaped))
 	}
 	if err == nil {
 		if st.Action == hiddentest.ActionCheckpoint && rec.Screenshot == nil {

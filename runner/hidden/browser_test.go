@@ -291,6 +291,11 @@ func TestRunJourney_HostileCandidates(t *testing.T) {
 		_, _ = io.WriteString(w, "off-site")
 	}))
 	t.Cleanup(off.Close)
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, "<!doctype html><title>Internal</title><h1>INTERNAL SECRET</h1>")
+	}))
+	t.Cleanup(elsewhere.Close)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		switch r.URL.Path {
@@ -302,6 +307,10 @@ func TestRunJourney_HostileCandidates(t *testing.T) {
 			case <-release:
 			case <-r.Context().Done():
 			}
+		case "/bounce":
+			// A same-origin page that redirects to another origin: Chromium
+			// follows redirects without asking the route again.
+			http.Redirect(w, r, elsewhere.URL+"/secret", http.StatusFound)
 		case "/embeds":
 			fmt.Fprintf(w, `<!doctype html><title>Embeds</title><h1>Embeds</h1><img src="%s/pixel.png" alt="x"><a href="%s/away">Away</a>`, off.URL, off.URL)
 		default:
@@ -356,6 +365,19 @@ func TestRunJourney_HostileCandidates(t *testing.T) {
 		require.Zero(t, offHits.Load(), "the off-site server was reached")
 		require.Equal(t, Failed, o.Result, o.Reason)
 		require.Contains(t, o.Reason, "step 3 (expect url)")
+	})
+
+	t.Run("a redirect to another origin stops the journey and keeps nothing of that page", func(t *testing.T) {
+		t.Parallel()
+		o := RunJourney(t.Context(), b, cand, journey(0,
+			hiddentest.Step{Action: hiddentest.ActionGoto, URL: "/bounce", TimeoutMS: 3000},
+			hiddentest.Step{Action: hiddentest.ActionExpect, Expect: &hiddentest.Assertion{Kind: hiddentest.AssertTitle, TextMatch: hiddentest.TextMatch{Contains: "Internal"}}},
+		), nil, opts)
+		require.Equal(t, Errored, o.Result, o.Reason)
+		require.Equal(t, "step 0 (goto /bounce): the candidate redirected the page to another origin ("+elsewhere.URL+"/secret), which journeys may not load; the test stopped there", o.Reason)
+		require.Len(t, o.Steps, 1)
+		require.Nil(t, o.Steps[0].Screenshot)
+		require.NotContains(t, o.Reason, "INTERNAL SECRET")
 	})
 
 	t.Run("an unreachable candidate errors", func(t *testing.T) {
