@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"syscall"
 	"time"
@@ -129,6 +130,11 @@ func isTimeout(err error) bool {
 // connReason says in a few words why a connection failed, without Go's
 // wrapping ("Get \"…\": dial tcp …:").
 func connReason(err error) string {
+	// A *url.Error names the URL, which may be a hook with a token in it.
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
 	var dnsErr *net.DNSError
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):

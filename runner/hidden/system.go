@@ -75,10 +75,23 @@ func (r *systemRun) healthURL(s *hiddentest.SystemTest) string {
 	return hiddentest.JoinURL(r.urls.base, "/")
 }
 
+// shown is how a step names target: the candidate's restart hook and
+// health URL by their role, since results may be shown to people who may not
+// see the hooks (a hook URL often carries a token); any other URL as it is.
+func (r *systemRun) shown(target string) string {
+	switch {
+	case target == r.urls.restart && target != "":
+		return "<restart hook>"
+	case target == r.urls.health && target != "":
+		return "<health URL>"
+	}
+	return target
+}
+
 // do sends one request and records it as a step; on an error the step and the
 // outcome are Errored and ok is false.
 func (r *systemRun) do(action, method, target, body, contentType string) (ex exchange, step *StepRecord, ok bool) {
-	rec := StepRecord{Index: len(r.out.Steps), Action: action, Detail: method + " " + target}
+	rec := StepRecord{Index: len(r.out.Steps), Action: action, Detail: method + " " + r.shown(target)}
 	req, err := http.NewRequestWithContext(r.ctx, method, target, strings.NewReader(body))
 	if err != nil {
 		rec.Result, rec.Reason = Errored, fmt.Sprintf("building the request: %v", err)
@@ -148,7 +161,7 @@ func (r *systemRun) restart(s *hiddentest.SystemTest) {
 		return
 	}
 	target := r.healthURL(s)
-	rec := StepRecord{Index: len(r.out.Steps), Action: "wait_healthy", Detail: "GET " + target}
+	rec := StepRecord{Index: len(r.out.Steps), Action: "wait_healthy", Detail: "GET " + r.shown(target)}
 	start := time.Now()
 	w := waitHealthy(r.ctx, r.client, target, r.limit)
 	rec.Duration = time.Since(start)

@@ -104,6 +104,18 @@ func TestRunSystem(t *testing.T) {
 			if tc.steps > 0 && tc.result != Passed {
 				require.Equal(t, tc.result, out.Steps[len(out.Steps)-1].Result)
 			}
+			// Results may be shown to people who may not see the hooks.
+			for _, st := range out.Steps {
+				if tc.candidate.RestartURL != "" {
+					require.NotContains(t, st.Detail+st.Reason, tc.candidate.RestartURL)
+				}
+				if st.Action == "restart" {
+					require.True(t, strings.HasPrefix(st.Detail, "POST <restart hook>"), st.Detail)
+				}
+			}
+			if tc.candidate.RestartURL != "" {
+				require.NotContains(t, out.Reason, tc.candidate.RestartURL)
+			}
 		})
 	}
 }
