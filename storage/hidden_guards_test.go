@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,8 +14,9 @@ import (
 )
 
 // TestStore_HiddenTestsBenchmarkGuards: a hidden-tests benchmark's tasks are
-// graded by testing submitted websites, so an agent run cannot be queued on
-// it and a re-scoring passes its attempts by (it would run no test).
+// graded by testing submitted websites, so neither an agent run nor an
+// uploaded bundle of trajectories is taken for it, and a re-scoring passes
+// its attempts by (it would run no test).
 func TestStore_HiddenTestsBenchmarkGuards(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
@@ -24,6 +26,11 @@ func TestStore_HiddenTestsBenchmarkGuards(t *testing.T) {
 		require.Equal(t, models.EINVALID, models.ErrorCode(err))
 		require.Contains(t, models.ErrorMessage(err), "hidden-tests benchmark")
 		require.Contains(t, models.ErrorMessage(err), "/benchmarks/"+f.seed.BenchmarkSlug+"/candidates/new")
+
+		_, _, err = db.CreateSubmission(f.member, models.SubmissionRequest{Agent: "lab/uploader", Benchmark: f.seed.BenchmarkSlug,
+			Filename: "results.zip", Size: 1 << 20, SHA256: strings.Repeat("a", 64)}, storage.SubmissionRules{MaxBytes: 1 << 30, PartSize: 5 << 20})
+		require.Equal(t, models.EINVALID, models.ErrorCode(err))
+		require.Contains(t, models.ErrorMessage(err), "submit the candidate websites")
 
 		var queued []int64
 		enqueue := func(_ context.Context, _ *sql.Tx, ids []int64, _ string) error {

@@ -149,6 +149,9 @@ func (db *DB) CreateSubmission(ctx context.Context, req models.SubmissionRequest
 	if bench.CurrentVersionID == nil {
 		return nil, false, models.FieldError("benchmark", "benchmark %s has no imported tasks", bench.Slug)
 	}
+	if bench.Evaluator == models.EvaluatorHiddenTests {
+		return nil, false, models.FieldError("benchmark", "%s is a hidden-tests benchmark: submit the candidate websites (/benchmarks/%s/candidates/new) rather than trajectories", bench.Slug, bench.Slug)
+	}
 	versionID := *bench.CurrentVersionID
 	taskIDs, err := db.subsetTaskIDs(ctx, q, versionID, req.Subset)
 	if err != nil {
