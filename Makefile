@@ -29,12 +29,13 @@ generate:
 build: deps-web
 	go build -o $(BIN) ./cmd/proctor
 
-## run: build, migrate, seed the bundled sandbox benchmark, serve. ARGS are passed on.
+## run: build, migrate, seed the bundled sandbox benchmarks, serve (candidates on this machine allowed). ARGS are passed on.
 run: build
 	scripts/deps.sh browser
 	./$(BIN) migrate
-	./$(BIN) seed
+	PLAYWRIGHT_DRIVER_PATH=$(DRIVER_DIR) PROCTOR_CHROMIUM_PATH=/usr/bin/chromium ./$(BIN) seed
 	PLAYWRIGHT_DRIVER_PATH=$(DRIVER_DIR) PROCTOR_CHROMIUM_PATH=/usr/bin/chromium \
+	PROCTOR_AGENT_ALLOW_HOSTS=$${PROCTOR_AGENT_ALLOW_HOSTS-127.0.0.1} \
 		exec ./$(BIN) serve $(ARGS)
 
 ## test: what CI runs: services, gofmt, templ freshness, vet, build, go test.
