@@ -99,19 +99,7 @@ func (p *Program) candidatesSubmit(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	url := c.URL(cmpOr(run.URL, fmt.Sprintf("/runs/%d", run.ID)))
-	if !*wait {
-		if *asJSON {
-			return writeJSON(p.Stdout, run)
-		}
-		fmt.Fprintf(p.Stdout, "submitted run %d (%d candidates)\n%s\n", run.ID, run.TasksTotal, url)
-		return nil
-	}
-	fmt.Fprintf(p.Stderr, "submitted run %d (%d candidates): %s\n", run.ID, run.TasksTotal, url)
-	waitCtx, cancel := wo.deadline(ctx)
-	defer cancel()
-	finished, err := p.waitRun(ctx, waitCtx, c, run.ID, wo)
-	return p.reportWaited(c, finished, err, *asJSON)
+	return p.announceRun(ctx, c, run, fmt.Sprintf("submitted run %d (%d candidates)", run.ID, run.TasksTotal), *wait, *asJSON, wo)
 }
 
 // readCandidates reads the candidates file strictly: unknown fields are

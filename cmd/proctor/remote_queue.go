@@ -68,17 +68,24 @@ func (p *Program) queue(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	return p.announceRun(ctx, c, run, fmt.Sprintf("queued run %d (%d tasks)", run.ID, run.TasksTotal), *wait, *asJSON, wo)
+}
+
+// announceRun says what was created (the run as JSON with --json) and its
+// address; with wait it says so on stderr instead and waits for the run
+// like `proctor runs wait`.
+func (p *Program) announceRun(ctx context.Context, c *apiclient.Client, run *apiclient.QueuedRun, what string, wait, asJSON bool, wo waitOptions) error {
 	url := c.URL(cmpOr(run.URL, fmt.Sprintf("/runs/%d", run.ID)))
-	if !*wait {
-		if *asJSON {
+	if !wait {
+		if asJSON {
 			return writeJSON(p.Stdout, run)
 		}
-		fmt.Fprintf(p.Stdout, "queued run %d (%d tasks)\n%s\n", run.ID, run.TasksTotal, url)
+		fmt.Fprintf(p.Stdout, "%s\n%s\n", what, url)
 		return nil
 	}
-	fmt.Fprintf(p.Stderr, "queued run %d (%d tasks): %s\n", run.ID, run.TasksTotal, url)
+	fmt.Fprintf(p.Stderr, "%s: %s\n", what, url)
 	waitCtx, cancel := wo.deadline(ctx)
 	defer cancel()
 	finished, err := p.waitRun(ctx, waitCtx, c, run.ID, wo)
-	return p.reportWaited(c, finished, err, *asJSON)
+	return p.reportWaited(c, finished, err, asJSON)
 }
