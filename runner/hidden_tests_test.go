@@ -670,7 +670,8 @@ func TestHiddenTests_Job(t *testing.T) {
 				require.NotEmpty(t, r.Reason, r.TestID)
 				var runs []models.HiddenTestRun
 				require.NoError(t, json.Unmarshal([]byte(r.Runs), &runs))
-				require.Len(t, runs, 1, "%s: an errored test is not run again", r.TestID)
+				require.Len(t, runs, 2, "%s: an errored test is run once more, both runs kept", r.TestID)
+				require.Equal(t, models.HiddenErrored, runs[0].Result, r.TestID)
 			}
 			a := h.attempt(t, attemptID)
 			require.Equal(t, models.OutcomeFailure, a.Outcome, "the candidate's failure, not the platform's")

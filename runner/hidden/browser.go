@@ -856,7 +856,7 @@ func (j *journey) checkpoint(capture string, timeout time.Duration, rec *StepRec
 		j.opts.Record(capture, img)
 		return nil
 	}
-	masks, err := j.masks(region, cp, reference.Bounds())
+	masks, err := j.masks(region, cp, reference.Bounds(), timeout)
 	if err != nil {
 		return journeyError("checkpoint %s: %v", capture, err)
 	}
@@ -891,8 +891,8 @@ func (j *journey) addCheckpoint(cr CheckpointRecord) {
 // masks are the boxes of the suite's regions and the checkpoint's masks that
 // fall in the region, relative to its top-left corner and scaled to the
 // reference's size (Compare's masks are in reference coordinates).
-func (j *journey) masks(region playwright.Locator, cp *hiddentest.Checkpoint, ref image.Rectangle) ([]image.Rectangle, error) {
-	rb, err := region.BoundingBox(playwright.LocatorBoundingBoxOptions{Timeout: playwright.Float(2000)})
+func (j *journey) masks(region playwright.Locator, cp *hiddentest.Checkpoint, ref image.Rectangle, timeout time.Duration) ([]image.Rectangle, error) {
+	rb, err := region.BoundingBox(playwright.LocatorBoundingBoxOptions{Timeout: millis(timeout)})
 	if err != nil || rb == nil {
 		return nil, fmt.Errorf("the region has no box: %v", err)
 	}

@@ -20,7 +20,8 @@ func TestDecide(t *testing.T) {
 		{name: "fail then pass is a flaky pass", runs: []string{Failed, Passed}, result: Passed, flaky: true, ran: 2},
 		{name: "fail twice is a failure", runs: []string{Failed, Failed}, result: Failed, ran: 2},
 		{name: "fail then error is an error", runs: []string{Failed, Errored}, result: Errored, ran: 2},
-		{name: "an error is not rerun", runs: []string{Errored, Passed}, result: Errored, ran: 1},
+		{name: "error then pass is a flaky pass", runs: []string{Errored, Passed}, result: Passed, flaky: true, ran: 2},
+		{name: "error twice is an error", runs: []string{Errored, Errored}, result: Errored, ran: 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
