@@ -335,13 +335,15 @@ func TestRunJourney_HostileCandidates(t *testing.T) {
 
 	t.Run("the test's timeout bounds its steps", func(t *testing.T) {
 		t.Parallel()
-		o := RunJourney(t.Context(), b, cand, journey(2000,
+		o := RunJourney(t.Context(), b, cand, journey(4000,
 			hiddentest.Step{Action: hiddentest.ActionGoto, URL: "/"},
 			hiddentest.Step{Action: hiddentest.ActionWaitForText, Text: "never shown"},
 		), nil, opts)
 		require.Equal(t, Errored, o.Result)
-		require.Equal(t, `step 1 (wait_for_text "never shown"): the test did not finish within its 2s`, o.Reason)
-		require.Less(t, o.Duration, 2*time.Second+stepGrace)
+		// Step 1 on an idle machine; on a busy one the page may not even
+		// load in time, and the test's limit ends step 0 instead.
+		require.Regexp(t, `^step (0 \(goto /\)|1 \(wait_for_text "never shown"\)): the test did not finish within its 4s$`, o.Reason)
+		require.Less(t, o.Duration, 4*time.Second+stepGrace)
 	})
 
 	t.Run("a wait that is not met fails naming what was found", func(t *testing.T) {

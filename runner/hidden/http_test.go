@@ -107,7 +107,7 @@ func TestSandboxShopSuite_OverHTTP(t *testing.T) {
 		require.Equal(t, Passed, out.Result, out.Reason)
 		require.Len(t, out.Steps, 2)
 		require.Equal(t, "restart", out.Steps[0].Action)
-		require.Equal(t, "POST "+srv.URL+"/restart → 202", out.Steps[0].Detail)
+		require.Equal(t, "POST <restart hook> → 202", out.Steps[0].Detail, "the hook is named by its role, never by its address")
 		require.Equal(t, "wait_healthy", out.Steps[1].Action)
 		require.GreaterOrEqual(t, out.Duration, 500*time.Millisecond, "the site was down for 600 ms")
 	})
