@@ -58,6 +58,19 @@ func (p *Program) seed(ctx context.Context, args []string) error {
 // recording is unchanged). Without a usable Chromium it says why and skips:
 // the rest of Proctor works without the sample.
 func (p *Program) seedHiddenSample(ctx context.Context, app *App) error {
+	// The captures are recorded once: screenshots of the same page may
+	// differ in a few pixels between two recordings on a busy machine, and
+	// every difference would make a new version of the benchmark.
+	if b, err := app.DB.BenchmarkBySlug(ctx, hiddenbench.Slug); err == nil && b.CurrentVersion != nil {
+		if err := p.configureHiddenSample(ctx, app); err != nil {
+			return err
+		}
+		fmt.Fprintf(p.Stdout, "sample hidden-tests benchmark %s unchanged (version %d, %d task); reference site %s\n",
+			hiddenbench.Slug, b.CurrentVersion.Version, b.CurrentVersion.TaskCount, sandbox.SiteURLs(app.Config.BaseURL)[hiddenbench.Site])
+		return nil
+	} else if err != nil && models.ErrorCode(err) != models.ENOTFOUND {
+		return err
+	}
 	opts := episode.BrowserOptionsFromEnv(p.Getenv)
 	if err := opts.Check(); err != nil {
 		fmt.Fprintf(p.Stdout, "sample hidden-tests benchmark %s skipped: its reference captures are recorded in Chromium: %v\n", hiddenbench.Slug, err)
@@ -81,6 +94,17 @@ func (p *Program) seedHiddenSample(ctx context.Context, app *App) error {
 	if err != nil {
 		return err
 	}
+	if err := p.configureHiddenSample(ctx, app); err != nil {
+		return err
+	}
+	fmt.Fprintf(p.Stdout, "sample hidden-tests benchmark %s %s (version %d, %d task); reference site %s\n",
+		hiddenbench.Slug, importState(res), res.Version.Version, res.Version.TaskCount, sandbox.SiteURLs(app.Config.BaseURL)[hiddenbench.Site])
+	return nil
+}
+
+// configureHiddenSample reveals the sample's tests and points its reference
+// site at this deployment's sandbox shop.
+func (p *Program) configureHiddenSample(ctx context.Context, app *App) error {
 	// Like the sandbox's, the sample's tests are no secret: the suite is in this
 	// repository, so teams may see which tests their rebuild failed and why.
 	if err := app.DB.SetRevealReferences(ctx, hiddenbench.Slug, true); err != nil {
@@ -90,8 +114,6 @@ func (p *Program) seedHiddenSample(ctx context.Context, app *App) error {
 	if _, err := app.DB.UpdateSite(ctx, hiddenbench.Slug, hiddenbench.Site, shop, "", 0); err != nil {
 		return fmt.Errorf("configure site %s of %s: %w", hiddenbench.Site, hiddenbench.Slug, err)
 	}
-	fmt.Fprintf(p.Stdout, "sample hidden-tests benchmark %s %s (version %d, %d task); reference site %s\n",
-		hiddenbench.Slug, importState(res), res.Version.Version, res.Version.TaskCount, shop)
 	return nil
 }
 

@@ -65,7 +65,7 @@ func TestSeed_HiddenSample(t *testing.T) {
 	}
 	require.Equal(t, hiddentest.SandboxShopSuiteCaptures(), names)
 
-	// Seeding again records the same captures: nothing changes.
+	// Seeding again keeps the recorded captures: nothing changes.
 	code, stdout, stderr = env.run(t, "", "seed")
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, stdout, "sample hidden-tests benchmark sandbox-rebuild unchanged (version 1, 1 task)")
