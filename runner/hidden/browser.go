@@ -145,6 +145,9 @@ type journey struct {
 	// escaped is the other origin's URL a redirect took a page to, "" while
 	// none has (guarded by mu).
 	escaped string
+	// compare is the comparison a checkpoint step left to do once its
+	// browser work is over (guarded by mu).
+	compare func() error
 }
 
 // browserVisitor is one named browser context with its own {visitor} token.
@@ -281,6 +284,9 @@ func (j *journey) runStep(ctx context.Context, i int, st *hiddentest.Step, taken
 	stepCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	j.mu.Lock()
+	j.compare = nil
+	j.mu.Unlock()
 	// The step works on its own copy of the record, so an abandoned step
 	// never writes into the one returned.
 	work := rec
@@ -300,6 +306,13 @@ func (j *journey) runStep(ctx context.Context, i int, st *hiddentest.Step, taken
 	select {
 	case err = <-done:
 		rec = work
+		j.mu.Lock()
+		compare := j.compare
+		j.compare = nil
+		j.mu.Unlock()
+		if err == nil && compare != nil {
+			err = compare()
+		}
 	case <-time.After(timeout + stepGrace):
 		abandon()
 		return end(Errored, fmt.Sprintf("did not finish within %s", timeout.Round(time.Millisecond)))
@@ -861,24 +874,33 @@ func (j *journey) checkpoint(capture string, timeout time.Duration, rec *StepRec
 		return journeyError("checkpoint %s: %v", capture, err)
 	}
 	cr.Candidate = shot
-	cr.Reference = pngBytes(reference)
-	res, err := visual.Compare(img, reference, visual.Options{Threshold: cp.EffectiveThreshold(), Masks: masks})
-	if err != nil {
-		cr.Reason = "the images could not be compared: " + err.Error()
+	// The comparison is CPU work of Proctor's, not the candidate's: it runs
+	// after the step's timer (runStep), so a busy worker does not turn a
+	// slow comparison into the candidate's timeout.
+	threshold := cp.EffectiveThreshold()
+	j.mu.Lock()
+	j.compare = func() error {
+		cr.Reference = pngBytes(reference)
+		res, err := visual.Compare(img, reference, visual.Options{Threshold: threshold, Masks: masks})
+		if err != nil {
+			cr.Reason = "the images could not be compared: " + err.Error()
+			j.addCheckpoint(cr)
+			return journeyError("checkpoint %s: %s", capture, cr.Reason)
+		}
+		cr.Score, cr.SSIM, cr.Passed = res.Score, res.SSIM, res.Passed
+		if res.Map != nil {
+			cr.Map = pngBytes(res.Map.Heat())
+		}
+		if !res.Passed {
+			cr.Reason = fmt.Sprintf("the region scored %.3f against the reference, below %.2f", res.Score, cr.Threshold)
+		}
 		j.addCheckpoint(cr)
-		return journeyError("checkpoint %s: %s", capture, cr.Reason)
+		if !res.Passed {
+			return journeyFail("checkpoint %s: %s", capture, cr.Reason)
+		}
+		return nil
 	}
-	cr.Score, cr.SSIM, cr.Passed = res.Score, res.SSIM, res.Passed
-	if res.Map != nil {
-		cr.Map = pngBytes(res.Map.Heat())
-	}
-	if !res.Passed {
-		cr.Reason = fmt.Sprintf("the region scored %.3f against the reference, below %.2f", res.Score, cr.Threshold)
-	}
-	j.addCheckpoint(cr)
-	if !res.Passed {
-		return journeyFail("checkpoint %s: %s", capture, cr.Reason)
-	}
+	j.mu.Unlock()
 	return nil
 }
 
