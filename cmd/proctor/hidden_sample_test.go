@@ -135,7 +135,7 @@ func TestHiddenSample_EndToEnd(t *testing.T) {
 		one, err := b.app.DB.AttemptHiddenTest(b.member, brokenTests.AttemptID, id)
 		require.NoError(t, err)
 		require.Len(t, one.Test.Runs, 2, "%s: a failed test ran once more and both runs are kept", id)
-		require.Equal(t, models.HiddenFailed, one.Test.Runs[0].Result, id)
+		require.NotEqual(t, models.HiddenPassed, one.Test.Runs[0].Result, id)
 	}
 
 	// The board's columns for the two runs: the overall pass rate is the
