@@ -46,6 +46,23 @@ func TestSandboxShopSuite_Counts(t *testing.T) {
 	}, kinds)
 }
 
+func TestSandboxShopSuite_RestartsCandidate(t *testing.T) {
+	t.Parallel()
+	s := parseSample(t)
+	var restarting []string
+	for _, test := range s.Tests {
+		if test.RestartsCandidate() {
+			restarting = append(restarting, test.ID)
+		}
+	}
+	// The four journeys with a restart step, the restart test and the
+	// offline build: nothing else may run against the candidate meanwhile.
+	require.ElementsMatch(t, []string{
+		"b3-cart-survives-restart", "b3-order-survives-restart", "b3-review-survives-restart", "b3-recovers-after-restart",
+		"sys-restart", "sys-offline-build",
+	}, restarting)
+}
+
 func TestSandboxShopSuite_ValidatesAgainstItsCaptures(t *testing.T) {
 	t.Parallel()
 	s := parseSample(t)

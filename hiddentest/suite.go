@@ -466,6 +466,19 @@ func (t *Test) CheckpointStep(capture string) int {
 	return -1
 }
 
+// RestartsCandidate reports whether the test takes the candidate down: a
+// journey with a restart step, or a restart or offline-build system test.
+// Nothing else may run against the candidate meanwhile.
+func (t *Test) RestartsCandidate() bool {
+	switch {
+	case t.Journey != nil:
+		return slices.ContainsFunc(t.Journey.Steps, func(st Step) bool { return st.Action == ActionRestart })
+	case t.System != nil:
+		return t.System.Kind == SystemRestart || t.System.Kind == SystemOfflineBuild
+	}
+	return false
+}
+
 func ms(v, def int) time.Duration {
 	if v <= 0 {
 		v = def

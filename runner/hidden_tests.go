@@ -254,7 +254,7 @@ func planHiddenTests(s *hiddentest.Suite) hiddenPlan {
 	for i := range s.Tests {
 		t := &s.Tests[i]
 		d := 2 * t.Timeout()
-		if restartsCandidate(t) {
+		if t.RestartsCandidate() {
 			p.alone = append(p.alone, i)
 			alone += d
 			continue
@@ -269,19 +269,6 @@ func planHiddenTests(s *hiddentest.Suite) hiddenPlan {
 
 // jobTimeout is the job's time limit: the tests' budget and the margin.
 func (p hiddenPlan) jobTimeout() time.Duration { return p.budget + hiddenJobMargin }
-
-// restartsCandidate reports whether a test takes the candidate down (a
-// journey with a restart step, a restart or offline-build system test), so
-// that nothing else may run meanwhile.
-func restartsCandidate(t *hiddentest.Test) bool {
-	switch {
-	case t.Journey != nil:
-		return slices.ContainsFunc(t.Journey.Steps, func(st hiddentest.Step) bool { return st.Action == hiddentest.ActionRestart })
-	case t.System != nil:
-		return t.System.Kind == hiddentest.SystemRestart || t.System.Kind == hiddentest.SystemOfflineBuild
-	}
-	return false
-}
 
 // errHiddenBudget ends the tests of a task whose time budget ran out.
 var errHiddenBudget = errors.New("the task's time budget for hidden tests ran out")

@@ -132,7 +132,7 @@ func TestRestartsCandidate(t *testing.T) {
 		systemTest("restart", "restart", 0), systemTest("build", "offline_build", 0), systemTest("health", "health", 0))
 	var got []string
 	for i := range s.Tests {
-		if restartsCandidate(&s.Tests[i]) {
+		if s.Tests[i].RestartsCandidate() {
 			got = append(got, s.Tests[i].ID)
 		}
 	}

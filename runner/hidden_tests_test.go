@@ -632,7 +632,7 @@ func TestHiddenTests_Job(t *testing.T) {
 					h.requireStored(t, last.ScreenshotKey, fmt.Sprintf("%s%s/run-%d/", prefix, r.TestID, n+1))
 				}
 				if r.TestID == "b1-home-page" {
-					require.Contains(t, r.Reason, "checkpoint product-card: the region scored ")
+					require.Contains(t, r.Reason, "(checkpoint product-card): the region scored ")
 					cp := runs[1].Checkpoints[1]
 					require.Equal(t, "product-card", cp.Capture)
 					require.False(t, cp.Passed)

@@ -871,7 +871,7 @@ func (j *journey) checkpoint(capture string, timeout time.Duration, rec *StepRec
 	}
 	masks, err := j.masks(region, cp, reference.Bounds(), timeout)
 	if err != nil {
-		return journeyError("checkpoint %s: %v", capture, err)
+		return journeyError("%v", err)
 	}
 	cr.Candidate = shot
 	// The comparison is CPU work of Proctor's, not the candidate's: it runs
@@ -885,7 +885,7 @@ func (j *journey) checkpoint(capture string, timeout time.Duration, rec *StepRec
 		if err != nil {
 			cr.Reason = "the images could not be compared: " + err.Error()
 			j.addCheckpoint(cr)
-			return journeyError("checkpoint %s: %s", capture, cr.Reason)
+			return journeyError("%s", cr.Reason)
 		}
 		cr.Score, cr.SSIM, cr.Passed = res.Score, res.SSIM, res.Passed
 		if res.Map != nil {
@@ -896,7 +896,7 @@ func (j *journey) checkpoint(capture string, timeout time.Duration, rec *StepRec
 		}
 		j.addCheckpoint(cr)
 		if !res.Passed {
-			return journeyFail("checkpoint %s: %s", capture, cr.Reason)
+			return journeyFail("%s", cr.Reason)
 		}
 		return nil
 	}

@@ -68,10 +68,6 @@ func journeys(s *hiddentest.Suite) []*hiddentest.Test {
 	return out
 }
 
-func needsRestart(t *hiddentest.Test) bool {
-	return slices.ContainsFunc(t.Journey.Steps, func(st hiddentest.Step) bool { return st.Action == hiddentest.ActionRestart })
-}
-
 // shopWithHook serves handler with a restart hook at /restart that counts its
 // calls and takes the site down (503) for a moment, as a real restart would.
 func shopWithHook(t *testing.T, handler http.Handler) (Candidate, *atomic.Int64) {
@@ -122,15 +118,18 @@ func recordCaptures(t *testing.T, b playwright.Browser, s *hiddentest.Suite, c C
 	return caps
 }
 
-// playJourney plays a journey the way the hidden-tests job treats an errored
-// run: a run that errored (a step outrunning its time on a busy machine) is
-// played once more. Tests that expect an error call RunJourney themselves.
+// playJourney plays a journey the way the hidden-tests job does, through
+// Decide: a run that failed or errored (a step outrunning its time on a busy
+// machine) is played once more and the second run decides. Tests that look
+// at a single run call RunJourney themselves.
 func playJourney(ctx context.Context, b playwright.Browser, c Candidate, test *hiddentest.Test, caps func(string) (image.Image, bool), opts JourneyOptions) Outcome {
-	o := RunJourney(ctx, b, c, test, caps, opts)
-	if o.Result == Errored && ctx.Err() == nil {
-		o = RunJourney(ctx, b, c, test, caps, opts)
-	}
-	return o
+	return decided(ctx, test, func(ctx context.Context) Outcome { return RunJourney(ctx, b, c, test, caps, opts) })
+}
+
+// decided runs a test through Decide and returns the run that decided it.
+func decided(ctx context.Context, test *hiddentest.Test, run func(context.Context) Outcome) Outcome {
+	v := Decide(ctx, test.ID, run)
+	return v.Runs[len(v.Runs)-1]
 }
 
 func mapKeys[V any](m map[string]V) []string {
@@ -166,7 +165,7 @@ func playAll(t *testing.T, b playwright.Browser, handler http.Handler, restarts 
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			c := shared
-			if needsRestart(test) {
+			if test.RestartsCandidate() {
 				own, n := shopWithHook(t, handler)
 				defer func() { restarts.Add(n.Load()) }()
 				c = own
@@ -213,7 +212,7 @@ func TestRunJourney_SandboxShop(t *testing.T) {
 			}
 		}
 		// One restart per restart step; a journey played again on a busy
-		// machine (playJourney) restarts once more.
+		// machine (Decide) restarts once more.
 		require.GreaterOrEqual(t, restarts.Load(), int64(4), "one restart per restart step")
 		require.LessOrEqual(t, restarts.Load(), int64(8))
 	})
@@ -221,7 +220,7 @@ func TestRunJourney_SandboxShop(t *testing.T) {
 	t.Run("without a restart hook the restart journeys error", func(t *testing.T) {
 		var restartJourneys []*hiddentest.Test
 		for _, test := range journeys(s) {
-			if needsRestart(test) {
+			if test.RestartsCandidate() {
 				restartJourneys = append(restartJourneys, test)
 			}
 		}
@@ -460,7 +459,7 @@ func TestRunJourney_CheckpointMasks(t *testing.T) {
 
 	unmasked := RunJourney(t.Context(), b, cand, test(), caps, JourneyOptions{})
 	require.Equal(t, Failed, unmasked.Result)
-	require.Contains(t, unmasked.Reason, "step 1 (checkpoint card): checkpoint card: the region scored ")
+	require.Contains(t, unmasked.Reason, "step 1 (checkpoint card): the region scored ")
 	require.Len(t, unmasked.Checkpoints, 1)
 	require.False(t, unmasked.Checkpoints[0].Passed)
 
