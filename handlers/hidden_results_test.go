@@ -129,6 +129,18 @@ func TestAuthz_HiddenResults(t *testing.T) {
 			require.Contains(t, body, `93.0% <small class="muted">(40/43)</small>`, "shop-a's overall pass rate")
 			require.Equal(t, tc.browse, strings.Contains(body, `data-testid="hidden-tests-link"`))
 			require.NotContains(t, body, "The home page shows the header", "the run page never names the tests")
+
+			// The attempt's own page has no agent steps: it shows the
+			// tally, and the way to the tests for who may open them.
+			res = c.get(fmt.Sprintf("/runs/%d/attempts/%d", f.seed.RunID, f.seed.Attempts[hiddenfixture.ShopA]))
+			body = readBody(t, res)
+			require.Equal(t, ok, res.StatusCode, body)
+			require.Contains(t, body, `data-testid="timeline-hidden-tests"`)
+			require.Contains(t, body, "93.0% (40/43)", "shop-a's overall pass rate")
+			require.Equal(t, tc.browse, strings.Contains(body, `data-testid="timeline-hidden-tests-link"`))
+			require.Equal(t, !tc.browse, strings.Contains(body, `data-testid="timeline-hidden-tests-withheld"`))
+			require.NotContains(t, body, `data-testid="no-steps"`)
+			require.NotContains(t, body, "The home page shows the header", "the attempt page never names the tests")
 		})
 	}
 }

@@ -108,6 +108,18 @@ type Timeline struct {
 	// FinalAction is the episode's final action decoded, nil when there is none.
 	FinalAction *Action
 	CanManage   bool
+	// Hidden is the attempt's hidden-test tally when its benchmark is a
+	// hidden-tests one (nil otherwise): such an attempt has no steps of its
+	// own, its tests are its record.
+	Hidden *TimelineHiddenTests
+}
+
+// TimelineHiddenTests is what an attempt's page shows of its hidden tests.
+type TimelineHiddenTests struct {
+	Summary HiddenSummary
+	// CanBrowse says whether the caller may open the attempt's test browser
+	// (see storage's rules on hidden tests).
+	CanBrowse bool
 }
 
 // TimelineStep is a step with its action decoded for display.

@@ -224,6 +224,21 @@ func (db *DB) hiddenAttemptAccess(ctx context.Context, q *gorm.DB, attemptID int
 	return out, nil
 }
 
+// attemptHiddenTally is an attempt's hidden-test tally for its page, nil
+// when the benchmark of the run's version (versionID) has no hidden tests.
+// The caller has checked that the run may be seen.
+func attemptHiddenTally(ctx context.Context, q *gorm.DB, versionID, attemptID int64) (*models.TimelineHiddenTests, error) {
+	b, err := benchmarkOfVersion(q, versionID)
+	if err != nil || b.Evaluator != models.EvaluatorHiddenTests {
+		return nil, err
+	}
+	var rows []models.HiddenTestResult
+	if err := q.Select("test_group, level, result, flaky").Where("attempt_id = ?", attemptID).Find(&rows).Error; err != nil {
+		return nil, wrap(err, "hidden test results")
+	}
+	return &models.TimelineHiddenTests{Summary: models.SummarizeHiddenResults(rows), CanBrowse: mayBrowseHiddenTests(ctx, b)}, nil
+}
+
 // testTitles maps the suite's test ids to their titles; a suite that cannot
 // be read names no test (the results keep their ids).
 func testTitles(spec string) map[string]string {

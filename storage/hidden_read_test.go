@@ -222,6 +222,36 @@ func TestStore_AttemptHiddenTests(t *testing.T) {
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "an attempt of a benchmark without hidden tests has none")
 		})
 
+		t.Run("Timeline", func(t *testing.T) {
+			// The attempt's page carries the tally; who may browse the tests
+			// is decided as for the test browser.
+			for _, c := range []struct {
+				name   string
+				ctx    context.Context
+				reveal bool
+				browse bool
+			}{
+				{"MemberHidden", f.member, false, false},
+				{"AdminHidden", f.admin, false, true},
+				{"MemberRevealed", f.member, true, true},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					f.reveal(t, c.reveal)
+					defer f.reveal(t, false)
+					tl, err := db.AttemptTimeline(c.ctx, shopA)
+					require.NoError(t, err)
+					require.NotNil(t, tl.Hidden)
+					require.Equal(t, c.browse, tl.Hidden.CanBrowse)
+					require.Equal(t, models.HiddenTally{Passed: 40, Failed: 2, Errored: 1, Flaky: 1, Total: 43}, tl.Hidden.Summary.Overall)
+					require.Empty(t, tl.Steps)
+				})
+			}
+			ids := f.dispatch(t, f.run.ID)
+			tl, err := db.AttemptTimeline(f.admin, ids[0])
+			require.NoError(t, err)
+			require.Nil(t, tl.Hidden, "an attempt of a benchmark without hidden tests has no tally")
+		})
+
 		t.Run("List", func(t *testing.T) {
 			got, err := db.AttemptHiddenTests(f.admin, shopA, models.HiddenTestFilter{})
 			require.NoError(t, err)

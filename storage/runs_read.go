@@ -442,7 +442,7 @@ func (db *DB) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Tim
 		return nil, notFound
 	}
 	tl := &models.Timeline{Attempt: attempts[0]}
-	_, manage, err := db.runAccess(ctx, q, tl.Attempt.RunID, false)
+	run, manage, err := db.runAccess(ctx, q, tl.Attempt.RunID, false)
 	if models.ErrorCode(err) == models.ENOTFOUND {
 		return nil, notFound
 	}
@@ -499,6 +499,9 @@ func (db *DB) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Tim
 		return nil, err
 	}
 	tl.Task = tasks[0]
+	if tl.Hidden, err = attemptHiddenTally(ctx, q, run.VersionID, tl.Attempt.ID); err != nil {
+		return nil, err
+	}
 	return tl, nil
 }
 

@@ -122,6 +122,18 @@ func TestBrowser_HiddenResults(t *testing.T) {
 	require.NoError(t, expect.Locator(page.GetByTestId("hidden-tests-link")).ToHaveCount(3))
 	require.NoError(t, section.ScrollIntoViewIfNeeded())
 	shot(t, page, "hidden-run-admin")
+	// The attempt's own page stands its tally and a link to the tests where
+	// an agent's steps would be.
+	_, err = page.Goto(fmt.Sprintf("%s/runs/%d/attempts/%d", base, seed.RunID, seed.Attempts[hiddenfixture.ShopA]))
+	require.NoError(t, err)
+	attempt := page.GetByTestId("timeline-hidden-tests")
+	require.NoError(t, expect.Locator(attempt.GetByTestId("hidden-summary-overall")).ToHaveText("93.0% (40/43)"))
+	require.NoError(t, expect.Locator(page.GetByTestId("filmstrip")).ToHaveCount(0))
+	shot(t, page, "hidden-attempt-admin")
+	require.NoError(t, attempt.GetByTestId("timeline-hidden-tests-link").Click())
+	require.NoError(t, expect.Page(page).ToHaveURL(regexp.MustCompile(regexp.QuoteMeta(testsPath)+`$`)))
+	_, err = page.Goto(fmt.Sprintf("%s/runs/%d", base, seed.RunID))
+	require.NoError(t, err)
 	require.NoError(t, page.Locator(`[data-task="shop-a"]`).GetByTestId("hidden-tests-link").Click())
 	require.NoError(t, expect.Locator(page.GetByTestId("hidden-test")).ToHaveCount(43))
 	require.NoError(t, expect.Locator(page.GetByTestId("hidden-summary-overall")).ToHaveText("93.0% (40/43)"))
