@@ -31,10 +31,6 @@ func (s *Server) hiddenResultRoutes(e *echo.Echo) {
 	e.GET("/runs/:id/attempts/:attemptID/tests/:test", s.showHiddenTest)
 }
 
-// apiHiddenResultRoutes registers the hidden-test results API (none yet:
-// the run's results export and the leaderboard exports carry the numbers).
-func (s *Server) apiHiddenResultRoutes(g *echo.Group) {}
-
 // hiddenTestFilterOf reads the test browser's result, group and level
 // parameters; EINVALID naming the parameter for a level that is not a number
 // (the store checks the rest).

@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
 	"net/http"
@@ -65,6 +66,7 @@ func TestAuthz_HiddenResults(t *testing.T) {
 	tests := f.testsPath(hiddenfixture.ShopA)
 	test := tests + "/" + hiddenfixture.ImageTest
 	otherRun := strings.Replace(tests, fmt.Sprintf("/runs/%d/", f.seed.RunID), "/runs/999999/", 1)
+	apiRates := fmt.Sprintf("/api/v1/runs/%d/hidden-tests", f.seed.RunID)
 	for _, tc := range []struct {
 		path              string
 		published, reveal bool
@@ -83,6 +85,14 @@ func TestAuthz_HiddenResults(t *testing.T) {
 		{tests + "?result=maybe", true, true, all(bad)},
 		{otherRun, true, true, all(notFound)},
 		{f.testsPath(hiddenfixture.ForumB) + "/" + hiddenfixture.ImageTest, true, true, all(notFound)},
+		// The API answers as the pages do; the run's rates are for whoever sees the run.
+		{"/api/v1" + tests, false, false, map[string]int{"anonymous": notFound, "member": forbidden, "outsider": notFound, "admin": ok}},
+		{"/api/v1" + tests, true, false, map[string]int{"anonymous": unauth, "member": forbidden, "outsider": forbidden, "admin": ok}},
+		{"/api/v1" + tests, true, true, all(ok)},
+		{"/api/v1" + test, false, true, map[string]int{"anonymous": notFound, "member": ok, "outsider": notFound, "admin": ok}},
+		{"/api/v1" + test, true, false, map[string]int{"anonymous": unauth, "member": forbidden, "outsider": forbidden, "admin": ok}},
+		{apiRates, false, false, map[string]int{"anonymous": notFound, "member": ok, "outsider": notFound, "admin": ok}},
+		{apiRates, true, false, all(ok)},
 	} {
 		for _, actor := range []string{"anonymous", "member", "outsider", "admin"} {
 			name := fmt.Sprintf("%s as %s (published %t, revealed %t)", tc.path, actor, tc.published, tc.reveal)
@@ -244,4 +254,108 @@ func TestHiddenResults_Pages(t *testing.T) {
 		body = readBody(t, f.b.anonymous(t).get("/benchmarks/mini/leaderboard"))
 		require.NotContains(t, body, "sort-hidden_overall", "other boards keep their columns")
 	})
+}
+
+// TestOpenAPI_HiddenResultsMatchDocument reads a graded hidden-tests run
+// through the API as a member and an administrator, validates every answer
+// against the document, and checks what each carries: the run's rates, the
+// attempt's tests filtered, one test's runs with image links that load, and
+// the refusals (tests hidden from the member, a bad filter, a missing test).
+func TestOpenAPI_HiddenResultsMatchDocument(t *testing.T) {
+	t.Parallel()
+	f := newHiddenFixture(t)
+	member, admin := withToken(t, f.b, f.member), withToken(t, f.b, f.b.admin)
+	d := newDocChecker(t, f.b.anonymous(t))
+	get := func(c *client, path string, want int, v any) {
+		t.Helper()
+		body := d.send(c, apiRequest{method: http.MethodGet, path: path}, want)
+		if v != nil {
+			require.NoError(t, json.Unmarshal(body, v), string(body))
+		}
+	}
+	run := fmt.Sprintf("/api/v1/runs/%d/hidden-tests", f.seed.RunID)
+	tests := "/api/v1" + f.testsPath(hiddenfixture.ShopA)
+
+	var res struct {
+		Mean struct {
+			Overall *float64 `json:"overall"`
+		} `json:"mean"`
+		Tasks []struct {
+			TaskID      string                `json:"task_id"`
+			Summary     *models.HiddenSummary `json:"summary"`
+			TestsAPIURL string                `json:"tests_api_url"`
+		} `json:"tasks"`
+		Sites        []struct{ Site string } `json:"sites"`
+		TestsVisible bool                    `json:"tests_visible"`
+	}
+	get(member, run, http.StatusOK, &res)
+	require.InDelta(t, 116.0/172, *res.Mean.Overall, 1e-9)
+	require.Len(t, res.Tasks, 4)
+	require.Equal(t, hiddenfixture.ShopA, res.Tasks[0].TaskID)
+	require.Equal(t, 40, res.Tasks[0].Summary.Overall.Passed)
+	require.Nil(t, res.Tasks[3].Summary, "forum-b was not tested")
+	require.Len(t, res.Sites, 2)
+	require.False(t, res.TestsVisible)
+	require.Empty(t, res.Tasks[0].TestsAPIURL, "no link to tests the member may not open")
+	get(admin, run, http.StatusOK, &res)
+	require.True(t, res.TestsVisible)
+	require.Equal(t, tests, res.Tasks[0].TestsAPIURL)
+	get(f.b.anonymous(t), run, http.StatusNotFound, nil) // unpublished
+
+	type test struct {
+		ID     string `json:"id"`
+		Title  string `json:"title"`
+		Result string `json:"result"`
+		APIURL string `json:"api_url"`
+		Runs   []struct {
+			Steps []struct {
+				ScreenshotURL string `json:"screenshot_url"`
+			} `json:"steps"`
+			Checkpoints []struct {
+				CandidateURL string `json:"candidate_url"`
+				ReferenceURL string `json:"reference_url"`
+				MapURL       string `json:"map_url"`
+			} `json:"checkpoints"`
+		} `json:"runs"`
+	}
+	var list struct {
+		Total int    `json:"total"`
+		Tests []test `json:"tests"`
+	}
+	get(admin, tests+"?result=failed", http.StatusOK, &list)
+	require.Equal(t, 43, list.Total)
+	require.Len(t, list.Tests, 2)
+	require.Equal(t, hiddenfixture.ImageTest, list.Tests[0].ID)
+	require.Equal(t, "The home page shows the header and twenty product cards", list.Tests[0].Title)
+	require.Empty(t, list.Tests[0].Runs, "runs only in a test's own answer")
+	get(member, tests, http.StatusForbidden, nil)
+	get(admin, tests+"?level=two", http.StatusBadRequest, nil)
+
+	var one test
+	get(admin, list.Tests[0].APIURL, http.StatusOK, &one)
+	require.Equal(t, models.HiddenFailed, one.Result)
+	require.Len(t, one.Runs, 2, "the failed test was run again")
+	var links []string
+	for _, r := range one.Runs {
+		for _, st := range r.Steps {
+			if st.ScreenshotURL != "" {
+				links = append(links, st.ScreenshotURL)
+			}
+		}
+		for _, cp := range r.Checkpoints {
+			links = append(links, cp.CandidateURL, cp.ReferenceURL, cp.MapURL)
+		}
+	}
+	require.Len(t, links, 10, "four step screenshots and two checkpoints' three images")
+	for _, u := range links {
+		res := f.b.anonymous(t).get(u)
+		require.NotEmpty(t, readBody(t, res))
+		require.Equal(t, http.StatusOK, res.StatusCode, u)
+	}
+	get(member, list.Tests[0].APIURL, http.StatusForbidden, nil)
+	get(admin, tests+"/no-such-test", http.StatusNotFound, nil)
+
+	for _, id := range []string{"getRunHiddenTests", "listAttemptHiddenTests", "getAttemptHiddenTest"} {
+		require.True(t, d.checked[id], "%s was not validated", id)
+	}
 }

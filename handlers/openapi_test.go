@@ -482,6 +482,10 @@ func TestOpenAPI_AnswersMatchDocument(t *testing.T) {
 	get(anon, run(published, "/attempts"), http.StatusOK)
 	get(anon, run(published, "/attempts/"+strconv.FormatInt(attempts[0], 10)), http.StatusOK)
 	get(admin, run(published, "/attempts/"+strconv.FormatInt(attempts[0], 10)), http.StatusOK)
+	// Hidden tests: this run's benchmark has none (TestOpenAPI_HiddenResultsMatchDocument reads a graded one).
+	get(anon, run(published, "/hidden-tests"), http.StatusNotFound)
+	get(admin, run(published, "/attempts/"+strconv.FormatInt(attempts[0], 10)+"/tests"), http.StatusNotFound)
+	get(admin, run(published, "/attempts/"+strconv.FormatInt(attempts[0], 10)+"/tests/b1-home-page"), http.StatusNotFound)
 	get(anon, run(published, "/results.jsonl"), http.StatusOK)
 	post(member, "/api/v1/runs/"+idOf(t, queuedByAPI)+"/cancel", "", http.StatusNoContent)
 	post(member, run(errored, "/retry"), "", http.StatusOK)
