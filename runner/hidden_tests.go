@@ -123,7 +123,7 @@ func (w *hiddenTestsWorker) Work(ctx context.Context, job *river.Job[HiddenTests
 		client:    hidden.NewClient(r.guard),
 	}
 	start := time.Now()
-	results, err := exec.run(runCtx)
+	results, err := exec.answeredRun(runCtx, r.opts.CandidateAnswerLimit)
 	if errors.Is(context.Cause(runCtx), errRunCanceled) {
 		return nil // canceling the run already closed its attempts
 	}
@@ -364,8 +364,27 @@ func (e *hiddenExecution) run(ctx context.Context) ([]models.HiddenTestResult, e
 	}
 	for i := range results {
 		if !started[i] {
-			results[i] = e.notRun(i, budget)
+			results[i] = e.notRun(i, fmt.Sprintf("%s (%s for the whole suite)", errHiddenBudget, budget.Round(time.Second)))
 		}
+	}
+	return results, nil
+}
+
+// answeredRun runs the suite when the candidate answers at its base URL
+// within limit; otherwise no test runs and each ends errored with why, so
+// that a candidate that is down or never answers does not hold the job for
+// the suite's whole budget. The error is run's, or ctx's.
+func (e *hiddenExecution) answeredRun(ctx context.Context, limit time.Duration) ([]models.HiddenTestResult, error) {
+	ok, why := hidden.Answers(ctx, e.client, e.candidate, limit)
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	if ok {
+		return e.run(ctx)
+	}
+	results := make([]models.HiddenTestResult, len(e.suite.Tests))
+	for i := range results {
+		results[i] = e.notRun(i, "the candidate did not answer at its base URL: "+why)
 	}
 	return results, nil
 }
@@ -415,13 +434,12 @@ func (e *hiddenExecution) capture(name string) (image.Image, bool) {
 	return img, ok
 }
 
-// notRun is the result of a test the budget left no time for.
-func (e *hiddenExecution) notRun(i int, budget time.Duration) models.HiddenTestResult {
+// notRun is the result of a test that did not run, for why.
+func (e *hiddenExecution) notRun(i int, why string) models.HiddenTestResult {
 	t := &e.suite.Tests[i]
 	return models.HiddenTestResult{
 		TestID: t.ID, Position: i, Group: t.Group, Level: t.Level, Result: models.HiddenErrored,
-		Reason: fmt.Sprintf("not run: %s (%s for the whole suite)", errHiddenBudget, budget.Round(time.Second)),
-		Runs:   "[]",
+		Reason: "not run: " + why, Runs: "[]",
 	}
 }
 

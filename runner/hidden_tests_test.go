@@ -288,7 +288,7 @@ func setupHidden(t *testing.T, db *storage.DB, browser episode.BrowserOptions, s
 		DB: db, Artifacts: refusingStore{Store: h.artifacts, refuse: h.refuse}, Browser: browser,
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 		Guard:       guard,
-		Options:     runner.Options{Episodes: 1, CancelPoll: 100 * time.Millisecond},
+		Options:     runner.Options{Episodes: 1, CancelPoll: 100 * time.Millisecond, CandidateAnswerLimit: 3 * time.Second},
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
@@ -656,32 +656,45 @@ func TestHiddenTests_Job(t *testing.T) {
 			require.Equal(t, models.HiddenTally{Total: 4, Passed: 4}, sum.Request)
 		})
 
-		t.Run("an unreachable candidate errors every test with a reason", func(t *testing.T) {
-			port := closedPort(t)
-			h.start(t)
-			runID, attemptID := h.submit(t, models.HiddenCandidate{
-				BaseURL: "http://" + port + "/sandbox/{visitor}/shop", RestartURL: "http://" + port + "/restart"})
-			h.waitJob(t, h.attemptJob(t, attemptID), 4*time.Minute)
+		// A candidate that does not answer at its base URL gets no test run:
+		// each ends errored with why, and the job ends within the answer
+		// limit instead of the suite's whole budget.
+		for _, tc := range []struct {
+			name string
+			base func(t *testing.T) string
+			why  string
+		}{
+			{"an unreachable candidate", func(t *testing.T) string { return "http://" + closedPort(t) }, "unreachable: connection refused"},
+			{"a candidate that never answers", func(t *testing.T) string {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+				t.Cleanup(srv.Close)
+				return srv.URL
+			}, "no answer within 3s"},
+		} {
+			t.Run(tc.name+" errors every test without running it", func(t *testing.T) {
+				base := tc.base(t)
+				h.start(t)
+				runID, attemptID := h.submit(t, models.HiddenCandidate{
+					BaseURL: base + "/sandbox/{visitor}/shop", RestartURL: base + "/restart"})
+				h.waitJob(t, h.attemptJob(t, attemptID), 2*time.Minute)
 
-			rows := h.results(t, attemptID)
-			require.Len(t, rows, len(hiddenSuiteTests))
-			for _, r := range rows {
-				require.Equal(t, models.HiddenErrored, r.Result, r.TestID)
-				require.NotEmpty(t, r.Reason, r.TestID)
-				var runs []models.HiddenTestRun
-				require.NoError(t, json.Unmarshal([]byte(r.Runs), &runs))
-				require.Len(t, runs, 2, "%s: an errored test is run once more, both runs kept", r.TestID)
-				require.Equal(t, models.HiddenErrored, runs[0].Result, r.TestID)
-			}
-			a := h.attempt(t, attemptID)
-			require.Equal(t, models.OutcomeFailure, a.Outcome, "the candidate's failure, not the platform's")
-			require.InDelta(t, 0.0, *a.Score, 1e-9)
-			evs := h.evaluations(t, attemptID)
-			require.Len(t, evs, 1)
-			require.Equal(t, models.OutcomeFailure, evs[0].Verdict)
-			require.Equal(t, models.HiddenTally{Total: 12, Errored: 12}, summaryOf(t, evs[0]).Overall)
-			require.Equal(t, models.RunCompleted, h.run(t, runID).Status)
-		})
+				rows := h.results(t, attemptID)
+				require.Len(t, rows, len(hiddenSuiteTests))
+				for _, r := range rows {
+					require.Equal(t, models.HiddenErrored, r.Result, r.TestID)
+					require.Equal(t, "not run: the candidate did not answer at its base URL: "+tc.why, r.Reason, r.TestID)
+					require.JSONEq(t, "[]", r.Runs, r.TestID)
+				}
+				a := h.attempt(t, attemptID)
+				require.Equal(t, models.OutcomeFailure, a.Outcome, "the candidate's failure, not the platform's")
+				require.InDelta(t, 0.0, *a.Score, 1e-9)
+				evs := h.evaluations(t, attemptID)
+				require.Len(t, evs, 1)
+				require.Equal(t, models.OutcomeFailure, evs[0].Verdict)
+				require.Equal(t, models.HiddenTally{Total: 12, Errored: 12}, summaryOf(t, evs[0]).Overall)
+				require.Equal(t, models.RunCompleted, h.run(t, runID).Status)
+			})
+		}
 
 		t.Run("an attempt without a candidate ends in error", func(t *testing.T) {
 			h.start(t)

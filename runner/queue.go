@@ -37,6 +37,11 @@ type Options struct {
 	EnvironmentRetries int
 	// CancelPoll is how often running episodes check whether their run was canceled.
 	CancelPoll time.Duration
+	// CandidateAnswerLimit is how long the hidden-tests job waits for a
+	// candidate website's first answer before it runs no test (default 30s):
+	// a candidate that is down or never answers does not hold a worker for
+	// its suite's whole time budget.
+	CandidateAnswerLimit time.Duration
 	// Submissions configure the submission portal's uploads and jobs.
 	Submissions SubmissionOptions
 	Logger      *slog.Logger
@@ -127,6 +132,9 @@ func NewQueue(db *storage.DB, workers *river.Workers, opts Options) (*Queue, err
 	}
 	if opts.CancelPoll == 0 {
 		opts.CancelPoll = 2 * time.Second
+	}
+	if opts.CandidateAnswerLimit <= 0 {
+		opts.CandidateAnswerLimit = 30 * time.Second
 	}
 	opts.Submissions = opts.Submissions.withDefaults()
 	q := &Queue{db: db, opts: opts, log: opts.Logger}
