@@ -176,21 +176,11 @@ func toAPIHiddenTest(runID, attemptID int64, t models.HiddenTestView) apiHiddenT
 }
 
 func (s *Server) apiAttemptHiddenTests(c echo.Context) error {
-	runID, attemptID, err := attemptPathIDs(c)
+	tests, err := s.hiddenTestsOf(c)
 	if err != nil {
 		return err
 	}
-	f, err := hiddenTestFilterOf(c)
-	if err != nil {
-		return err
-	}
-	tests, err := s.store.AttemptHiddenTests(c.Request().Context(), attemptID, f)
-	if err != nil {
-		return err
-	}
-	if tests.RunID != runID {
-		return models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, attemptID)
-	}
+	runID, attemptID := tests.RunID, tests.AttemptID
 	out := apiHiddenTests{
 		RunID: runID, AttemptID: attemptID, TaskID: tests.TaskID, Site: tests.SiteKey, Status: tests.Status,
 		Outcome: tests.Outcome, Summary: tests.Summary, Total: tests.TotalTests, Tests: make([]apiHiddenTest, len(tests.Tests)),
@@ -203,20 +193,12 @@ func (s *Server) apiAttemptHiddenTests(c echo.Context) error {
 }
 
 func (s *Server) apiAttemptHiddenTest(c echo.Context) error {
-	runID, attemptID, err := attemptPathIDs(c)
+	t, err := s.hiddenTestOf(c)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	t, err := s.store.AttemptHiddenTest(ctx, attemptID, c.Param("test"))
-	if err != nil {
-		return err
-	}
-	if t.RunID != runID {
-		return models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, attemptID)
-	}
-	urls := s.hiddenTestURLs(ctx, t)
-	out := toAPIHiddenTest(runID, attemptID, t.Test)
+	urls := s.hiddenTestURLs(c.Request().Context(), t)
+	out := toAPIHiddenTest(t.RunID, t.AttemptID, t.Test)
 	out.Runs = make([]apiHiddenTestRun, len(t.Test.Runs))
 	for i, r := range t.Test.Runs {
 		run := apiHiddenTestRun{Result: r.Result, Reason: r.Reason, StartedAt: r.StartedAt, DurationMS: r.DurationMS,

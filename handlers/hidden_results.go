@@ -49,24 +49,54 @@ func hiddenTestFilterOf(c echo.Context) (models.HiddenTestFilter, error) {
 	return f, nil
 }
 
-// showHiddenTests is an attempt's test browser: its tests filtered by the
-// query's result, group and level, a page that works without JavaScript.
-func (s *Server) showHiddenTests(c echo.Context) error {
+// hiddenTestsOf loads the tests of the attempt named by the :id and
+// :attemptID path parameters, filtered by the query; an attempt of another
+// run is not found.
+func (s *Server) hiddenTestsOf(c echo.Context) (*models.AttemptHiddenTests, error) {
 	runID, attemptID, err := attemptPathIDs(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	f, err := hiddenTestFilterOf(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tests, err := s.store.AttemptHiddenTests(c.Request().Context(), attemptID, f)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if tests.RunID != runID {
-		return models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, attemptID)
+		return nil, models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, attemptID)
 	}
+	return tests, nil
+}
+
+// hiddenTestOf loads the test named by the :test path parameter of the
+// attempt named by :id and :attemptID; an attempt of another run is not
+// found.
+func (s *Server) hiddenTestOf(c echo.Context) (*models.AttemptHiddenTest, error) {
+	runID, attemptID, err := attemptPathIDs(c)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.store.AttemptHiddenTest(c.Request().Context(), attemptID, c.Param("test"))
+	if err != nil {
+		return nil, err
+	}
+	if t.RunID != runID {
+		return nil, models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, attemptID)
+	}
+	return t, nil
+}
+
+// showHiddenTests is an attempt's test browser: its tests filtered by the
+// query's result, group and level, a page that works without JavaScript.
+func (s *Server) showHiddenTests(c echo.Context) error {
+	tests, err := s.hiddenTestsOf(c)
+	if err != nil {
+		return err
+	}
+	runID, attemptID, f := tests.RunID, tests.AttemptID, tests.Filter
 	h := c.Response().Header()
 	h.Set("Cache-Control", "private, no-store")
 	h.Add("Vary", "HX-Request")
@@ -82,18 +112,11 @@ func (s *Server) showHiddenTests(c echo.Context) error {
 // showHiddenTest is one test of an attempt: both its runs, their steps and
 // checkpoints, with images through signed artifact URLs.
 func (s *Server) showHiddenTest(c echo.Context) error {
-	runID, attemptID, err := attemptPathIDs(c)
+	t, err := s.hiddenTestOf(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	t, err := s.store.AttemptHiddenTest(ctx, attemptID, c.Param("test"))
-	if err != nil {
-		return err
-	}
-	if t.RunID != runID {
-		return models.Errorf(models.ENOTFOUND, "Run %d has no attempt %d.", runID, attemptID)
-	}
 	c.Response().Header().Set("Cache-Control", "private, no-store")
 	v := web.HiddenTestView{Test: *t, URLs: s.hiddenTestURLs(ctx, t)}
 	return s.render(c, http.StatusOK, web.HiddenTestPage(s.page(c, "Test "+t.Test.TestID+" of task "+t.TaskID), v))
