@@ -268,6 +268,22 @@ func TestCandidates_API(t *testing.T) {
 	require.Equal(t, "candidates[1].task_id", refusal.Error.Field)
 	require.Contains(t, refusal.Error.Message, `not in subset "pair"`)
 
+	// Every problem of the candidates is listed with its field.
+	twice := strings.Replace(bad, `"cost_usd":0.5`, `"cost_usd":-1`, 1)
+	res = member.api(http.MethodPost, "/api/v1/candidate-runs", json.RawMessage(twice))
+	var problems struct {
+		Error struct {
+			Field    string `json:"field"`
+			Problems []struct{ Field, Message string } `json:"problems"`
+		} `json:"error"`
+	}
+	decodeJSON(t, res, &problems)
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	require.Len(t, problems.Error.Problems, 2)
+	require.Equal(t, problems.Error.Field, problems.Error.Problems[0].Field, "the first problem is also the error's own")
+	got := []string{problems.Error.Problems[0].Field, problems.Error.Problems[1].Field}
+	require.ElementsMatch(t, []string{"candidates[0].cost_usd", "candidates[1].task_id"}, got)
+
 	res = member.api(http.MethodPost, "/api/v1/candidate-runs", json.RawMessage(`{"team":"lab","agent":"builder","benchmark":"mini","candidates":[]}`))
 	decodeJSON(t, res, &refusal)
 	require.Equal(t, http.StatusBadRequest, res.StatusCode)
@@ -355,5 +371,7 @@ func TestOpenAPI_CandidateAnswersMatchDocument(t *testing.T) {
 	d := newDocChecker(t, f.b.anonymous(t))
 	d.send(member, apiRequest{method: http.MethodPost, path: "/api/v1/candidate-runs", json: candidateJSON}, http.StatusCreated)
 	d.send(member, apiRequest{method: http.MethodPost, path: "/api/v1/candidate-runs", json: `{"team":"lab","agent":"builder","benchmark":"rebuilds","candidates":[]}`}, http.StatusBadRequest)
+	twice := strings.Replace(strings.Replace(candidateJSON, `"task_id":"s2"`, `"task_id":"s3"`, 1), `"cost_usd":0.5`, `"cost_usd":-1`, 1)
+	d.send(member, apiRequest{method: http.MethodPost, path: "/api/v1/candidate-runs", json: twice}, http.StatusBadRequest)
 	require.True(t, d.checked["submitCandidates"])
 }

@@ -85,9 +85,17 @@ func (s *Server) handleError(err error, c echo.Context) {
 	case c.Request().Method == http.MethodHead:
 		renderErr = c.NoContent(status)
 	case isAPI(c):
-		body := map[string]string{"code": code, "message": msg}
+		body := map[string]any{"code": code, "message": msg}
 		if field := models.ErrorField(err); field != "" {
 			body["field"] = field
+		}
+		if problems := models.ErrorProblems(err); len(problems) > 1 {
+			// Input checked whole: every field at fault, the first also above.
+			list := make([]map[string]string, len(problems))
+			for i, p := range problems {
+				list[i] = map[string]string{"field": p.Field, "message": p.Message}
+			}
+			body["problems"] = list
 		}
 		renderErr = c.JSON(status, map[string]any{"error": body})
 	case isHTMX(c):

@@ -827,6 +827,11 @@ func errorSchema() *jsonSchema {
 				"code":    {Type: "string", Enum: codes, Description: "Matches the HTTP status: invalid 400, unauthorized 401, forbidden 403, not_found 404, conflict 409, too_large 413, rate_limited 429, internal_error 500, unavailable 503."},
 				"message": {Type: "string", Description: "What went wrong, for a person to read."},
 				"field":   {Type: "string", Description: "The input field at fault, when there is one."},
+				"problems": {Type: "array", Description: "When input checked whole has several problems (a candidate run's candidates, for one): each with its field; the first is also code, message and field above.",
+					Items: &jsonSchema{Type: "object", Required: []string{"field", "message"}, Properties: map[string]*jsonSchema{
+						"field":   {Type: "string", Description: "The input field at fault, such as candidates[2].base_url; empty when the problem is the input's as a whole."},
+						"message": {Type: "string"},
+					}}},
 			},
 		}},
 	}

@@ -75,6 +75,32 @@ func ErrorMessage(err error) string {
 	return "An internal error occurred."
 }
 
+// ErrorProblems returns every *Error that err joins (errors.Join, in order,
+// depth first), or err's own *Error alone; nil when there is none. Input
+// checked whole is refused with one problem per field at fault.
+func ErrorProblems(err error) []*Error {
+	var out []*Error
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case *Error:
+			out = append(out, e)
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+		case interface{ Unwrap() error }:
+			if inner := e.Unwrap(); inner != nil {
+				walk(inner)
+			}
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	return out
+}
+
 // ErrorField returns the offending field of err, if any.
 func ErrorField(err error) string {
 	var e *Error
