@@ -282,7 +282,7 @@ func TestCandidates_API(t *testing.T) {
 	require.Len(t, problems.Error.Problems, 2)
 	require.Equal(t, problems.Error.Field, problems.Error.Problems[0].Field, "the first problem is also the error's own")
 	got := []string{problems.Error.Problems[0].Field, problems.Error.Problems[1].Field}
-	require.ElementsMatch(t, []string{"candidates[0].cost_usd", "candidates[1].task_id"}, got)
+	require.Equal(t, []string{"candidates[1].task_id", "candidates[0].cost_usd"}, got, "task ids are checked first (docs/api.md)")
 
 	res = member.api(http.MethodPost, "/api/v1/candidate-runs", json.RawMessage(`{"team":"lab","agent":"builder","benchmark":"mini","candidates":[]}`))
 	decodeJSON(t, res, &refusal)
