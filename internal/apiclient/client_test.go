@@ -90,6 +90,9 @@ func TestClient_Errors(t *testing.T) {
 		{"StorageXML", 403, nil, `<?xml version="1.0"?><Error><Code>SignatureDoesNotMatch</Code><Message>The signature does not match.</Message></Error>`,
 			models.EFORBIDDEN, "", "storage answered 403 SignatureDoesNotMatch: The signature does not match."},
 		{"PlainText", 413, nil, "body too big\nmore", models.ETOOLARGE, "", "the server answered 413 Request Entity Too Large: body too big"},
+		{"Problems", 400, nil, `{"error":{"code":"invalid","field":"candidates[1].task_id","message":"task \"s3\" is not in subset \"pair\"",` +
+			`"problems":[{"field":"candidates[1].task_id","message":"task \"s3\" is not in subset \"pair\""},{"field":"candidates[0].cost_usd","message":"the cost must be a number, zero or more"}]}}`,
+			models.EINVALID, "candidates[1].task_id", `task "s3" is not in subset "pair"`},
 		{"HTMLPage", 500, map[string]string{"X-Request-Id": "req-7"}, "<html><body>oops</body></html>", models.EINTERNAL, "", "the server answered 500 Internal Server Error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +114,9 @@ func TestClient_Errors(t *testing.T) {
 			require.Equal(t, tc.code, models.ErrorCode(err), "the error reads as a models.Error")
 			require.Equal(t, tc.field, models.ErrorField(err))
 			require.False(t, IsConnectionError(err))
+			if tc.name == "Problems" {
+				require.Equal(t, "run 9: 2 problems:\n  candidates[1].task_id: task \"s3\" is not in subset \"pair\"\n  candidates[0].cost_usd: the cost must be a number, zero or more", err.Error())
+			}
 			if tc.code == models.EINTERNAL {
 				require.Contains(t, err.Error(), "request id req-7", "internal errors carry the request id to report")
 			}

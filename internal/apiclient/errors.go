@@ -21,20 +21,41 @@ import (
 // *models.Error, so models.ErrorCode and errors.As work on it as on the
 // server's own errors.
 type Error struct {
-	Status     int    // the HTTP status
-	Code       string // models.E* code; derived from Status when the body has none
-	Field      string // the input field at fault, if any
-	Message    string // client-safe message
+	Status  int    // the HTTP status
+	Code    string // models.E* code; derived from Status when the body has none
+	Field   string // the input field at fault, if any
+	Message string // client-safe message
+	// Problems are every problem of input the server checked whole, each
+	// with its field; the first is also Field and Message. Nil for one.
+	Problems   []Problem
 	RequestID  string // X-Request-Id, to quote when reporting a problem
 	RetryAfter time.Duration
 }
 
-// Error renders the message with its field, and the status and request id
-// when the server gave no message of its own.
+// Problem is one problem of input the server checked whole.
+type Problem struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func (p Problem) String() string {
+	if p.Field == "" {
+		return p.Message
+	}
+	return p.Field + ": " + p.Message
+}
+
+// Error renders the message with its field (every problem, a line each, when
+// there are several), and the status and request id when the server gave no
+// message of its own.
 func (e *Error) Error() string {
-	msg := e.Message
-	if e.Field != "" {
-		msg = e.Field + ": " + msg
+	msg := Problem{Field: e.Field, Message: e.Message}.String()
+	if len(e.Problems) > 1 {
+		lines := make([]string, len(e.Problems))
+		for i, p := range e.Problems {
+			lines[i] = p.String()
+		}
+		msg = fmt.Sprintf("%d problems:\n  %s", len(lines), strings.Join(lines, "\n  "))
 	}
 	if e.Code == models.EINTERNAL && e.RequestID != "" {
 		msg += fmt.Sprintf(" (HTTP %d, request id %s)", e.Status, e.RequestID)
@@ -108,9 +129,10 @@ func decodeError(res *http.Response) *Error {
 	body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
 	var api struct {
 		Error struct {
-			Code    string `json:"code"`
-			Field   string `json:"field"`
-			Message string `json:"message"`
+			Code     string    `json:"code"`
+			Field    string    `json:"field"`
+			Message  string    `json:"message"`
+			Problems []Problem `json:"problems"`
 		} `json:"error"`
 	}
 	var s3 struct {
@@ -123,6 +145,9 @@ func decodeError(res *http.Response) *Error {
 			e.Code = api.Error.Code
 		}
 		e.Field, e.Message = api.Error.Field, api.Error.Message
+		if len(api.Error.Problems) > 1 {
+			e.Problems = api.Error.Problems
+		}
 	case xml.Unmarshal(body, &s3) == nil && (s3.Code != "" || s3.Message != ""):
 		e.Message = fmt.Sprintf("storage answered %d %s: %s", res.StatusCode, s3.Code, s3.Message)
 	default:
