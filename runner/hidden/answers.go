@@ -3,6 +3,7 @@ package hidden
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -32,8 +33,8 @@ func Answers(ctx context.Context, client *http.Client, c Candidate, limit time.D
 			return true, "" // a body cut short still is an answer
 		}
 		why = failureReason(ctx, err, limit)
-		if try == answerTries {
-			return false, why
+		if try == answerTries || strings.HasPrefix(why, guardRefusal) {
+			return false, why // the guard's answer would not change
 		}
 		select {
 		case <-ctx.Done():

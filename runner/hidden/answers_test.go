@@ -61,9 +61,11 @@ func TestAnswers(t *testing.T) {
 		require.NoError(t, err)
 		addr := l.Addr().String()
 		require.NoError(t, l.Close())
-		ok, why := Answers(t.Context(), client, Candidate{BaseURL: "http://" + addr + "/shop"}, 30*time.Second)
+		counted, tries := countingClient(netguard.New([]string{"127.0.0.1"}, nil))
+		ok, why := Answers(t.Context(), counted, Candidate{BaseURL: "http://" + addr + "/shop"}, 30*time.Second)
 		require.False(t, ok)
 		require.Equal(t, "unreachable: connection refused", why)
+		require.Equal(t, int64(answerTries), tries.Load())
 		require.NotContains(t, why, addr, "the reason names no address")
 	})
 
@@ -75,12 +77,32 @@ func TestAnswers(t *testing.T) {
 		require.Equal(t, "no answer within 500ms", why)
 	})
 
-	t.Run("an address the guard refuses is said so", func(t *testing.T) {
+	t.Run("an address the guard refuses is said so, once", func(t *testing.T) {
 		t.Parallel()
-		strict := NewClient(netguard.New(nil, nil))
-		c := serve(t, func(w http.ResponseWriter, r *http.Request) {})
-		ok, why := Answers(t.Context(), strict, c, 10*time.Second)
+		strict, tries := countingClient(netguard.New(nil, nil))
+		var calls atomic.Int64
+		c := serve(t, func(w http.ResponseWriter, r *http.Request) { calls.Add(1) })
+		ok, why := Answers(t.Context(), strict, c, 30*time.Second)
 		require.False(t, ok)
 		require.True(t, strings.HasPrefix(why, "the SSRF guard refused the candidate's address: "), why)
+		require.Zero(t, calls.Load(), "nothing reached the candidate")
+		require.Equal(t, int64(1), tries.Load(), "no second try: the guard's answer would not change")
 	})
 }
+
+// countingClient is NewClient's client through guard, counting the
+// requests it sends.
+func countingClient(guard *netguard.Guard) (*http.Client, *atomic.Int64) {
+	c := NewClient(guard)
+	var n atomic.Int64
+	guarded := c.Transport
+	c.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		n.Add(1)
+		return guarded.RoundTrip(r)
+	})
+	return c, &n
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

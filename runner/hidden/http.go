@@ -102,6 +102,9 @@ func truncatedNote() string {
 	return fmt.Sprintf("the body is longer than %d bytes; only its first %d bytes were checked", MaxBodyBytes, MaxBodyBytes)
 }
 
+// guardRefusal begins the reason of a connection the SSRF guard refused.
+const guardRefusal = "the SSRF guard refused the candidate's address: "
+
 // failureReason words an error met before an answer arrived: the test's
 // timeout passing, the SSRF guard refusing the address, or the candidate
 // being unreachable. ctx is the test's context, limit its timeout.
@@ -117,7 +120,7 @@ func failureReason(ctx context.Context, err error, limit time.Duration) string {
 		if strings.Contains(msg, "could not be resolved") || strings.Contains(msg, "resolves to no address") {
 			return "unreachable: " + msg
 		}
-		return "the SSRF guard refused the candidate's address: " + msg
+		return guardRefusal + msg
 	}
 	return "unreachable: " + connReason(err)
 }
