@@ -273,7 +273,7 @@ func TestCandidates_API(t *testing.T) {
 	res = member.api(http.MethodPost, "/api/v1/candidate-runs", json.RawMessage(twice))
 	var problems struct {
 		Error struct {
-			Field    string `json:"field"`
+			Field    string                            `json:"field"`
 			Problems []struct{ Field, Message string } `json:"problems"`
 		} `json:"error"`
 	}
