@@ -225,11 +225,15 @@ func (db *DB) hiddenAttemptAccess(ctx context.Context, q *gorm.DB, attemptID int
 }
 
 // attemptHiddenTally is an attempt's hidden-test tally for its page, nil
-// when the benchmark of the run's version (versionID) has no hidden tests.
-// The caller has checked that the run may be seen.
-func attemptHiddenTally(ctx context.Context, q *gorm.DB, versionID, attemptID int64) (*models.TimelineHiddenTests, error) {
-	b, err := benchmarkOfVersion(q, versionID)
+// when the benchmark of the run's version has no hidden tests, and while
+// the run is in a blind study of the caller's (as RunHiddenResults refuses
+// it then). The caller has checked that the run may be seen.
+func attemptHiddenTally(ctx context.Context, q *gorm.DB, run *models.Run, attemptID int64) (*models.TimelineHiddenTests, error) {
+	b, err := benchmarkOfVersion(q, run.VersionID)
 	if err != nil || b.Evaluator != models.EvaluatorHiddenTests {
+		return nil, err
+	}
+	if blind, err := blindRunIDs(ctx, q, []int64{run.ID}); err != nil || blind[run.ID] {
 		return nil, err
 	}
 	var rows []models.HiddenTestResult

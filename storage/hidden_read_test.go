@@ -250,6 +250,31 @@ func TestStore_AttemptHiddenTests(t *testing.T) {
 			tl, err := db.AttemptTimeline(f.admin, ids[0])
 			require.NoError(t, err)
 			require.Nil(t, tl.Hidden, "an attempt of a benchmark without hidden tests has no tally")
+
+			// While another attempt of the run is in an open blind study the
+			// member annotates, the run's results are kept from them (as
+			// RunHiddenResults refuses them), the tally on this page too.
+			g := db.Gorm()
+			now := time.Now().UTC()
+			study := models.Study{OwnerID: models.ActorFrom(f.admin).UserID, Name: "Blind look", Status: models.StudyOpen, Blind: true,
+				Sampling: models.SampleRandom, SampleSize: 1, ItemCount: 1, OverlapAnnotators: 2, Labels: models.JSONStrings{"success"},
+				CreatedAt: now, UpdatedAt: now, OpenedAt: &now}
+			require.NoError(t, g.Create(&study).Error)
+			item := models.StudyItem{StudyID: study.ID, AttemptID: f.seed.Attempts[hiddenfixture.ShopB], Position: 1}
+			require.NoError(t, g.Create(&item).Error)
+			require.NoError(t, g.Create(&models.StudyAssignment{StudyID: study.ID, StudyItemID: item.ID, UserID: models.ActorFrom(f.member).UserID,
+				Position: 1, Status: models.AssignmentPending, Labels: models.StudyLabels{}, CreatedAt: now, UpdatedAt: now}).Error)
+			defer func() {
+				require.NoError(t, g.Model(&models.Study{}).Where("id = ?", study.ID).Update("status", models.StudyClosed).Error)
+			}()
+			_, err = db.RunHiddenResults(f.member, f.seed.RunID)
+			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err), "%v", err)
+			tl, err = db.AttemptTimeline(f.member, shopA)
+			require.NoError(t, err)
+			require.Nil(t, tl.Hidden, "no tally for a blind annotator")
+			tl, err = db.AttemptTimeline(f.admin, shopA)
+			require.NoError(t, err)
+			require.NotNil(t, tl.Hidden, "the study's blindness is the annotator's only")
 		})
 
 		t.Run("List", func(t *testing.T) {

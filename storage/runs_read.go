@@ -499,7 +499,7 @@ func (db *DB) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Tim
 		return nil, err
 	}
 	tl.Task = tasks[0]
-	if tl.Hidden, err = attemptHiddenTally(ctx, q, run.VersionID, tl.Attempt.ID); err != nil {
+	if tl.Hidden, err = attemptHiddenTally(ctx, q, run, tl.Attempt.ID); err != nil {
 		return nil, err
 	}
 	return tl, nil
