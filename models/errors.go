@@ -76,10 +76,13 @@ func ErrorMessage(err error) string {
 }
 
 // ErrorProblems returns every *Error that err joins (errors.Join, in order,
-// depth first), or err's own *Error alone; nil when there is none. Input
-// checked whole is refused with one problem per field at fault.
+// depth first), or err's own *Error alone. Input checked whole is refused
+// with one problem per field at fault. It returns nil when err holds an
+// error that is not an *Error anywhere it joins: an internal failure must
+// not pass for a list of the caller's mistakes.
 func ErrorProblems(err error) []*Error {
 	var out []*Error
+	internal := false
 	var walk func(error)
 	walk = func(err error) {
 		switch e := err.(type) {
@@ -92,11 +95,18 @@ func ErrorProblems(err error) []*Error {
 		case interface{ Unwrap() error }:
 			if inner := e.Unwrap(); inner != nil {
 				walk(inner)
+			} else {
+				internal = true
 			}
+		default:
+			internal = true
 		}
 	}
 	if err != nil {
 		walk(err)
+	}
+	if internal {
+		return nil
 	}
 	return out
 }

@@ -29,7 +29,9 @@ func TestErrorProblems(t *testing.T) {
 		{"Wrapped", fmt.Errorf("saving: %w", a), []string{"a:first"}},
 		{"Joined", errors.Join(a, b), []string{"a:first", "b:second"}},
 		{"WrappedJoin", fmt.Errorf("submitting: %w", errors.Join(a, b)), []string{"a:first", "b:second"}},
-		{"NestedInOrder", errors.Join(errors.Join(a, errors.New("internal")), fmt.Errorf("x: %w", b), c), []string{"a:first", "b:second", ":third"}},
+		{"NestedInOrder", errors.Join(errors.Join(a, c), fmt.Errorf("x: %w", b)), []string{"a:first", ":third", "b:second"}},
+		{"InternalAmongThem", errors.Join(a, errors.New("disk full"), b), nil},
+		{"InternalWrappingOne", fmt.Errorf("saving: %w", errors.Join(a, fmt.Errorf("no %s", "reason"))), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, fields(ErrorProblems(tc.err)))
