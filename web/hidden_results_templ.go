@@ -755,9 +755,6 @@ func hiddenBreadcrumb(runID, attemptID int64, taskID string, last string, testsL
 	})
 }
 
-// HiddenTestsPage is an attempt's test browser: its tally, a filter by
-// result, group and level (a plain GET form; htmx swaps the list in place),
-// and the tests with their results and reasons.
 // hiddenSummaryRows are an attempt's pass rates, overall, per group and per
 // browser level, as rows of a description list.
 func hiddenSummaryRows(s models.HiddenSummary) templ.Component {
@@ -784,7 +781,7 @@ func hiddenSummaryRows(s models.HiddenSummary) templ.Component {
 		var templ_7745c5c3_Var37 string
 		templ_7745c5c3_Var37, templ_7745c5c3_Err = templ.JoinStringErrs(hiddenTallyText(s.Overall))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 265, Col: 70}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 262, Col: 70}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var37))
 		if templ_7745c5c3_Err != nil {
@@ -797,7 +794,7 @@ func hiddenSummaryRows(s models.HiddenSummary) templ.Component {
 		var templ_7745c5c3_Var38 string
 		templ_7745c5c3_Var38, templ_7745c5c3_Err = templ.JoinStringErrs(hiddenTallyText(s.Request))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 267, Col: 33}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 264, Col: 33}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var38))
 		if templ_7745c5c3_Err != nil {
@@ -810,7 +807,7 @@ func hiddenSummaryRows(s models.HiddenSummary) templ.Component {
 		var templ_7745c5c3_Var39 string
 		templ_7745c5c3_Var39, templ_7745c5c3_Err = templ.JoinStringErrs(hiddenTallyText(s.Browser))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 269, Col: 33}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 266, Col: 33}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var39))
 		if templ_7745c5c3_Err != nil {
@@ -823,7 +820,7 @@ func hiddenSummaryRows(s models.HiddenSummary) templ.Component {
 		var templ_7745c5c3_Var40 string
 		templ_7745c5c3_Var40, templ_7745c5c3_Err = templ.JoinStringErrs(hiddenTallyText(s.L1))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 269, Col: 65}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 266, Col: 65}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var40))
 		if templ_7745c5c3_Err != nil {
@@ -836,7 +833,7 @@ func hiddenSummaryRows(s models.HiddenSummary) templ.Component {
 		var templ_7745c5c3_Var41 string
 		templ_7745c5c3_Var41, templ_7745c5c3_Err = templ.JoinStringErrs(hiddenTallyText(s.L2))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 269, Col: 97}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 266, Col: 97}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var41))
 		if templ_7745c5c3_Err != nil {
@@ -849,7 +846,7 @@ func hiddenSummaryRows(s models.HiddenSummary) templ.Component {
 		var templ_7745c5c3_Var42 string
 		templ_7745c5c3_Var42, templ_7745c5c3_Err = templ.JoinStringErrs(hiddenTallyText(s.L3))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 269, Col: 129}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 266, Col: 129}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var42))
 		if templ_7745c5c3_Err != nil {
@@ -862,7 +859,7 @@ func hiddenSummaryRows(s models.HiddenSummary) templ.Component {
 		var templ_7745c5c3_Var43 string
 		templ_7745c5c3_Var43, templ_7745c5c3_Err = templ.JoinStringErrs(hiddenTallyText(s.System))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 271, Col: 32}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 268, Col: 32}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var43))
 		if templ_7745c5c3_Err != nil {
@@ -909,7 +906,7 @@ func timelineHiddenSection(tl models.Timeline) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if tl.Hidden.Summary.Overall.Total == 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 70, "<p data-testid=\"timeline-hidden-tests-none\">No test has run yet.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 70, "<p data-testid=\"timeline-hidden-tests-none\">No test results.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -921,7 +918,7 @@ func timelineHiddenSection(tl models.Timeline) templ.Component {
 			var templ_7745c5c3_Var45 string
 			templ_7745c5c3_Var45, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(HiddenTestsPath(tl.Run.ID, tl.Attempt.ID))).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 287, Col: 72}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 284, Col: 72}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var45)
 			if templ_7745c5c3_Err != nil {
@@ -934,7 +931,7 @@ func timelineHiddenSection(tl models.Timeline) templ.Component {
 			var templ_7745c5c3_Var46 string
 			templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(tl.Hidden.Summary.Overall.Total))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 287, Col: 166}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/hidden_results.templ`, Line: 284, Col: 166}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var46))
 			if templ_7745c5c3_Err != nil {
@@ -958,6 +955,9 @@ func timelineHiddenSection(tl models.Timeline) templ.Component {
 	})
 }
 
+// HiddenTestsPage is an attempt's test browser: its tally, a filter by
+// result, group and level (a plain GET form; htmx swaps the list in place),
+// and the tests with their results and reasons.
 func HiddenTestsPage(p Page, v HiddenTestsView) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context

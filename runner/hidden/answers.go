@@ -18,8 +18,9 @@ const (
 // fresh visitor) within limit: any HTTP answer counts, whatever its status,
 // for the tests judge statuses themselves. It asks up to answerTries times;
 // a try that gets no answer at all ends the wait when limit passes. When the
-// candidate does not answer, why words the last try's failure, naming no
-// address ("unreachable: connection refused", "no answer within 30s").
+// candidate does not answer, why words the last try's failure
+// ("unreachable: connection refused", "no answer within 30s"); it may name
+// the base URL's host, never a hook's.
 func Answers(ctx context.Context, client *http.Client, c Candidate, limit time.Duration) (ok bool, why string) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
