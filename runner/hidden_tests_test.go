@@ -764,8 +764,8 @@ func TestHiddenTests_Job(t *testing.T) {
 				t.Fatal("the candidate was never called")
 			}
 			require.NoError(t, db.CancelRun(h.member, runID))
-			// Hung until their timeouts and rerun, the suite's tests would
-			// outlast this wait many times over.
+			// Hung until their timeouts (10 s a request, more a journey) and
+			// rerun, the suite's twelve tests would outlast this wait.
 			h.waitJob(t, jobID, 30*time.Second)
 			a := h.attempt(t, attemptID)
 			require.Equal(t, models.ErrorClassCanceled, a.ErrorClass)
