@@ -145,8 +145,8 @@ type journey struct {
 	// escaped is the other origin's URL a redirect took a page to, "" while
 	// none has (guarded by mu).
 	escaped string
-	// compare is the comparison a checkpoint step left to do once its
-	// browser work is over (guarded by mu).
+	// compare is what a checkpoint step left to do once the candidate has
+	// shown its region: capturing and comparing it (guarded by mu).
 	compare func() error
 }
 
@@ -560,7 +560,7 @@ func (j *journey) do(ctx context.Context, st *hiddentest.Step, timeout time.Dura
 		return j.expect(ctx, st.Expect)
 	case hiddentest.ActionCheckpoint:
 		taken[st.Capture] = true
-		return j.checkpoint(st.Capture, timeout, rec)
+		return j.checkpoint(st.Capture, timeout)
 	case hiddentest.ActionRestart:
 		return j.restart(ctx)
 	case hiddentest.ActionNewContext:
@@ -823,9 +823,10 @@ func (j *journey) expand(raw string) string {
 	return strings.ReplaceAll(raw, VisitorToken, token)
 }
 
-// checkpoint screenshots the checkpoint's region and compares it with the
-// reference capture, or records it when the journey records captures.
-func (j *journey) checkpoint(capture string, timeout time.Duration, rec *StepRecord) error {
+// checkpoint waits for the checkpoint's region to be shown and leaves
+// capturing it, and comparing it with the reference capture or recording
+// it, to runStep once the step's timer is over (captureAndCompare).
+func (j *journey) checkpoint(capture string, timeout time.Duration) error {
 	var cp *hiddentest.Checkpoint
 	for k := range j.test.Checkpoints {
 		if j.test.Checkpoints[k].Capture == capture {
@@ -849,10 +850,32 @@ func (j *journey) checkpoint(capture string, timeout time.Duration, rec *StepRec
 		}
 		reference = ref
 	}
-	p := j.current.page
-	region := locate(p, &cp.Region)
+	region := locate(j.current.page, &cp.Region)
+	// The candidate must show the region within the step's time. Capturing
+	// and comparing it is Proctor's work: it runs after the step's timer
+	// (runStep), with a time of its own, so that a busy worker's slow
+	// screenshots and comparisons are not charged to the candidate.
+	if err := region.WaitFor(playwright.LocatorWaitForOptions{State: playwright.WaitForSelectorStateVisible, Timeout: millis(timeout)}); err != nil {
+		err = actionError("screenshot", &cp.Region, err)
+		cr.Reason = err.Error()
+		j.addCheckpoint(cr)
+		return err
+	}
+	j.mu.Lock()
+	j.compare = func() error { return j.captureAndCompare(cp, region, reference, cr) }
+	j.mu.Unlock()
+	return nil
+}
+
+// captureTimeout bounds each browser call of a checkpoint's capture: the
+// region's screenshot and its masks' boxes.
+const captureTimeout = 30 * time.Second
+
+// captureAndCompare screenshots a checkpoint's region (shown, as checkpoint
+// saw) and records it, or compares it with the reference beside the masks.
+func (j *journey) captureAndCompare(cp *hiddentest.Checkpoint, region playwright.Locator, reference image.Image, cr CheckpointRecord) error {
 	shot, err := region.Screenshot(playwright.LocatorScreenshotOptions{
-		Type: playwright.ScreenshotTypePng, Timeout: millis(timeout), Animations: playwright.ScreenshotAnimationsDisabled,
+		Type: playwright.ScreenshotTypePng, Timeout: millis(captureTimeout), Animations: playwright.ScreenshotAnimationsDisabled,
 	})
 	if err != nil {
 		err = actionError("screenshot", &cp.Region, err)
@@ -860,47 +883,37 @@ func (j *journey) checkpoint(capture string, timeout time.Duration, rec *StepRec
 		j.addCheckpoint(cr)
 		return err
 	}
-	rec.Screenshot = j.screenshot()
 	img, err := png.Decode(bytes.NewReader(shot))
 	if err != nil {
 		return journeyError("decode the region's screenshot: %v", err)
 	}
 	if j.opts.Record != nil {
-		j.opts.Record(capture, img)
+		j.opts.Record(cp.Capture, img)
 		return nil
 	}
-	masks, err := j.masks(region, cp, reference.Bounds(), timeout)
+	masks, err := j.masks(region, cp, reference.Bounds(), captureTimeout)
 	if err != nil {
 		return journeyError("%v", err)
 	}
 	cr.Candidate = shot
-	// The comparison is CPU work of Proctor's, not the candidate's: it runs
-	// after the step's timer (runStep), so a busy worker does not turn a
-	// slow comparison into the candidate's timeout.
-	threshold := cp.EffectiveThreshold()
-	j.mu.Lock()
-	j.compare = func() error {
-		cr.Reference = pngBytes(reference)
-		res, err := visual.Compare(img, reference, visual.Options{Threshold: threshold, Masks: masks})
-		if err != nil {
-			cr.Reason = "the images could not be compared: " + err.Error()
-			j.addCheckpoint(cr)
-			return journeyError("%s", cr.Reason)
-		}
-		cr.Score, cr.SSIM, cr.Passed = res.Score, res.SSIM, res.Passed
-		if res.Map != nil {
-			cr.Map = pngBytes(res.Map.Heat())
-		}
-		if !res.Passed {
-			cr.Reason = fmt.Sprintf("the region scored %.3f against the reference, below %.2f", res.Score, cr.Threshold)
-		}
+	cr.Reference = pngBytes(reference)
+	res, err := visual.Compare(img, reference, visual.Options{Threshold: cr.Threshold, Masks: masks})
+	if err != nil {
+		cr.Reason = "the images could not be compared: " + err.Error()
 		j.addCheckpoint(cr)
-		if !res.Passed {
-			return journeyFail("%s", cr.Reason)
-		}
-		return nil
+		return journeyError("%s", cr.Reason)
 	}
-	j.mu.Unlock()
+	cr.Score, cr.SSIM, cr.Passed = res.Score, res.SSIM, res.Passed
+	if res.Map != nil {
+		cr.Map = pngBytes(res.Map.Heat())
+	}
+	if !res.Passed {
+		cr.Reason = fmt.Sprintf("the region scored %.3f against the reference, below %.2f", res.Score, cr.Threshold)
+	}
+	j.addCheckpoint(cr)
+	if !res.Passed {
+		return journeyFail("%s", cr.Reason)
+	}
 	return nil
 }
 
