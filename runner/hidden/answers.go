@@ -3,7 +3,6 @@ package hidden
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -34,7 +33,7 @@ func Answers(ctx context.Context, client *http.Client, c Candidate, limit time.D
 			return true, "" // a body cut short still is an answer
 		}
 		why = failureReason(ctx, err, limit)
-		if try == answerTries || strings.HasPrefix(why, guardRefusal) {
+		if _, refused := guardRefusal(err); try == answerTries || refused {
 			return false, why // the guard's answer would not change
 		}
 		select {

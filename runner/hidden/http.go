@@ -102,27 +102,34 @@ func truncatedNote() string {
 	return fmt.Sprintf("the body is longer than %d bytes; only its first %d bytes were checked", MaxBodyBytes, MaxBodyBytes)
 }
 
-// guardRefusal begins the reason of a connection the SSRF guard refused.
-const guardRefusal = "the SSRF guard refused the candidate's address: "
-
 // failureReason words an error met before an answer arrived: the test's
 // timeout passing, the SSRF guard refusing the address, or the candidate
 // being unreachable. ctx is the test's context, limit its timeout.
 func failureReason(ctx context.Context, err error, limit time.Duration) string {
-	var refused *models.Error
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err):
 		return fmt.Sprintf("no answer within %s", limit.Round(time.Millisecond))
 	case ctx.Err() != nil:
 		return "the test was canceled"
-	case errors.As(err, &refused):
-		msg := models.ErrorMessage(refused)
-		if strings.Contains(msg, "could not be resolved") || strings.Contains(msg, "resolves to no address") {
-			return "unreachable: " + msg
-		}
-		return guardRefusal + msg
+	}
+	if msg, refused := guardRefusal(err); refused {
+		return "the SSRF guard refused the candidate's address: " + msg
+	} else if msg != "" {
+		return "unreachable: " + msg
 	}
 	return "unreachable: " + connReason(err)
+}
+
+// guardRefusal returns the SSRF guard's message when err is the guard's,
+// and whether it refused the address: a name that does not resolve is not a
+// refusal (it may resolve later).
+func guardRefusal(err error) (msg string, refused bool) {
+	var e *models.Error
+	if !errors.As(err, &e) {
+		return "", false
+	}
+	msg = models.ErrorMessage(e)
+	return msg, !strings.Contains(msg, "could not be resolved") && !strings.Contains(msg, "resolves to no address")
 }
 
 func isTimeout(err error) bool {
