@@ -3,6 +3,7 @@ package runner_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -134,8 +135,11 @@ func TestRunner_SandboxReplay(t *testing.T) {
 		require.Len(t, attempts, got.TasksTotal)
 		for _, a := range attempts {
 			t.Logf("task %s: %d steps in %d ms", a.Task.ExternalID, a.Steps, a.DurationMS)
-			require.Equal(t, models.OutcomeSuccess, a.Outcome, "task %s: %s %s", a.Task.ExternalID, a.ErrorClass, a.ErrorMessage)
 			require.NotEmpty(t, a.HARKey, "task %s", a.Task.ExternalID)
+			if a.Outcome != models.OutcomeSuccess {
+				logWhyNot(t, b, a)
+			}
+			require.Equal(t, models.OutcomeSuccess, a.Outcome, "task %s: %s %s", a.Task.ExternalID, a.ErrorClass, a.ErrorMessage)
 			var steps []models.Step
 			require.NoError(t, db.Gorm().Where("attempt_id = ?", a.ID).Order("step_index").Find(&steps).Error)
 			require.Len(t, steps, a.Steps, "task %s", a.Task.ExternalID)
@@ -154,4 +158,37 @@ func TestRunner_SandboxReplay(t *testing.T) {
 			Where("a.run_id = ?", run.ID).Distinct().Pluck("evaluations.kind", &kinds).Error)
 		require.Equal(t, []string{models.EvaluationCheck}, kinds, "no judge, so nothing is judged")
 	})
+}
+
+// logWhyNot logs why an attempt did not succeed: its evaluations' details
+// and every request its HAR holds, with the status recorded for it (-1 for
+// a request still in flight when the browser context closed).
+func logWhyNot(t *testing.T, b *runBundle, a models.Attempt) {
+	t.Helper()
+	var evals []models.Evaluation
+	require.NoError(t, b.db.Gorm().Where("attempt_id = ?", a.ID).Find(&evals).Error)
+	for _, e := range evals {
+		t.Logf("task %s: %s %s: %s", a.Task.ExternalID, e.Evaluator, e.Verdict, e.Details)
+	}
+	rc, _, err := b.artifacts.Get(context.Background(), a.HARKey)
+	require.NoError(t, err)
+	defer rc.Close()
+	var har struct {
+		Log struct {
+			Entries []struct {
+				Pageref string `json:"pageref"`
+				Request struct {
+					Method string `json:"method"`
+					URL    string `json:"url"`
+				} `json:"request"`
+				Response struct {
+					Status int `json:"status"`
+				} `json:"response"`
+			} `json:"entries"`
+		} `json:"log"`
+	}
+	require.NoError(t, json.NewDecoder(rc).Decode(&har))
+	for _, e := range har.Log.Entries {
+		t.Logf("task %s: HAR %s %s %s: %d", a.Task.ExternalID, e.Pageref, e.Request.Method, e.Request.URL, e.Response.Status)
+	}
 }

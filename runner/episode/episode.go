@@ -561,6 +561,20 @@ func (r *runner) timeout(d time.Duration) *float64 {
 	return playwright.Float(float64(max(d, time.Millisecond).Milliseconds()))
 }
 
+// settle waits, briefly, for the active tab to finish loading before the
+// episode ends: an agent may answer right after the action that opened its
+// final page, and the network check reads that page's response from the HAR,
+// which a context closed mid-load could leave without it.
+func (r *runner) settle() {
+	if r.page == nil || r.page.IsClosed() {
+		return
+	}
+	_ = r.page.WaitForLoadState(playwright.PageWaitForLoadStateOptions{
+		State:   playwright.LoadStateLoad,
+		Timeout: r.timeout(loadWaitTimeout),
+	})
+}
+
 // closeContext closes the browser context once; Playwright writes the HAR
 // then. Later callers wait for the first close to finish.
 func (r *runner) closeContext() {
@@ -584,6 +598,7 @@ func (r *runner) closeContext() {
 func (r *runner) finish(ctx context.Context, loopErr error) error {
 	clean := loopErr == nil && ctx.Err() == nil
 	if clean {
+		r.settle()
 		if _, err := r.downloads.collect(ctx, r.ep.Artifacts, r.ep.Prefix, downloadWait); err != nil {
 			return err
 		}

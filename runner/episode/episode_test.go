@@ -156,6 +156,38 @@ func TestRun_StableElementIDs(t *testing.T) {
 	}
 }
 
+// An agent that answers right after the click that opened its final page
+// still leaves that page loaded in the HAR, down to its late image: the
+// episode lets the active tab finish loading before it closes the context.
+func TestRun_FinalPageLoadsBeforeTheEpisodeEnds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	agent := actions(
+		fixed(models.Action{Type: models.ActClick, Target: &models.Target{Selector: "#final-link"}}),
+		fixed(answer("done")),
+	)
+	res := b.run(t, b.episode(agent, "/to-final"))
+	require.Empty(t, res.ErrorClass, res.ErrorMessage)
+	var har struct {
+		Log struct {
+			Entries []struct {
+				Request struct {
+					URL string `json:"url"`
+				} `json:"request"`
+				Response struct {
+					Status int `json:"status"`
+				} `json:"response"`
+			} `json:"entries"`
+		} `json:"log"`
+	}
+	require.NoError(t, json.Unmarshal(readArtifact(t, b, res.HARKey), &har))
+	statuses := map[string]int{}
+	for _, e := range har.Log.Entries {
+		statuses[strings.TrimPrefix(e.Request.URL, b.site.URL)] = e.Response.Status
+	}
+	require.Equal(t, map[string]int{"/to-final": 200, "/final": 200, "/late.png": 200}, statuses)
+}
+
 func TestRun_CoordinateAndSelectorClicks(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

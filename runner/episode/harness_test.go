@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"image"
+	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -154,6 +156,17 @@ const ws = new WebSocket(location.origin.replace('http', 'ws') + '/ws');
 ws.onopen = () => ws.send('ping');
 ws.onmessage = (e) => { document.getElementById('out').textContent = 'echo: ' + e.data; };
 </script>`)
+	serve("GET /to-final", "Start", `<a id="final-link" href="/final">Final page</a>`)
+	serve("GET /final", "Final", `<h1>Final</h1><img src="/late.png" alt="late picture">`)
+	mux.HandleFunc("GET /late.png", func(w http.ResponseWriter, r *http.Request) {
+		select { // well inside loadWaitTimeout, well past an answer's round trip
+		case <-r.Context().Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+		w.Header().Set("Content-Type", "image/png")
+		_ = png.Encode(w, image.NewGray(image.Rect(0, 0, 1, 1)))
+	})
 	mux.HandleFunc("GET /slow", func(w http.ResponseWriter, r *http.Request) {
 		if f := b.slow.Load(); f != nil {
 			(*f)()
