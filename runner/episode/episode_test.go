@@ -106,25 +106,8 @@ func TestRun_HappyPath(t *testing.T) {
 
 	// The HAR holds the form's POST with its body.
 	require.Equal(t, testPrefix+"/network.har", res.HARKey)
-	var har struct {
-		Log struct {
-			Entries []struct {
-				Request struct {
-					Method   string `json:"method"`
-					URL      string `json:"url"`
-					PostData struct {
-						Text string `json:"text"`
-					} `json:"postData"`
-				} `json:"request"`
-				Response struct {
-					Status int `json:"status"`
-				} `json:"response"`
-			} `json:"entries"`
-		} `json:"log"`
-	}
-	require.NoError(t, json.Unmarshal(readArtifact(t, b, res.HARKey), &har))
 	found := false
-	for _, e := range har.Log.Entries {
+	for _, e := range readHAR(t, b, res.HARKey) {
 		if e.Request.Method == "POST" && strings.HasSuffix(e.Request.URL, "/submit") {
 			found = true
 			require.Contains(t, e.Request.PostData.Text, "q=lamp")
@@ -168,21 +151,8 @@ func TestRun_FinalPageLoadsBeforeTheEpisodeEnds(t *testing.T) {
 	)
 	res := b.run(t, b.episode(agent, "/to-final"))
 	require.Empty(t, res.ErrorClass, res.ErrorMessage)
-	var har struct {
-		Log struct {
-			Entries []struct {
-				Request struct {
-					URL string `json:"url"`
-				} `json:"request"`
-				Response struct {
-					Status int `json:"status"`
-				} `json:"response"`
-			} `json:"entries"`
-		} `json:"log"`
-	}
-	require.NoError(t, json.Unmarshal(readArtifact(t, b, res.HARKey), &har))
 	statuses := map[string]int{}
-	for _, e := range har.Log.Entries {
+	for _, e := range readHAR(t, b, res.HARKey) {
 		statuses[strings.TrimPrefix(e.Request.URL, b.site.URL)] = e.Response.Status
 	}
 	require.Equal(t, map[string]int{"/to-final": 200, "/final": 200, "/late.png": 200}, statuses)
@@ -539,6 +509,32 @@ func readArtifact(t *testing.T, b *bundle, key string) []byte {
 	data, err := io.ReadAll(rc)
 	require.NoError(t, err)
 	return data
+}
+
+// harEntry is what the tests read of a stored HAR's entry.
+type harEntry struct {
+	Request struct {
+		Method   string `json:"method"`
+		URL      string `json:"url"`
+		PostData struct {
+			Text string `json:"text"`
+		} `json:"postData"`
+	} `json:"request"`
+	Response struct {
+		Status int `json:"status"` // -1 for a request still in flight when the context closed
+	} `json:"response"`
+}
+
+// readHAR reads the entries of the HAR stored at key.
+func readHAR(t *testing.T, b *bundle, key string) []harEntry {
+	t.Helper()
+	var har struct {
+		Log struct {
+			Entries []harEntry `json:"entries"`
+		} `json:"log"`
+	}
+	require.NoError(t, json.Unmarshal(readArtifact(t, b, key), &har))
+	return har.Log.Entries
 }
 
 // roundUsage rounds the summed cost, which float addition leaves inexact.
