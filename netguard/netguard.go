@@ -27,6 +27,22 @@ const allowHint = "ask an admin to allow-list it with PROCTOR_AGENT_ALLOW_HOSTS"
 // lookupTimeout bounds one DNS resolution made by a check.
 const lookupTimeout = 5 * time.Second
 
+// errUnresolved is the cause of a refusal because the host name does not
+// resolve (Unresolved): unlike the other refusals, it may pass later.
+var errUnresolved = errors.New("the host name does not resolve")
+
+// Unresolved reports whether err is the guard's refusal of a host name that
+// does not resolve (to any address), rather than of an address it resolves
+// to. Callers word it as unreachable, not as refused.
+func Unresolved(err error) bool { return errors.Is(err, errUnresolved) }
+
+// unresolved builds the refusal of a host name that does not resolve.
+func unresolved(format string, args ...any) *models.Error {
+	e := models.FieldError(Field, format, args...)
+	e.Err = errUnresolved
+	return e
+}
+
 // Guard checks URLs and dials connections, refusing non-public addresses.
 type Guard struct {
 	allow  map[string]bool
@@ -183,10 +199,10 @@ func (g *Guard) resolve(ctx context.Context, rawHost string) ([]netip.Addr, erro
 	defer cancel()
 	ips, err := g.LookupIP(ctx, host)
 	if err != nil {
-		return nil, models.FieldError(Field, "host %q could not be resolved: %s", rawHost, lookupReason(err))
+		return nil, unresolved("host %q could not be resolved: %s", rawHost, lookupReason(err))
 	}
 	if len(ips) == 0 {
-		return nil, models.FieldError(Field, "host %q resolves to no address", rawHost)
+		return nil, unresolved("host %q resolves to no address", rawHost)
 	}
 	out := make([]netip.Addr, 0, len(ips))
 	for _, ip := range ips {

@@ -136,6 +136,9 @@ func TestGuard_CheckURL(t *testing.T) {
 			require.Equal(t, models.EINVALID, models.ErrorCode(err))
 			require.Equal(t, "endpoint_url", models.ErrorField(err))
 			require.Contains(t, models.ErrorMessage(err), tt.want)
+			// Only a name that does not resolve is unresolved; every other
+			// refusal is of the address or the URL.
+			require.Equal(t, strings.Contains(tt.want, "could not be resolved"), netguard.Unresolved(err))
 		})
 	}
 }

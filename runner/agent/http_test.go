@@ -337,7 +337,13 @@ func TestHTTPAgent_Retries(t *testing.T) {
 
 	t.Run("GuardLookupFailure", func(t *testing.T) {
 		t.Parallel()
-		d := &flakyDialer{failures: 100, fail: models.FieldError("endpoint_url", `host "agent.invalid" could not be resolved: no such host`)}
+		guard := netguard.New(nil, nil)
+		guard.LookupIP = func(context.Context, string) ([]net.IP, error) {
+			return nil, &net.DNSError{Err: "no such host", Name: "agent.invalid", IsNotFound: true}
+		}
+		refusal := guard.CheckURL(t.Context(), "http://agent.invalid/")
+		require.True(t, netguard.Unresolved(refusal), "%v", refusal)
+		d := &flakyDialer{failures: 100, fail: refusal}
 		_, err := run(t, d)
 		ae := requireKind(t, err, agent.KindConnection)
 		require.Equal(t, "could not reach the agent endpoint: its host name does not resolve", ae.Message)

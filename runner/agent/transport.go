@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"proctor/models"
+	"proctor/netguard"
 )
 
 // statusBodyPrefix is how much of a non-2xx body an error quotes.
@@ -120,7 +121,7 @@ func (p *poster) failure(ctx context.Context, err error, tries int, limit time.D
 	var refused *models.Error
 	if errors.As(err, &refused) {
 		// netguard's messages name the host, which is not shown to everyone.
-		if strings.Contains(refused.Message, "could not be resolved") || strings.Contains(refused.Message, "resolves to no address") {
+		if netguard.Unresolved(err) {
 			return agentErr(KindConnection, err, "could not reach the %s: its host name does not resolve", p.what)
 		}
 		return agentErr(KindConnection, err, "the %s's address is not public and the SSRF guard refused it; ask an admin to allow-list it with PROCTOR_AGENT_ALLOW_HOSTS", p.what)

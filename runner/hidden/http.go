@@ -122,14 +122,13 @@ func failureReason(ctx context.Context, err error, limit time.Duration) string {
 
 // guardRefusal returns the SSRF guard's message when err is the guard's,
 // and whether it refused the address: a name that does not resolve is not a
-// refusal (it may resolve later).
+// refusal (netguard.Unresolved; it may resolve later).
 func guardRefusal(err error) (msg string, refused bool) {
 	var e *models.Error
 	if !errors.As(err, &e) {
 		return "", false
 	}
-	msg = models.ErrorMessage(e)
-	return msg, !strings.Contains(msg, "could not be resolved") && !strings.Contains(msg, "resolves to no address")
+	return models.ErrorMessage(e), !netguard.Unresolved(err)
 }
 
 func isTimeout(err error) bool {
