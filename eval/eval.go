@@ -81,7 +81,7 @@ type PageState struct {
 // Result is one evaluator's verdict on one attempt.
 type Result struct {
 	Evaluator string          // e.g. "webarena-verified", "llm-judge:gpt-4o:trajectory-v1"
-	Version   string          // e.g. "webarena-verified@1"
+	Version   string          // e.g. "webarena-verified@2"
 	Verdict   string          // models.OutcomeSuccess, OutcomeFailure or OutcomeError
 	Score     float64         // 1 for a success, 0 otherwise; the weighted score for rubrics
 	Details   json.RawMessage // evaluator-specific JSON (Details for WebArena-Verified)

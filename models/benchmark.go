@@ -21,10 +21,14 @@ func ImportFormats() []string {
 // Evaluator kinds a benchmark's tasks are graded by.
 const (
 	EvaluatorWebArenaVerified = "webarena-verified"
-	EvaluatorWebArena         = "webarena"
-	EvaluatorRubric           = "rubric"
-	EvaluatorLLMJudge         = "llm-judge"
-	EvaluatorNone             = "none"
+	// EvaluatorWebArenaVerifiedLenient reads WebArena-Verified answers more
+	// leniently than the official evaluator; an administrator's choice, never
+	// a default, and its boards say so.
+	EvaluatorWebArenaVerifiedLenient = "webarena-verified-lenient"
+	EvaluatorWebArena                = "webarena"
+	EvaluatorRubric                  = "rubric"
+	EvaluatorLLMJudge                = "llm-judge"
+	EvaluatorNone                    = "none"
 )
 
 // Task types. WebArena-Verified uses retrieve / mutate / navigate; WebDS-style

@@ -43,7 +43,7 @@ type Run struct {
 	StartedAt           *time.Time
 	FinishedAt          *time.Time
 	RescoredAt          *time.Time
-	RescoredWith        string // the evaluators of the last re-scoring, e.g. "webarena-verified@1"
+	RescoredWith        string // the evaluators of the last re-scoring, e.g. "webarena-verified@2"
 	// EvaluationsVersion counts the evaluations recorded for the run;
 	// MetricsVersion is the count its precomputed metrics reflect.
 	EvaluationsVersion int64

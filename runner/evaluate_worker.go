@@ -112,6 +112,8 @@ func plan(spec *models.EpisodeSpec, judges Judges) []planned {
 	switch spec.Evaluator {
 	case models.EvaluatorWebArenaVerified:
 		out = append(out, planned{verified.New(), models.EvaluationCheck, true})
+	case models.EvaluatorWebArenaVerifiedLenient:
+		out = append(out, planned{verified.NewLenient(), models.EvaluationCheck, true})
 	case models.EvaluatorWebArena:
 		var fuzzy eval.FuzzyMatcher
 		if judges != nil {

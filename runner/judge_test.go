@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"proctor/eval/verified"
 	"regexp"
 	"slices"
 	"strings"
@@ -115,7 +116,7 @@ func TestRunner_SandboxJudged(t *testing.T) {
 			switch ev.Kind {
 			case models.EvaluationCheck:
 				require.True(t, ev.IsPrimary)
-				require.Equal(t, "webarena-verified@1", ev.EvaluatorVersion)
+				require.Equal(t, verified.Version, ev.EvaluatorVersion)
 			case models.EvaluationJudge:
 				require.False(t, ev.IsPrimary)
 				require.Equal(t, 4, *ev.JudgeScore)
@@ -157,7 +158,7 @@ func TestRunner_SandboxJudged(t *testing.T) {
 		var rescored models.Run
 		require.NoError(t, db.Gorm().First(&rescored, run.ID).Error)
 		require.NotNil(t, rescored.RescoredAt)
-		require.Contains(t, rescored.RescoredWith, "webarena-verified@1")
+		require.Contains(t, rescored.RescoredWith, verified.Version)
 		require.Equal(t, got.TasksTotal, rescored.Successes)
 		var current int64
 		require.NoError(t, db.Gorm().Model(&models.Evaluation{}).Joins("JOIN attempts a ON a.id = evaluations.attempt_id").

@@ -154,7 +154,7 @@ func (db *DB) insertEvaluations(tx *gorm.DB, a *models.Attempt, b EvaluationBatc
 }
 
 // evaluatorNames lists evaluators with their versions, for the rescored note:
-// "webarena-verified@1", "llm-judge:gpt-4o:trajectory-v1".
+// "webarena-verified@2", "llm-judge:gpt-4o:trajectory-v1".
 func evaluatorNames(evs []*models.Evaluation) string {
 	names := make([]string, 0, len(evs))
 	for _, ev := range evs {

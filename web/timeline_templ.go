@@ -129,7 +129,7 @@ func tokensText(in, out int64) string {
 	return strconv.FormatInt(in, 10) + " in / " + strconv.FormatInt(out, 10) + " out"
 }
 
-// verdictText names an evaluator with its version, once: "webarena-verified@1",
+// verdictText names an evaluator with its version, once: "webarena-verified@2",
 // "llm-judge:gpt-4o:trajectory-v1 (trajectory-v1)" is shortened likewise.
 func verdictText(ev *models.Evaluation) string {
 	switch {

@@ -2,14 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,17 +14,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"proctor/eval"
 	"proctor/eval/verified"
 	"proctor/models"
-)
-
-// File names inside a task's output folder, as WebArena-Verified writes them.
-const (
-	agentResponseFile = "agent_response.json"
-	networkFile       = "network.har"
-	evalResultFile    = "eval_result.json"
-	runConfigFile     = "run_config.json"
 )
 
 // siteFlags collects repeated --site NAME=URL flags.
@@ -111,7 +99,7 @@ func (p *Program) evalCommand(ctx context.Context, args []string) error {
 	}
 	configured := verified.Sites(sites)
 	if *configFile != "" {
-		cf, err := readSitesConfig(*configFile)
+		cf, err := verified.ReadSitesConfigFile(*configFile)
 		if err != nil {
 			return usagef("--config: %v", err)
 		}
@@ -226,7 +214,7 @@ func (p *Program) selectTasks(list, outputs string, byID map[int]verified.Datase
 // the folder exists). A missing or unreadable agent response is an error
 // result, not a failure of the command.
 func evaluateOutput(ctx context.Context, task verified.DatasetTask, dir string, configured verified.Sites) (verified.TaskResult, error) {
-	res, err := gradeOutput(ctx, task, dir, configured)
+	res, err := verified.GradeFolder(ctx, verified.New(), task, dir, configured)
 	if err != nil {
 		return res, err
 	}
@@ -235,63 +223,11 @@ func evaluateOutput(ctx context.Context, task verified.DatasetTask, dir string, 
 		if err != nil {
 			return res, fmt.Errorf("encode result of task %d: %w", task.TaskID, err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, evalResultFile), append(b, '\n'), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, verified.EvalResultFile), append(b, '\n'), 0o644); err != nil {
 			return res, fmt.Errorf("write result of task %d: %w", task.TaskID, err)
 		}
 	}
 	return res, nil
-}
-
-func gradeOutput(ctx context.Context, task verified.DatasetTask, dir string, configured verified.Sites) (verified.TaskResult, error) {
-	answer, err := os.ReadFile(filepath.Join(dir, agentResponseFile))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return verified.ErrorTaskResult(task, fmt.Sprintf("no %s in %s", agentResponseFile, dir)), nil
-	case err != nil:
-		return verified.ErrorTaskResult(task, fmt.Sprintf("read %s: %v", agentResponseFile, err)), nil
-	}
-	harPath := filepath.Join(dir, networkFile)
-	haveHAR := true
-	if _, err := os.Stat(harPath); err != nil {
-		haveHAR = false
-	}
-	sites := configured
-	if len(sites) == 0 {
-		if rc, err := readSitesConfig(filepath.Join(dir, runConfigFile)); err == nil {
-			sites = rc
-		} else if haveHAR {
-			if f, err := os.Open(harPath); err == nil {
-				sites, _ = verified.InferSites(f, task.Sites)
-				f.Close()
-			}
-		}
-	}
-	in := eval.Input{Task: task.Task(), Final: &models.Action{Type: models.ActAnswer, Text: string(answer)}}
-	if haveHAR {
-		f, err := os.Open(harPath)
-		if err != nil {
-			return verified.ErrorTaskResult(task, fmt.Sprintf("open %s: %v", networkFile, err)), nil
-		}
-		defer f.Close()
-		in.HAR = f
-	}
-	r, err := verified.New().WithSites(sites).Evaluate(ctx, in)
-	if err != nil {
-		return verified.TaskResult{}, err
-	}
-	d, err := eval.ParseDetails(r.Details)
-	if err != nil {
-		return verified.TaskResult{}, fmt.Errorf("task %d: %w", task.TaskID, err)
-	}
-	return verified.NewTaskResult(task, d), nil
-}
-
-func readSitesConfig(path string) (verified.Sites, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return verified.ReadSitesConfig(bytes.NewReader(b))
 }
 
 // printEvalSummary prints tasks, successes, failures, errors and the success

@@ -16,11 +16,11 @@ const DefaultMaxHARBytes = 512 << 20
 // harEvent is the part of one HAR entry the network checks read. Response
 // bodies and cookies are kept only when a spec compares them.
 type harEvent struct {
-	method       string
+	method       string // as recorded: the official evaluator compares it case-sensitively
 	url          string
 	status       int
 	headers      []harNameValue // request headers as recorded
-	postMime     string
+	postMime     string         // as recorded: a multipart boundary is case-sensitive
 	postText     string
 	postParams   []harNameValue
 	respMime     string
@@ -220,7 +220,7 @@ func decodeEntry(dec *json.Decoder, o harReadOptions, i int) (harEvent, error) {
 	if lean.Request.URL == "" || lean.Response == nil {
 		return ev, fmt.Errorf("not a HAR: entry %d has no request URL or no response", i)
 	}
-	ev.method = strings.ToUpper(lean.Request.Method)
+	ev.method = lean.Request.Method
 	ev.url = lean.Request.URL
 	ev.status = lean.Response.Status
 	ev.respMime = strings.ToLower(lean.Response.Content.MimeType)
@@ -229,7 +229,7 @@ func decodeEntry(dec *json.Decoder, o harReadOptions, i int) (harEvent, error) {
 	ev.pageref = lean.Pageref
 	ev.isStatic = ev.staticAsset()
 	if p := lean.Request.PostData; p != nil {
-		ev.postMime, ev.postText, ev.postParams = strings.ToLower(p.MimeType), p.Text, p.Params
+		ev.postMime, ev.postText, ev.postParams = p.MimeType, p.Text, p.Params
 	}
 	return ev, nil
 }
@@ -375,7 +375,10 @@ func (e *harEvent) responseData() map[string]any {
 	return contentData(e.respMime, text, nil)
 }
 
-func contentData(mime, text string, params []harNameValue) map[string]any {
+// contentData decodes a body by its MIME type (compared in lower case; the
+// multipart boundary is read as written).
+func contentData(rawMime, text string, params []harNameValue) map[string]any {
+	mime := strings.ToLower(rawMime)
 	if text == "" {
 		if len(params) == 0 || !strings.Contains(mime, "application/x-www-form-urlencoded") {
 			return nil
@@ -402,10 +405,11 @@ func contentData(mime, text string, params []harNameValue) map[string]any {
 			return obj
 		}
 	case strings.Contains(mime, "multipart/form-data"):
-		_, params, ok := strings.Cut(mime, "boundary=")
-		if !ok {
+		i := strings.Index(mime, "boundary=")
+		if i < 0 {
 			return nil
 		}
+		params := rawMime[i+len("boundary="):]
 		boundary := strings.Trim(strings.FieldsFunc(params, func(r rune) bool { return r == ';' || r == ' ' })[0], `"`)
 		return multipartFields(text, boundary)
 	}

@@ -2,7 +2,6 @@ package verified
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"proctor/models"
@@ -22,7 +21,10 @@ func (r *run) checkNetwork(s *networkSpec, events []harEvent) result {
 	if err != nil {
 		return errorResult(err.Error())
 	}
-	postSchema := effectivePostSchema(s)
+	postSchema := s.postSchema
+	if r.ev.lenient || postSchema == nil {
+		postSchema = effectivePostSchema(s, r.ev.lenient)
+	}
 	expOpts := opts
 	expOpts.query = s.queryParams
 	exp := r.normalizer(true, expOpts)
@@ -36,7 +38,7 @@ func (r *run) checkNetwork(s *networkSpec, events []harEvent) result {
 	var candidates []*harEvent
 	navigate := r.taskType == models.TaskNavigate && s.httpMethod == "GET"
 	if navigate {
-		candidates = lastPages(events)
+		candidates = lastPage(events)
 	} else {
 		var expReferer *tval
 		if h, ok := expected["headers"].(map[string]any); ok {
@@ -60,7 +62,7 @@ func (r *run) checkNetwork(s *networkSpec, events []harEvent) result {
 			candidates = append(candidates, e)
 		}
 	}
-	if s.lastEventOnly && len(candidates) > 1 && !navigate {
+	if s.lastEventOnly && len(candidates) > 1 {
 		candidates = candidates[len(candidates)-1:]
 	}
 
@@ -105,9 +107,6 @@ func (r *run) checkNetwork(s *networkSpec, events []harEvent) result {
 	what := "the last candidate"
 	if navigate {
 		what = "the last page loaded (" + candidates[len(candidates)-1].url + ")"
-		if len(candidates) > 1 {
-			what = fmt.Sprintf("the last page of each of %d tabs, the last one (%s)", len(candidates), candidates[len(candidates)-1].url)
-		}
 	}
 	for _, a := range last {
 		for _, m := range a.msgs {
@@ -118,27 +117,17 @@ func (r *run) checkNetwork(s *networkSpec, events []harEvent) result {
 	return res
 }
 
-// lastPages returns the last page loaded in each browser tab (HAR page), in
-// the order they were loaded. WebArena-Verified compares the last page of the
-// whole episode; with one tab that is the same, and tasks that ask to open
-// several pages in separate tabs ("open each in a separate tab") can pass.
-func lastPages(events []harEvent) []*harEvent {
-	last := map[string]int{}
-	for i := range events {
+// lastPage returns the last page the browser loaded in the whole episode,
+// whichever tab loaded it, as WebArena-Verified compares: a navigate task
+// passes only when the target is the last page loaded. Checking the last page
+// of every tab would let an agent hedge by opening candidates in several tabs.
+func lastPage(events []harEvent) []*harEvent {
+	for i := len(events) - 1; i >= 0; i-- {
 		if !events[i].static() && events[i].navigation() {
-			last[events[i].pageref] = i
+			return []*harEvent{&events[i]}
 		}
 	}
-	idx := make([]int, 0, len(last))
-	for _, i := range last {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	out := make([]*harEvent, len(idx))
-	for j, i := range idx {
-		out[j] = &events[i]
-	}
-	return out
+	return nil
 }
 
 func anyBase(n *normalizer, want *tval, got *urlValue) bool {
@@ -166,16 +155,20 @@ func (r *run) urlOptions(s *networkSpec) (urlOptions, error) {
 	return o, nil
 }
 
-// effectivePostSchema is the post_data_schema, plus a number type for keys the
-// spec leaves untyped whose expected value is a JSON number (or a list of
-// them), so that "79.00" posted by a form matches 79. WebArena-Verified
-// compares such values as their decimal text.
-func effectivePostSchema(s *networkSpec) *schema {
+// effectivePostSchema is the post_data_schema (an empty object schema when the
+// spec has none); the lenient reading adds a number type for keys the spec
+// leaves untyped whose expected value is a JSON number (or a list of them),
+// so that "79.00" posted by a form matches 79. The official evaluator
+// compares such values as their text, so "79.00" is not 79.
+func effectivePostSchema(s *networkSpec, lenient bool) *schema {
 	out := &schema{Type: "object", Properties: map[string]*schema{}}
 	if s.postSchema != nil {
 		for k, p := range s.postSchema.Properties {
 			out.Properties[k] = p
 		}
+	}
+	if !lenient {
+		return out
 	}
 	for k, v := range s.postData {
 		if _, typed := out.Properties[k]; typed {
@@ -275,7 +268,11 @@ func isURLHeader(name string) bool {
 // report, normalised for the comparison.
 func (r *run) actualEvent(s *networkSpec, e *harEvent, act *normalizer, opts urlOptions, postSchema *schema) (map[string]any, map[string]any) {
 	raw := map[string]any{"url": e.url, "http_method": e.method, "response_status": e.status}
-	norm := map[string]any{"response_status": rawVal{float64(e.status)}, "http_method": rawVal{e.method}}
+	method := e.method
+	if r.ev.lenient {
+		method = strings.ToUpper(method)
+	}
+	norm := map[string]any{"response_status": rawVal{float64(e.status)}, "http_method": rawVal{method}}
 	if u, err := act.parseURL(e.url, opts); err == nil {
 		norm["url"] = &tval{kind: typeURL, alts: []any{u}}
 	} else {
@@ -303,7 +300,7 @@ func (r *run) actualEvent(s *networkSpec, e *harEvent, act *normalizer, opts url
 	}
 	if s.postData != nil {
 		pd := e.postData()
-		if pd != nil {
+		if len(pd) > 0 {
 			for k := range pd {
 				if r.ignoredPost(s, k) {
 					delete(pd, k)

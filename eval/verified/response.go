@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
+	"unicode"
 
 	"proctor/models"
 )
@@ -20,8 +22,9 @@ type agentAnswer struct {
 }
 
 // answerFromAction reads the final action: a structured `response` object, or
-// `text` holding the response as JSON (possibly fenced or wrapped in prose).
-func answerFromAction(final *models.Action) agentAnswer {
+// `text` holding the response as JSON. How text is read depends on the
+// evaluator: as the official evaluator reads it, or leniently.
+func (e *Evaluator) answerFromAction(final *models.Action) agentAnswer {
 	switch {
 	case final == nil:
 		return agentAnswer{actual: json.RawMessage("null"), why: "the episode ended without an answer"}
@@ -34,27 +37,111 @@ func answerFromAction(final *models.Action) agentAnswer {
 	case final.Type != models.ActAnswer:
 		return agentAnswer{actual: json.RawMessage("null"), why: fmt.Sprintf("the episode ended with a %s action, not an answer", final.Type)}
 	case len(bytes.TrimSpace(final.Response)) > 0:
-		a := parseAnswerText(string(final.Response))
+		a := e.parseAnswerText(string(final.Response))
 		a.actual = final.Response
 		return a
 	}
-	return parseAgentResponseText(final.Text)
-}
-
-// parseAgentResponseText reads an agent response given as text (an
-// agent_response.json file, or an answer's text). WebArena-Verified reads the
-// JSON object, or the first ```json fence; beyond that, Proctor finds a
-// response object inside surrounding prose and reads keys regardless of case
-// and spelling ("Task_Type", "taskType") and the legacy performed_operation,
-// noting each repair in the result.
-func parseAgentResponseText(text string) agentAnswer {
-	a := parseAnswerText(text)
-	a.actual, _ = json.Marshal(text)
+	a := e.parseAnswerText(final.Text)
+	a.actual, _ = json.Marshal(final.Text)
 	return a
 }
 
-func parseAnswerText(text string) agentAnswer {
-	t := strings.TrimSpace(text)
+func (e *Evaluator) parseAnswerText(text string) agentAnswer {
+	if e.lenient {
+		return lenientAnswer(text)
+	}
+	return officialAnswer(text)
+}
+
+// officialAnswer reads an agent response as WebArena-Verified 1.2.3 does: the
+// text without surrounding white space, or the inside of its first ``` code
+// block, decoded as JSON when it is JSON and kept as text otherwise. Only an
+// object is a response; its keys are read as written (the legacy
+// performed_operation stands in for a missing task_type). A response that
+// is empty, null, 0, false, "" or {} is no response.
+func officialAnswer(text string) agentAnswer {
+	t := pyStrip(text)
+	if inner, ok := codeBlock(text); ok {
+		t = pyStrip(inner)
+	}
+	var v any = t
+	if d, err := decodeJSON([]byte(t)); err == nil {
+		v = d
+	}
+	if falsy(v) {
+		why := "the answer is empty"
+		if t != "" {
+			why = fmt.Sprintf("the answer is %s", describe(v))
+		}
+		return agentAnswer{why: why}
+	}
+	a := agentAnswer{present: true}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		a.value = v
+		if s, isText := v.(string); isText {
+			switch {
+			case strings.HasPrefix(s, "\ufeff"):
+				a.why = "the answer starts with a byte order mark, so it is not read as JSON"
+			case strings.Contains(s, "{"):
+				a.why = "the answer is not a JSON object: JSON with text around it is not read (only a whole JSON answer or the first ``` code block is)"
+			default:
+				a.why = "the answer is plain text, not a JSON agent response object"
+			}
+		} else {
+			a.why = fmt.Sprintf("the answer is %s, not a JSON agent response object", describe(v))
+		}
+		return a
+	}
+	a.obj = obj
+	if _, ok := obj["task_type"]; !ok {
+		if legacy, ok := obj["performed_operation"]; ok {
+			a.obj = maps.Clone(obj)
+			a.obj["task_type"] = legacy
+			a.notes = []string{"read the legacy key \"performed_operation\" as \"task_type\""}
+		}
+	}
+	return a
+}
+
+// codeBlock finds the first Markdown code block as the official evaluator's
+// pattern ```(?:json)?\s*\n?(.*?)\n?``` does: after an opening ``` and an
+// optional lower-case "json" and white space, the shortest text up to the
+// next ``` (a newline right before it excluded).
+func codeBlock(text string) (string, bool) {
+	for from := 0; ; {
+		i := strings.Index(text[from:], "```")
+		if i < 0 {
+			return "", false
+		}
+		open := from + i
+		body := open + 3
+		if strings.HasPrefix(text[body:], "json") {
+			body += 4
+		}
+		body += len(text[body:]) - len(strings.TrimLeftFunc(text[body:], pyIsSpace))
+		if j := strings.Index(text[body:], "```"); j >= 0 {
+			inner := text[body : body+j]
+			return strings.TrimSuffix(inner, "\n"), true
+		}
+		from = open + 1
+	}
+}
+
+// pyStrip trims what Python's str.strip() trims: Unicode white space
+// (including the separators \x1c–\x1f), but not a byte order mark.
+func pyStrip(s string) string { return strings.TrimFunc(s, pyIsSpace) }
+
+func pyIsSpace(r rune) bool {
+	return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f
+}
+
+// lenientAnswer reads an agent response as the lenient evaluator does:
+// beyond the official reading, it finds a response object inside
+// surrounding prose and reads keys regardless of case and spelling
+// ("Task_Type", "taskType"), noting each repair in the result.
+func lenientAnswer(text string) agentAnswer {
+	t := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), "\ufeff"))
 	if t == "" {
 		return agentAnswer{why: "the answer is empty"}
 	}
@@ -241,6 +328,15 @@ func (r *run) checkAgentResponse(s *agentSpec, ans agentAnswer) result {
 		}
 	}
 	retrieve := s.taskType == models.TaskRetrieve
+	if retrieve && !s.hasRetrieved && !r.ev.lenient {
+		// An upstream dataset defect (WebArena-Verified task 319): the
+		// official evaluator fails every answer to a retrieve task whose
+		// expected answer has no retrieved_data key.
+		res.actualNorm = actual
+		res.assertions = append(res.assertions, fail("agent_response_keys_mismatch",
+			"The task's expected answer has no retrieved_data, so no answer to this retrieve task can pass (the official evaluator fails every answer to it)"))
+		return res
+	}
 	if retrieve {
 		got, err := act.normalizeRetrieved(ans.obj["retrieved_data"], s.schema)
 		if err != nil {

@@ -63,7 +63,7 @@ type TaskResult struct {
 	Score             float64           `json:"score"`
 	EvaluatorsResults []EvaluatorResult `json:"evaluators_results"`
 	ErrorMsg          *string           `json:"error_msg,omitempty"`
-	Evaluator         string            `json:"evaluator"` // e.g. "proctor webarena-verified@1"
+	Evaluator         string            `json:"evaluator"` // e.g. "proctor webarena-verified@2"
 }
 
 // EvaluatorResult is one evaluator's part of a TaskResult.
@@ -86,11 +86,12 @@ type Assertion struct {
 	AssertionMsgs []string `json:"assertion_msgs"`
 }
 
-// NewTaskResult renders an evaluation's details for a dataset task.
-func NewTaskResult(t DatasetTask, d *eval.Details) TaskResult {
+// NewTaskResult renders an evaluation's details for a dataset task, graded
+// by the evaluator version given (Version or LenientVersion).
+func NewTaskResult(t DatasetTask, d *eval.Details, version string) TaskResult {
 	out := TaskResult{
 		TaskID: t.TaskID, IntentTemplateID: t.IntentTemplateID, Sites: t.Sites, TaskRevision: t.Revision,
-		Status: d.Status, Score: d.Score, ErrorMsg: d.ErrorMsg, Evaluator: "proctor " + Version,
+		Status: d.Status, Score: d.Score, ErrorMsg: d.ErrorMsg, Evaluator: "proctor " + version,
 		EvaluatorsResults: make([]EvaluatorResult, 0, len(d.EvaluatorsResults)),
 	}
 	if out.Sites == nil {
@@ -115,8 +116,8 @@ func NewTaskResult(t DatasetTask, d *eval.Details) TaskResult {
 }
 
 // ErrorTaskResult is a task that could not be evaluated at all.
-func ErrorTaskResult(t DatasetTask, msg string) TaskResult {
-	return NewTaskResult(t, &eval.Details{TaskID: strconv.Itoa(t.TaskID), Status: models.OutcomeError, ErrorMsg: &msg})
+func ErrorTaskResult(t DatasetTask, msg, version string) TaskResult {
+	return NewTaskResult(t, &eval.Details{TaskID: strconv.Itoa(t.TaskID), Status: models.OutcomeError, ErrorMsg: &msg}, version)
 }
 
 // ReadSitesConfig reads the site URLs from a WebArena-Verified config file:

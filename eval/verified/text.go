@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mozillazg/go-unidecode"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -89,98 +90,13 @@ func isHyphen(r rune) bool {
 	return false
 }
 
-// transliterate spells a non-ASCII rune in ASCII: accented letters lose their
-// marks; a few letters, punctuation and symbols that do not decompose have a
-// conventional spelling; anything else is dropped, as WebArena-Verified drops
-// what its transliteration leaves outside ASCII.
+// transliterate spells a non-ASCII rune in ASCII as Python's unidecode does,
+// which the official evaluator uses: accented letters lose their marks,
+// Cyrillic and Greek look-alikes become Latin letters ("е" is "e"), curly
+// quotes are straight, "—" is "--", "€" is "EUR"; what it has no spelling for
+// is dropped.
 func transliterate(r rune) string {
-	if s, ok := asciiSpelling(r); ok {
-		return s
-	}
-	var b strings.Builder
-	for _, d := range norm.NFKD.String(string(r)) {
-		if d < utf8.RuneSelf {
-			b.WriteRune(d)
-		}
-	}
-	return b.String()
-}
-
-// asciiSpelling holds transliterations NFKD does not provide.
-func asciiSpelling(r rune) (string, bool) {
-	switch r {
-	case 'ß':
-		return "ss", true
-	case 'Æ':
-		return "AE", true
-	case 'æ':
-		return "ae", true
-	case 'Ø':
-		return "O", true
-	case 'ø':
-		return "o", true
-	case 'Œ':
-		return "OE", true
-	case 'œ':
-		return "oe", true
-	case 'Ł':
-		return "L", true
-	case 'ł':
-		return "l", true
-	case 'Đ':
-		return "D", true
-	case 'đ', 'ð':
-		return "d", true
-	case 'Þ':
-		return "Th", true
-	case 'þ':
-		return "th", true
-	case 'ı':
-		return "i", true
-	case '‘', '’', '‛', '′':
-		return "'", true
-	case '‚':
-		return ",", true
-	case '“', '”', '‟', '″':
-		return "\"", true
-	case '„':
-		return ",,", true
-	case '«':
-		return "<<", true
-	case '»':
-		return ">>", true
-	case '‹':
-		return "<", true
-	case '›':
-		return ">", true
-	case '–', '‐', '‑', '−':
-		return "-", true
-	case '—', '―':
-		return "--", true
-	case '•', '·':
-		return "*", true
-	case '×':
-		return "x", true
-	case '÷':
-		return "/", true
-	case '°':
-		return "deg", true
-	case '¡':
-		return "!", true
-	case '¿':
-		return "?", true
-	case '€':
-		return "EUR", true
-	case '£':
-		return "PS", true
-	case '¥':
-		return "Y", true
-	case '¢':
-		return "C", true
-	case '…':
-		return "...", true
-	}
-	return "", false
+	return unidecode.Unidecode(string(r))
 }
 
 // stripQuotePunct removes the quotes and punctuation WebArena-Verified ignores

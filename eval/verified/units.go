@@ -426,7 +426,7 @@ func parseDistance(v any) (float64, error) {
 // or text such as "40.44, -79.94", "40.44 N, 79.94 W" or "40 deg 26' 46\" N, 79
 // deg 56' 55\" W". Longitudes wrap into [-180, 180]; latitudes outside [-90, 90]
 // are refused.
-func parseCoordinates(v any) (coord, error) {
+func parseCoordinates(v any, lenient bool) (coord, error) {
 	var lat, lon float64
 	var err error
 	switch t := v.(type) {
@@ -445,24 +445,24 @@ func parseCoordinates(v any) (coord, error) {
 		if !latFound || !lonFound {
 			return coord{}, errors.New("coordinates need a latitude and a longitude key")
 		}
-		if lat, err = coordNumber(latV); err != nil {
+		if lat, err = coordNumber(latV, lenient); err != nil {
 			return coord{}, err
 		}
-		if lon, err = coordNumber(lonV); err != nil {
+		if lon, err = coordNumber(lonV, lenient); err != nil {
 			return coord{}, err
 		}
 	case []any:
 		if len(t) != 2 {
 			return coord{}, errors.New("coordinates need [latitude, longitude]")
 		}
-		if lat, err = coordNumber(t[0]); err != nil {
+		if lat, err = coordNumber(t[0], lenient); err != nil {
 			return coord{}, err
 		}
-		if lon, err = coordNumber(t[1]); err != nil {
+		if lon, err = coordNumber(t[1], lenient); err != nil {
 			return coord{}, err
 		}
 	case string:
-		if lat, lon, err = coordText(t); err != nil {
+		if lat, lon, err = coordText(t, lenient); err != nil {
 			return coord{}, err
 		}
 	default:
@@ -478,12 +478,12 @@ func parseCoordinates(v any) (coord, error) {
 	return coord{lat: lat, lon: lon - 180}, nil
 }
 
-func coordNumber(v any) (float64, error) {
+func coordNumber(v any, lenient bool) (float64, error) {
 	if f, ok := numberValue(v); ok {
 		return f, nil
 	}
 	if s, ok := v.(string); ok {
-		lat, err := coordPart(strings.ToLower(strings.TrimSpace(s)))
+		lat, err := coordPart(strings.ToLower(strings.TrimSpace(s)), lenient)
 		if err == nil {
 			return lat, nil
 		}
@@ -492,7 +492,7 @@ func coordNumber(v any) (float64, error) {
 }
 
 // coordText splits "lat, lon" (or "lat lon") and reads both parts.
-func coordText(s string) (float64, float64, error) {
+func coordText(s string, lenient bool) (float64, float64, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	var a, b string
 	if x, y, ok := strings.Cut(s, ","); ok {
@@ -510,20 +510,28 @@ func coordText(s string) (float64, float64, error) {
 			a, b = f[0], f[1]
 		}
 	}
-	lat, err := coordPart(strings.TrimSpace(a))
+	lat, err := coordPart(strings.TrimSpace(a), lenient)
 	if err != nil {
 		return 0, 0, err
 	}
-	lon, err := coordPart(strings.TrimSpace(b))
+	lon, err := coordPart(strings.TrimSpace(b), lenient)
 	if err != nil {
 		return 0, 0, err
 	}
 	return lat, lon, nil
 }
 
-// coordPart reads one coordinate: decimal degrees or degrees, minutes and
-// seconds, with an optional sign or hemisphere letter.
-func coordPart(s string) (float64, error) {
+// coordPart reads one coordinate in decimal degrees, as the official
+// evaluator does; the lenient reading also takes degrees, minutes and seconds
+// and a hemisphere letter.
+func coordPart(s string, lenient bool) (float64, error) {
+	if !lenient {
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a coordinate in decimal degrees", s)
+		}
+		return f, nil
+	}
 	sign := 1.0
 	if strings.HasSuffix(s, "s") || strings.HasSuffix(s, "w") {
 		sign = -1

@@ -110,6 +110,14 @@ func (n *normalizer) parseURL(s string, o urlOptions) (*urlValue, error) {
 	raw := o.query
 	if raw == nil {
 		raw = parseQS(strings.Join(parts, "&"))
+		// The official evaluator decodes query values twice, so a value an
+		// agent's tool encoded twice ("usb%2520wifi") reads as intended.
+		for k, vals := range raw {
+			for i, v := range vals {
+				vals[i] = pyUnquote(v)
+			}
+			raw[k] = vals
+		}
 	}
 	if v.query, err = n.normalizeQuery(raw, o); err != nil {
 		return nil, err

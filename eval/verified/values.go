@@ -75,6 +75,10 @@ type normalizer struct {
 	re     *regexCache
 	url    urlOptions
 	strict bool // expected values: a value that does not normalise is an error
+	// lenient adds readings the official evaluator does not have (a currency
+	// sign on a number, hemisphere letters on coordinates); the lenient
+	// evaluator only.
+	lenient bool
 }
 
 // derenderFn is the site-URL-to-placeholder step of string folding, or nil
@@ -96,6 +100,12 @@ func (n *normalizer) newNorm(kind string, raw any) (*tval, error) {
 	if isList && kind == typeCoordinates && len(list) == 2 && isScalar(list[0]) && isScalar(list[1]) {
 		isList = false
 	}
+	if isList && !n.strict && !n.lenient {
+		// The official evaluator reads a list in an answer as alternatives, and
+		// alternatives on the agent's side never equal the expected value: a
+		// one-item nested list ([["Duffle"]]) does not pass.
+		return nil, fmt.Errorf("%s where one value is expected", describe(raw))
+	}
 	if !isList {
 		v, err := n.parse(kind, raw)
 		if err != nil {
@@ -105,6 +115,15 @@ func (n *normalizer) newNorm(kind string, raw any) (*tval, error) {
 	}
 	if len(list) == 0 {
 		return nil, errors.New("an empty list of alternatives")
+	}
+	if n.strict && !n.lenient && kind == typeString {
+		// The official evaluator's string type takes only text alternatives:
+		// an expected [1] without a schema is not gradable there.
+		for _, item := range list {
+			if _, ok := item.(string); !ok {
+				return nil, fmt.Errorf("the official evaluator cannot grade alternatives %s of the string type: they must all be text, got %s (give the value a type in the schema)", truncate(compactJSON(raw), 60), describe(item))
+			}
+		}
 	}
 	out := &tval{kind: kind, alts: make([]any, 0, len(list))}
 	for _, item := range list {
@@ -160,7 +179,7 @@ func (n *normalizer) parse(kind string, v any) (any, error) {
 		}
 		return strings.TrimSpace(strings.ToLower(pyStr(v))), nil
 	case typeNumber, typeInteger:
-		return parseNumberValue(v)
+		return parseNumberValue(v, n.lenient)
 	case typeCurrency:
 		return parseCurrency(v)
 	case typeDate:
@@ -176,7 +195,7 @@ func (n *normalizer) parse(kind string, v any) (any, error) {
 	case typeDistance:
 		return parseDistance(v)
 	case typeCoordinates:
-		return parseCoordinates(v)
+		return parseCoordinates(v, n.lenient)
 	case typeURL:
 		s, ok := v.(string)
 		if !ok || s == "" {
@@ -450,10 +469,11 @@ func numberValue(v any) (float64, bool) {
 }
 
 // parseNumberValue is the number type: JSON numbers, numeric strings with
-// thousands separators ("1,234.5", "1 000"), number words ("twenty three"), and
-// two readings WebArena-Verified's number type lacks: a leading or trailing
-// currency sign ("$79.00", "79 €") and the European grouping "1.234,56".
-func parseNumberValue(v any) (float64, error) {
+// thousands separators ("1,234.5", "1 000") and number words ("twenty
+// three"). The lenient reading adds two that WebArena-Verified's number type
+// lacks: a leading or trailing currency sign ("$79.00", "79 €") and the
+// European grouping "1.234,56".
+func parseNumberValue(v any, lenient bool) (float64, error) {
 	if f, ok := numberValue(v); ok {
 		return f, nil
 	}
@@ -467,8 +487,11 @@ func parseNumberValue(v any) (float64, error) {
 		if t == "" {
 			return 0, errors.New("an empty number")
 		}
-		s := stripCurrencySign(t)
-		if europeanNumber(s) {
+		s := strings.TrimSpace(t)
+		if lenient {
+			s = stripCurrencySign(s)
+		}
+		if lenient && europeanNumber(s) {
 			s = strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(s, ".", ""), " ", ""), ",", ".")
 		}
 		s = strings.ReplaceAll(strings.ReplaceAll(s, ",", ""), " ", "")
@@ -549,6 +572,11 @@ func allDigits(s string) bool {
 func parseCurrency(v any) (float64, error) {
 	if f, ok := numberValue(v); ok {
 		return f, nil
+	}
+	if obj, isObj := v.(map[string]any); isObj && len(obj) > 0 {
+		// As the official evaluator does, an object is read through its text:
+		// {"answer": [148.8]} is 148.8.
+		v = pyStr(obj)
 	}
 	s, ok := v.(string)
 	if !ok || s == "" {

@@ -55,10 +55,10 @@ func TestValueTypes(t *testing.T) {
 
 		{"NumberFromString", num, `[12]`, `["12.0"]`, true},
 		{"NumberThousands", num, `[1234.5]`, `["1,234.5"]`, true},
-		{"NumberEuropean", num, `[1234.56]`, `["1.234,56"]`, true},
+		{"NumberEuropean", num, `[1234.56]`, `["1.234,56"]`, false},
 		{"NumberWords", num, `[23]`, `["twenty-three"]`, true},
 		{"NumberWordsHundred", num, `[105]`, `["one hundred and five"]`, true},
-		{"NumberCurrencySign", num, `[79]`, `["$79.00"]`, true},
+		{"NumberCurrencySign", num, `[79]`, `["$79.00"]`, false},
 		{"NumberFloat", num, `[4.7]`, `[4.70]`, true},
 		{"NumberOff", num, `[12]`, `[12.5]`, false},
 		{"NumberWithUnitTextFails", num, `[12]`, `["12 orders"]`, false},
@@ -102,7 +102,7 @@ func TestValueTypes(t *testing.T) {
 		{"CoordinatesText", coords, `[{"latitude":"40.4424191","longitude":"-79.9397388"}]`, `["40.4424191, -79.9397388"]`, true},
 		{"CoordinatesPair", coords, `[{"latitude":"40.4424191","longitude":"-79.9397388"}]`, `[[40.44242, -79.93974]]`, true},
 		{"CoordinatesShortKeys", coords, `[{"latitude":"40.4424191","longitude":"-79.9397388"}]`, `[{"lat":40.4424191,"lng":-79.9397388}]`, true},
-		{"CoordinatesHemispheres", coords, `[{"latitude":"40.4424191","longitude":"-79.9397388"}]`, `["40.4424191 N, 79.9397388 W"]`, true},
+		{"CoordinatesHemispheres", coords, `[{"latitude":"40.4424191","longitude":"-79.9397388"}]`, `["40.4424191 N, 79.9397388 W"]`, false},
 		{"CoordinatesOutsideTolerance", coords, `[{"latitude":"40.4424191","longitude":"-79.9397388"}]`, `["40.4425, -79.9397"]`, false},
 
 		{"LocationWordOrder", location, `["Apple Store Shadyside"]`, `["Shadyside Apple Store"]`, true},
@@ -136,6 +136,10 @@ func TestValueTypes(t *testing.T) {
 		{"UnorderedCountsDuplicates", str, `["a", "a"]`, `["a", "b"]`, false},
 		{"ExtraItemFails", str, `["a"]`, `["a", "b"]`, false},
 		{"ScalarAnswerIsOneItem", num, `[79]`, `"79"`, true},
+		{"NestedOneItemListFails", str, `["Duffle"]`, `[["Duffle"]]`, false},
+		{"CurrencyObjectReadAsText", currency, `[148.8]`, `{"answer": [148.8]}`, true},
+		{"CyrillicLookAlikes", str, `["Roxanne"]`, `["R\u043exanne"]`, true},
+		{"StringAlternativesOnTheAgentsSide", str, `["Nike"]`, `[["Nike", "Adidas"]]`, false},
 		{"ListInAString", num, `[1, 2]`, `"[2, 1]"`, false},
 	}
 	ev := verified.New().WithSites(testSites())
@@ -151,6 +155,29 @@ func TestValueTypes(t *testing.T) {
 			if !tc.ok {
 				require.NotEmpty(t, failedNames(d))
 			}
+		})
+	}
+}
+
+// TestValueTypes_LenientReadings: readings the official evaluator does not
+// have fail under webarena-verified and pass only under the lenient
+// evaluator an administrator may choose.
+func TestValueTypes_LenientReadings(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, schema, expected, actual string }{
+		{"NumberCurrencySign", `{"type":"number"}`, `[6]`, `["$6"]`},
+		{"NumberEuropean", `{"type":"number"}`, `[1234.56]`, `["1.234,56"]`},
+		{"CoordinatesHemispheres", `{"format":"coordinates"}`, `[{"latitude":"40.4424191","longitude":"-79.9397388"}]`, `["40.4424191 N, 79.9397388 W"]`},
+		{"NestedOneItemList", `{"type":"string"}`, `["Duffle"]`, `[["Duffle"]]`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec := retrieveSpec(tc.schema, tc.expected, "")
+			verdict, d := grade(t, verified.New(), spec, retrieved(tc.actual), nil)
+			require.Equal(t, models.OutcomeFailure, verdict, "official: %s", dump(d))
+			verdict, d = grade(t, verified.NewLenient(), spec, retrieved(tc.actual), nil)
+			require.Equal(t, models.OutcomeSuccess, verdict, "lenient: %s", dump(d))
 		})
 	}
 }

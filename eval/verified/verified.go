@@ -18,21 +18,40 @@ import (
 	"proctor/models"
 )
 
-// Version is recorded with every verdict; bump it when the rules change so
-// re-scored attempts can be told apart.
-const Version = "webarena-verified@1"
+// Version is recorded with every verdict of the official reading; bump it
+// when the rules change so re-scored attempts can be told apart. Version 2
+// reproduces the official webarena-verified 1.2.3 evaluator (the parity
+// corpus test); version 1 read answers and values more leniently.
+const Version = "webarena-verified@2"
+
+// LenientVersion is recorded with every verdict of the lenient reading.
+const LenientVersion = "webarena-verified-lenient@1"
 
 // Evaluator grades attempts of WebArena-Verified-style benchmarks. The zero
 // configuration (New) expects specs whose site placeholders are already
 // resolved, as the runner does; WithSites lets it resolve them itself.
 type Evaluator struct {
-	sites  Sites
-	maxHAR int64
-	re     *regexCache
+	sites   Sites
+	maxHAR  int64
+	re      *regexCache
+	lenient bool
 }
 
-// New returns the evaluator.
+// New returns the evaluator that grades as the official webarena-verified
+// package does.
 func New() *Evaluator { return &Evaluator{maxHAR: DefaultMaxHARBytes, re: newRegexCache()} }
+
+// NewLenient returns the lenient evaluator, which an administrator may choose
+// for a benchmark instead of the official reading: it also accepts answers
+// wrapped in prose, keys in any case, a currency sign on a number, hemisphere
+// letters on coordinates, a one-item nested list, and so on
+// (docs/evaluation.md lists every difference). Its verdicts are not the
+// benchmark's official scores.
+func NewLenient() *Evaluator {
+	e := New()
+	e.lenient = true
+	return e
+}
 
 // WithSites returns a copy that knows the sites' URLs: placeholders in specs
 // render to them, and recorded URLs and answers that use them compare as the
@@ -51,7 +70,20 @@ func (e *Evaluator) WithMaxHARBytes(n int64) *Evaluator {
 }
 
 // ID names the evaluator: the benchmark evaluator kind it grades.
-func (*Evaluator) ID() string { return models.EvaluatorWebArenaVerified }
+func (e *Evaluator) ID() string {
+	if e.lenient {
+		return models.EvaluatorWebArenaVerifiedLenient
+	}
+	return models.EvaluatorWebArenaVerified
+}
+
+// version is recorded with each verdict.
+func (e *Evaluator) version() string {
+	if e.lenient {
+		return LenientVersion
+	}
+	return Version
+}
 
 // run is one evaluation.
 type run struct {
@@ -61,7 +93,7 @@ type run struct {
 }
 
 func (r *run) normalizer(strict bool, o urlOptions) *normalizer {
-	return &normalizer{sites: r.sites, re: r.ev.re, url: o, strict: strict}
+	return &normalizer{sites: r.sites, re: r.ev.re, url: o, strict: strict, lenient: r.ev.lenient}
 }
 
 // result is one evaluator's outcome before it becomes an eval.EvaluatorResult.
@@ -87,14 +119,16 @@ func (e *Evaluator) Evaluate(ctx context.Context, in eval.Input) (*eval.Result, 
 		return nil, errors.New("evaluate: no task given")
 	}
 	if e.re == nil {
-		e = New().WithSites(e.sites)
+		fresh := New()
+		fresh.lenient = e.lenient
+		e = fresh.WithSites(e.sites)
 	}
 	det := &eval.Details{TaskID: in.Task.ExternalID, EvaluatorsResults: []eval.EvaluatorResult{}}
 	specs, err := parseSpec(in.Task.EvalSpec, e.re)
 	if err != nil {
 		msg := err.Error()
 		det.ErrorMsg = &msg
-		return eval.Finish(e.ID(), Version, det)
+		return eval.Finish(e.ID(), e.version(), det)
 	}
 	r := &run{ev: e, sites: newSiteMap(e.sites, in.Task.Sites)}
 	needHAR, needBodies := false, false
@@ -129,7 +163,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, in eval.Input) (*eval.Result, 
 		case s.err != nil:
 			res = errorResult(s.err.Error())
 		case s.agent != nil:
-			res = r.checkAgentResponse(s.agent, answerFromAction(in.Final))
+			res = r.checkAgentResponse(s.agent, e.answerFromAction(in.Final))
 		case harErr != "":
 			res = errorResult(harErr)
 		default:
@@ -137,7 +171,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, in eval.Input) (*eval.Result, 
 		}
 		det.EvaluatorsResults = append(det.EvaluatorsResults, res.toEval(s))
 	}
-	return eval.Finish(e.ID(), Version, det)
+	return eval.Finish(e.ID(), e.version(), det)
 }
 
 // toEval renders the outcome in the eval_result.json shape. Assertions list
