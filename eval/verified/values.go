@@ -100,10 +100,11 @@ func (n *normalizer) newNorm(kind string, raw any) (*tval, error) {
 	if isList && kind == typeCoordinates && len(list) == 2 && isScalar(list[0]) && isScalar(list[1]) {
 		isList = false
 	}
-	if isList && !n.strict && !n.lenient {
+	if isList && !n.strict && (!n.lenient || len(list) != 1) {
 		// The official evaluator reads a list in an answer as alternatives, and
 		// alternatives on the agent's side never equal the expected value: a
-		// one-item nested list ([["Duffle"]]) does not pass.
+		// one-item nested list ([["Duffle"]]) does not pass. The lenient
+		// reading takes a one-item list as its item, never several (a hedge).
 		return nil, fmt.Errorf("%s where one value is expected", describe(raw))
 	}
 	if !isList {
@@ -590,6 +591,10 @@ func parseCurrency(v any) (float64, error) {
 	end := start
 	for end < len(s) && (s[end] >= '0' && s[end] <= '9' || s[end] == '.' || s[end] == ',' || s[end] == ' ' || s[end] == '\'') {
 		end++
+	}
+	if strings.IndexFunc(s[end:], func(r rune) bool { return r >= '0' && r <= '9' }) >= 0 {
+		// "$20.00 or $25.00": a hedged answer is not one amount.
+		return 0, fmt.Errorf("%q holds more than one amount", truncate(s, 60))
 	}
 	amount := strings.TrimRight(s[start:end], " .,'")
 	amount = strings.NewReplacer(" ", "", "'", "").Replace(amount)
