@@ -158,7 +158,7 @@ func (j JudgeAgreement) Metrics() map[string]*float64 {
 // per judge by name (comparison judge). Each metric has a column and, for its
 // 95% interval, METRIC_low and METRIC_high; an undefined or inapplicable value
 // is an empty cell. The label's counts (label_items, labelled, ties,
-// unsure_items) repeat on each of its rows.
+// unsure_items, unsure_answers) repeat on each of its rows.
 func WriteReportCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
 	if err := cw.WriteAll(append([][]string{reportCSVHeader()}, reportCSVRows(r)...)); err != nil {
@@ -169,7 +169,7 @@ func WriteReportCSV(w io.Writer, r *Report) error {
 
 // reportCSVHeader is the header of WriteReportCSV.
 func reportCSVHeader() []string {
-	header := []string{"label", "comparison", "judge", "label_items", "labelled", "ties", "unsure_items",
+	header := []string{"label", "comparison", "judge", "label_items", "labelled", "ties", "unsure_items", "unsure_answers",
 		"items", "pairs", "verdicts", "no_human_label", "no_majority", "unsure"}
 	for _, m := range ReportMetrics() {
 		header = append(header, m, m+"_low", m+"_high")
@@ -199,7 +199,7 @@ func reportCSVRows(r *Report) [][]string {
 		}
 		row := func(comparison, judge string, counts []string, cells []string) []string {
 			out := []string{string(l), comparison, judge,
-				strconv.Itoa(lr.Items), strconv.Itoa(lr.Labelled), strconv.Itoa(lr.Ties), strconv.Itoa(lr.Unsure)}
+				strconv.Itoa(lr.Items), strconv.Itoa(lr.Labelled), strconv.Itoa(lr.Ties), strconv.Itoa(lr.Unsure), strconv.Itoa(lr.UnsureAnswers)}
 			return append(append(out, counts...), cells...)
 		}
 		h := lr.HumanHuman

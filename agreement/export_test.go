@@ -79,9 +79,9 @@ func TestWriteReportCSV(t *testing.T) {
 	rows, err := csv.NewReader(&buf).ReadAll()
 	require.NoError(t, err)
 	header := rows[0]
-	require.Equal(t, []string{"label", "comparison", "judge", "label_items", "labelled", "ties", "unsure_items",
-		"items", "pairs", "verdicts", "no_human_label", "no_majority", "unsure", "agreement", "agreement_low", "agreement_high"}, header[:16])
-	require.Len(t, header, 13+3*len(agreement.ReportMetrics()))
+	require.Equal(t, []string{"label", "comparison", "judge", "label_items", "labelled", "ties", "unsure_items", "unsure_answers",
+		"items", "pairs", "verdicts", "no_human_label", "no_majority", "unsure", "agreement", "agreement_low", "agreement_high"}, header[:17])
+	require.Len(t, header, 14+3*len(agreement.ReportMetrics()))
 
 	// One human row per label plus one row per judge that answered it:
 	// success 3 judges, side effect 1, looping 2, optimality 1, score 0,
@@ -110,6 +110,11 @@ func TestWriteReportCSV(t *testing.T) {
 	require.Equal(t, "10", cell(hh, "pairs"))
 	require.Equal(t, "6", cell(hh, "items"))
 	require.Equal(t, "10", cell(hh, "label_items"))
+	require.Equal(t, "1", cell(hh, "unsure_items"))
+	require.Equal(t, "3", cell(hh, "unsure_answers"), "every unsure answer of the label, on each of its rows")
+	require.Equal(t, "3", cell(find("success", "judge", "gpt-4o-mini"), "unsure_answers"))
+	require.Equal(t, "2", cell(find("side_effect", "human_human", ""), "unsure_answers"))
+	require.Equal(t, "0", cell(find("optimality", "human_human", ""), "unsure_answers"))
 	require.Equal(t, "0.7", cell(hh, "agreement"))
 	require.NotEmpty(t, cell(hh, "agreement_low"))
 	require.Empty(t, cell(hh, "precision"), "not a human-vs-human metric")

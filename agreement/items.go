@@ -37,9 +37,11 @@ type Majority struct {
 
 // Items checks the human labels and groups them by item, in order of first
 // appearance. Values may use any spelling Spec.Parse accepts; the items hold
-// canonical ones. An empty key field or annotator, an unknown label, a value
-// Parse refuses, or two labels by the same annotator for the same item is an
-// EINVALID error; so is an empty list.
+// canonical ones. Key fields and annotator names are trimmed of surrounding
+// spaces, as the readers trim them: " alice" and "alice" are one annotator.
+// An empty key field or annotator, an unknown label, a value Parse refuses, or
+// two labels by the same annotator for the same item is an EINVALID error; so
+// is an empty list.
 func Items(humans []HumanLabel) ([]Item, error) {
 	if len(humans) == 0 {
 		return nil, invalidf("no human labels: nothing to measure agreement against")
@@ -54,6 +56,7 @@ func groupItems(humans []HumanLabel) ([]Item, error) {
 	seen := map[string]bool{}
 	for n, h := range humans {
 		where := recordPlace("human label", n, h.Line)
+		h.Key, h.Annotator = h.Key.trimmed(), strings.TrimSpace(h.Annotator)
 		if err := checkKey(h.Key, "annotator_name", h.Annotator); err != "" {
 			return nil, invalidf("%s: %s", where, err)
 		}
@@ -119,13 +122,15 @@ func vote(l Label, labels []HumanLabel) (Majority, bool) {
 	return m, true
 }
 
-// checkVerdicts checks verdicts and returns them with canonical values, under
-// the rules Items applies to human labels (judge for annotator).
+// checkVerdicts checks verdicts and returns them with canonical values and
+// trimmed keys and judge names, under the rules Items applies to human labels
+// (judge for annotator).
 func checkVerdicts(verdicts []Verdict) ([]Verdict, error) {
 	out := make([]Verdict, len(verdicts))
 	seen := map[string]bool{}
 	for n, v := range verdicts {
 		where := recordPlace("verdict", n, v.Line)
+		v.Key, v.Judge = v.Key.trimmed(), strings.TrimSpace(v.Judge)
 		if err := checkKey(v.Key, "judge", v.Judge); err != "" {
 			return nil, invalidf("%s: %s", where, err)
 		}

@@ -19,6 +19,12 @@ type Key struct {
 // String is benchmark/model/task, for messages.
 func (k Key) String() string { return k.Benchmark + "/" + k.Model + "/" + k.TaskID }
 
+// trimmed is k with surrounding spaces removed from its fields, as the readers
+// store them: " webarena" and "webarena" name one benchmark.
+func (k Key) trimmed() Key {
+	return Key{Benchmark: strings.TrimSpace(k.Benchmark), Model: strings.TrimSpace(k.Model), TaskID: strings.TrimSpace(k.TaskID)}
+}
+
 // Values maps labels to values. Readers store canonical values (Spec.Parse);
 // BuildReport accepts any spelling Parse accepts. A missing label or "" means
 // not labelled.

@@ -1,9 +1,11 @@
 package agreement_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,8 +83,13 @@ func TestReadHumanCSV_BadInput(t *testing.T) {
 			"line 2: empty task_id"},
 		{"UnknownValues", header + "bob,webarena,webarena.15,gpt-4o,exp,Maybe,Sometimes,1,No\n",
 			`line 2: trajectory_success: unknown value "Maybe" (allowed: Successful, Unsuccessful, Unsure); trajectory_side_effect: unknown value "Sometimes" (allowed: Yes, No, Unsure)`},
-		{"UnsureLooping", header + "bob,webarena,webarena.15,gpt-4o,exp,Successful,No,1,Unsure\n",
-			`line 2: trajectory_looping: "Unsure" is not allowed: this label has no unsure answer (allowed: Yes, No)`},
+		// Unsure is read in every column AgentRewardBench has
+		// (TestReadHumanCSV_PublishedLayout); a label of Proctor's own may
+		// not have it, and an unknown value is refused in any column.
+		{"UnknownLooping", header + "bob,webarena,webarena.15,gpt-4o,exp,Successful,No,1,Maybe\n",
+			`line 2: trajectory_looping: unknown value "Maybe" (allowed: Yes, No, Unsure)`},
+		{"UnsureScore", "annotator_name,benchmark,task_id,model_name,trajectory_score\nbob,webarena,webarena.15,gpt-4o,Unsure\n",
+			`line 2: trajectory_score: "Unsure" is not allowed: this label has no unsure answer (allowed: 1, 2, 3, 4, 5)`},
 		{"NoLabelValue", header + "bob,webarena,webarena.15,gpt-4o,exp,,,,\n",
 			"line 2: no label value: every label column is empty"},
 		{"SameAnnotatorTwice", header + good + good,
@@ -142,6 +149,124 @@ func TestReadHumanCSV_BadInput(t *testing.T) {
 			Key:       agreement.Key{Benchmark: "webarena", Model: "gpt-4o", TaskID: "webarena.15"},
 			Annotator: "alice", Values: agreement.Values{"success": "successful"}, Line: 2,
 		}}, labels)
+	})
+}
+
+// publishedLayout is testdata/annotations_published_layout.csv: laid out and
+// spelled as AgentRewardBench publishes annotations.csv, with Unsure in every
+// label column and names and keys with stray spaces (A alice, B bob, C carol
+// in file order; S successful, U unsuccessful, ? unsure; optimality 1–4; side
+// effect and looping Y/N).
+//
+//	#  item (line: annotator)                   success  side effect  optimality  looping
+//	1  webarena gpt-4o webarena.15 (2A 8B 13C)  S S S    N N N        4 4 3       N N N
+//	2  webarena gpt-4o webarena.24 (3A 9B 14C)  U ? U    N N Y        1 2 2       N ? N
+//	3  webarena claude webarena.15 (4A 10B)     U U      ? N          2 ?         N N
+//	4  webarena claude webarena.24 (5A 11B)     S ?      N ?          3 ?         N ?
+//	5  visualwebarena gpt-4o vwa.4 (6A 15C)     ? U      N N          1 1         Y Y
+//	6  assistantbench gpt-4o val.0 (12B 16C)    S S      Y Y          4 ?         N N
+//	7  workarena gpt-4o create-user (7A)        ?        N            ?           ?
+//
+// " alice" and "alice", "bob " and "bob", " carol " and "carol" are one
+// annotator each; bob's " webarena.24" (line 9), carol's "visualwebarena "
+// (line 15) and bob's model with a trailing space (line 12) name items 2, 5
+// and 6.
+const publishedLayout = "annotations_published_layout.csv"
+
+func TestReadHumanCSV_PublishedLayout(t *testing.T) {
+	t.Parallel()
+
+	t.Run("Imports", func(t *testing.T) {
+		t.Parallel()
+		labels, skipped, err := agreement.ReadHumanCSV(fixture(t, publishedLayout), agreement.ReadOptions{Name: publishedLayout})
+		require.NoError(t, err, "Unsure in any label column is an answer, not a bad row")
+		require.Empty(t, skipped)
+		require.Len(t, labels, 15)
+
+		annotators := map[string]int{}
+		items := map[agreement.Key]bool{}
+		unsure := map[agreement.Label]int{}
+		for _, h := range labels {
+			annotators[h.Annotator]++
+			items[h.Key] = true
+			for l, v := range h.Values {
+				if v == agreement.Unsure {
+					unsure[l]++
+				}
+			}
+		}
+		require.Equal(t, map[string]int{"alice": 6, "bob": 5, "carol": 4}, annotators, "names are trimmed")
+		require.Len(t, items, 7, "key fields are trimmed")
+		require.Equal(t, map[agreement.Label]int{agreement.LabelSuccess: 4, agreement.LabelSideEffect: 2,
+			agreement.LabelOptimality: 4, agreement.LabelLooping: 3}, unsure, "unsure answers by label")
+
+		require.Equal(t, agreement.HumanLabel{
+			Key:       agreement.Key{Benchmark: "webarena", Model: "GenericAgent-gpt-4o-2024-11-20", TaskID: "webarena.24"},
+			Annotator: "bob", Experiment: "gpt4o-webarena", Line: 9,
+			Values: agreement.Values{"success": agreement.Unsure, "side_effect": "no", "optimality": "2", "looping": agreement.Unsure},
+		}, labels[7])
+		require.Equal(t, agreement.HumanLabel{
+			Key:       agreement.Key{Benchmark: "webarena", Model: "GenericAgent-anthropic_claude-3.7-sonnet", TaskID: "webarena.24"},
+			Annotator: "bob", Experiment: "claude-webarena", Line: 11,
+			Values: agreement.Values{"success": agreement.Unsure, "side_effect": agreement.Unsure, "optimality": agreement.Unsure, "looping": agreement.Unsure},
+		}, labels[9], "a row of nothing but Unsure is a row of answers")
+		require.Equal(t, agreement.Key{Benchmark: "visualwebarena", Model: "GenericAgent-gpt-4o-2024-11-20", TaskID: "visualwebarena.4"}, labels[13].Key)
+		require.Equal(t, "carol", labels[13].Annotator)
+	})
+
+	t.Run("ExportsAndReadsBack", func(t *testing.T) {
+		t.Parallel()
+		labels, _, err := agreement.ReadHumanCSV(fixture(t, publishedLayout), agreement.ReadOptions{})
+		require.NoError(t, err)
+		var buf bytes.Buffer
+		require.NoError(t, agreement.WriteHumanCSV(&buf, labels))
+		require.Contains(t, buf.String(), "\nbob,webarena,webarena.24,GenericAgent-anthropic_claude-3.7-sonnet,claude-webarena,Unsure,Unsure,Unsure,Unsure,,\n")
+		back, _, err := agreement.ReadHumanCSV(&buf, agreement.ReadOptions{})
+		require.NoError(t, err)
+		for i := range back {
+			require.Equal(t, labels[i].Values, back[i].Values)
+			require.Equal(t, labels[i].Annotator, back[i].Annotator)
+		}
+	})
+
+	t.Run("UnknownValueNamesRowAndColumn", func(t *testing.T) {
+		t.Parallel()
+		raw, err := os.ReadFile(filepath.Join("testdata", publishedLayout))
+		require.NoError(t, err)
+		lines := strings.Split(string(raw), "\n")
+		// Line 11 is bob's row of four Unsure answers: one of them replaced
+		// by a value no label has.
+		require.Equal(t, "bob ,webarena,webarena.24,GenericAgent-anthropic_claude-3.7-sonnet,claude-webarena,Unsure,Unsure,Unsure,Unsure", lines[10])
+		for _, tc := range []struct {
+			column int // field index in the row
+			value  string
+			want   string
+		}{
+			{5, "Partially successful", `trajectory_success: unknown value "Partially successful" (allowed: Successful, Unsuccessful, Unsure)`},
+			{6, "Maybe", `trajectory_side_effect: unknown value "Maybe" (allowed: Yes, No, Unsure)`},
+			{7, "Maybe", `trajectory_optimality: unknown value "Maybe" (allowed: 1. Complete Failure, 2. Suboptimal, 3. Somewhat Optimal, 4. Completely Optimal, Unsure)`},
+			{7, "5. Perfect", `trajectory_optimality: "5. Perfect": 5 is out of range`},
+			{8, "Sometimes", `trajectory_looping: unknown value "Sometimes" (allowed: Yes, No, Unsure)`},
+		} {
+			fields := strings.Split(lines[10], ",")
+			fields[tc.column] = tc.value
+			edited := slices.Clone(lines)
+			edited[10] = strings.Join(fields, ",")
+			input := strings.Join(edited, "\n")
+
+			_, _, err := agreement.ReadHumanCSV(strings.NewReader(input), agreement.ReadOptions{Name: publishedLayout})
+			require.ErrorIs(t, err, agreement.ErrBadRow)
+			require.Equal(t, models.EINVALID, models.ErrorCode(err))
+			msg := models.ErrorMessage(err)
+			require.True(t, strings.HasPrefix(msg, publishedLayout+" line 11: "+tc.want), msg)
+
+			labels, skipped, err := agreement.ReadHumanCSV(strings.NewReader(input), agreement.ReadOptions{Name: publishedLayout, SkipBadRows: true})
+			require.NoError(t, err)
+			require.Len(t, labels, 14)
+			require.Len(t, skipped, 1)
+			require.Equal(t, 11, skipped[0].Line)
+			require.True(t, strings.HasPrefix(skipped[0].Reason, tc.want), skipped[0].Reason)
+		}
 	})
 }
 

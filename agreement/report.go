@@ -76,7 +76,9 @@ type LabelReport struct {
 	Labelled int `json:"labelled"`
 	Ties     int `json:"ties"`   // items whose top categories tie
 	Unsure   int `json:"unsure"` // items whose every answer is unsure
-	// UnsureAnswers counts individual unsure answers, all left out.
+	// UnsureAnswers counts the label's unsure answers on every item, each
+	// left out of the vote, the pairs and every statistic (AgentRewardBench's
+	// convention); present for every label, 0 when none.
 	UnsureAnswers int `json:"unsure_answers"`
 	// Majority counts items by their majority category.
 	Majority   map[string]int             `json:"majority"`
@@ -167,10 +169,11 @@ const DefaultResamples = stats.DefaultResamples
 
 // BuildReport measures agreement. humans are the human labels (at least one);
 // verdicts the judges' (any number). Items are matched on (benchmark,
-// model_name, task_id). It returns an EINVALID error for input Items or the
-// verdict checks refuse, and for a judge none of whose verdicts is for an item
-// with a human label (the keys probably do not line up); verdicts for some
-// unlabelled items are only counted (JudgeSummary.Unmatched).
+// model_name, task_id), surrounding spaces ignored. It returns an EINVALID
+// error for input Items or the verdict checks refuse, and for a judge none of
+// whose verdicts is for an item with a human label (the keys probably do not
+// line up); verdicts for some unlabelled items are only counted
+// (JudgeSummary.Unmatched).
 func BuildReport(humans []HumanLabel, verdicts []Verdict, opts Options) (*Report, error) {
 	if len(humans) == 0 {
 		return nil, invalidf("no human labels: nothing to measure agreement against")

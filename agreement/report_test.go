@@ -411,7 +411,10 @@ func TestBuildReport_BadInput(t *testing.T) {
 		{"EmptyJudge", humans, []agreement.Verdict{verdict(" ", "1", success)}, "verdict 1: empty judge"},
 		{"UnknownLabel", []agreement.HumanLabel{human("a", "1", agreement.Values{"mood": "good"})}, nil, `human label 1: unknown label "mood"`},
 		{"BadValue", humans, []agreement.Verdict{{Key: agreement.Key{Benchmark: "wa", Model: "m", TaskID: "1"}, Judge: "j", Line: 9,
-			Values: agreement.Values{agreement.LabelLooping: "Unsure"}}}, `verdict on line 9: trajectory_looping: "Unsure" is not allowed`},
+			Values: agreement.Values{agreement.LabelLooping: "Maybe"}}}, `verdict on line 9: trajectory_looping: unknown value "Maybe" (allowed: Yes, No, Unsure)`},
+		{"UnsureRubric", humans, []agreement.Verdict{verdict("j", "1", agreement.Values{agreement.LabelRubric: "Unsure"})},
+			`verdict 1: rubric_pass: "Unsure" is not allowed: this label has no unsure answer`},
+		{"DuplicateHumanAfterTrimming", append(humans, human(" b ", "1 ", success)), nil, `human label 4: annotator "b" labelled wa/m/1 twice`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -449,4 +452,106 @@ func TestBuildReport_BadInput(t *testing.T) {
 		require.NotNil(t, r.Labels[agreement.LabelSuccess].Judges, "an empty map, not null, for scripts")
 		require.Equal(t, 1, r.Labels[agreement.LabelSuccess].HumanHuman.Pairs)
 	})
+}
+
+// TestBuildReport_PublishedLayout builds the report on
+// testdata/annotations_published_layout.csv (its table is above
+// publishedLayout in read_test.go), with a judge on three of its items.
+// Unsure answers are out of the votes, the pairs and every statistic, and
+// counted per label:
+//
+//	label        unsure answers  all-unsure items  majorities            sure pairs (items)
+//	success      4               1 (7)             S 3, U 3              6 (1, 2, 3, 6)
+//	side effect  2               0                 N 6, Y 1              8 (1, 2, 5, 6)
+//	optimality   4               1 (7)             1:1 2:2 3:1 4:2       7 (1, 2, 5)
+//	looping      3               1 (7)             N 5, Y 1              7 (1, 2, 3, 5, 6)
+//
+// Counting unsure answers as a category would give success 10 pairs (item 2
+// three, items 4 and 5 one each) and a majority to item 7.
+//
+// Success pairs: SS ×3 on 1, UU on 2 (alice, carol), UU on 3, SS on 6:
+// agreement 1, κ 1. Side effect: NN ×3 on 1; on 2 NN, NY, NY; NN on 5; YY on
+// 6: 6 of 8 agree, rows (first) Y 1, N 7, columns Y 3, N 5, pₑ = 38/64, κ =
+// (48 − 38)/(64 − 38) = 0.384615. Optimality: (4,4) (4,3) (4,3) on 1, (1,2)
+// (1,2) (2,2) on 2, (1,1) on 5: 3 of 7 agree. Looping: NN ×3 on 1, NN on 2,
+// 3 and 6, YY on 5: agreement 1, κ 1.
+//
+// The judge says, on item 1 (its key spelled with spaces), S, optimality 4,
+// looping N; on item 4, optimality unsure and looping N; on item 7 (all
+// unsure), U, optimality 1, looping Y. On success: 2 verdicts, 1 compared, 1
+// without a majority; optimality: 3 verdicts, 1 compared, 1 without a
+// majority, 1 unsure; looping: 3 verdicts, 2 compared, 1 without a majority.
+func TestBuildReport_PublishedLayout(t *testing.T) {
+	t.Parallel()
+	humans, skipped, err := agreement.ReadHumanCSV(fixture(t, publishedLayout), agreement.ReadOptions{Name: publishedLayout})
+	require.NoError(t, err)
+	require.Empty(t, skipped)
+	const gpt4o, claude = "GenericAgent-gpt-4o-2024-11-20", "GenericAgent-anthropic_claude-3.7-sonnet"
+	verdicts := []agreement.Verdict{
+		{Key: agreement.Key{Benchmark: " webarena ", Model: gpt4o, TaskID: "webarena.15 "}, Judge: " j",
+			Values: agreement.Values{"success": "Successful", "optimality": "4. Completely Optimal", "looping": "No"}},
+		{Key: agreement.Key{Benchmark: "webarena", Model: claude, TaskID: "webarena.24"}, Judge: "j",
+			Values: agreement.Values{"optimality": "Unsure", "looping": "No"}},
+		{Key: agreement.Key{Benchmark: "workarena", Model: gpt4o, TaskID: "workarena.servicenow.create-user"}, Judge: "j",
+			Values: agreement.Values{"success": "Unsuccessful", "optimality": "1. Complete Failure", "looping": "Yes"}},
+	}
+	r, err := agreement.BuildReport(humans, verdicts, agreement.Options{})
+	require.NoError(t, err)
+
+	require.Equal(t, agreement.HumanSummary{Labels: 15, Annotators: 3, Items: 7, Overlap: 6}, r.Human)
+	require.Equal(t, map[string]*agreement.JudgeSummary{"j": {Verdicts: 3, Matched: 3}}, r.Judges, "keys and names are trimmed")
+
+	type counts struct{ items, labelled, ties, unsureItems, unsureAnswers, pairs, pairItems, annotators int }
+	for _, tc := range []struct {
+		label    agreement.Label
+		want     counts
+		majority map[string]int
+		table    [][]int
+	}{
+		{agreement.LabelSuccess, counts{6, 7, 0, 1, 4, 6, 4, 3}, map[string]int{"successful": 3, "unsuccessful": 3}, [][]int{{4, 0}, {0, 2}}},
+		{agreement.LabelSideEffect, counts{7, 7, 0, 0, 2, 8, 4, 3}, map[string]int{"yes": 1, "no": 6}, [][]int{{1, 0}, {2, 5}}},
+		{agreement.LabelOptimality, counts{6, 7, 0, 1, 4, 7, 3, 3}, map[string]int{"1": 1, "2": 2, "3": 1, "4": 2},
+			[][]int{{1, 2, 0, 0}, {0, 1, 0, 0}, {0, 0, 0, 0}, {0, 0, 2, 1}}},
+		{agreement.LabelLooping, counts{6, 7, 0, 1, 3, 7, 5, 3}, map[string]int{"yes": 1, "no": 5}, [][]int{{1, 0}, {0, 6}}},
+		{agreement.LabelScore, counts{}, map[string]int{}, [][]int{{0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}}},
+	} {
+		lr := r.Labels[tc.label]
+		h := lr.HumanHuman
+		require.Equal(t, tc.want, counts{lr.Items, lr.Labelled, lr.Ties, lr.Unsure, lr.UnsureAnswers, h.Pairs, h.Items, h.Annotators}, tc.label)
+		require.Equal(t, tc.majority, lr.Majority, tc.label)
+		require.Equal(t, tc.table, h.Confusion.Counts, tc.label)
+	}
+	for _, l := range []agreement.Label{agreement.LabelSuccess, agreement.LabelLooping} {
+		requireMetric(t, 1, r.Labels[l].HumanHuman.Agreement, string(l)+" agreement")
+		requireMetric(t, 1, r.Labels[l].HumanHuman.CohenKappa, string(l)+" kappa")
+	}
+	requireMetric(t, 0.75, r.Labels[agreement.LabelSideEffect].HumanHuman.Agreement, "side effect agreement")
+	requireMetric(t, 0.384615, r.Labels[agreement.LabelSideEffect].HumanHuman.CohenKappa, "side effect kappa")
+	requireMetric(t, 3.0/7, r.Labels[agreement.LabelOptimality].HumanHuman.Agreement, "optimality agreement")
+
+	for _, tc := range []struct {
+		label                                        agreement.Label
+		verdicts, items, noHuman, noMajority, unsure int
+	}{
+		{agreement.LabelSuccess, 2, 1, 0, 1, 0},
+		{agreement.LabelOptimality, 3, 1, 0, 1, 1},
+		{agreement.LabelLooping, 3, 2, 0, 1, 0},
+	} {
+		j := r.Labels[tc.label].Judges["j"]
+		require.NotNil(t, j, tc.label)
+		require.Equal(t, [5]int{tc.verdicts, tc.items, tc.noHuman, tc.noMajority, tc.unsure},
+			[5]int{j.Verdicts, j.Items, j.NoHumanLabel, j.NoMajority, j.Unsure}, tc.label)
+		requireMetric(t, 1, j.Agreement, string(tc.label)+" judge agreement")
+	}
+
+	items, err := agreement.Items(humans)
+	require.NoError(t, err)
+	require.Len(t, items, 7)
+	require.Equal(t, agreement.Majority{Value: "successful", Votes: 1, Unsure: 1}, items[3].Majority[agreement.LabelSuccess], "item 4: bob's unsure is no vote")
+	require.Equal(t, agreement.Majority{Value: "3", Votes: 1, Unsure: 1}, items[3].Majority[agreement.LabelOptimality])
+	require.Equal(t, agreement.Majority{Value: "no", Votes: 2, Unsure: 1}, items[1].Majority[agreement.LabelLooping], "item 2")
+	require.Equal(t, "workarena.servicenow.create-user", items[5].Key.TaskID)
+	for _, l := range []agreement.Label{agreement.LabelSuccess, agreement.LabelOptimality, agreement.LabelLooping} {
+		require.Equal(t, agreement.Majority{Unsure: 1}, items[5].Majority[l], "item 7 is all unsure on %s", l)
+	}
 }

@@ -23,8 +23,8 @@ type Label string
 const (
 	LabelSuccess    Label = "success"     // successful | unsuccessful | unsure
 	LabelSideEffect Label = "side_effect" // yes | no | unsure
-	LabelLooping    Label = "looping"     // yes | no
-	LabelOptimality Label = "optimality"  // 1 complete failure … 4 completely optimal
+	LabelLooping    Label = "looping"     // yes | no; unsure in files
+	LabelOptimality Label = "optimality"  // 1 complete failure … 4 completely optimal; unsure in files
 	LabelScore      Label = "score"       // 1 … 5
 	// LabelRubric is one rubric item's pass or fail. A study asks it once per
 	// rubric item of the item's task, and each (item, rubric item) is a unit
@@ -33,8 +33,9 @@ const (
 	LabelRubric Label = "rubric" // pass | fail
 )
 
-// Unsure is the canonical "unsure" value of labels that allow it. It is not a
-// category: it is left out of votes, pairs and every statistic.
+// Unsure is the canonical "unsure" value of labels that read it
+// (Spec.ReadsUnsure). It is not a category: as AgentRewardBench does, it is
+// left out of votes, pairs and every statistic, and counted per label.
 const Unsure = "unsure"
 
 // Labels lists every label in report order.
@@ -60,8 +61,16 @@ type Spec struct {
 	// Ordinal says the order of Categories is meaningful (weighted kappa,
 	// ordinal and interval alpha).
 	Ordinal bool
-	// AllowsUnsure says "unsure" is an accepted answer.
+	// AllowsUnsure says Proctor's annotation form offers "unsure" as an
+	// answer to the label (success and side effect).
 	AllowsUnsure bool
+	// ReadsUnsure says "unsure" is an accepted value wherever the label is
+	// read: files, study imports, stored labels and BuildReport's input. It
+	// holds for every label of AgentRewardBench's annotations.csv, whose
+	// published file answers Unsure in the success, side-effect and
+	// optimality columns (looping reads it too, so that no such file fails
+	// on it), and whenever AllowsUnsure does.
+	ReadsUnsure bool
 	// Positive is the index of the positive class for precision, recall, F1,
 	// NPV and TNR; -1 when the label has none (ordinal labels).
 	Positive int
@@ -77,20 +86,20 @@ func SpecOf(l Label) (Spec, bool) {
 		// AgentRewardBench's functional judge) spell the two outcomes.
 		return Spec{Label: l, Column: "trajectory_success",
 			Categories: []string{"successful", "unsuccessful"}, Display: []string{"Successful", "Unsuccessful"},
-			AllowsUnsure: true, Positive: 0, aliases: map[string]int{"success": 0, "failure": 1}}, true
+			AllowsUnsure: true, ReadsUnsure: true, Positive: 0, aliases: map[string]int{"success": 0, "failure": 1}}, true
 	case LabelSideEffect:
 		return Spec{Label: l, Column: "trajectory_side_effect",
 			Categories: []string{"yes", "no"}, Display: []string{"Yes", "No"},
-			AllowsUnsure: true, Positive: 0}, true
+			AllowsUnsure: true, ReadsUnsure: true, Positive: 0}, true
 	case LabelLooping:
 		return Spec{Label: l, Column: "trajectory_looping",
 			Categories: []string{"yes", "no"}, Display: []string{"Yes", "No"},
-			Positive: 0}, true
+			ReadsUnsure: true, Positive: 0}, true
 	case LabelOptimality:
 		return Spec{Label: l, Column: "trajectory_optimality",
 			Categories: []string{"1", "2", "3", "4"},
 			Display:    []string{"1. Complete Failure", "2. Suboptimal", "3. Somewhat Optimal", "4. Completely Optimal"},
-			Ordinal:    true, Positive: -1,
+			Ordinal:    true, ReadsUnsure: true, Positive: -1,
 			aliases: map[string]int{"complete failure": 0, "suboptimal": 1, "somewhat optimal": 2, "completely optimal": 3}}, true
 	case LabelScore:
 		return Spec{Label: l, Column: "trajectory_score",
@@ -107,19 +116,20 @@ func SpecOf(l Label) (Spec, bool) {
 }
 
 // Parse reads one value of the label, case-insensitively and with surrounding
-// spaces ignored, and returns its canonical spelling: a category, Unsure, or ""
-// for an empty value (not labelled). Accepted spellings: the categories and
-// their AgentRewardBench display forms ("Successful", "2. Suboptimal"); for
-// success also "success" and "failure"; for ordinal labels the number alone,
-// "N." followed by the category's name, or the name alone ("Suboptimal"). An
-// unknown value is an error naming it and the allowed ones.
+// spaces ignored, and returns its canonical spelling: a category, Unsure (for
+// a label that reads it), or "" for an empty value (not labelled). Accepted
+// spellings: the categories and their AgentRewardBench display forms
+// ("Successful", "2. Suboptimal"); for success also "success" and "failure";
+// for ordinal labels the number alone, "N." followed by the category's name,
+// or the name alone ("Suboptimal"). An unknown value is an error naming it and
+// the allowed ones.
 func (s Spec) Parse(raw string) (string, error) {
 	v := strings.ToLower(strings.TrimSpace(raw))
 	if v == "" {
 		return "", nil
 	}
 	if v == Unsure {
-		if s.AllowsUnsure {
+		if s.ReadsUnsure {
 			return Unsure, nil
 		}
 		return "", fmt.Errorf("%s: %q is not allowed: this label has no unsure answer (allowed: %s)", s.Column, raw, s.allowed())
@@ -185,10 +195,10 @@ func (s Spec) parseNumbered(v string) (int, bool, error) {
 	return i, true, nil
 }
 
-// allowed lists the accepted answers for messages.
+// allowed lists the accepted values for messages.
 func (s Spec) allowed() string {
 	values := append([]string(nil), s.Display...)
-	if s.AllowsUnsure {
+	if s.ReadsUnsure {
 		values = append(values, "Unsure")
 	}
 	return strings.Join(values, ", ")

@@ -26,6 +26,14 @@ func TestSpec_Parse(t *testing.T) {
 		{agreement.LabelSideEffect, "no", "no"},
 		{agreement.LabelSideEffect, "unsure", agreement.Unsure},
 		{agreement.LabelLooping, "NO", "no"},
+		// AgentRewardBench's annotations.csv answers Unsure in these columns
+		// too; any case and surrounding spaces read alike.
+		{agreement.LabelLooping, "Unsure", agreement.Unsure},
+		{agreement.LabelLooping, " UNSURE ", agreement.Unsure},
+		{agreement.LabelOptimality, "Unsure", agreement.Unsure},
+		{agreement.LabelOptimality, "unsure ", agreement.Unsure},
+		{agreement.LabelSideEffect, "  Unsure", agreement.Unsure},
+		{agreement.LabelSuccess, "UNSURE", agreement.Unsure},
 		{agreement.LabelOptimality, "2. Suboptimal", "2"},
 		{agreement.LabelOptimality, "1. Complete Failure", "1"},
 		{agreement.LabelOptimality, "3. somewhat optimal", "3"},
@@ -62,15 +70,17 @@ func TestSpec_Parse(t *testing.T) {
 			{agreement.LabelSuccess, "Maybe", `trajectory_success: unknown value "Maybe" (allowed: Successful, Unsuccessful, Unsure)`},
 			{agreement.LabelSuccess, "yes", `trajectory_success: unknown value "yes"`},
 			{agreement.LabelSideEffect, "Sometimes", `trajectory_side_effect: unknown value "Sometimes" (allowed: Yes, No, Unsure)`},
-			{agreement.LabelLooping, "Unsure", `trajectory_looping: "Unsure" is not allowed: this label has no unsure answer (allowed: Yes, No)`},
-			{agreement.LabelOptimality, "Unsure", `trajectory_optimality: "Unsure" is not allowed`},
-			{agreement.LabelOptimality, "5. Perfect", `trajectory_optimality: "5. Perfect": 5 is out of range (allowed: 1. Complete Failure, 2. Suboptimal, 3. Somewhat Optimal, 4. Completely Optimal)`},
+			{agreement.LabelLooping, "Maybe", `trajectory_looping: unknown value "Maybe" (allowed: Yes, No, Unsure)`},
+			{agreement.LabelOptimality, "Partially optimal", `trajectory_optimality: unknown value "Partially optimal" (allowed: 1. Complete Failure, 2. Suboptimal, 3. Somewhat Optimal, 4. Completely Optimal, Unsure)`},
+			{agreement.LabelOptimality, "5. Perfect", `trajectory_optimality: "5. Perfect": 5 is out of range (allowed: 1. Complete Failure, 2. Suboptimal, 3. Somewhat Optimal, 4. Completely Optimal, Unsure)`},
+			{agreement.LabelOptimality, "Unsure.", `trajectory_optimality: unknown value "Unsure."`},
 			{agreement.LabelOptimality, "0", `0 is out of range`},
 			{agreement.LabelOptimality, "2. Completely Optimal", `the number 2 and the name "completely optimal" disagree`},
 			{agreement.LabelOptimality, "2.5", `not a whole number`},
 			{agreement.LabelOptimality, "optimal", `unknown value "optimal"`},
 			{agreement.LabelScore, "6", `trajectory_score: "6": 6 is out of range (allowed: 1, 2, 3, 4, 5)`},
 			{agreement.LabelScore, "-1", `trajectory_score: unknown value "-1"`},
+			{agreement.LabelScore, "Unsure", `trajectory_score: "Unsure" is not allowed: this label has no unsure answer (allowed: 1, 2, 3, 4, 5)`},
 			{agreement.LabelRubric, "Unsure", `rubric_pass: "Unsure" is not allowed: this label has no unsure answer (allowed: Pass, Fail)`},
 			{agreement.LabelRubric, "yes", `rubric_pass: unknown value "yes"`},
 		} {
@@ -103,8 +113,25 @@ func TestSpecOf(t *testing.T) {
 		}
 		_, ok = spec.Code(agreement.Unsure)
 		require.False(t, ok, "unsure is not a category")
+		if spec.AllowsUnsure {
+			require.True(t, spec.ReadsUnsure, "%s: an answer the form offers is read back", l)
+		}
 		require.Equal(t, spec.Ordinal, spec.Positive < 0, "binary labels have a positive class, ordinal ones none")
 	}
 	_, ok := agreement.SpecOf("mood")
 	require.False(t, ok)
+
+	t.Run("Unsure", func(t *testing.T) {
+		t.Parallel()
+		// Every column of AgentRewardBench's annotations.csv reads Unsure;
+		// the annotation form offers it for success and side effect only.
+		for l, want := range map[agreement.Label][2]bool{
+			agreement.LabelSuccess: {true, true}, agreement.LabelSideEffect: {true, true},
+			agreement.LabelOptimality: {true, false}, agreement.LabelLooping: {true, false},
+			agreement.LabelScore: {false, false}, agreement.LabelRubric: {false, false},
+		} {
+			spec, _ := agreement.SpecOf(l)
+			require.Equal(t, want, [2]bool{spec.ReadsUnsure, spec.AllowsUnsure}, "%s: reads, offers", l)
+		}
+	})
 }

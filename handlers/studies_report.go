@@ -190,6 +190,20 @@ func confusionOf(l agreement.Label, t agreement.Table) web.StudyConfusion {
 	return c
 }
 
+// humanCounts says what the annotators' pairs are over and how many unsure
+// answers of the label were left out of them.
+func humanCounts(h agreement.HumanAgreement, unsureAnswers int) string {
+	s := fmt.Sprintf("%d items, %d pairs, %d annotators", h.Items, h.Pairs, h.Annotators)
+	switch unsureAnswers {
+	case 0:
+	case 1:
+		s += "; 1 unsure answer left out"
+	default:
+		s += fmt.Sprintf("; %d unsure answers left out", unsureAnswers)
+	}
+	return s
+}
+
 // studyReportView lays a study report out for the page.
 func studyReportView(d *models.StudyData, r *agreement.StudyReport, by string) web.StudyReportView {
 	rep := r.Report
@@ -223,7 +237,7 @@ func studyReportView(d *models.StudyData, r *agreement.StudyReport, by string) w
 		hm := h.Metrics()
 		lv.Human = web.StudyComparison{
 			Who: "Annotators with each other", Items: h.Items,
-			Counts:    fmt.Sprintf("%d items, %d pairs, %d annotators", h.Items, h.Pairs, h.Annotators),
+			Counts:    humanCounts(h, lr.UnsureAnswers),
 			Confusion: confusionOf(l, h.Confusion),
 		}
 		for _, m := range metrics {

@@ -277,6 +277,52 @@ func TestStudies_Import(t *testing.T) {
 		require.Regexp(t, regexp.MustCompile(`data-testid="import-imported">\d+ imported</span>`), body)
 	})
 
+	t.Run("PublishedLayout", func(t *testing.T) {
+		// AgentRewardBench's header and spellings, Unsure in every label
+		// column, names with stray spaces.
+		file := "annotator_name,benchmark,task_id,model_name,exp_name,trajectory_success,trajectory_side_effect,trajectory_optimality,trajectory_looping\n" +
+			" ann-a," + key(items[2]) + ",exp,Successful,Unsure,Unsure,No\n" +
+			"ann-b ," + key(items[2]) + ",exp,Unsure,No,2. Suboptimal,Unsure\n" +
+			" ann-a ," + key(items[3]) + ",exp,Unsuccessful,Yes,1. Complete Failure,Unsure\n" +
+			"ann-b," + key(items[3]) + ",exp,Unsure,Unsure,Unsure,No\n" +
+			"ann-c," + key(items[2]) + ",exp,Successful,No,2. Suboptimal,No\n"
+		status, body := upload(t, "/import/labels", nil, "annotations.csv", file)
+		require.Equal(t, http.StatusOK, status, body)
+		require.Contains(t, body, `<span data-testid="import-imported">5 imported</span>`)
+		require.Contains(t, body, `<span data-testid="import-skipped">0 skipped</span>`)
+
+		d, err := f.b.db.StudyData(actorCtx(f.owner), st.ID)
+		require.NoError(t, err)
+		imported := map[string]int{}
+		for _, h := range d.Human {
+			if strings.HasPrefix(strings.TrimSpace(h.Annotator), "ann-") {
+				imported[h.Annotator]++
+			}
+		}
+		require.Equal(t, map[string]int{"ann-a": 2, "ann-b": 2, "ann-c": 1}, imported, "names are trimmed")
+
+		// Each label's annotators row says how many unsure answers it left
+		// out: two each for side effect, optimality and looping, whose one
+		// pair is ann-c's answer with the one other sure answer on items[2].
+		c.t = t
+		report := readBody(t, c.get(path+"/report"))
+		for _, label := range []string{"side_effect", "optimality", "looping"} {
+			_, section, ok := strings.Cut(report, `data-testid="label-report-`+label+`"`)
+			require.True(t, ok, label)
+			section, _, _ = strings.Cut(section, "</section>")
+			require.Contains(t, section, "1 items, 1 pairs, 3 annotators; 2 unsure answers left out", label)
+		}
+
+		// Duplicates after trimming are still duplicates; unknown values
+		// are still refused, naming the line and the column.
+		status, body = upload(t, "/import/labels", nil, "annotations.csv", file+"ann-a,"+key(items[2])+",exp,Successful,No,Unsure,No\n")
+		require.Equal(t, http.StatusBadRequest, status)
+		require.Contains(t, body, `annotations.csv line 7: annotator &#34;ann-a&#34; already labelled`)
+		status, body = upload(t, "/import/labels", nil, "annotations.csv", strings.Replace(file, "2. Suboptimal", "Maybe", 1))
+		require.Equal(t, http.StatusBadRequest, status)
+		require.Contains(t, body, `data-testid="import-labels-error">annotations.csv line 3: trajectory_optimality: unknown value &#34;Maybe&#34; (allowed: 1. Complete Failure, 2. Suboptimal, 3. Somewhat Optimal, 4. Completely Optimal, Unsure)`)
+	})
+
 	t.Run("ManyBadRowsListedInPart", func(t *testing.T) {
 		good := fmt.Sprintf("zoe,mini,%s,%s,Successful\n", items[0].TaskID, studyModel(items[0]))
 		file := "annotator_name,benchmark,task_id,model_name,trajectory_success\n" + good + strings.Repeat("zoe,mini,t1,Walker,Maybe\n", 150)

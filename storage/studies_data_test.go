@@ -176,6 +176,26 @@ func TestStore_StudyImports(t *testing.T) {
 			require.Equal(t, map[string]models.StudyLabels{"arb-1": {"success": "unsuccessful"}, "arb-2": {"success": "successful"}}, byName)
 		})
 
+		t.Run("UnsureInEveryColumn", func(t *testing.T) {
+			// AgentRewardBench's files answer Unsure in optimality and
+			// looping too, which the annotation form does not offer.
+			all := models.StudyLabels{"success": "Unsure", "side_effect": " unsure", "optimality": "UNSURE", "looping": "Unsure "}
+			res, err := db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{importRow(keys, b, " arb-3 ", 2, all)})
+			require.NoError(t, err)
+			require.Equal(t, 1, res.Imported)
+			d, err := db.StudyData(f.member, st.ID)
+			require.NoError(t, err)
+			var got []models.StudyHumanLabel
+			for _, h := range d.Human {
+				if strings.Contains(h.Annotator, "arb-3") {
+					got = append(got, h)
+				}
+			}
+			require.Len(t, got, 1)
+			require.Equal(t, "arb-3", got[0].Annotator, "the name is trimmed")
+			require.Equal(t, models.StudyLabels{"success": "unsure", "side_effect": "unsure", "optimality": "unsure", "looping": "unsure"}, got[0].Labels)
+		})
+
 		t.Run("Refusals", func(t *testing.T) {
 			_, err := db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{{Benchmark: "mini", Model: "x", TaskID: "t1", Who: "a", Line: 2}})
 			requireCode(t, models.EINVALID, err)
@@ -186,6 +206,9 @@ func TestStore_StudyImports(t *testing.T) {
 			_, err = db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, "a", 7, models.StudyLabels{"success": "perhaps"})})
 			requireCode(t, models.EINVALID, err)
 			require.Contains(t, models.ErrorMessage(err), `Line 7: "perhaps" is not an answer to success`)
+			_, err = db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, "a", 8, models.StudyLabels{"optimality": "Maybe"})})
+			requireCode(t, models.EINVALID, err)
+			require.Contains(t, models.ErrorMessage(err), `Line 8: "Maybe" is not an answer to optimality`)
 			_, err = db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, " ", 5, nil)})
 			requireCode(t, models.EINVALID, err)
 			require.Contains(t, models.ErrorMessage(err), "Line 5 names no annotator.")

@@ -310,6 +310,18 @@ func allowedAnswers(spec agreement.Spec) string {
 	return strings.Join(values, ", ")
 }
 
+// offeredAnswer refuses a saved unsure answer to a label the annotation form
+// offers no unsure for (optimality, looping): imported files may hold one, as
+// AgentRewardBench's do (agreement.Spec.ReadsUnsure), but an annotator in
+// Proctor chooses among the form's answers. EINVALID on field key.
+func offeredAnswer(key, raw, canonical string) error {
+	spec, ok := agreement.SpecOf(agreement.Label(key))
+	if !ok || canonical != agreement.Unsure || spec.AllowsUnsure {
+		return nil
+	}
+	return models.FieldError(key, "%q is not an answer to %s (allowed: %s).", strings.TrimSpace(raw), key, allowedAnswers(spec))
+}
+
 // rubricItemKey reads a RubricLabelKey; ok false when key is not one.
 func rubricItemKey(key string) (int64, bool) {
 	rest, ok := strings.CutPrefix(key, models.StudyLabelRubric+":")
@@ -452,6 +464,9 @@ func (db *DB) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in mod
 		slices.Sort(keys) // the first bad label named is always the same one
 		for _, k := range keys {
 			v, err := canonicalLabel(k, in.Labels[k], acc.Study.Asks, rubric)
+			if err == nil {
+				err = offeredAnswer(k, in.Labels[k], v)
+			}
 			if err != nil {
 				return err
 			}

@@ -145,6 +145,72 @@ func TestAgreement_Text(t *testing.T) {
 	require.NotContains(t, stdout, "bootstrap intervals", "--bootstrap 0 draws none")
 }
 
+// TestAgreement_PublishedLayout runs the command on a file laid out and
+// spelled as AgentRewardBench publishes annotations.csv, with Unsure in
+// every label column and names with stray spaces
+// (agreement/testdata/annotations_published_layout.csv, worked by hand in
+// agreement/report_test.go): it reads without --skip-bad-rows, and every
+// label says how many unsure answers it left out, in the tables, the JSON and
+// the CSV.
+func TestAgreement_PublishedLayout(t *testing.T) {
+	t.Parallel()
+	human := filepath.Join("..", "..", "agreement", "testdata", "annotations_published_layout.csv")
+
+	t.Run("Text", func(t *testing.T) {
+		t.Parallel()
+		code, stdout, stderr := testEnv{}.run(t, "", "agreement", "--human", human, "--bootstrap", "0")
+		require.Equal(t, exitOK, code, stderr)
+		require.Empty(t, stderr)
+		require.Contains(t, stdout, "human labels: 15 from 3 annotators on 7 items (6 labelled by two or more)\n", "names are trimmed")
+		for _, line := range []string{
+			"success: 6 items with a human majority (1 all unsure, 4 unsure answers left out, positive: successful)\n",
+			"side_effect: 7 items with a human majority (2 unsure answers left out, positive: yes)\n",
+			"looping: 6 items with a human majority (1 all unsure, 3 unsure answers left out, positive: yes)\n",
+			"optimality: 6 items with a human majority (1 all unsure, 4 unsure answers left out)\n",
+		} {
+			require.Contains(t, stdout, line)
+		}
+		require.Regexp(t, `humans\s+7 pairs\s+42\.9%`, stdout, "optimality: unsure answers are in no pair")
+	})
+
+	t.Run("JSONAndCSV", func(t *testing.T) {
+		t.Parallel()
+		out := filepath.Join(t.TempDir(), "report.csv")
+		code, stdout, stderr := testEnv{}.run(t, "", "agreement", "--human", human, "--json", "--csv", out, "--bootstrap", "0")
+		require.Equal(t, exitOK, code, stderr)
+		var r struct {
+			Labels map[string]struct {
+				Unsure        *int `json:"unsure"`
+				UnsureAnswers *int `json:"unsure_answers"`
+			} `json:"labels"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &r))
+		want := map[string][2]int{"success": {1, 4}, "side_effect": {0, 2}, "looping": {1, 3}, "optimality": {1, 4}, "score": {0, 0}, "rubric": {0, 0}}
+		for label, w := range want {
+			l := r.Labels[label]
+			require.NotNil(t, l.Unsure, label)
+			require.NotNil(t, l.UnsureAnswers, "%s: every label has the key", label)
+			require.Equal(t, w, [2]int{*l.Unsure, *l.UnsureAnswers}, label)
+		}
+
+		f, err := os.Open(out)
+		require.NoError(t, err)
+		defer f.Close()
+		rows, err := csv.NewReader(f).ReadAll()
+		require.NoError(t, err)
+		column := map[string]int{}
+		for i, h := range rows[0] {
+			column[h] = i
+		}
+		got := map[string][2]string{}
+		for _, row := range rows[1:] {
+			got[row[column["label"]]] = [2]string{row[column["unsure_items"]], row[column["unsure_answers"]]}
+		}
+		require.Equal(t, map[string][2]string{"success": {"1", "4"}, "side_effect": {"0", "2"}, "looping": {"1", "3"},
+			"optimality": {"1", "4"}, "score": {"0", "0"}, "rubric": {"0", "0"}}, got)
+	})
+}
+
 func TestAgreement_BadInput(t *testing.T) {
 	t.Parallel()
 	human, judgesCSV, _ := agreementFixtures()
