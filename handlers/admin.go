@@ -38,6 +38,8 @@ func (s *Server) adminRoutes(e *echo.Echo) {
 	e.POST("/admin/rescore", s.rescoreAll, requireAdmin)
 	e.GET("/admin/benchmarks/:slug/judge", s.showJudge, requireAdmin)
 	e.POST("/admin/benchmarks/:slug/judge", s.updateJudge, requireAdmin)
+	e.GET("/admin/benchmarks/:slug/grading", s.showGrading, requireAdmin)
+	e.POST("/admin/benchmarks/:slug/grading", s.updateGrading, requireAdmin)
 }
 
 // limitImportBody caps the import uploads, which skip the global 2 MB body limit,
@@ -377,4 +379,44 @@ func (s *Server) updateJudge(c echo.Context) error {
 		return s.formError(c, err, web.JudgePage(s.page(c, "Judge of "+slug), v))
 	}
 	return redirect(c, "/admin/benchmarks/"+url.PathEscape(slug)+"/judge?notice=saved")
+}
+
+// gradingView loads a WebArena-Verified benchmark's grading page with form f.
+func (s *Server) gradingView(c echo.Context, f web.Form) (web.GradingView, error) {
+	b, err := s.store.BenchmarkBySlug(c.Request().Context(), pathParam(c, "slug"))
+	if err != nil {
+		return web.GradingView{}, err
+	}
+	if !slices.Contains(models.WebArenaVerifiedReadings(), b.Evaluator) {
+		return web.GradingView{}, models.Errorf(models.ECONFLICT,
+			"Benchmark %q is graded by %s: only WebArena-Verified benchmarks choose a reading. Its judge and sites are set from the Administration page.", b.Slug, b.Evaluator)
+	}
+	return web.GradingView{Slug: b.Slug, Evaluator: b.Evaluator, Form: f, Saved: c.QueryParam("notice") == "saved"}, nil
+}
+
+// showGrading is a WebArena-Verified benchmark's choice of reading.
+func (s *Server) showGrading(c echo.Context) error {
+	v, err := s.gradingView(c, web.NewForm())
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, web.GradingPage(s.page(c, "Grading of "+v.Slug), v))
+}
+
+// updateGrading saves the reading and comes back to the page, which then
+// offers to re-score the benchmark's runs; a bad value re-renders the form
+// with the message next to it.
+func (s *Server) updateGrading(c echo.Context) error {
+	slug := pathParam(c, "slug")
+	if err := s.store.SetBenchmarkEvaluator(c.Request().Context(), slug, c.FormValue("evaluator")); err != nil {
+		if models.ErrorCode(err) != models.EINVALID {
+			return err
+		}
+		v, verr := s.gradingView(c, formOf(c, "evaluator").WithError(err))
+		if verr != nil {
+			return verr
+		}
+		return s.formError(c, err, web.GradingPage(s.page(c, "Grading of "+slug), v))
+	}
+	return redirect(c, "/admin/benchmarks/"+url.PathEscape(slug)+"/grading?notice=saved")
 }

@@ -28,6 +28,14 @@ type BenchmarkStore interface {
 	SetBenchmarkPublished(ctx context.Context, slug string, published bool) error
 	BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchmark, error)
 	SetBenchmarkJudge(ctx context.Context, slug string, u storage.JudgeUpdate) error
+	SetBenchmarkEvaluator(ctx context.Context, slug, evaluator string) error
+}
+
+// TaskChecker finds upstream defects in a task's own evaluation spec (flaws
+// of the benchmark's published data that no output can pass) for the
+// administrators' view of the task; verified.Checker is one.
+type TaskChecker interface {
+	Defects(evaluator string, t *models.Task) []models.TaskDefect
 }
 
 // benchmarkRoutes registers the public benchmark pages (unpublished benchmarks
@@ -77,11 +85,21 @@ func (s *Server) browseTasks(c echo.Context) error {
 
 func (s *Server) showTask(c echo.Context) error {
 	slug, id := pathParam(c, "slug"), pathParam(c, "taskID")
-	t, err := s.store.TaskByExternalID(c.Request().Context(), slug, id)
+	ctx := c.Request().Context()
+	t, err := s.store.TaskByExternalID(ctx, slug, id)
 	if err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, web.TaskDetailPage(s.page(c, "Task "+t.ExternalID), slug, t))
+	p := s.page(c, "Task "+t.ExternalID)
+	var defects []models.TaskDefect
+	if p.Admin() && s.deps.TaskChecks != nil {
+		b, err := s.store.BenchmarkBySlug(ctx, slug)
+		if err != nil {
+			return err
+		}
+		defects = s.deps.TaskChecks.Defects(b.Evaluator, t)
+	}
+	return s.render(c, http.StatusOK, web.TaskDetailPage(p, slug, t, defects))
 }
 
 // wantsFragment reports whether an htmx request asks for a part of the page

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"proctor/eval/verified"
 	"regexp"
 	"strings"
 	"testing"
@@ -40,6 +41,23 @@ var benchSecrets = []string{"SECRET-ANSWER-42", "SECRET-SKU-7", "SECRET-PATH"}
 func importBench(t *testing.T, b *testBundle, slug string) {
 	t.Helper()
 	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(benchDataset), nil)
+	require.NoError(t, err)
+	_, err = b.db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), slug, ds, slug+".jsonl")
+	require.NoError(t, err)
+}
+
+// verifiedDataset is a small benchmark graded by WebArena-Verified's checks:
+// "price" is sound, "refund" has the upstream defect of WebArena-Verified's
+// task 319 (a retrieve task whose expected answer has no retrieved_data).
+const verifiedDataset = `{"proctor_benchmark": 1, "name": "Verified bench", "evaluator": "webarena-verified"}
+{"id": "price", "intent": "What does the cable cost?", "start_urls": ["__SHOPPING__"], "sites": ["shopping"], "eval": [{"evaluator": "AgentResponseEvaluator", "results_schema": {"type": "array", "items": {"type": "number", "format": "currency"}}, "expected": {"task_type": "retrieve", "status": "SUCCESS", "retrieved_data": [12.5]}}]}
+{"id": "refund", "intent": "How much refund should I expect?", "start_urls": ["__SHOPPING__"], "sites": ["shopping"], "eval": [{"evaluator": "AgentResponseEvaluator", "results_schema": {"type": "array", "items": {"type": "number", "format": "currency"}}, "expected": {"task_type": "retrieve", "status": "NOT_FOUND_ERROR"}}]}
+`
+
+// importVerified imports verifiedDataset under slug.
+func importVerified(t *testing.T, b *testBundle, slug string) {
+	t.Helper()
+	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(verifiedDataset), nil)
 	require.NoError(t, err)
 	_, err = b.db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), slug, ds, slug+".jsonl")
 	require.NoError(t, err)
@@ -551,6 +569,73 @@ func TestAdmin_Judge(t *testing.T) {
 	require.NotContains(t, readBody(t, b.admin.get("/admin/benchmarks/mini/judge")), `data-testid="clear-key"`)
 }
 
+// TestAdmin_Grading: an administrator chooses the lenient reading for a
+// WebArena-Verified benchmark; a bad choice is reported next to the field;
+// after saving, the page offers to re-score; the benchmark page, its board
+// and the board's JSON say the scores are not official. Other benchmarks
+// have no such choice.
+func TestAdmin_Grading(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	importVerified(t, b, "wav")
+	importBench(t, b, "mini")
+	anon := b.anonymous(t)
+
+	body := readBody(t, b.admin.get("/admin/benchmarks/wav/grading"))
+	require.Contains(t, body, `data-testid="grading-form"`)
+	require.Contains(t, body, `value="webarena-verified" checked data-testid="grading-official"`)
+	require.NotContains(t, body, `data-testid="grading-saved"`)
+	require.Contains(t, readBody(t, b.admin.get("/admin")), `data-testid="grading-wav"`)
+	require.NotContains(t, readBody(t, b.admin.get("/admin")), `data-testid="grading-mini"`)
+
+	res := b.admin.postForm("/admin/benchmarks/wav/grading", url.Values{"evaluator": {"kind"}})
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	require.Contains(t, readBody(t, res), `data-testid="error-evaluator">choose webarena-verified or webarena-verified-lenient, not &#34;kind&#34;<`)
+
+	res = b.admin.postForm("/admin/benchmarks/wav/grading", url.Values{"evaluator": {models.EvaluatorWebArenaVerifiedLenient}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.Equal(t, "/admin/benchmarks/wav/grading?notice=saved", res.Header.Get("Location"))
+	body = readBody(t, b.admin.get(res.Header.Get("Location")))
+	require.Contains(t, body, `data-testid="grading-saved"`)
+	require.Contains(t, body, `data-testid="grading-rescore"`)
+	require.Contains(t, body, `value="webarena-verified-lenient" checked data-testid="grading-lenient"`)
+
+	require.Contains(t, readBody(t, anon.get("/benchmarks/wav")), `data-testid="lenient-benchmark"`)
+	require.Contains(t, readBody(t, anon.get("/benchmarks/wav/leaderboard")), `data-testid="lenient-board"`)
+	require.NotContains(t, readBody(t, anon.get("/benchmarks/mini/leaderboard")), `data-testid="lenient-board"`)
+	var board struct {
+		Evaluator string `json:"evaluator"`
+	}
+	decodeJSON(t, anon.get("/api/v1/benchmarks/wav/leaderboard"), &board)
+	require.Equal(t, models.EvaluatorWebArenaVerifiedLenient, board.Evaluator)
+
+	res = b.admin.get("/admin/benchmarks/mini/grading")
+	require.Equal(t, http.StatusConflict, res.StatusCode)
+	require.Contains(t, readBody(t, res), "only WebArena-Verified benchmarks choose a reading. Its judge and sites are set from the Administration page.")
+	res = b.admin.postForm("/admin/benchmarks/mini/grading", url.Values{"evaluator": {models.EvaluatorWebArenaVerifiedLenient}})
+	require.Equal(t, http.StatusConflict, res.StatusCode)
+}
+
+// TestBenchmarks_TaskDefects: a task whose own spec no output can pass says
+// so to administrators on its page, and to nobody else.
+func TestBenchmarks_TaskDefects(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	importVerified(t, b, "wav")
+
+	body := readBody(t, b.admin.get("/benchmarks/wav/tasks/refund"))
+	require.Contains(t, body, `data-testid="task-defects"`)
+	require.Contains(t, body, `data-testid="task-defect-`+verified.DefectNoExpectedData+`"`)
+	require.Contains(t, body, "no retrieved_data")
+	require.NotContains(t, readBody(t, b.admin.get("/benchmarks/wav/tasks/price")), `data-testid="task-defects"`)
+	for _, c := range []*client{b.anonymous(t), b.newUser(t, "user@example.org", false)} {
+		require.NotContains(t, readBody(t, c.get("/benchmarks/wav/tasks/refund")), `data-testid="task-defects"`)
+	}
+	// The lenient reading grades the task by its status: no defect there.
+	require.NoError(t, b.db.SetBenchmarkEvaluator(models.WithActor(context.Background(), models.SystemActor()), "wav", models.EvaluatorWebArenaVerifiedLenient))
+	require.NotContains(t, readBody(t, b.admin.get("/benchmarks/wav/tasks/refund")), `data-testid="task-defects"`)
+}
+
 func TestAdmin_Publish(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -580,6 +665,7 @@ func TestAuthz_Benchmarks(t *testing.T) {
 	b := setup(t)
 	importBench(t, b, "mini")
 	importBench(t, b, "hidden")
+	importVerified(t, b, "wav")
 	require.NoError(t, b.db.SetBenchmarkPublished(models.WithActor(context.Background(), models.SystemActor()), "hidden", false))
 	clients := map[string]*client{
 		"anonymous": b.anonymous(t),
@@ -626,6 +712,10 @@ func TestAuthz_Benchmarks(t *testing.T) {
 		{method: "GET", path: "/admin/benchmarks/mini/judge", want: adminOnly(see, ok)},
 		{method: "GET", path: "/admin/benchmarks/nope/judge", want: adminOnly(see, http.StatusNotFound)},
 		{method: "POST", path: "/admin/benchmarks/mini/judge", form: url.Values{"judge_base_url": {""}}, want: adminOnly(unauth, see)},
+		{method: "GET", path: "/admin/benchmarks/wav/grading", want: adminOnly(see, ok)},
+		{method: "GET", path: "/admin/benchmarks/mini/grading", want: adminOnly(see, http.StatusConflict)},
+		{method: "GET", path: "/admin/benchmarks/nope/grading", want: adminOnly(see, notFound)},
+		{method: "POST", path: "/admin/benchmarks/wav/grading", form: url.Values{"evaluator": {models.EvaluatorWebArenaVerified}}, want: adminOnly(unauth, see)},
 		{method: "GET", path: "/api/v1/benchmarks", want: all(ok)},
 		{method: "GET", path: "/api/v1/benchmarks/mini", want: all(ok)},
 		{method: "GET", path: "/api/v1/benchmarks/mini/tasks", want: all(ok)},

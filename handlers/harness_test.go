@@ -9,6 +9,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"proctor/eval/verified"
 	"regexp"
 	"strings"
 	"testing"
@@ -41,6 +42,7 @@ func setup(t *testing.T) *testBundle {
 	db.UseAgentDeps(sealer, netguard.New(nil, nil)) // tests use IP literals: no DNS
 	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{
 		Store: db, Static: static.Files(), Docs: docs.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		TaskChecks: verified.Checker{},
 	})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)

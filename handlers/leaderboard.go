@@ -139,8 +139,11 @@ type apiLeaderboard struct {
 	CurrentVersion int    `json:"current_version"`
 	Subset         string `json:"subset"`
 	SubsetTasks    int    `json:"subset_tasks"`
-	Sort           string `json:"sort"`
-	Dir            string `json:"dir"`
+	// Evaluator is the benchmark's evaluator kind; "webarena-verified-lenient"
+	// marks scores that are not official WebArena-Verified scores.
+	Evaluator string `json:"evaluator"`
+	Sort      string `json:"sort"`
+	Dir       string `json:"dir"`
 	// Filters are the query's filters as URL parameters (best, origin,
 	// open_source, model, model_match, from, to, version).
 	Filters       map[string]string    `json:"filters"`
@@ -205,7 +208,7 @@ func (s *Server) absoluteURL(c echo.Context, path string) string {
 func (s *Server) toAPILeaderboard(c echo.Context, lb *models.Leaderboard) apiLeaderboard {
 	out := apiLeaderboard{
 		Benchmark: lb.BenchmarkSlug, Name: lb.BenchmarkName, Version: lb.Version, CurrentVersion: lb.CurrentVersion,
-		Subset: lb.Subset, SubsetTasks: lb.SubsetTasks, Sort: lb.Query.Sort, Dir: lb.Query.Dir,
+		Subset: lb.Subset, SubsetTasks: lb.SubsetTasks, Evaluator: lb.Evaluator, Sort: lb.Query.Sort, Dir: lb.Query.Dir,
 		Filters: map[string]string{}, PublishedRuns: lb.Published,
 		URL:     s.absoluteURL(c, web.LeaderboardURL(lb.BenchmarkSlug, lb.Subset, "", lb.Query)),
 		Entries: make([]apiLeaderboardItem, len(lb.Rows)),

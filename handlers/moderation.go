@@ -209,6 +209,18 @@ type apiChange struct {
 	CreatedAt time.Time `json:"created_at"`
 	// RunURL is the run's page while it is public; "" once withdrawn.
 	RunURL string `json:"run_url,omitempty"`
+	// Rescore is what a "rescored" change did to the run; absent on other
+	// kinds and on re-scorings logged before Proctor kept the numbers.
+	Rescore *apiRescoreChange `json:"rescore,omitempty"`
+}
+
+// apiRescoreChange is what a re-scoring changed about a run.
+type apiRescoreChange struct {
+	SuccessesBefore int    `json:"successes_before"`
+	SuccessesAfter  int    `json:"successes_after"`
+	Tasks           int    `json:"tasks"`
+	ChangedAttempts int    `json:"changed_attempts"`
+	Evaluators      string `json:"evaluators"`
 }
 
 func (s *Server) apiLeaderboardChanges(c echo.Context) error {
@@ -228,6 +240,10 @@ func (s *Server) apiLeaderboardChanges(c echo.Context) error {
 		}
 		if ch.RunPublished {
 			items[i].RunURL = runPath(ch.RunID)
+		}
+		if ch.Kind == models.EventRescored && ch.Known() {
+			items[i].Rescore = &apiRescoreChange{SuccessesBefore: *ch.SuccessesBefore, SuccessesAfter: *ch.SuccessesAfter,
+				Tasks: *ch.Tasks, ChangedAttempts: ch.ChangedAttempts, Evaluators: ch.Evaluators}
 		}
 	}
 	return c.JSON(http.StatusOK, listResponse{Items: items, Page: v.Page, PerPage: v.PerPage, Total: v.Total, HasMore: v.HasMore()})

@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"bufio"
 	"encoding/json"
+	"html"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/storage"
 )
 
 // Run states a moderation test starts from.
@@ -464,4 +466,67 @@ func TestRuns_ResultsExport(t *testing.T) {
 	res := f.member.get("/runs/" + strconv.FormatInt(queued.ID, 10) + "/results.jsonl")
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	require.Empty(t, readBody(t, res))
+}
+
+// TestModeration_RescoreChanges: after a re-scoring changes verdicts, the
+// public change log (page and JSON), the leaderboard row and the run page say
+// which run changed and by how much.
+func TestModeration_RescoreChanges(t *testing.T) {
+	t.Parallel()
+	f := newRunsFixture(t, runsOptions{})
+	run, ids := f.runIn(t, statePublished)
+	id := strconv.FormatInt(run.ID, 10)
+	require.NoError(t, f.b.db.RefreshRunMetrics(f.sys, run.ID))
+	check := func(verdict string) storage.EvaluationBatch {
+		s := 0.0
+		if verdict == models.OutcomeSuccess {
+			s = 1
+		}
+		return storage.EvaluationBatch{RescoreID: "rescore-parity",
+			Primary: &models.Evaluation{Evaluator: "webarena-verified", EvaluatorVersion: "webarena-verified@2", Verdict: verdict, Score: &s}}
+	}
+	// The official reading fails the two answers the lenient one passed.
+	for _, a := range []struct {
+		id      int64
+		verdict string
+	}{{ids[0], models.OutcomeFailure}, {ids[1], models.OutcomeFailure}, {ids[3], models.OutcomeFailure}} {
+		_, err := f.b.db.RecordEvaluations(f.sys, a.id, check(a.verdict), nil)
+		require.NoError(t, err)
+	}
+	require.NoError(t, f.b.db.RefreshRunMetrics(f.sys, run.ID))
+	const want = "with webarena-verified@2: 50.0% → 0.0% of 4 tasks (−50.0 points), 2 attempts changed outcome"
+
+	anon := f.b.anonymous(t)
+	body := readBody(t, anon.get("/benchmarks/mini/leaderboard/changes"))
+	require.Contains(t, body, `data-testid="change-rescored"`)
+	require.Contains(t, body, `data-testid="change-rescore">`+html.EscapeString(want)+`<`)
+
+	var list struct {
+		Items []struct {
+			Kind    string `json:"kind"`
+			Rescore *struct {
+				SuccessesBefore int    `json:"successes_before"`
+				SuccessesAfter  int    `json:"successes_after"`
+				Tasks           int    `json:"tasks"`
+				ChangedAttempts int    `json:"changed_attempts"`
+				Evaluators      string `json:"evaluators"`
+			} `json:"rescore"`
+		} `json:"items"`
+	}
+	decodeJSON(t, anon.get("/api/v1/benchmarks/mini/leaderboard/changes"), &list)
+	require.Equal(t, models.EventRescored, list.Items[0].Kind)
+	require.NotNil(t, list.Items[0].Rescore)
+	require.Equal(t, 2, list.Items[0].Rescore.SuccessesBefore)
+	require.Equal(t, 0, list.Items[0].Rescore.SuccessesAfter)
+	require.Equal(t, 4, list.Items[0].Rescore.Tasks)
+	require.Equal(t, 2, list.Items[0].Rescore.ChangedAttempts)
+	require.Equal(t, "webarena-verified@2", list.Items[0].Rescore.Evaluators)
+	require.Len(t, list.Items, 1, "one line for the request, however many attempts it graded")
+
+	board := readBody(t, anon.get("/benchmarks/mini/leaderboard"))
+	require.Contains(t, board, `data-testid="rescored">re-scored: was 50.0%<`)
+	require.Contains(t, board, `title="`+html.EscapeString(want)+`"`)
+
+	page := readBody(t, anon.get("/runs/"+id))
+	require.Contains(t, page, `data-testid="run-rescore-change">`+html.EscapeString(want)+`<`)
 }

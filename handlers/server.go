@@ -70,6 +70,8 @@ type Deps struct {
 	// QueueUI is River UI built for QueueUIPrefix, the admins' view of the job
 	// queue; nil answers 503 there.
 	QueueUI http.Handler
+	// TaskChecks shows administrators a task's upstream defects; nil shows none.
+	TaskChecks TaskChecker
 }
 
 // Store is everything the handlers need from storage, one small interface per feature.

@@ -31,6 +31,13 @@ const (
 	EvaluatorNone                    = "none"
 )
 
+// WebArenaVerifiedReadings lists the evaluator kinds an administrator may
+// choose between for a WebArena-Verified benchmark: the official reading
+// first, then the lenient one.
+func WebArenaVerifiedReadings() []string {
+	return []string{EvaluatorWebArenaVerified, EvaluatorWebArenaVerifiedLenient}
+}
+
 // Task types. WebArena-Verified uses retrieve / mutate / navigate; WebDS-style
 // tasks use qa / action.
 const (
@@ -380,4 +387,13 @@ type AdminBenchmark struct {
 // IsCurrent reports whether v is the benchmark's current version.
 func (a AdminBenchmark) IsCurrent(v BenchmarkVersion) bool {
 	return a.Benchmark.CurrentVersionID != nil && *a.Benchmark.CurrentVersionID == v.ID
+}
+
+// TaskDefect is a flaw in a task's own evaluation spec, in the benchmark's
+// published data: no output can pass the task under its evaluator (e.g. two
+// checks that compare the same request with different values). Shown to
+// administrators on the task's page.
+type TaskDefect struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
 }

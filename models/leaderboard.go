@@ -321,6 +321,10 @@ type LeaderboardRow struct {
 	HiddenBrowser *float64
 	HiddenSystem  *float64
 
+	// Rescore is what the run's last re-scoring changed about the whole run
+	// (not only this board's tasks); not Known for a run never re-scored.
+	Rescore RescoreChange
+
 	// Rank is the row's place by success rate (tied rates share it).
 	// RankBest and RankWorst bound the places the row could hold given the
 	// 95% intervals: rows whose whole interval lies above the row's are
@@ -363,7 +367,10 @@ type Leaderboard struct {
 	// HiddenTests marks a hidden-tests benchmark's board: it shows pass
 	// rates overall and per group (R, B, S) instead of judge and rubric
 	// columns, and cost, tokens and turns per task.
-	HiddenTests    bool
+	HiddenTests bool
+	// Evaluator is the benchmark's evaluator kind now (Lenient says whether
+	// it is the lenient reading of WebArena-Verified).
+	Evaluator      string
 	Version        int
 	CurrentVersion int
 	Subset         string
@@ -379,6 +386,10 @@ type Leaderboard struct {
 	// published run on the board has the metric; columns that none has are hidden.
 	HasJudge, HasRubric, HasPerfect, HasEfficiency bool
 }
+
+// Lenient reports a board of a benchmark graded by the lenient reading of
+// WebArena-Verified: its scores are not official WebArena-Verified scores.
+func (lb *Leaderboard) Lenient() bool { return lb.Evaluator == EvaluatorWebArenaVerifiedLenient }
 
 // SetRows applies the board's query to every published row of the board (the
 // filters, the best-per-agent toggle, ranks and bands by success rate, then

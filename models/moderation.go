@@ -41,6 +41,45 @@ type LeaderboardEvent struct {
 	ActorRole   string
 	RescoreID   string // the re-scoring request of a "rescored" event
 	CreatedAt   time.Time
+	RescoreChange
+}
+
+// RescoreChange is what a re-scoring changed about a run: its successes
+// before and after, its task count, how many attempts' outcomes changed and
+// the evaluators that graded them. Zero on other events.
+type RescoreChange struct {
+	SuccessesBefore *int
+	SuccessesAfter  *int
+	Tasks           *int
+	ChangedAttempts int
+	Evaluators      string // e.g. "webarena-verified@2"
+}
+
+// Known reports whether the change holds the run's numbers (events logged
+// before Proctor kept them do not).
+func (c RescoreChange) Known() bool {
+	return c.SuccessesBefore != nil && c.SuccessesAfter != nil && c.Tasks != nil
+}
+
+// SuccessDelta is the change in successes (after minus before).
+func (c RescoreChange) SuccessDelta() int {
+	if !c.Known() {
+		return 0
+	}
+	return *c.SuccessesAfter - *c.SuccessesBefore
+}
+
+// RateBefore and RateAfter are the success rates over the run's tasks.
+func (c RescoreChange) RateBefore() float64 { return rateOf(c.SuccessesBefore, c.Tasks) }
+
+// RateAfter is the success rate over the run's tasks after the re-scoring.
+func (c RescoreChange) RateAfter() float64 { return rateOf(c.SuccessesAfter, c.Tasks) }
+
+func rateOf(n, tasks *int) float64 {
+	if n == nil || tasks == nil || *tasks == 0 {
+		return 0
+	}
+	return float64(*n) / float64(*tasks)
 }
 
 // LeaderboardChange is a change log entry as the public log shows it: with the
@@ -57,6 +96,7 @@ type LeaderboardChange struct {
 	TeamName     string
 	TeamSlug     string
 	RunPublished bool
+	RescoreChange
 }
 
 // ChangeFilter selects one page (from 1) of a leaderboard's change log; Subset

@@ -44,6 +44,12 @@ type Run struct {
 	FinishedAt          *time.Time
 	RescoredAt          *time.Time
 	RescoredWith        string // the evaluators of the last re-scoring, e.g. "webarena-verified@2"
+	// RescoreID is the last re-scoring request; RescoreSuccessesBefore the
+	// run's successes before it graded its first attempt (nil before any
+	// re-scoring), RescoreChanged how many attempts' outcomes it changed.
+	RescoreID              string
+	RescoreSuccessesBefore *int
+	RescoreChanged         int
 	// EvaluationsVersion counts the evaluations recorded for the run;
 	// MetricsVersion is the count its precomputed metrics reflect.
 	EvaluationsVersion int64

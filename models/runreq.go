@@ -176,3 +176,12 @@ func CheckReferenceReplay(actor Actor, snap AgentSnapshot, b *Benchmark) error {
 	}
 	return nil
 }
+
+// LastRescore is what the run's last re-scoring changed: successes before
+// and now, the task count, the attempts whose outcome changed and the
+// evaluators; not Known for a run never re-scored.
+func (r Run) LastRescore() RescoreChange {
+	successes, tasks := r.Successes, r.TasksTotal
+	return RescoreChange{SuccessesBefore: r.RescoreSuccessesBefore, SuccessesAfter: &successes, Tasks: &tasks,
+		ChangedAttempts: r.RescoreChanged, Evaluators: r.RescoredWith}
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -80,9 +81,10 @@ func (db *DB) RecordEvaluations(ctx context.Context, attemptID int64, b Evaluati
 		// run's open attempts, and two concurrent transactions could otherwise
 		// each see the other's attempt still open, leaving the run unfinished.
 		var run models.Run
-		if err := lockRow(tx, db.dialect).Select("id").First(&run, a.RunID).Error; err != nil {
+		if err := lockRow(tx, db.dialect).Select("id, successes, tasks_total, rescore_id, rescore_changed").First(&run, a.RunID).Error; err != nil {
 			return wrap(err, "run")
 		}
+		before := a.Outcome
 		now := db.now()
 		if err := db.insertEvaluations(tx, &a, b, now); err != nil {
 			return err
@@ -107,11 +109,7 @@ func (db *DB) RecordEvaluations(ctx context.Context, attemptID int64, b Evaluati
 			return wrap(err, "run")
 		}
 		if rescore {
-			if err := tx.Model(&models.Run{}).Where("id = ?", a.RunID).
-				Updates(map[string]any{"rescored_at": now, "rescored_with": evaluatorNames(b.evaluations())}).Error; err != nil {
-				return wrap(err, "run")
-			}
-			if err := RecordRescoredEvent(tx, a.RunID, b.RescoreID, now); err != nil {
+			if err := recordRescore(tx, &run, b, before != updates["outcome"] && b.Primary != nil, now); err != nil {
 				return err
 			}
 		}
@@ -125,6 +123,35 @@ func (db *DB) RecordEvaluations(ctx context.Context, attemptID int64, b Evaluati
 		return refresh(ctx, stx, a.RunID)
 	})
 	return finished, err
+}
+
+// recordRescore notes on the run (and, for a published run, on its change
+// log) what re-scoring request b changed: the run's successes before the
+// request graded its first attempt, and how many attempts' outcomes it has
+// changed so far. run holds the run as it was before this attempt's new
+// verdict; its totals are already refreshed in tx.
+func recordRescore(tx *gorm.DB, run *models.Run, b EvaluationBatch, changed bool, now time.Time) error {
+	updates := map[string]any{"rescored_at": now, "rescored_with": evaluatorNames(b.evaluations())}
+	n := 0
+	if changed {
+		n = 1
+	}
+	if run.RescoreID != b.RescoreID {
+		updates["rescore_id"], updates["rescore_successes_before"], updates["rescore_changed"] = b.RescoreID, run.Successes, n
+	} else if changed {
+		updates["rescore_changed"] = gorm.Expr("rescore_changed + 1")
+	}
+	if err := tx.Model(&models.Run{}).Where("id = ?", run.ID).Updates(updates).Error; err != nil {
+		return wrap(err, "run")
+	}
+	var after models.Run
+	if err := tx.Select("successes, tasks_total, rescore_successes_before, rescore_changed").First(&after, run.ID).Error; err != nil {
+		return wrap(err, "run")
+	}
+	return RecordRescoredEvent(tx, run.ID, b.RescoreID, now, models.RescoreChange{
+		SuccessesBefore: after.RescoreSuccessesBefore, SuccessesAfter: &after.Successes, Tasks: &after.TasksTotal,
+		ChangedAttempts: after.RescoreChanged, Evaluators: updates["rescored_with"].(string),
+	})
 }
 
 // insertEvaluations writes the batch's rows: each replaces the current
@@ -321,4 +348,36 @@ func judgeHost(raw string) string {
 		return ""
 	}
 	return u.Scheme + "://" + u.Host
+}
+
+// SetBenchmarkEvaluator chooses how a WebArena-Verified benchmark's attempts
+// are graded from now on: as the official evaluator does
+// (models.EvaluatorWebArenaVerified) or by the lenient reading
+// (models.EvaluatorWebArenaVerifiedLenient), whose boards say their scores are
+// not official. Stored verdicts change only when the runs are re-scored.
+// Admins only. ENOTFOUND for an unknown benchmark; EINVALID on "evaluator"
+// for another kind, or for a benchmark not graded by WebArena-Verified's
+// checks.
+func (db *DB) SetBenchmarkEvaluator(ctx context.Context, slug, evaluator string) error {
+	if _, err := models.RequireAdmin(ctx); err != nil {
+		return err
+	}
+	readings := models.WebArenaVerifiedReadings()
+	if !slices.Contains(readings, evaluator) {
+		return models.FieldError("evaluator", "choose %s or %s, not %q", readings[0], readings[1], evaluator)
+	}
+	return db.tx(ctx, func(tx *gorm.DB) error {
+		var b models.Benchmark
+		if err := tx.Select("id, evaluator").Where("slug = ?", slug).Take(&b).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return models.Errorf(models.ENOTFOUND, "Benchmark %q not found.", slug)
+			}
+			return wrap(err, "benchmark")
+		}
+		if !slices.Contains(readings, b.Evaluator) {
+			return models.FieldError("evaluator", "benchmark %q is graded by %s: only WebArena-Verified benchmarks have a lenient reading", slug, b.Evaluator)
+		}
+		return wrap(tx.Model(&models.Benchmark{}).Where("id = ?", b.ID).
+			Updates(map[string]any{"evaluator": evaluator, "updated_at": db.now()}).Error, "benchmark")
+	})
 }

@@ -138,6 +138,9 @@ func TestStore_Rescore(t *testing.T) {
 		batch.Primary = check(models.OutcomeSuccess, 1)
 		_, err = db.RecordEvaluations(f.system, ids[0], batch, nil)
 		require.NoError(t, err, "a redelivered re-scoring job")
+		// The second attempt keeps its verdict: graded again, not changed.
+		_, err = db.RecordEvaluations(f.system, ids[1], storage.EvaluationBatch{Primary: check(models.OutcomeSuccess, 1), RescoreID: rescoreID}, nil)
+		require.NoError(t, err)
 
 		var evs []models.Evaluation
 		require.NoError(t, db.Gorm().Where("attempt_id = ?", ids[0]).Order("id").Find(&evs).Error)
@@ -155,6 +158,36 @@ func TestStore_Rescore(t *testing.T) {
 		var events int64
 		require.NoError(t, db.Gorm().Table("leaderboard_events").Where("run_id = ? AND kind = ?", f.run.ID, "rescored").Count(&events).Error)
 		require.EqualValues(t, 1, events, "one change-log line per re-scoring request")
+		require.Equal(t, rescoreID, run.RescoreID)
+		require.NotNil(t, run.RescoreSuccessesBefore)
+		require.Equal(t, 1, *run.RescoreSuccessesBefore, "the run's successes before the request graded its first attempt")
+		require.Equal(t, 1, run.RescoreChanged, "one of the two attempts graded again changed its outcome")
+
+		changes, err := db.LeaderboardChanges(f.anon, "mini", models.ChangeFilter{Page: 1, PerPage: 10})
+		require.NoError(t, err)
+		var rescored *models.LeaderboardChange
+		for i := range changes.Changes {
+			if changes.Changes[i].Kind == models.EventRescored {
+				rescored = &changes.Changes[i]
+			}
+		}
+		require.NotNil(t, rescored, "the public log lists the re-scoring")
+		require.True(t, rescored.Known())
+		require.Equal(t, 1, *rescored.SuccessesBefore)
+		require.Equal(t, 2, *rescored.SuccessesAfter)
+		require.Equal(t, run.TasksTotal, *rescored.Tasks)
+		require.Equal(t, 1, rescored.SuccessDelta())
+		require.Equal(t, 1, rescored.ChangedAttempts)
+		require.Equal(t, "webarena-verified@1", rescored.Evaluators)
+
+		// A later request starts its own count from the run's totals then.
+		second := storage.EvaluationBatch{Primary: check(models.OutcomeFailure, 0), RescoreID: rescoreID + "-2"}
+		_, err = db.RecordEvaluations(f.system, ids[1], second, nil)
+		require.NoError(t, err)
+		require.NoError(t, db.Gorm().First(&run, f.run.ID).Error)
+		require.Equal(t, 2, *run.RescoreSuccessesBefore)
+		require.Equal(t, 1, run.RescoreChanged)
+		require.Equal(t, 1, run.Successes)
 	})
 }
 
@@ -324,5 +357,39 @@ func TestStore_ConcurrentEvaluationsCompleteTheRun(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, models.RunCompleted, status, "round %d", round)
 		}
+	})
+}
+
+func TestStore_SetBenchmarkEvaluator(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newReadFixture(t, db)
+		// The fixture's benchmark is rubric-graded: make it a WebArena-Verified one.
+		require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "mini").Update("evaluator", models.EvaluatorWebArenaVerified).Error)
+
+		lenient := models.EvaluatorWebArenaVerifiedLenient
+		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(db.SetBenchmarkEvaluator(f.anon, "mini", lenient)))
+		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(db.SetBenchmarkEvaluator(f.member, "mini", lenient)))
+		require.Equal(t, models.ENOTFOUND, models.ErrorCode(db.SetBenchmarkEvaluator(f.admin, "nope", lenient)))
+		err := db.SetBenchmarkEvaluator(f.admin, "mini", models.EvaluatorRubric)
+		require.Equal(t, models.EINVALID, models.ErrorCode(err))
+		require.Equal(t, "evaluator", models.ErrorField(err))
+
+		require.NoError(t, db.SetBenchmarkEvaluator(f.admin, "mini", lenient))
+		ids := f.dispatch(t, f.run.ID)
+		status, _, err := db.ClaimAttempt(f.system, ids[0], time.Hour)
+		require.NoError(t, err)
+		require.Equal(t, storage.ClaimOK, status)
+		spec, err := db.EvaluationSpec(f.system, ids[0])
+		require.NoError(t, err)
+		require.Equal(t, lenient, spec.Evaluator, "attempts are graded by the reading chosen now")
+		board, err := db.Leaderboard(f.admin, "mini", models.SubsetFull, models.LeaderboardQuery{})
+		require.NoError(t, err)
+		require.True(t, board.Lenient(), "the board says it is not the official reading")
+
+		require.NoError(t, db.SetBenchmarkEvaluator(f.admin, "mini", models.EvaluatorWebArenaVerified))
+		require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "mini").Update("evaluator", models.EvaluatorRubric).Error)
+		err = db.SetBenchmarkEvaluator(f.admin, "mini", lenient)
+		require.Equal(t, models.EINVALID, models.ErrorCode(err), "only WebArena-Verified benchmarks have a lenient reading")
 	})
 }

@@ -44,6 +44,12 @@ type boardRow struct {
 	AgentOpenSource bool
 	TeamSlug        string
 	TeamName        string
+	// The run's last re-scoring (see models.Run).
+	RescoreSuccessesBefore *int
+	RunSuccesses           int
+	RunTasks               int
+	RescoreChanged         int
+	RescoredWith           string
 }
 
 // boardColumns are the columns of a boardRow over boardFrom.
@@ -52,7 +58,8 @@ const boardColumns = `le.run_id, r.agent_id, le.restricted, le.tasks, le.success
 	le.hidden_overall, le.hidden_request, le.hidden_browser, le.hidden_system,
 	r.origin, r.verified, r.subset_name AS run_subset, r.agent_snapshot, r.finished_at,
 	a.name AS agent_name, a.slug AS agent_slug, a.model AS agent_model, a.open_source AS agent_open_source,
-	t.slug AS team_slug, t.name AS team_name`
+	t.slug AS team_slug, t.name AS team_name,
+	r.rescore_successes_before, r.successes AS run_successes, r.tasks_total AS run_tasks, r.rescore_changed, r.rescored_with`
 
 // boardRows loads the entry of every run on one board in one query: the
 // precomputed numbers with the run, agent and team they belong to. A run is on
@@ -102,6 +109,8 @@ func (r boardRow) toModel() models.LeaderboardRow {
 		Efficiency: r.Efficiency, MeanSteps: r.MeanSteps, CostPerTask: r.CostPerTask, Tokens: r.Tokens,
 		HiddenOverall: r.HiddenOverall, HiddenRequest: r.HiddenRequest, HiddenBrowser: r.HiddenBrowser, HiddenSystem: r.HiddenSystem,
 		FinishedAt: r.FinishedAt,
+		Rescore: models.RescoreChange{SuccessesBefore: r.RescoreSuccessesBefore, SuccessesAfter: &r.RunSuccesses, Tasks: &r.RunTasks,
+			ChangedAttempts: r.RescoreChanged, Evaluators: r.RescoredWith},
 	}
 }
 
@@ -125,7 +134,7 @@ func (db *DB) Leaderboard(ctx context.Context, slug, subset string, query models
 	}
 	lb := &models.Leaderboard{
 		BenchmarkSlug: b.Slug, BenchmarkName: b.Name, BenchmarkPublished: b.Published,
-		Subset: subset, Query: query.Normalized(), HiddenTests: b.Evaluator == models.EvaluatorHiddenTests,
+		Subset: subset, Query: query.Normalized(), HiddenTests: b.Evaluator == models.EvaluatorHiddenTests, Evaluator: b.Evaluator,
 	}
 	var version *models.BenchmarkVersion
 	for i, v := range versions {

@@ -326,10 +326,11 @@ func RecordLeaderboardEvent(tx *gorm.DB, ev *models.LeaderboardEvent) error {
 
 // RecordRescoredEvent logs "rescored" on the change log of a published run
 // whose attempts a re-scoring request graded again, once per run and request
-// however many attempts it grades; nothing for an unpublished run or an empty
-// rescoreID. Call it inside the transaction that records the re-scoring's
-// evaluations (RecordEvaluations, where it sets rescored_at).
-func RecordRescoredEvent(tx *gorm.DB, runID int64, rescoreID string, at time.Time) error {
+// however many attempts it grades, with what the request has changed so far
+// (each later attempt of the request updates the line's numbers); nothing for
+// an unpublished run or an empty rescoreID. Call it inside the transaction
+// that records the re-scoring's evaluations (RecordEvaluations).
+func RecordRescoredEvent(tx *gorm.DB, runID int64, rescoreID string, at time.Time, change models.RescoreChange) error {
 	if rescoreID == "" {
 		return nil
 	}
@@ -344,15 +345,22 @@ func RecordRescoredEvent(tx *gorm.DB, runID int64, rescoreID string, at time.Tim
 	if err != nil {
 		return err
 	}
-	return RecordLeaderboardEvent(tx, &models.LeaderboardEvent{
+	if err := RecordLeaderboardEvent(tx, &models.LeaderboardEvent{
 		BenchmarkID: benchmarkID, SubsetName: run.SubsetName, RunID: run.ID, Kind: models.EventRescored,
-		ActorRole: models.ActorRoleSystem, RescoreID: rescoreID, CreatedAt: at,
-	})
+		ActorRole: models.ActorRoleSystem, RescoreID: rescoreID, CreatedAt: at, RescoreChange: change,
+	}); err != nil {
+		return err
+	}
+	return wrap(tx.Model(&models.LeaderboardEvent{}).Where("run_id = ? AND rescore_id = ?", run.ID, rescoreID).Updates(map[string]any{
+		"successes_before": change.SuccessesBefore, "successes_after": change.SuccessesAfter, "tasks": change.Tasks,
+		"changed_attempts": change.ChangedAttempts, "evaluators": change.Evaluators,
+	}).Error, "leaderboard event")
 }
 
 // changeColumns are the columns of a models.LeaderboardChange.
 const changeColumns = `e.id, e.run_id, e.subset_name, e.kind, e.reason, e.actor_role, e.created_at,
-	a.name AS agent_name, t.name AS team_name, t.slug AS team_slug, r.published AS run_published`
+	a.name AS agent_name, t.name AS team_name, t.slug AS team_slug, r.published AS run_published,
+	e.successes_before, e.successes_after, e.tasks, e.changed_attempts, e.evaluators`
 
 // LeaderboardChanges returns one page (from 1) of a benchmark's public
 // leaderboard change log, newest first: every board's changes, or with a

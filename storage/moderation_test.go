@@ -304,7 +304,7 @@ func TestStore_RecordRescoredEvent(t *testing.T) {
 		record := func(rescoreID string) {
 			t.Helper()
 			require.NoError(t, db.Gorm().Transaction(func(tx *gorm.DB) error {
-				return storage.RecordRescoredEvent(tx, f.run.ID, rescoreID, time.Now().UTC())
+				return storage.RecordRescoredEvent(tx, f.run.ID, rescoreID, time.Now().UTC(), models.RescoreChange{})
 			}))
 		}
 		record("r1")

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"proctor/config"
+	"proctor/eval/verified"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +63,7 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 		Store: app.DB, Artifacts: app.Artifacts, ArtifactHandler: app.ArtifactHandler,
 		Static: static.Files(), Docs: docs.Files(), Logger: app.Log,
 		ArtifactURLs: app.Artifacts, Runs: run, Submissions: run, StudyJudging: run, Candidates: run, QueueUI: queueUI,
+		TaskChecks: verified.Checker{},
 	})
 	if err != nil {
 		return err

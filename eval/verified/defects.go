@@ -24,33 +24,50 @@ const (
 	DefectConflictingChecks = "conflicting-checks"
 )
 
-// Defect is a flaw in a task's own evaluation spec (in the benchmark's
-// published data, not in Proctor) that makes every output fail or raise
-// under the official evaluator. Proctor grades such tasks as the official
-// evaluator does, and shows the defect to administrators.
-type Defect struct {
-	Kind    string `json:"kind"`
-	Message string `json:"message"`
+// Checker finds upstream defects for the task pages administrators see.
+type Checker struct{}
+
+// Defects lists the upstream defects of a task graded by the evaluator kind
+// given: SpecDefects for the official reading; for the lenient one, the
+// defects it shares (it grades a retrieve task without expected data by its
+// status, and types untyped numbers itself); none for other kinds.
+func (Checker) Defects(evaluator string, task *models.Task) []models.TaskDefect {
+	switch evaluator {
+	case models.EvaluatorWebArenaVerified:
+		return SpecDefects(task)
+	case models.EvaluatorWebArenaVerifiedLenient:
+		var out []models.TaskDefect
+		for _, d := range SpecDefects(task) {
+			if d.Kind == DefectConflictingChecks {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // SpecDefects lists the upstream defects of a task's WebArena-Verified
-// evaluation spec (placeholders resolved or not). A spec that does not parse
-// at all has one ungradable defect saying why.
-func SpecDefects(task *models.Task) []Defect {
+// evaluation spec (placeholders resolved or not): flaws in the benchmark's
+// published data, not in Proctor, that make every output fail or raise under
+// the official evaluator. Proctor grades such tasks as the official evaluator
+// does. A spec that does not parse at all has one ungradable defect saying
+// why.
+func SpecDefects(task *models.Task) []models.TaskDefect {
 	if task == nil {
 		return nil
 	}
 	specs, err := parseSpec(task.EvalSpec, newRegexCache())
 	if err != nil {
-		return []Defect{{DefectUngradable, "the evaluation spec cannot be read: " + err.Error()}}
+		return []models.TaskDefect{{Kind: DefectUngradable, Message: "the evaluation spec cannot be read: " + err.Error()}}
 	}
-	var out []Defect
+	var out []models.TaskDefect
 	taskType := ""
 	for _, s := range specs {
 		if s.agent != nil {
 			taskType = s.agent.taskType
 			if s.agent.taskType == models.TaskRetrieve && !s.agent.hasRetrieved {
-				out = append(out, Defect{DefectNoExpectedData,
+				out = append(out, models.TaskDefect{Kind: DefectNoExpectedData, Message: 
 					"The expected answer of this retrieve task has no retrieved_data: the official evaluator fails every answer, including the expected one."})
 			}
 		}
@@ -63,7 +80,7 @@ func SpecDefects(task *models.Task) []Defect {
 // ungradableChecks grades an empty answer with an empty network log against
 // the spec, with every placeholder given a stand-in URL: an evaluator that
 // still reports an error cannot normalise its own expected value.
-func ungradableChecks(task *models.Task) []Defect {
+func ungradableChecks(task *models.Task) []models.TaskDefect {
 	sites := Sites{}
 	for _, ph := range placeholdersIn(task.EvalSpec) {
 		sites[ph] = []string{"http://" + strings.ToLower(strings.Trim(ph, "_")) + ".invalid"}
@@ -81,19 +98,19 @@ func ungradableChecks(task *models.Task) []Defect {
 		HAR:   strings.NewReader(`{"log":{"entries":[]}}`),
 	})
 	if err != nil {
-		return []Defect{{DefectUngradable, "the evaluation spec cannot be graded: " + err.Error()}}
+		return []models.TaskDefect{{Kind: DefectUngradable, Message: "the evaluation spec cannot be graded: " + err.Error()}}
 	}
 	det, err := eval.ParseDetails(res.Details)
 	if err != nil {
 		return nil
 	}
-	var out []Defect
+	var out []models.TaskDefect
 	if det.ErrorMsg != nil {
-		out = append(out, Defect{DefectUngradable, "The evaluation spec cannot be graded: " + *det.ErrorMsg})
+		out = append(out, models.TaskDefect{Kind: DefectUngradable, Message: "The evaluation spec cannot be graded: " + *det.ErrorMsg})
 	}
 	for i, r := range det.EvaluatorsResults {
 		if r.Status == models.OutcomeError && r.ErrorMsg != nil {
-			out = append(out, Defect{DefectUngradable, fmt.Sprintf(
+			out = append(out, models.TaskDefect{Kind: DefectUngradable, Message: fmt.Sprintf(
 				"eval[%d] (%s): %s. It raises on every output of this task, and Proctor grades them errors.", i, r.EvaluatorName, *r.ErrorMsg)})
 		}
 	}
@@ -132,7 +149,7 @@ func placeholdersIn(spec string) []string {
 // the same one, with different expectations. On a navigate task every GET
 // check compares the last page loaded, so two of them with different URLs
 // conflict; otherwise two checks of the same method and URL do.
-func conflictingChecks(specs []evaluatorSpec, taskType string) []Defect {
+func conflictingChecks(specs []evaluatorSpec, taskType string) []models.TaskDefect {
 	type check struct {
 		index    int
 		expected string
@@ -153,7 +170,7 @@ func conflictingChecks(specs []evaluatorSpec, taskType string) []Defect {
 		}
 		groups[key] = append(groups[key], check{i, canonicalExpected(s.expected)})
 	}
-	var out []Defect
+	var out []models.TaskDefect
 	for _, key := range order {
 		g := groups[key]
 		distinct := map[string]bool{}
@@ -169,7 +186,7 @@ func conflictingChecks(specs []evaluatorSpec, taskType string) []Defect {
 		if key == "the last page loaded" {
 			what = key + " (whichever tab loaded it)"
 		}
-		out = append(out, Defect{DefectConflictingChecks, fmt.Sprintf(
+		out = append(out, models.TaskDefect{Kind: DefectConflictingChecks, Message: fmt.Sprintf(
 			"%s each compare only %s with different expectations: no output passes them all.", strings.Join(idx, ", "), what)})
 	}
 	return out
