@@ -67,8 +67,7 @@ func SpecDefects(task *models.Task) []models.TaskDefect {
 		if s.agent != nil {
 			taskType = s.agent.taskType
 			if s.agent.taskType == models.TaskRetrieve && !s.agent.hasRetrieved {
-				out = append(out, models.TaskDefect{Kind: DefectNoExpectedData, Message: 
-					"The expected answer of this retrieve task has no retrieved_data: the official evaluator fails every answer, including the expected one."})
+				out = append(out, models.TaskDefect{Kind: DefectNoExpectedData, Message: "The expected answer of this retrieve task has no retrieved_data: the official evaluator fails every answer, including the expected one."})
 			}
 		}
 	}
