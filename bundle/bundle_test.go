@@ -390,7 +390,9 @@ func TestInspect_InvalidFiles(t *testing.T) {
 		check   func(t *testing.T, task *bundle.Task)
 	}{
 		{"agent response not JSON", wav(bundletest.WAVTask{ID: "2", Response: `{"task_type": RETRIEVE}`}),
-			"2/agent_response.json", "invalid JSON at byte", func(t *testing.T, task *bundle.Task) { require.Nil(t, task.Final) }},
+			"2/agent_response.json", "invalid JSON at byte", func(t *testing.T, task *bundle.Task) {
+				require.JSONEq(t, `{"type":"answer","text":"{\"task_type\": RETRIEVE}"}`, string(task.Final), "graded as the text it holds")
+			}},
 		{"agent response not an object", wav(bundletest.WAVTask{ID: "2", Response: `["a"]`}), "2/agent_response.json", "must be an object", nil},
 		{"agent response of another shape", wav(bundletest.WAVTask{ID: "2", Response: `{"answer": "a"}`}), "2/agent_response.json", "not a WebArena-Verified agent response", nil},
 		{"agent response not UTF-8", wav(bundletest.WAVTask{ID: "2", Response: "{\"task_type\": \"caf\xe9\"}"}), "2/agent_response.json", "not valid UTF-8 (byte 18)", nil},

@@ -381,10 +381,18 @@ func (a *assembly) webArenaVerified() error {
 			}
 			continue
 		}
-		if resp == nil {
+		switch {
+		case resp == nil:
 			a.problem(t, a.l.full(id+"/agent_response.json"), "missing: the task has a network.har but no answer")
-		} else if resp = a.valid(t, resp); resp != nil {
+		case resp.answerText:
+			// Graded as the text it holds, as the official evaluator reads
+			// such a file: a failure saying why, unless it holds a code block.
+			a.problem(t, resp.path, resp.problem+"; it is graded as the text it holds")
 			t.Final = resp.raw
+		default:
+			if resp = a.valid(t, resp); resp != nil {
+				t.Final = resp.raw
+			}
 		}
 		a.keepHAR(t, har)
 	}

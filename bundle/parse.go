@@ -80,6 +80,9 @@ type record struct {
 	stepsInfo   []agentLabStep
 	contentType string // images and HARs
 	cut         bool   // a text field was cut to maxTextBytes
+	// answerText marks an agent_response.json of the wrong shape whose text
+	// raw holds as the answer despite its problem.
+	answerText bool
 }
 
 // retainedBytes estimates what the record holds in memory, its path aside
@@ -261,14 +264,22 @@ func compactObject(rec *record, b []byte) error {
 
 // parseAgentResponse reads a WebArena-Verified agent_response.json: an
 // object with task_type, status, retrieved_data and error_details (keys are
-// case-insensitive). It becomes the answer action's response.
+// case-insensitive). It becomes the answer action's response. A file of
+// another shape (not JSON, JSON with text around it, another object) is a
+// problem the report lists, but its text is still kept as the answer
+// (rec.answerText), so that the task is graded as WebArena-Verified's own
+// evaluator grades that file rather than as no answer at all.
 func parseAgentResponse(rec *record, b []byte) error {
-	if err := compactObject(rec, b); err != nil {
-		return err
+	problem := compactObject(rec, b)
+	if problem == nil && !looksLikeAgentResponse(rec.raw) {
+		problem = errors.New("not a WebArena-Verified agent response: expected an object with task_type, status and retrieved_data")
 	}
-	if !looksLikeAgentResponse(rec.raw) {
+	if problem != nil {
 		rec.raw = nil
-		return errors.New("not a WebArena-Verified agent response: expected an object with task_type, status and retrieved_data")
+		if raw, err := cappedJSON(models.Action{Type: models.ActAnswer, Text: string(b)}, "the answer"); err == nil {
+			rec.raw, rec.answerText = raw, true
+		}
+		return problem
 	}
 	raw, err := cappedJSON(models.Action{Type: models.ActAnswer, Response: rec.raw}, "the answer")
 	rec.raw = raw

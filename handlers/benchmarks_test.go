@@ -10,13 +10,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"proctor/eval/verified"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"proctor/eval/verified"
 	"proctor/handlers"
 	"proctor/importer"
 	"proctor/models"

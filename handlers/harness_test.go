@@ -9,7 +9,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"proctor/eval/verified"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/docs"
+	"proctor/eval/verified"
 	"proctor/handlers"
 	"proctor/models"
 	"proctor/netguard"

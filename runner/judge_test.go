@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"proctor/eval/verified"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/eval/judge"
+	"proctor/eval/verified"
 	"proctor/models"
 	"proctor/runner"
 	"proctor/sandbox"

@@ -219,9 +219,13 @@ func (db *DB) RescoreAttempts(ctx context.Context, scope RescoreScope, enqueue f
 		// Hidden-tests attempts are graded by running their tests against
 		// the candidate website, which a re-scoring does not do: a new
 		// candidate run tests again.
+		// Only what was graded is graded again: an uploaded run's tasks that
+		// its bundle did not attempt are failures by rule, with nothing to
+		// grade, and keep their outcome.
 		q := tx.Table("attempts a").Where("a.status = ?", models.AttemptDone).
 			Joins("JOIN runs r ON r.id = a.run_id").Joins("JOIN benchmark_versions v ON v.id = r.version_id").
-			Joins("JOIN benchmarks b ON b.id = v.benchmark_id").Where("b.evaluator <> ?", models.EvaluatorHiddenTests)
+			Joins("JOIN benchmarks b ON b.id = v.benchmark_id").Where("b.evaluator <> ?", models.EvaluatorHiddenTests).
+			Where("EXISTS (SELECT 1 FROM evaluations e WHERE e.attempt_id = a.id)")
 		switch {
 		case scope.RunID != 0:
 			var n int64
