@@ -11,7 +11,9 @@
 #   BenchmarkWebArenaVerifiedEval  WebArena-Verified tasks graded per second on
 #                              one core (812 synthetic outputs from the real
 #                              specs, demo-sized HARs) against only JSON-decoding
-#                              the same inputs (skips without ../shared/data)
+#                              the same inputs, and the official reading against
+#                              the lenient one (version 1's), in the same run
+#                              (skips without ../shared/data)
 #   BenchmarkTimeline200Steps  the timeline page of a 200-step attempt: time
 #                              and HTML size
 #   BenchmarkLeaderboardPage   the leaderboard page of 200 published runs,
@@ -105,6 +107,10 @@ awk '
 			printf "  %-46s %8.1f\n", "graded (tasks/s)", v[w, "tasks/s"]
 			printf "  %-46s %8.1f\n", "baseline: JSON-decoding the inputs (tasks/s)", v[w, "baseline-tasks/s"]
 			printf "  %-46s %7.2fx\n", "grading speed / decoding speed", v[w, "x-baseline"]
+			if (has(w, "x-lenient")) {
+				printf "  %-46s %8.1f\n", "lenient reading (version 1's) (tasks/s)", v[w, "lenient-tasks/s"]
+				printf "  %-46s %7.2fx\n", "official reading speed / lenient speed", v[w, "x-lenient"]
+			}
 		}
 		l = "BenchmarkLeaderboardPage"
 		if (has(l, "x-static")) {

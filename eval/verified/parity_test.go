@@ -57,7 +57,9 @@ type parityAllowed struct {
 // where it raised, Proctor must not call the output a success. Any other
 // difference fails the test unless testdata/parity_allowlist.json lists the
 // case with its reason; an allow-list entry that no longer differs fails too,
-// so the list only shrinks.
+// so the list only shrinks. The corpus holds answers and network logs of
+// every shape (empty, truncated, not JSON, no entries, wrong types): each
+// verdict that is not a success must name its cause.
 func TestParity_OfficialEvaluator(t *testing.T) {
 	t.Parallel()
 	data := testenv.SharedDataDir(t)
@@ -89,6 +91,7 @@ func TestParity_OfficialEvaluator(t *testing.T) {
 	)
 	for i, c := range cases {
 		got := results[i]
+		require.NotEmpty(t, verdictMessage(got), "case %s: a %s verdict names its cause", c.CaseID, got.Status)
 		why := parityDifference(c, got)
 		if c.Official == models.OutcomeError {
 			raisedTotal++
@@ -157,6 +160,30 @@ func parityDifference(c parityCase, got verified.TaskResult) string {
 		}
 	}
 	return ""
+}
+
+// verdictMessage is what a verdict says of its cause: an error's message, or
+// the messages of a failure's failed assertions; "" for a success, which
+// needs none.
+func verdictMessage(r verified.TaskResult) string {
+	if r.Status == models.OutcomeSuccess {
+		return "success"
+	}
+	var msgs []string
+	if r.ErrorMsg != nil {
+		msgs = append(msgs, *r.ErrorMsg)
+	}
+	for _, e := range r.EvaluatorsResults {
+		if e.ErrorMsg != nil {
+			msgs = append(msgs, *e.ErrorMsg)
+		}
+		for _, a := range e.Assertions {
+			if a.Status == models.OutcomeFailure {
+				msgs = append(msgs, strings.Join(a.AssertionMsgs, " "))
+			}
+		}
+	}
+	return strings.TrimSpace(strings.Join(msgs, " "))
 }
 
 // parityExplain is Proctor's result in a line: status, then each evaluator's
