@@ -1887,7 +1887,7 @@ func TaskDetailPage(p Page, slug string, t *models.Task, defects []models.TaskDe
 					return templ_7745c5c3_Err
 				}
 				if len(defects) > 0 {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 171, "<div class=\"notice\" role=\"note\" data-testid=\"task-defects\"><h3>Upstream dataset defect</h3><p>This task's own evaluation spec, as the benchmark publishes it, lets no output pass:</p><ul>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 171, "<div class=\"notice warning\" role=\"note\" data-testid=\"task-defects\"><h3>Upstream dataset defect</h3><p>This task's own evaluation spec, as the benchmark publishes it, lets no output pass:</p><ul>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
