@@ -287,17 +287,13 @@ func TestStore_BenchmarkJudge(t *testing.T) {
 		require.NotEmpty(t, raw.JudgeAPIKey)
 
 		ids := f.dispatch(t, f.run.ID)
-		status, _, err := db.ClaimAttempt(f.system, ids[0], time.Hour)
-		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
-		spec, err := db.EvaluationSpec(f.system, ids[0])
-		require.NoError(t, err)
+		spec := f.claimedSpec(t, ids[0])
 		require.Equal(t, models.JudgeSettings{BaseURL: "https://judge.example.org/v1", Model: "judge-1", APIKey: key}, spec.Judge)
 		require.Len(t, spec.Task.RubricItems, 2, "the evaluation sees the task's rubric")
 
 		// Keeping the key while changing the model, then going back to the server's judge.
 		require.NoError(t, db.SetBenchmarkJudge(f.admin, "mini", storage.JudgeUpdate{BaseURL: "https://judge.example.org/v1", Model: "judge-2"}))
-		spec, err = db.EvaluationSpec(f.system, ids[0])
+		spec, err := db.EvaluationSpec(f.system, ids[0])
 		require.NoError(t, err)
 		require.Equal(t, key, spec.Judge.APIKey)
 		// A key that cannot be opened (the server's secret changed) does not
@@ -376,12 +372,7 @@ func TestStore_SetBenchmarkEvaluator(t *testing.T) {
 		require.Equal(t, "evaluator", models.ErrorField(err))
 
 		require.NoError(t, db.SetBenchmarkEvaluator(f.admin, "mini", lenient))
-		ids := f.dispatch(t, f.run.ID)
-		status, _, err := db.ClaimAttempt(f.system, ids[0], time.Hour)
-		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
-		spec, err := db.EvaluationSpec(f.system, ids[0])
-		require.NoError(t, err)
+		spec := f.claimedSpec(t, f.dispatch(t, f.run.ID)[0])
 		require.Equal(t, lenient, spec.Evaluator, "attempts are graded by the reading chosen now")
 		board, err := db.Leaderboard(f.admin, "mini", models.SubsetFull, models.LeaderboardQuery{})
 		require.NoError(t, err)
@@ -392,4 +383,15 @@ func TestStore_SetBenchmarkEvaluator(t *testing.T) {
 		err = db.SetBenchmarkEvaluator(f.admin, "mini", lenient)
 		require.Equal(t, models.EINVALID, models.ErrorCode(err), "only WebArena-Verified benchmarks have a lenient reading")
 	})
+}
+
+// claimedSpec claims an attempt and returns what its evaluation is given.
+func (f *readFixture) claimedSpec(t *testing.T, attemptID int64) *models.EpisodeSpec {
+	t.Helper()
+	status, _, err := f.db.ClaimAttempt(f.system, attemptID, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, storage.ClaimOK, status)
+	spec, err := f.db.EvaluationSpec(f.system, attemptID)
+	require.NoError(t, err)
+	return spec
 }

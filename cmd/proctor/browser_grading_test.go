@@ -81,7 +81,7 @@ func TestBrowser_GradingAndRescoreChanges(t *testing.T) {
 
 		// The administrator chooses the lenient reading.
 		if width == 1280 {
-			loginAs(t, page, base, "ada@example.org", "an admin passphrase")
+			signIn(t, page, base, "ada@example.org", "an admin passphrase")
 			_, err = page.Goto(base + "/admin")
 			require.NoError(t, err)
 			require.NoError(t, page.GetByTestId("grading-sandbox").Click())
@@ -92,7 +92,7 @@ func TestBrowser_GradingAndRescoreChanges(t *testing.T) {
 			require.NoError(t, expect.Locator(page.GetByTestId("grading-lenient")).ToBeChecked())
 			shot(t, page, "grading-saved"+suffix)
 		} else {
-			loginAs(t, page, base, "ada@example.org", "an admin passphrase")
+			signIn(t, page, base, "ada@example.org", "an admin passphrase")
 			_, err = page.Goto(base + "/admin/benchmarks/sandbox/grading")
 			require.NoError(t, err)
 			shot(t, page, "grading-page"+suffix)
@@ -114,17 +114,6 @@ func TestBrowser_GradingAndRescoreChanges(t *testing.T) {
 		fits("the task page")
 		page.Close()
 	}
-}
-
-// loginAs signs a page in with the login form.
-func loginAs(t *testing.T, page playwright.Page, base, email, password string) {
-	t.Helper()
-	_, err := page.Goto(base + "/login")
-	require.NoError(t, err)
-	require.NoError(t, page.GetByLabel("Email").Fill(email))
-	require.NoError(t, page.GetByLabel("Password").Fill(password))
-	require.NoError(t, page.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Log in"}).Click())
-	require.NoError(t, browserExpect().Locator(page.GetByTestId("nav-account")).ToBeAttached())
 }
 
 // userID is the id of the user with that email.
