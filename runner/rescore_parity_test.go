@@ -20,6 +20,7 @@ import (
 	"proctor/models"
 	"proctor/runner"
 	"proctor/storage"
+	"proctor/storage/storagetest"
 )
 
 // TestSubmission_RescoreWithTheOfficialReading is the upgrade path: an
@@ -35,7 +36,8 @@ func TestSubmission_RescoreWithTheOfficialReading(t *testing.T) {
 		"1":  "b003", // 1:are:prose_around_json, official failure
 		"14": "b007", // 14:are:utf8_bom, official failure
 	})
-	forEachPortal(t, portalOptions{submissions: runner.SubmissionOptions{PartBytes: 256 << 10}}, func(t *testing.T, p *portal) {
+	// Both databases; the artifact store plays no part in a re-scoring.
+	forEachDatabase(t, portalOptions{submissions: runner.SubmissionOptions{PartBytes: 256 << 10}}, func(t *testing.T, p *portal) {
 		p.importWebArenaVerified(t)
 		require.NoError(t, p.db.SetBenchmarkEvaluator(p.admin, "webarena-verified", models.EvaluatorWebArenaVerifiedLenient))
 		file := bundletest.Write(t, filepath.Join(t.TempDir(), "parity.tar.gz"), bundletest.TarGz, bundletest.Wrap("parity", outputs))
@@ -85,6 +87,17 @@ func TestSubmission_RescoreWithTheOfficialReading(t *testing.T) {
 			return len(lb.Rows) == 1 && lb.Rows[0].Successes == 1 && lb.Rows[0].Rescore.SuccessDelta() == -2 && !lb.Lenient()
 		}, time.Minute, 100*time.Millisecond, "the board follows the re-scoring and marks the row")
 	})
+}
+
+// forEachDatabase runs fn on SQLite and PostgreSQL with the local store.
+func forEachDatabase(t *testing.T, opts portalOptions, fn func(t *testing.T, p *portal)) {
+	local := portalStores()[0]
+	for _, d := range storagetest.Drivers() {
+		t.Run(d.Name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, newPortal(t, d.Open(t), local, opts))
+		})
+	}
 }
 
 // parityOutputs reads the agent outputs of the parity corpus's given batches

@@ -340,10 +340,13 @@ func TestRunJourney_HostileCandidates(t *testing.T) {
 
 	t.Run("a page that never finishes loading errors within the step's timeout", func(t *testing.T) {
 		t.Parallel()
-		o := RunJourney(t.Context(), b, cand, journey(0, hiddentest.Step{Action: hiddentest.ActionGoto, URL: "/hang", TimeoutMS: 1500}), nil, opts)
+		test := journey(0, hiddentest.Step{Action: hiddentest.ActionGoto, URL: "/hang", TimeoutMS: 1500})
+		o := RunJourney(t.Context(), b, cand, test, nil, opts)
 		require.Equal(t, Errored, o.Result)
 		require.Equal(t, "step 0 (goto /hang): loading /hang did not finish loading within 1.5s", o.Reason)
-		require.Less(t, o.Duration, 1500*time.Millisecond+stepGrace)
+		// The step's timeout ended it, not the test's own limit (how much
+		// sooner depends on the machine's load, so no closer bound).
+		require.Less(t, o.Duration, test.Timeout())
 	})
 
 	t.Run("the test's timeout bounds its steps", func(t *testing.T) {
@@ -356,7 +359,8 @@ func TestRunJourney_HostileCandidates(t *testing.T) {
 		// Step 1 on an idle machine; on a busy one the page may not even
 		// load in time, and the test's limit ends step 0 instead.
 		require.Regexp(t, `^step (0 \(goto /\)|1 \(wait_for_text "never shown"\)): the test did not finish within its 4s$`, o.Reason)
-		require.Less(t, o.Duration, 4*time.Second+stepGrace)
+		// The test's 4 s limit ended the wait, not the step's own default.
+		require.Less(t, o.Duration, (&hiddentest.Step{Action: hiddentest.ActionWaitForText}).Timeout()+stepGrace)
 	})
 
 	t.Run("a wait that is not met fails naming what was found", func(t *testing.T) {
