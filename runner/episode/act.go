@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/mxschmitt/playwright-go"
 
@@ -20,12 +21,22 @@ var elementIDPattern = regexp.MustCompile(`^e[0-9]{1,9}$`)
 // failed action never ends the episode by itself.
 func (r *runner) act(ctx context.Context, a models.Action) string {
 	r.blocked.takeNavigations() // blocked before this action: not its doing
+	page := r.page
+	before := r.navs.of(page)
 	msg := r.do(a)
+	started := r.navs.started(page, before)
 	if msg != "" && !strings.HasPrefix(msg, "blocked:") {
 		msg = a.Type + " failed: " + msg
 	}
 	if ctx.Err() != nil {
 		return msg
+	}
+	// A navigation the action started lands before the page is observed. A
+	// click or key press that started one took effect: an error it reports
+	// is Playwright's own wait for that page running out, not a failure.
+	landed := r.navs.settleAfter(page, before, min(loadWaitTimeout, time.Until(r.deadline)))
+	if started && landed && (a.Type == models.ActClick || a.Type == models.ActPress) && !strings.HasPrefix(msg, "blocked:") {
+		msg = ""
 	}
 	if !r.page.IsClosed() {
 		r.waitLoad(r.page)

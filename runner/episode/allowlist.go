@@ -149,6 +149,11 @@ func (l *blockedLog) take() []string {
 func (r *runner) route(rt playwright.Route) {
 	req := rt.Request()
 	u := req.URL()
+	if req.IsNavigationRequest() {
+		if f := req.Frame(); f != nil && f.ParentFrame() == nil {
+			r.navs.request(f.Page())
+		}
+	}
 	if r.allow.allows(u) {
 		_ = rt.Continue()
 		return

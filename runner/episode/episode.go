@@ -275,8 +275,9 @@ type runner struct {
 	seen     map[playwright.Page]bool
 	nextElem int // the next element id number, shared by all pages of the episode
 
-	blocked   blockedLog // written by Playwright's goroutines
-	downloads downloads  // written by Playwright's goroutines
+	blocked   blockedLog  // written by Playwright's goroutines
+	downloads downloads   // written by Playwright's goroutines
+	navs      navigations // written by Playwright's goroutines
 
 	harPath   string
 	closeOnce sync.Once
@@ -293,7 +294,11 @@ func (r *runner) setup(ctx context.Context) error {
 	if err := r.bctx.RouteWebSocket("**/*", r.routeWebSocket); err != nil {
 		return fmt.Errorf("install websocket allowlist: %w", err)
 	}
-	r.bctx.OnDownload(r.downloads.start)
+	r.bctx.OnPage(r.navs.watch)
+	r.bctx.OnDownload(func(d playwright.Download) {
+		r.navs.land(d.Page())
+		r.downloads.start(d)
+	})
 	r.bctx.OnDialog(func(d playwright.Dialog) {
 		// Agents cannot see dialogs, and an open one freezes the page: accept
 		// it, as a user confirming would. Accept is a round trip, which must

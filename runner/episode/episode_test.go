@@ -158,6 +158,27 @@ func TestRun_FinalPageLoadsBeforeTheEpisodeEnds(t *testing.T) {
 	require.Equal(t, map[string]int{"/to-final": 200, "/final": 200, "/late.png": 200}, statuses)
 }
 
+// TestRun_ClickWaitsForTheNavigationItStarted: a click that leaves for a
+// page answering later than the click waits by itself is observed on the new
+// page, not on the one being left (whose document counts as loaded until the
+// new one commits), so the agent's next action never acts on a page already
+// left, as a replayed double click on a sort link did on a busy machine.
+func TestRun_ClickWaitsForTheNavigationItStarted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	agent := actions(
+		fixed(models.Action{Type: models.ActClick, Target: &models.Target{Selector: "#late-link"}}),
+		fixed(answer("done")),
+	)
+	res := b.run(t, b.episode(agent, "/to-late"))
+	require.Empty(t, res.ErrorClass, res.ErrorMessage)
+	reqs := agent.requests()
+	require.Len(t, reqs, 2)
+	require.Equal(t, b.site.URL+"/late-page", reqs[1].Observation.URL)
+	require.Contains(t, reqs[1].Observation.AXTree, `heading(1) "Late page"`)
+	require.Empty(t, reqs[1].Observation.LastActionError, "the click took effect: only the page was slow")
+}
+
 func TestRun_CoordinateAndSelectorClicks(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

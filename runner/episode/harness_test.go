@@ -157,6 +157,18 @@ ws.onopen = () => ws.send('ping');
 ws.onmessage = (e) => { document.getElementById('out').textContent = 'echo: ' + e.data; };
 </script>`)
 	serve("GET /to-final", "Start", `<a id="final-link" href="/final">Final page</a>`)
+	serve("GET /to-late", "Start", `<a id="late-link" href="/late-page">Late page</a>`)
+	mux.HandleFunc("GET /late-page", func(w http.ResponseWriter, r *http.Request) {
+		// Past the click's own wait for the navigation it started
+		// (actionTimeout), within loadWaitTimeout after it.
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(actionTimeout + 2*time.Second):
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, page("Late", "<h1>Late page</h1>"))
+	})
 	serve("GET /final", "Final", `<h1>Final</h1><img src="/late.png" alt="late picture">`)
 	mux.HandleFunc("GET /late.png", func(w http.ResponseWriter, r *http.Request) {
 		select { // well inside loadWaitTimeout, well past an answer's round trip
