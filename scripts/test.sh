@@ -98,12 +98,23 @@ step "go build"
 go build ./...
 
 step "go test"
-args=("$@")
-[ ${#args[@]} -gt 0 ] || args=(./...)
 log=$tmp/test.log
 set +e
-go test -count=1 -p 2 -timeout 20m -v "${args[@]}" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
+if [ $# -gt 0 ]; then
+	go test -count=1 -p 2 -timeout 20m -v "$@" 2>&1 | tee "$log"
+	status=${PIPESTATUS[0]}
+else
+	# The hidden tests' browser journeys time each step, like the candidate
+	# sites they grade; beside the runner's own browser tests a two-core
+	# machine is loaded enough for a page to miss a 10 s step. They run
+	# after everything else, on a machine that runs only them.
+	mapfile -t pkgs < <(go list ./... | grep -v '/runner/hidden$')
+	go test -count=1 -p 2 -timeout 20m -v "${pkgs[@]}" 2>&1 | tee "$log"
+	status=${PIPESTATUS[0]}
+	go test -count=1 -timeout 20m -v ./runner/hidden/ 2>&1 | tee -a "$log"
+	hidden=${PIPESTATUS[0]}
+	[ "$status" -ne 0 ] || status=$hidden
+fi
 set -e
 
 step "summary"
