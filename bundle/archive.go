@@ -421,14 +421,15 @@ func (w *walker) walkTarGz(visit visitFunc) error {
 	if err != nil {
 		return w.classify(refuse("", "corrupt tar.gz archive: %v", err))
 	}
-	tr := tar.NewReader(&expansionReader{w: w, src: gz})
+	stream := &expansionReader{w: w, src: gz}
+	tr := tar.NewReader(stream)
 	for {
 		if err := w.ctx.Err(); err != nil {
 			return err
 		}
 		hdr, err := tr.Next()
 		if err == io.EOF {
-			return nil
+			return w.finishGzip(stream)
 		}
 		if err != nil && !errors.Is(err, tar.ErrInsecurePath) { // names are checked here, more strictly
 			return w.classify(refuse("", "corrupt tar.gz archive: %v", err))
@@ -477,6 +478,32 @@ func (w *walker) walkTarGz(visit visitFunc) error {
 			return err
 		}
 	}
+}
+
+// finishGzip reads the gzip stream past the tar end marker to its end:
+// only there does the gzip reader check each member's CRC-32 and length
+// trailer, so a damaged or truncated archive whose tar entries happen to
+// decode is refused too. What follows the end marker (tar's zero blocks)
+// still counts against the compression ratio.
+func (w *walker) finishGzip(stream *expansionReader) error {
+	if _, err := io.Copy(io.Discard, stream); err != nil {
+		return w.classify(refuse("", "corrupt tar.gz archive: %s", gzipProblem(err)))
+	}
+	return nil
+}
+
+// gzipProblem names what the gzip reader found wrong in words a submitter
+// can act on.
+func gzipProblem(err error) string {
+	switch {
+	case errors.Is(err, gzip.ErrChecksum):
+		return "the gzip checksum or length trailer does not match the data (the file is damaged)"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the gzip stream ends early (is the file truncated?)"
+	case errors.Is(err, gzip.ErrHeader):
+		return "bytes after the gzip stream are not gzip"
+	}
+	return err.Error()
 }
 
 // expansionReader counts the bytes a gzip stream expands to.

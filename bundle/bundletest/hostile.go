@@ -71,6 +71,17 @@ func Hostile() []Case {
 			return b[:len(b)/2]
 		}
 	}
+	// damaged writes a valid tar.gz bundle, then lets change spoil its bytes.
+	damaged := func(change func([]byte) []byte) func(t testing.TB, dir string) []byte {
+		return func(t testing.TB, dir string) []byte {
+			t.Helper()
+			b, err := os.ReadFile(Write(t, filepath.Join(dir, "whole.tar.gz"), TarGz, valid))
+			if err != nil {
+				t.Fatalf("bundletest: %v", err)
+			}
+			return change(b)
+		}
+	}
 	manyFiles := func() []Entry {
 		var out []Entry
 		for i := range Limits().MaxFiles {
@@ -128,6 +139,12 @@ func Hostile() []Case {
 		Case{"random bytes", raw("random.zip", func(testing.TB, string) []byte { return readAll(Random(4096, 3)) }), "not a zip or tar.gz archive"},
 		Case{"text file", raw("notes.tar.gz", func(testing.TB, string) []byte { return []byte("just some text\n") }), "not a zip or tar.gz archive"},
 		Case{"empty file", raw("empty.zip", func(testing.TB, string) []byte { return nil }), "not a zip or tar.gz archive"},
+		// The gzip trailer (CRC-32, then length, 4 bytes each) follows the tar
+		// end marker: an archive whose entries all decode is still damaged.
+		Case{"tar.gz with a wrong CRC", raw("crc.tar.gz", damaged(func(b []byte) []byte { b[len(b)-8] ^= 0xff; return b })), "gzip checksum or length trailer does not match"},
+		Case{"tar.gz with a wrong length", raw("length.tar.gz", damaged(func(b []byte) []byte { b[len(b)-1] ^= 0x01; return b })), "gzip checksum or length trailer does not match"},
+		Case{"tar.gz without its trailer", raw("trailer.tar.gz", damaged(func(b []byte) []byte { return b[:len(b)-8] })), "the gzip stream ends early"},
+		Case{"tar.gz with bytes after the gzip stream", raw("tail.tar.gz", damaged(func(b []byte) []byte { return append(b, "trailing bytes"...) })), "bytes after the gzip stream are not gzip"},
 		Case{"gzip that is not a tar", raw("plain.tar.gz", func(t testing.TB, _ string) []byte { return gzipped(t, []byte("not a tar archive, only text\n")) }), "corrupt tar.gz archive"},
 	)
 	return cases
