@@ -11,6 +11,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"proctor/models"
 )
@@ -203,7 +204,35 @@ func readLimited(r io.Reader, limit int64, what string) ([]byte, error) {
 	if int64(len(data)) > limit {
 		return nil, models.Errorf(models.ETOOLARGE, "%s: larger than %s", what, formatBytes(limit))
 	}
-	return bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), nil
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	if err := checkUTF8(data, what, 1); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// checkUTF8 refuses text that is not valid UTF-8, naming the line (counted
+// from firstLine) and column of the first bad byte: JSON decoding would
+// otherwise replace it with U+FFFD and import a task other than the file's.
+func checkUTF8(data []byte, what string, firstLine int) error {
+	if utf8.Valid(data) {
+		return nil
+	}
+	line, col := firstLine, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return models.Errorf(models.EINVALID, "%s: line %d, column %d: byte 0x%02x is not valid UTF-8; save the file as UTF-8",
+				what, line, col, data[i])
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		i += size
+	}
+	return nil
 }
 
 // formatBytes writes a size limit the way people say it (256 MiB).

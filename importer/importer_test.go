@@ -481,3 +481,38 @@ func TestParse_Checksum(t *testing.T) {
 		})
 	}
 }
+
+// TestParse_InvalidUTF8 shows a byte that is not UTF-8 refused with its line
+// and column, in every format and in a subset file: decoding JSON would
+// otherwise import U+FFFD in its place, a task other than the file's.
+func TestParse_InvalidUTF8(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, format, input string
+		subsets             []importer.SubsetFile
+		want                string
+	}{
+		{"ProctorLine", models.FormatProctor,
+			`{"id": "t1", "intent": "Find it."}` + "\n\n" + `{"id": "t2", "intent": "Caf` + "\xe9" + ` menu"}` + "\n", nil,
+			"input: line 3, column 28: byte 0xe9 is not valid UTF-8; save the file as UTF-8"},
+		{"ProctorHeader", models.FormatProctor,
+			`{"proctor_benchmark": 1, "name": "Bad ` + "\xff" + `"}` + "\n" + `{"id": "t1", "intent": "Find it."}`, nil,
+			"input: line 1, column 39: byte 0xff is not valid UTF-8"},
+		{"JSONArray", models.FormatWebArena,
+			"[\n  {\"task_id\": 1,\n   \"intent\": \"caf\xc3\"}\n]", nil,
+			"input: line 3, column 18: byte 0xc3 is not valid UTF-8"},
+		{"SubsetFile", models.FormatProctor, `{"id": "t1", "intent": "Find it."}`,
+			[]importer.SubsetFile{subsetFile("hard", "{\"task_ids\": [\"t1\"],\n \"description\": \"\x80\"}")},
+			`subset "hard": line 2, column 18: byte 0x80 is not valid UTF-8`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := parse(c.format, c.input, c.subsets...)
+			requireError(t, err, models.EINVALID, c.want)
+		})
+	}
+	// Valid multi-byte text, a byte order mark included, is imported as written.
+	d, err := parse(models.FormatProctor, "\xef\xbb\xbf"+`{"id": "t1", "intent": "Café ✓ 東京"}`)
+	require.NoError(t, err)
+	require.Equal(t, "Café ✓ 東京", d.Tasks[0].Intent)
+}

@@ -119,6 +119,9 @@ func parseProctor(r io.Reader, lim limits) (*parsed, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
+		if err := checkUTF8(line, "input", lineNo); err != nil {
+			return nil, err
+		}
 		if first {
 			first = false
 			if isProctorHeader(line) {

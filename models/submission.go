@@ -291,6 +291,17 @@ type SubmissionEvent struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+// FormatSizeOverLimit writes a refused size and the limit it is over so that
+// they never read the same: when rounding would show both as "8 GiB", both
+// are written in bytes, the limit with its rounded form beside it.
+func FormatSizeOverLimit(size, limit int64) (sizeText, limitText string) {
+	sizeText, limitText = FormatBytes(size), FormatBytes(limit)
+	if sizeText != limitText {
+		return sizeText, limitText
+	}
+	return fmt.Sprintf("%d bytes", size), fmt.Sprintf("%d bytes (%s)", limit, limitText)
+}
+
 // FormatBytes writes a size for people in binary units: "900 bytes",
 // "16 MiB", "1.5 GiB".
 func FormatBytes(n int64) string {

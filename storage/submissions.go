@@ -131,8 +131,9 @@ func (db *DB) CreateSubmission(ctx context.Context, req models.SubmissionRequest
 	case req.Size < 0 || (req.Size == 0 && !rules.Streamed):
 		return nil, false, models.FieldError("size", "the bundle's size must be a positive number of bytes")
 	case rules.MaxBytes > 0 && req.Size > rules.MaxBytes:
+		size, limit := models.FormatSizeOverLimit(req.Size, rules.MaxBytes)
 		return nil, false, &models.Error{Code: models.ETOOLARGE, Field: "size",
-			Message: fmt.Sprintf("The bundle is %s; the largest this server accepts is %s.", models.FormatBytes(req.Size), models.FormatBytes(rules.MaxBytes))}
+			Message: fmt.Sprintf("The bundle is %s; the largest this server accepts is %s.", size, limit)}
 	}
 	q := db.q(ctx)
 	agent, team, err := resolveSubmissionAgent(ctx, q, actor, req.Team, req.Agent)

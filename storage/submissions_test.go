@@ -98,6 +98,7 @@ func TestStore_CreateSubmission(t *testing.T) {
 				"SHA256NotHex":   {func(r *models.SubmissionRequest) { r.SHA256 = strings.Repeat("g", 64) }, models.EINVALID, "sha256", "64 hexadecimal digits"},
 				"ZeroSize":       {func(r *models.SubmissionRequest) { r.Size = 0 }, models.EINVALID, "size", "positive number of bytes"},
 				"TooLarge":       {func(r *models.SubmissionRequest) { r.Size = 2 << 30 }, models.ETOOLARGE, "size", "The bundle is 2 GiB; the largest this server accepts is 1 GiB."},
+				"JustTooLarge":   {func(r *models.SubmissionRequest) { r.Size = 1<<30 + 1 }, models.ETOOLARGE, "size", "The bundle is 1073741825 bytes; the largest this server accepts is 1073741824 bytes (1 GiB)."},
 				"NegativeStream": {func(r *models.SubmissionRequest) { r.Size = -1 }, models.EINVALID, "size", "positive"},
 			} {
 				_, _, err := db.CreateSubmission(f.member, f.request(tc.mod), f.rules)
