@@ -51,6 +51,7 @@ const (
 	EnvLogLevel        = "PROCTOR_LOG_LEVEL"
 	EnvLogFormat       = "PROCTOR_LOG_FORMAT"
 
+	EnvArtifactsMinFree       = "PROCTOR_ARTIFACTS_MIN_FREE"
 	EnvSubmissionQuota        = "PROCTOR_SUBMISSION_QUOTA"
 	EnvSubmissionMaxBytes     = "PROCTOR_SUBMISSION_MAX_BYTES"
 	EnvSubmissionPartBytes    = "PROCTOR_SUBMISSION_PART_BYTES"
@@ -58,6 +59,11 @@ const (
 	EnvSubmissionMaxFileBytes = "PROCTOR_SUBMISSION_MAX_FILE_BYTES"
 	EnvSubmissionMaxRatio     = "PROCTOR_SUBMISSION_MAX_RATIO"
 )
+
+// DefaultArtifactsMinFree is the free space a local artifact store needs to
+// report itself ready: an episode writes screenshots and a HAR of a few
+// megabytes each, and a bundle is spooled whole.
+const DefaultArtifactsMinFree = 1 << 30
 
 // Artifact store kinds.
 const (
@@ -71,6 +77,9 @@ type ArtifactsLocation struct {
 	Dir    string // local folder
 	Bucket string // S3 bucket
 	Prefix string // S3 key prefix, without a trailing slash
+	// MinFreeBytes is the free space below which a local store reports
+	// itself not ready on /readyz (0: never).
+	MinFreeBytes int64
 }
 
 // S3 holds the S3-compatible endpoint's settings.
@@ -337,6 +346,7 @@ func Load(getenv func(string) string, overrides map[string]string) (*Config, err
 		}
 		return n
 	}
+	c.Artifacts.MinFreeBytes = bytesVar(EnvArtifactsMinFree, DefaultArtifactsMinFree, 0, 1<<50)
 	limits := bundle.DefaultLimits()
 	c.Submission = Submission{Quota: intVar(EnvSubmissionQuota, 10, 0, 1_000_000)}
 	c.Submission.MaxBytes = bytesVar(EnvSubmissionMaxBytes, limits.MaxBundleBytes, 1<<20, 5<<40)

@@ -25,7 +25,17 @@ func TestLoad(t *testing.T) {
 		require.Equal(t, "http://127.0.0.1:8080", c.BaseURL)
 		require.Equal(t, "sqlite", c.Database.Dialect)
 		require.Equal(t, filepath.Join("data", "proctor.db"), c.Database.Path)
-		require.Equal(t, config.ArtifactsLocation{Kind: "local", Dir: filepath.Join("data", "artifacts")}, c.Artifacts)
+		require.Equal(t, config.ArtifactsLocation{Kind: "local", Dir: filepath.Join("data", "artifacts"), MinFreeBytes: 1 << 30}, c.Artifacts)
+	})
+	t.Run("ArtifactsMinFree", func(t *testing.T) {
+		c, err := config.Load(env(map[string]string{config.EnvArtifactsMinFree: "512MiB"}), nil)
+		require.NoError(t, err)
+		require.EqualValues(t, 512<<20, c.Artifacts.MinFreeBytes)
+		c, err = config.Load(env(map[string]string{config.EnvArtifactsMinFree: "0"}), nil)
+		require.NoError(t, err)
+		require.Zero(t, c.Artifacts.MinFreeBytes, "0 turns the check off")
+		_, err = config.Load(env(map[string]string{config.EnvArtifactsMinFree: "lots"}), nil)
+		require.ErrorContains(t, err, config.EnvArtifactsMinFree)
 	})
 	t.Run("OverridesWin", func(t *testing.T) {
 		c, err := config.Load(env(map[string]string{config.EnvAddr: "127.0.0.1:1"}), map[string]string{config.EnvAddr: "127.0.0.1:2"})
@@ -41,7 +51,7 @@ func TestLoad(t *testing.T) {
 			config.EnvS3UseSSL:     "false",
 		}), nil)
 		require.NoError(t, err)
-		require.Equal(t, config.ArtifactsLocation{Kind: "s3", Bucket: "proctor-artifacts", Prefix: "runs"}, c.Artifacts)
+		require.Equal(t, config.ArtifactsLocation{Kind: "s3", Bucket: "proctor-artifacts", Prefix: "runs", MinFreeBytes: 1 << 30}, c.Artifacts)
 		require.False(t, c.S3.UseSSL)
 	})
 	t.Run("EveryBadValueReported", func(t *testing.T) {

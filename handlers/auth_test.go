@@ -15,6 +15,7 @@ import (
 
 	"proctor/handlers"
 	"proctor/static"
+	"proctor/storage/artifact"
 	"proctor/storage/storagetest"
 )
 
@@ -114,6 +115,33 @@ func TestHealth(t *testing.T) {
 	res = c.get("/readyz")
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	require.Contains(t, readBody(t, res), `"status":"ok"`)
+}
+
+// TestHealth_ArtifactsLowOnSpace shows /readyz answering 503 with
+// "low_space" while the local artifact store's file system has less free
+// space than configured, and ready again once the threshold is met.
+func TestHealth_ArtifactsLowOnSpace(t *testing.T) {
+	t.Parallel()
+	db := storagetest.OpenSQLite(t)
+	store, err := artifact.NewLocal(t.TempDir(), artifact.NewURLSigner([]byte(strings.Repeat("s", 32))), "")
+	require.NoError(t, err)
+	t.Cleanup(func() { store.Close() })
+	h, err := handlers.New(handlers.Options{}, handlers.Deps{Store: db, Artifacts: store, Static: static.Files(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c := (&testBundle{srv: srv, db: db, app: h}).anonymous(t)
+
+	store.SetMinFreeBytes(1 << 62) // more than any disk holds
+	res := c.get("/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+	require.JSONEq(t, `{"status":"unavailable","checks":{"database":"ok","artifacts":"low_space"}}`, readBody(t, res))
+
+	store.SetMinFreeBytes(1)
+	res = c.get("/readyz")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.JSONEq(t, `{"status":"ok","checks":{"database":"ok","artifacts":"ok"}}`, readBody(t, res))
 }
 
 func TestErrors(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 func TestFormatSizeOverLimit(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		size, limit int64
+		size, limit         int64
 		wantSize, wantLimit string
 	}{
 		{2 << 30, 1 << 30, "2 GiB", "1 GiB"},

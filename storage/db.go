@@ -100,10 +100,8 @@ func Open(ctx context.Context, loc DatabaseLocation) (*DB, error) {
 	db := &DB{dialect: loc.Dialect, now: func() time.Time { return time.Now().UTC() }}
 	switch loc.Dialect {
 	case migrations.SQLite:
-		if dir := filepath.Dir(loc.Path); dir != "" {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return nil, fmt.Errorf("open database: create folder %s: %w", dir, err)
-			}
+		if err := createPrivate(loc.Path); err != nil {
+			return nil, err
 		}
 		dsn := "file:" + loc.Path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)" +
 			"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite"
@@ -177,4 +175,21 @@ func (db *DB) Close() error {
 		db.pool.Close()
 	}
 	return errors.Join(errs...)
+}
+
+// createPrivate creates the SQLite database's folder (0700) and file (0600)
+// when they do not exist yet: the file holds password hashes and encrypted
+// secrets, and SQLite gives its WAL and shared-memory files the database
+// file's permissions. Existing ones are left as the operator set them.
+func createPrivate(path string) error {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("open database: create folder %s: %w", dir, err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open database %s: %w", path, err)
+	}
+	return f.Close()
 }

@@ -129,6 +129,7 @@ func (app *App) openArtifacts(ctx context.Context, create bool) error {
 		if err != nil {
 			return fmt.Errorf("open artifact store: %w", err)
 		}
+		local.SetMinFreeBytes(cfg.Artifacts.MinFreeBytes)
 		app.Artifacts = local
 		app.ArtifactHandler = artifact.NewLocalHandler(local, signer)
 	}

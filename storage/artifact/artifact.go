@@ -53,6 +53,10 @@ type Info struct {
 // ErrNotFound means the key holds no artifact; test with errors.Is.
 var ErrNotFound = errors.New("not found")
 
+// ErrLowSpace means a local store's file system is below its free-space
+// threshold (Ping); test with errors.Is.
+var ErrLowSpace = errors.New("artifact store low on space")
+
 // ErrInvalidKey means ValidateKey refused the key; test with errors.Is.
 var ErrInvalidKey = errors.New("invalid key")
 

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -30,8 +31,10 @@ const (
 	// tmpPrefix names the temporary files written before the atomic rename.
 	tmpPrefix = reservedPrefix + "tmp-"
 
-	dirPerm  = 0o750
-	filePerm = 0o640
+	// Artifacts are private to the server's user: screenshots and HARs may
+	// show what a run's sites and agents were given.
+	dirPerm  = 0o700
+	filePerm = 0o600
 )
 
 // Local is a Store on the local file system. All access goes through an
@@ -51,7 +54,13 @@ type Local struct {
 	locks [64]sync.Mutex
 	// pruneMu serialises the removal of empty directories; see prune.
 	pruneMu sync.Mutex
+	// minFree is the free space below which Ping reports ErrLowSpace.
+	minFree atomic.Int64
 }
+
+// SetMinFreeBytes makes Ping fail with ErrLowSpace while the file system
+// holding the store has less than n bytes free for this process (0: never).
+func (l *Local) SetMinFreeBytes(n int64) { l.minFree.Store(n) }
 
 var _ Store = (*Local)(nil)
 
@@ -417,7 +426,26 @@ func (l *Local) Ping(ctx context.Context) error {
 	if !os.SameFile(opened, now) {
 		return fmt.Errorf("artifact: ping: %q was replaced after it was opened", l.dir)
 	}
+	if minFree := l.minFree.Load(); minFree > 0 {
+		free, err := freeBytes(l.dir)
+		if err != nil {
+			return fmt.Errorf("artifact: ping: free space of %q: %w", l.dir, err)
+		}
+		if free < minFree {
+			return fmt.Errorf("%w: %q has %d bytes free, below the %d bytes required", ErrLowSpace, l.dir, free, minFree)
+		}
+	}
 	return nil
+}
+
+// freeBytes is the space an unprivileged writer may still use on the file
+// system holding dir.
+func freeBytes(dir string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
 }
 
 // checkKey is ValidateKey plus a belt-and-braces check on the OS path; the

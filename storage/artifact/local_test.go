@@ -54,6 +54,17 @@ func TestLocal_New(t *testing.T) {
 		require.Error(t, err)
 	})
 
+	t.Run("PingReportsLowSpace", func(t *testing.T) {
+		t.Parallel()
+		b := setupLocal(t)
+		b.store.SetMinFreeBytes(1 << 62)
+		err := b.store.Ping(t.Context())
+		require.ErrorIs(t, err, ErrLowSpace)
+		require.Contains(t, err.Error(), "bytes free, below the 4611686018427387904 bytes required")
+		b.store.SetMinFreeBytes(1)
+		require.NoError(t, b.store.Ping(t.Context()))
+	})
+
 	t.Run("PingDetectsReplacedDir", func(t *testing.T) {
 		t.Parallel()
 		b := setupLocal(t)
@@ -86,6 +97,26 @@ func TestLocal_Layout(t *testing.T) {
 		require.NoError(t, b.store.Delete(t.Context(), "runs/1/a/b.png"))
 		require.Equal(t, []string{metaDir}, dirNames(t, b.dir))
 		require.Empty(t, dirNames(t, filepath.Join(b.dir, metaDir)))
+	})
+
+	t.Run("FilesArePrivate", func(t *testing.T) {
+		t.Parallel()
+		b := setupLocal(t)
+		putString(t, b.store, "runs/1/a/b.png", "x", "image/png")
+		seen := 0
+		require.NoError(t, filepath.WalkDir(b.dir, func(path string, d os.DirEntry, err error) error {
+			require.NoError(t, err)
+			info, err := d.Info()
+			require.NoError(t, err)
+			want := os.FileMode(0o600)
+			if d.IsDir() {
+				want = 0o700
+			}
+			require.Equal(t, want, info.Mode().Perm(), path)
+			seen++
+			return nil
+		}))
+		require.Greater(t, seen, 5, "the store, its metadata folder, the key's folders, file and metadata")
 	})
 
 	t.Run("FileAndDirectoryConflict", func(t *testing.T) {
