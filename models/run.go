@@ -103,7 +103,11 @@ type Attempt struct {
 	Status       string
 	Outcome      string
 	ErrorClass   string
-	ErrorMessage string
+	ErrorMessage string // what everyone who may see the run reads; server paths replaced
+	// ErrorDetail is a platform error's full text, for administrators. GORM
+	// writes it but never reads it back into an Attempt, so no listing, page
+	// or export can carry it; Timeline.ErrorDetail is its one way out.
+	ErrorDetail  string `gorm:"->:false;<-"`
 	Score        *float64
 	Steps        int
 	TokensIn     int64

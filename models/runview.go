@@ -108,6 +108,9 @@ type Timeline struct {
 	// FinalAction is the episode's final action decoded, nil when there is none.
 	FinalAction *Action
 	CanManage   bool
+	// ErrorDetail is the attempt's platform error in full, server paths
+	// included: filled for administrators only, "" for everyone else.
+	ErrorDetail string
 	// Hidden is the attempt's hidden-test tally when its benchmark is a
 	// hidden-tests one (nil otherwise): such an attempt has no steps of its
 	// own, its tests are its record.

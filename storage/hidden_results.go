@@ -209,10 +209,11 @@ func (db *DB) SaveHiddenResults(ctx context.Context, attemptID int64, out Hidden
 		updates := map[string]any{
 			"status": models.AttemptDone, "outcome": outcome, "score": ev.Score,
 			"finished_at": now, "duration_ms": out.Duration.Milliseconds(), "updated_at": now,
-			"error_class": "", "error_message": "",
 		}
 		if out.Error != "" {
-			updates["error_class"], updates["error_message"] = models.ErrorClassPlatform, truncate(out.Error, 2000)
+			withColumns(updates, attemptErrorColumns(models.ErrorClassPlatform, out.Error))
+		} else {
+			withColumns(updates, noAttemptError())
 		}
 		if a.StartedAt == nil {
 			updates["started_at"] = now

@@ -254,11 +254,11 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, staleAfter time
 		a.Status, a.StartedAt, a.UpdatedAt = models.AttemptRunning, &now, now
 		a.Namespace = fmt.Sprintf("a%dt%d", a.ID, a.Tries)
 		a.Steps, a.TokensIn, a.TokensOut, a.Cost, a.ErrorClass, a.ErrorMessage, a.HARKey, a.FinalAnswer = 0, 0, 0, 0, "", "", "", ""
-		err = tx.Model(&a).Updates(map[string]any{
+		err = tx.Model(&a).Updates(withColumns(map[string]any{
 			"tries": a.Tries, "status": a.Status, "started_at": now, "updated_at": now, "namespace": a.Namespace,
-			"steps": 0, "tokens_in": 0, "tokens_out": 0, "cost": 0, "error_class": "", "error_message": "",
+			"steps": 0, "tokens_in": 0, "tokens_out": 0, "cost": 0,
 			"har_key": "", "page_state_key": "", "final_answer": "",
-		}).Error
+		}, noAttemptError())).Error
 		if err != nil {
 			return wrap(err, "attempt")
 		}
@@ -334,12 +334,12 @@ func (db *DB) FinishEpisode(ctx context.Context, attemptID int64, try int, out E
 			return nil
 		}
 		now := db.now()
-		err := tx.Model(&a).Updates(map[string]any{
+		err := tx.Model(&a).Updates(withColumns(map[string]any{
 			"status": models.AttemptEvaluating, "steps": out.Steps, "tokens_in": out.TokensIn, "tokens_out": out.TokensOut,
-			"cost": out.Cost, "error_class": out.ErrorClass, "error_message": truncate(out.ErrorMessage, 2000),
+			"cost":         out.Cost,
 			"final_answer": out.FinalAnswer, "har_key": out.HARKey, "page_state_key": out.PageStateKey, "finished_at": now,
 			"duration_ms": out.Duration.Milliseconds(), "updated_at": now,
-		}).Error
+		}, attemptErrorColumns(out.ErrorClass, out.ErrorMessage))).Error
 		if err != nil {
 			return wrap(err, "attempt")
 		}

@@ -450,6 +450,15 @@ func (db *DB) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Tim
 		return nil, err
 	}
 	tl.CanManage = manage
+	if models.ActorFrom(ctx).Privileged() {
+		var detail []string
+		if err := q.Model(&models.Attempt{}).Where("id = ?", attemptID).Pluck("error_detail", &detail).Error; err != nil {
+			return nil, wrap(err, "attempt")
+		}
+		if len(detail) == 1 {
+			tl.ErrorDetail = detail[0]
+		}
+	}
 	var runs []models.RunListItem
 	if err := runListFrom(q).Select(runListColumns).Where("r.id = ?", tl.Attempt.RunID).Scan(&runs).Error; err != nil {
 		return nil, wrap(err, "run")
@@ -529,12 +538,11 @@ func (db *DB) CancelRun(ctx context.Context, runID int64) error {
 			return wrap(err, "run")
 		}
 		err = tx.Model(&models.Attempt{}).Where("run_id = ? AND status IN ?", run.ID, []string{models.AttemptPending, models.AttemptRunning}).
-			Updates(map[string]any{
-				"status": models.AttemptDone, "outcome": models.OutcomeError, "error_class": models.ErrorClassCanceled,
-				"error_message": "The run was canceled before this attempt finished.", "finished_at": now, "updated_at": now,
+			Updates(withColumns(map[string]any{
+				"status": models.AttemptDone, "outcome": models.OutcomeError, "finished_at": now, "updated_at": now,
 				// The steps recorded so far stay visible on the timeline; count them.
 				"steps": gorm.Expr("(SELECT COUNT(*) FROM steps WHERE steps.attempt_id = attempts.id)"),
-			}).Error
+			}, attemptErrorColumns(models.ErrorClassCanceled, "The run was canceled before this attempt finished."))).Error
 		if err != nil {
 			return wrap(err, "attempts")
 		}
@@ -580,10 +588,10 @@ func (db *DB) ResetErroredAttempts(ctx context.Context, runID int64, enqueue fun
 				return wrap(err, "run")
 			}
 		}
-		err = tx.Model(&models.Attempt{}).Where("id IN ?", ids).Updates(map[string]any{
-			"status": models.AttemptPending, "outcome": "", "score": nil, "error_class": "", "error_message": "",
+		err = tx.Model(&models.Attempt{}).Where("id IN ?", ids).Updates(withColumns(map[string]any{
+			"status": models.AttemptPending, "outcome": "", "score": nil,
 			"finished_at": nil, "duration_ms": 0, "updated_at": now,
-		}).Error
+		}, noAttemptError())).Error
 		if err != nil {
 			return wrap(err, "attempts")
 		}
