@@ -2,8 +2,11 @@ package handlers
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -32,8 +35,8 @@ func (s *Server) showSignup(c echo.Context) error {
 
 func (s *Server) signup(c echo.Context) error {
 	f := formOf(c, "name", "email", "next")
-	if !s.limiter.allow("signup:" + c.RealIP()) {
-		return models.Errorf(models.ERATELIMIT, "Too many sign-ups from your address; try again in a minute.")
+	if wait := s.signups.allow(c.RealIP()); wait > 0 {
+		return models.RateLimited(wait, "Too many sign-ups from your address; try again in %s.", waitText(wait))
 	}
 	ctx := c.Request().Context()
 	u, err := s.store.CreateUser(ctx, c.FormValue("email"), c.FormValue("name"), c.FormValue("password"), false)
@@ -61,14 +64,19 @@ func (s *Server) showLogin(c echo.Context) error {
 func (s *Server) login(c echo.Context) error {
 	f := formOf(c, "email", "next")
 	email := models.CanonicalEmail(c.FormValue("email"))
-	if !s.limiter.allow("login-ip:"+c.RealIP(), "login-email:"+email) {
-		err := models.Errorf(models.ERATELIMIT, "Too many attempts. Wait a minute and try again.")
+	address := c.RealIP()
+	if wait := s.logins.check(address, email); wait > 0 {
+		err := models.RateLimited(wait, "Too many attempts. Wait %s and try again.", waitText(wait))
 		return s.formError(c, err, web.LoginPage(s.page(c, "Log in"), f.WithError(err)))
 	}
 	u, err := s.store.Authenticate(c.Request().Context(), email, c.FormValue("password"))
 	if err != nil {
+		if models.ErrorCode(err) == models.EUNAUTHORIZED {
+			s.logins.failed(address, email)
+		}
 		return s.formError(c, err, web.LoginPage(s.page(c, "Log in"), f.WithError(err)))
 	}
+	s.logins.succeeded(address, email)
 	if err := s.startSession(c, u); err != nil {
 		return err
 	}
@@ -117,9 +125,49 @@ func formOf(c echo.Context, names ...string) web.Form {
 func (s *Server) formError(c echo.Context, err error, page templ.Component) error {
 	switch models.ErrorCode(err) {
 	case models.EINVALID, models.ECONFLICT, models.EUNAUTHORIZED, models.ERATELIMIT, models.ETOOLARGE:
+		setRetryAfter(c, err)
 		return s.render(c, statusOf(models.ErrorCode(err)), page)
 	}
 	return err
 }
 
+// setRetryAfter sends, for a rate-limit refusal, when to try again.
+// Responses with status 429 that reach the client without one get a
+// minute (retryAfterOn429), so every 429 carries the header.
+func setRetryAfter(c echo.Context, err error) {
+	if models.ErrorCode(err) != models.ERATELIMIT {
+		return
+	}
+	secs := int64(math.Ceil(models.ErrorRetryAfter(err).Seconds()))
+	c.Response().Header().Set("Retry-After", strconv.FormatInt(max(1, secs), 10))
+}
+
+// waitText says a wait in words: "12 seconds", "a minute", "5 minutes".
+func waitText(d time.Duration) string {
+	secs := int(math.Ceil(d.Seconds()))
+	switch {
+	case secs <= 1:
+		return "a second"
+	case secs < 60:
+		return strconv.Itoa(secs) + " seconds"
+	case secs <= 60:
+		return "a minute"
+	}
+	return strconv.Itoa((secs+59)/60) + " minutes"
+}
+
 func loginURL(next string) string { return "/login?next=" + url.QueryEscape(safeNext(next)) }
+
+// retryAfterOn429 makes sure every response with status 429 says when to
+// try again: a minute unless the refusal set its own (setRetryAfter).
+func retryAfterOn429(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		res := c.Response()
+		res.Before(func() {
+			if res.Status == http.StatusTooManyRequests && res.Header().Get("Retry-After") == "" {
+				res.Header().Set("Retry-After", "60")
+			}
+		})
+		return next(c)
+	}
+}

@@ -1,8 +1,11 @@
 package handlers_test
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -10,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -86,24 +90,118 @@ func TestAuth(t *testing.T) {
 	})
 }
 
-func TestLoginRateLimit(t *testing.T) {
+// TestLoginThrottle shows sign-in throttled per address and per address
+// and account, an account under attack from many addresses slowing those
+// addresses down, and its owner signing in from a fresh address at once;
+// every refusal carries Retry-After and is lifted when it says.
+func TestLoginThrottle(t *testing.T) {
 	t.Parallel()
 	db := storagetest.OpenSQLite(t)
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 3}, handlers.Deps{
-		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	_, loopback, err := net.ParseCIDR("127.0.0.0/8")
+	require.NoError(t, err)
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 10, TrustedProxies: []*net.IPNet{loopback}}, handlers.Deps{
+		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock,
 	})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	b := &testBundle{srv: srv, db: db}
-	c := b.anonymous(t)
-	for i := 0; i < 3; i++ {
-		res := c.postForm("/login", url.Values{"email": {"victim@example.org"}, "password": {"guess number " + string(rune('a'+i))}})
-		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	_, err = db.CreateUser(context.Background(), "victim@example.org", "victim", "correct horse battery", false)
+	require.NoError(t, err)
+
+	// login signs in from address (as the proxy in front reports it).
+	login := func(address, email, password string) (int, string) {
+		t.Helper()
+		c := b.anonymous(t)
+		form := url.Values{"email": {email}, "password": {password}, "_csrf": {c.csrf()}}
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/login", strings.NewReader(form.Encode()))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Forwarded-For", address)
+		res := c.do(req)
+		retry := res.Header.Get("Retry-After")
+		if res.StatusCode == http.StatusTooManyRequests {
+			require.NotEmpty(t, retry, "every 429 says when to try again")
+			require.Contains(t, readBody(t, res), "Too many attempts. Wait ")
+		}
+		return res.StatusCode, retry
 	}
-	res := c.postForm("/login", url.Values{"email": {"victim@example.org"}, "password": {"one guess too many"}})
-	require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
-	require.Contains(t, readBody(t, res), "Too many attempts")
+	seconds := func(retry string) time.Duration {
+		n, err := strconv.Atoi(retry)
+		require.NoError(t, err, retry)
+		return time.Duration(n) * time.Second
+	}
+
+	t.Run("PerAddress", func(t *testing.T) {
+		for i := range 10 {
+			code, _ := login("198.51.100.1", fmt.Sprintf("user%d@example.org", i), "guess")
+			require.Equal(t, http.StatusUnauthorized, code, "attempt %d", i+1)
+		}
+		code, retry := login("198.51.100.1", "someone@example.org", "guess")
+		require.Equal(t, http.StatusTooManyRequests, code, "the eleventh attempt of the minute")
+		require.Equal(t, 60*time.Second, seconds(retry))
+		advance(seconds(retry))
+		code, _ = login("198.51.100.1", "someone@example.org", "guess")
+		require.Equal(t, http.StatusUnauthorized, code, "allowed again when Retry-After said")
+	})
+
+	t.Run("PerAddressAndAccount", func(t *testing.T) {
+		address := "198.51.100.2"
+		for i := range 3 {
+			code, _ := login(address, "victim@example.org", "guess")
+			require.Equal(t, http.StatusUnauthorized, code, "failure %d is free", i+1)
+		}
+		code, _ := login(address, "victim@example.org", "guess")
+		require.Equal(t, http.StatusUnauthorized, code)
+		code, retry := login(address, "victim@example.org", "guess")
+		require.Equal(t, http.StatusTooManyRequests, code, "after the fourth failure the address waits")
+		require.Equal(t, time.Second, seconds(retry))
+		code, _ = login("198.51.100.3", "victim@example.org", "correct horse battery")
+		require.Equal(t, http.StatusSeeOther, code, "the owner elsewhere is not held")
+		advance(time.Minute)
+	})
+
+	t.Run("AccountUnderAttackFromManyAddresses", func(t *testing.T) {
+		// 60 addresses guess twice each: the account's failures pile up.
+		for round := range 2 {
+			for i := range 60 {
+				code, retry := login(fmt.Sprintf("203.0.113.%d", i+1), "victim@example.org", fmt.Sprintf("guess %d", round))
+				if code == http.StatusTooManyRequests {
+					require.LessOrEqual(t, seconds(retry), 30*time.Second, "an account's delay stays short")
+					continue
+				}
+				require.Equal(t, http.StatusUnauthorized, code)
+			}
+		}
+		// An attacking address is slowed by the account's failures...
+		code, retry := login("203.0.113.1", "victim@example.org", "another guess")
+		require.Equal(t, http.StatusTooManyRequests, code)
+		wait := seconds(retry)
+		require.Greater(t, wait, time.Second)
+		require.LessOrEqual(t, wait, 30*time.Second)
+		// ...while the owner, from an address that has not failed, gets in at once.
+		code, _ = login("192.0.2.77", "victim@example.org", "correct horse battery")
+		require.Equal(t, http.StatusSeeOther, code)
+		// Her success forgets the account's failures; the attacker's own
+		// address still waits out what it earned.
+		advance(wait)
+		code, _ = login("203.0.113.1", "victim@example.org", "another guess")
+		require.Equal(t, http.StatusUnauthorized, code)
+	})
+
+	t.Run("SignUpPerAddress", func(t *testing.T) {
+		c := b.anonymous(t)
+		var res *http.Response
+		for i := range 11 {
+			res = c.postForm("/signup", url.Values{"email": {fmt.Sprintf("new%d@example.org", i)}, "name": {"New"}, "password": {"short"}})
+		}
+		require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
+		require.NotEmpty(t, res.Header.Get("Retry-After"))
+	})
 }
 
 func TestHealth(t *testing.T) {

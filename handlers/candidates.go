@@ -94,9 +94,7 @@ func (s *Server) submitCandidates(c echo.Context) error {
 	default:
 		return err
 	}
-	if code == models.ERATELIMIT {
-		c.Response().Header().Set("Retry-After", "60")
-	}
+	setRetryAfter(c, err)
 	return s.renderCandidateForm(c, statusOf(code), c.FormValue("subset"), withFieldErrors(f, err))
 }
 

@@ -77,9 +77,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if code == models.ENOTFOUND && !isAPI(c) {
 		msg = "There is nothing at this address, or you do not have access to it."
 	}
-	if status == http.StatusTooManyRequests {
-		c.Response().Header().Set("Retry-After", "60")
-	}
+	setRetryAfter(c, err)
 	var renderErr error
 	switch {
 	case c.Request().Method == http.MethodHead:

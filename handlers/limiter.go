@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// attemptLimiter counts attempts per key in a fixed window (login throttling).
+// attemptLimiter counts attempts per key in a fixed window (sign-up
+// throttling, and the per-address allowance of sign-in).
 type attemptLimiter struct {
 	mu     sync.Mutex
 	limit  int
@@ -19,33 +20,35 @@ type attemptWindow struct {
 	n     int
 }
 
+// maxTrackedKeys is how many keys a limiter holds before it forgets the
+// stale ones.
+const maxTrackedKeys = 10000
+
 func newAttemptLimiter(limit int, window time.Duration, now func() time.Time) *attemptLimiter {
 	return &attemptLimiter{limit: limit, window: window, now: now, counts: map[string]*attemptWindow{}}
 }
 
-// allow records an attempt for each key and reports whether all are within the limit.
-func (l *attemptLimiter) allow(keys ...string) bool {
+// allow records an attempt for key and returns how long to wait before the
+// next one counts: 0 when this one is within the limit.
+func (l *attemptLimiter) allow(key string) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	if len(l.counts) > 10000 {
+	if len(l.counts) > maxTrackedKeys {
 		for k, w := range l.counts {
 			if now.Sub(w.start) > l.window {
 				delete(l.counts, k)
 			}
 		}
 	}
-	ok := true
-	for _, k := range keys {
-		w := l.counts[k]
-		if w == nil || now.Sub(w.start) > l.window {
-			w = &attemptWindow{start: now}
-			l.counts[k] = w
-		}
-		w.n++
-		if w.n > l.limit {
-			ok = false
-		}
+	w := l.counts[key]
+	if w == nil || now.Sub(w.start) >= l.window {
+		w = &attemptWindow{start: now}
+		l.counts[key] = w
 	}
-	return ok
+	w.n++
+	if w.n > l.limit {
+		return max(time.Second, w.start.Add(l.window).Sub(now))
+	}
+	return 0
 }

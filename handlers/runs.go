@@ -290,9 +290,7 @@ func (s *Server) runActionError(c echo.Context, err error) error {
 	default:
 		return err
 	}
-	if code == models.ERATELIMIT {
-		c.Response().Header().Set("Retry-After", "60")
-	}
+	setRetryAfter(c, err)
 	return s.renderRun(c, statusOf(code), models.ErrorMessage(err))
 }
 
@@ -350,9 +348,7 @@ func (s *Server) runFormError(c echo.Context, err error) error {
 	if oerr != nil {
 		return oerr
 	}
-	if code == models.ERATELIMIT {
-		c.Response().Header().Set("Retry-After", "60")
-	}
+	setRetryAfter(c, err)
 	v := web.RunFormView{Options: *opts, Form: formOf(c, runFormFields()...).WithError(err), QueueAvailable: true}
 	return s.render(c, statusOf(code), web.RunFormPage(s.page(c, "Queue a run"), v))
 }

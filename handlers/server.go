@@ -23,7 +23,9 @@ type Options struct {
 	SecureCookies bool
 	// MaxImportBytes caps benchmark uploads through the admin form.
 	MaxImportBytes int64
-	// LoginAttemptsPerMinute limits password attempts per client address and email.
+	// LoginAttemptsPerMinute is the sign-in attempts an address may make a
+	// minute, whatever the accounts (default 10); see loginThrottle for how
+	// wrong passwords slow an address and an account further.
 	LoginAttemptsPerMinute int
 	// TrustedProxies are the networks whose X-Forwarded-For is believed; without
 	// any, the client address is the TCP peer and forwarding headers are ignored,
@@ -131,7 +133,8 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	assets  *assets
-	limiter *attemptLimiter
+	logins  *loginThrottle
+	signups *attemptLimiter
 }
 
 // New builds the server and its routes.
@@ -153,7 +156,8 @@ func New(opts Options, deps Deps) (*Server, error) {
 	e.HideBanner, e.HidePort = true, true
 	s := &Server{
 		echo: e, store: deps.Store, deps: deps, opts: opts, log: deps.Logger, assets: a,
-		limiter: newAttemptLimiter(opts.LoginAttemptsPerMinute, time.Minute, deps.Now),
+		logins:  newLoginThrottle(opts.LoginAttemptsPerMinute, deps.Now),
+		signups: newAttemptLimiter(opts.LoginAttemptsPerMinute, time.Minute, deps.Now),
 	}
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = echo.ExtractIPDirect()
@@ -167,6 +171,7 @@ func New(opts Options, deps Deps) (*Server, error) {
 	e.Pre(middleware.RemoveTrailingSlashWithConfig(middleware.TrailingSlashConfig{RedirectCode: http.StatusMovedPermanently}))
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{TargetHeader: echo.HeaderXRequestID}))
 	e.Use(s.logRequests)
+	e.Use(retryAfterOn429)
 	e.Use(s.recoverPanics)
 	e.Use(securityHeaders)
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{

@@ -5,6 +5,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes shared by every layer; handlers map them to HTTP statuses in one place.
@@ -27,6 +28,24 @@ type Error struct {
 	Message string
 	Field   string
 	Err     error
+	// RetryAfter is, for ERATELIMIT, how long to wait before trying again
+	// (0: a minute). It is sent as the Retry-After header.
+	RetryAfter time.Duration
+}
+
+// RateLimited builds an ERATELIMIT error that says when to try again.
+func RateLimited(wait time.Duration, format string, args ...any) *Error {
+	return &Error{Code: ERATELIMIT, Message: fmt.Sprintf(format, args...), RetryAfter: wait}
+}
+
+// ErrorRetryAfter is how long the caller of a refused request should wait:
+// the RetryAfter of err's first *Error, a minute when it gives none.
+func ErrorRetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) && e.RetryAfter > 0 {
+		return e.RetryAfter
+	}
+	return time.Minute
 }
 
 // Error returns the message with the field and the internal cause, for logs.
