@@ -58,8 +58,13 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 	case storage.ClaimFinished:
 		return nil
 	}
-	log := r.log.With("run_id", spec.Run.ID, "attempt_id", spec.Attempt.ID, "try", spec.Try)
-	out, err := r.runEpisode(ctx, spec, log)
+	secrets, err := r.db.AgentSecrets(ctx, spec.Agent.ID)
+	if err != nil {
+		return fmt.Errorf("agent secrets: %w", err)
+	}
+	rec := newEpisodeRecorder(r.db, spec.Attempt.ID, secrets)
+	log := rec.logger(r.log).With("run_id", spec.Run.ID, "attempt_id", spec.Attempt.ID, "try", spec.Try)
+	out, err := r.runEpisode(ctx, spec, secrets, rec, log)
 	if err != nil {
 		if errors.Is(err, errRunCanceled) {
 			return nil // canceling the run already closed its attempts
@@ -79,14 +84,14 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 		}
 		return river.JobSnooze(2 * time.Second)
 	}
-	return r.db.FinishEpisode(ctx, spec.Attempt.ID, spec.Try, out, func(ctx context.Context, tx *sql.Tx) error {
+	return rec.finish(ctx, spec.Try, out, func(ctx context.Context, tx *sql.Tx) error {
 		return r.queue.insertEvaluation(ctx, tx, spec.Attempt.ID)
 	})
 }
 
 // runEpisode prepares the agent and the sites, runs the browser episode while
 // watching for the run's cancellation, and summarises the result.
-func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, log *slog.Logger) (storage.EpisodeOutcome, error) {
+func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, secrets map[string]string, rec *episodeRecorder, log *slog.Logger) (storage.EpisodeOutcome, error) {
 	sites, err := resolveSites(spec.Sites, spec.Namespace)
 	if err != nil {
 		return storage.EpisodeOutcome{ErrorClass: models.ErrorClassEnvironment, ErrorMessage: err.Error()}, nil
@@ -96,10 +101,6 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, log *
 			return storage.EpisodeOutcome{}, ctx.Err()
 		}
 		return storage.EpisodeOutcome{ErrorClass: models.ErrorClassEnvironment, ErrorMessage: err.Error()}, nil
-	}
-	secrets, err := r.db.AgentSecrets(ctx, spec.Agent.ID)
-	if err != nil {
-		return storage.EpisodeOutcome{}, fmt.Errorf("agent secrets: %w", err)
 	}
 	callTimeout := time.Duration(spec.Run.MaxAgentCallSeconds) * time.Second
 	ag, err := agent.New(agent.Config{
@@ -135,8 +136,8 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, log *
 		Artifacts: r.artifacts,
 		Prefix:    prefix,
 		Probes:    pageProbes(spec, sites, log),
-		Steps:     stepSink{db: r.db, attemptID: spec.Attempt.ID},
-		Logger:    r.log,
+		Steps:     rec,
+		Logger:    log,
 	})
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, errRunCanceled) {
@@ -222,18 +223,6 @@ func (r *Runner) watchCancellation(ctx context.Context, cancel context.CancelCau
 			}
 		}
 	}
-}
-
-// stepSink persists steps for the episode.
-type stepSink struct {
-	db        *storage.DB
-	attemptID int64
-}
-
-// SaveStep writes the step row of this attempt.
-func (s stepSink) SaveStep(ctx context.Context, step *models.Step) error {
-	step.AttemptID = s.attemptID
-	return s.db.SaveStep(ctx, step)
 }
 
 // siteResetTimeout bounds one site's reset hook.

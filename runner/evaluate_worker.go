@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -69,13 +70,22 @@ func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs])
 	if spec.Attempt.Status != want {
 		return nil // graded already, or not ours to re-grade
 	}
-	batch, err := r.evaluate(ctx, spec)
+	// An agent's secrets are redacted from its verdicts too (a judge quotes
+	// the agent's words); an agent removed since has none left to leak.
+	secrets, err := r.db.AgentSecrets(ctx, spec.Run.AgentID)
+	if err != nil && models.ErrorCode(err) != models.ENOTFOUND {
+		return fmt.Errorf("agent secrets: %w", err)
+	}
+	red := secretsRedactor(secrets, spec.Judge.APIKey)
+	log := red.Logger(r.log)
+	batch, err := r.evaluate(ctx, spec, log)
 	if err != nil && ctx.Err() == nil && job.Attempt >= job.MaxAttempts {
-		r.log.Error("evaluation failed on its last try", "attempt_id", spec.Attempt.ID, "error", err.Error())
+		log.Error("evaluation failed on its last try", "attempt_id", spec.Attempt.ID, "error", err.Error())
 		batch = storage.EvaluationBatch{Primary: platformErrorEvaluation(spec, err)}
 	} else if err != nil {
 		return err
 	}
+	redactEvaluations(red, &batch)
 	batch.RescoreID = job.Args.RescoreID
 	finished, err := r.db.RecordEvaluations(ctx, spec.Attempt.ID, batch, r.queue.insertMetricsRefresh)
 	if err != nil {
@@ -144,11 +154,11 @@ func plan(spec *models.EpisodeSpec, judges Judges) []planned {
 // evaluate runs the attempt's evaluators and gathers their verdicts. A Go
 // error means the platform failed (an artifact it could not read) and the job
 // is retried; every problem with the attempt itself is a verdict.
-func (r *Runner) evaluate(ctx context.Context, spec *models.EpisodeSpec) (storage.EvaluationBatch, error) {
+func (r *Runner) evaluate(ctx context.Context, spec *models.EpisodeSpec, log *slog.Logger) (storage.EvaluationBatch, error) {
 	var batch storage.EvaluationBatch
 	judges, err := r.judgesFor(spec.Judge)
 	if err != nil && !errors.Is(err, errNoJudge) {
-		r.log.Warn("judge unavailable", "run_id", spec.Run.ID, "err", err)
+		log.Warn("judge unavailable", "run_id", spec.Run.ID, "err", err)
 	}
 	in, err := r.evaluationInput(ctx, spec)
 	if err != nil {

@@ -41,6 +41,7 @@ const (
 type faultyBundle struct {
 	*runBundle
 	worker *runner.Runner
+	logs   *syncBuffer // the worker's log
 }
 
 // setupFaulty prepares the database with setupRun (whose runner only inserts
@@ -86,7 +87,7 @@ func setupFaulty(t *testing.T, db *storage.DB, opts runner.Options) *faultyBundl
 		defer cancel()
 		require.NoError(t, r.Stop(stopCtx))
 	})
-	return &faultyBundle{runBundle: b, worker: r}
+	return &faultyBundle{runBundle: b, worker: r, logs: logs}
 }
 
 // syncBuffer collects the worker's log, shown when a test fails.
@@ -130,6 +131,13 @@ func (a *scriptedAgent) seen() []string {
 // agent of the team "lab" named name.
 func (f *faultyBundle) addAgent(t *testing.T, name string, reply func(w http.ResponseWriter, r *http.Request, req *models.StepRequest)) *scriptedAgent {
 	t.Helper()
+	return f.addAgentWithSecrets(t, name, nil, reply)
+}
+
+// addAgentWithSecrets is addAgent for an agent with secrets (such as its
+// bearer token).
+func (f *faultyBundle) addAgentWithSecrets(t *testing.T, name string, secrets map[string]string, reply func(w http.ResponseWriter, r *http.Request, req *models.StepRequest)) *scriptedAgent {
+	t.Helper()
 	a := &scriptedAgent{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.calls.Add(1)
@@ -147,7 +155,7 @@ func (f *faultyBundle) addAgent(t *testing.T, name string, reply func(w http.Res
 	}))
 	t.Cleanup(srv.Close)
 	ag := &models.Agent{Name: name, Kind: models.AgentHTTP, EndpointURL: srv.URL + "/step", Config: `{"screenshot": false}`}
-	require.NoError(t, f.db.CreateAgent(f.member, "lab", ag, nil))
+	require.NoError(t, f.db.CreateAgent(f.member, "lab", ag, secrets))
 	a.slug = ag.Slug
 	return a
 }

@@ -62,7 +62,6 @@ func newHTTP(cfg Config) (*httpAgent, error) {
 		screenshot: s.Screenshot == nil || *s.Screenshot,
 		poster:     newPoster(cfg, "agent endpoint"),
 	}
-	a.poster.redact = []string{a.token}
 	return a, nil
 }
 

@@ -111,7 +111,6 @@ func newOpenAI(cfg Config) (*openAIAgent, error) {
 		settings: s,
 		poster:   newPoster(cfg, "chat-completions endpoint"),
 	}
-	a.poster.redact = []string{a.key}
 	return a, nil
 }
 

@@ -30,8 +30,6 @@ type poster struct {
 	backoff []time.Duration
 	// what names the other side in messages ("agent endpoint", "chat-completions endpoint").
 	what string
-	// redact lists secret values that must never appear in a message.
-	redact []string
 }
 
 // newPoster returns a poster with the protocol's retry schedule.
@@ -136,11 +134,6 @@ func (p *poster) failure(ctx context.Context, err error, tries int, limit time.D
 // clean makes a quoted body safe to show: valid UTF-8, one line, no secrets.
 func (p *poster) clean(s string) string {
 	s = strings.ToValidUTF8(s, "")
-	for _, secret := range p.redact {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-	}
 	return strings.Join(strings.Fields(s), " ")
 }
 
