@@ -243,6 +243,33 @@ func TestAnnotate_BlindStudy(t *testing.T) {
 	}
 	require.NotContains(t, readBody(t, f.outsider.get("/runs/"+runID)), `data-testid="attempts-blind"`)
 
+	// The run's page and its progress endpoint show how far it got, not its
+	// successes, failures or errors.
+	for _, path := range []string{"/runs/" + runID, "/runs/" + runID + "/progress"} {
+		body := readBody(t, f.ann.get(path))
+		require.Contains(t, body, `data-testid="run-results-blind"`, path)
+		for _, id := range []string{`data-testid="run-successes"`, `data-testid="run-failures"`, `data-testid="run-errors"`} {
+			require.NotContains(t, body, id, path)
+		}
+		outside := readBody(t, f.outsider.get(path))
+		require.Contains(t, outside, `data-testid="run-successes"`, path)
+		require.NotContains(t, outside, `data-testid="run-results-blind"`, path)
+	}
+	// Lists of runs withhold its successes.
+	for _, path := range []string{"/runs", "/teams/lab/runs"} {
+		require.Contains(t, readBody(t, f.ann.get(path)), `data-testid="blind-cell"`, path)
+		require.NotContains(t, readBody(t, f.outsider.get(path)), `data-testid="blind-cell"`, path)
+	}
+	// The board's breakdowns withhold the run's groups and per-task outcomes.
+	require.NoError(t, f.b.db.RefreshRunMetrics(f.sys, f.runID))
+	breakdowns := "/benchmarks/mini/leaderboard/breakdowns"
+	body = readBody(t, f.ann.get(breakdowns))
+	require.Contains(t, body, `data-testid="blind-cell"`)
+	require.NotContains(t, body, attemptURL(f.runID, attempt), "no per-task outcome links to the run's attempts")
+	outside := readBody(t, f.outsider.get(breakdowns))
+	require.NotContains(t, outside, `data-testid="blind-cell"`)
+	require.Contains(t, outside, attemptURL(f.runID, attempt))
+
 	// The owner's review: the evaluation, and no label yet.
 	res = f.member.get(f.itemPath(item))
 	review := readBody(t, res)

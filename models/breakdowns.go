@@ -112,9 +112,12 @@ type BreakdownEntry struct {
 	Origin     string
 	Verified   bool
 	Restricted bool // a full run's numbers on a named subset's tasks
-	Success    RateCell
-	Tasks      int
-	MeanSteps  float64
+	// Blind marks a run the viewer annotates in an open blind study: only
+	// its overall rate (a leaderboard column) is shown, not its groups.
+	Blind     bool
+	Success   RateCell
+	Tasks     int
+	MeanSteps float64
 	// CostPerTask is the mean cost of one task attempt in US dollars.
 	CostPerTask float64
 	// Groups are the rates per label of the board's chosen dimension.
@@ -142,13 +145,18 @@ type MatrixEntry struct {
 	AgentName  string
 	TeamName   string
 	Restricted bool
+	// Blind marks a run the viewer annotates in an open blind study: its
+	// cells are withheld and it counts in no task's solved/graded numbers.
+	Blind bool
 }
 
 // MatrixCell is one entry's attempt at one task. AttemptID 0 means the entry
-// has no attempt at the task; Outcome "" that the attempt has no verdict.
+// has no attempt at the task; Outcome "" that the attempt has no verdict;
+// Blind that the entry's outcomes are withheld from the viewer.
 type MatrixCell struct {
 	AttemptID int64
 	Outcome   string
+	Blind     bool
 }
 
 // MatrixTask is a row of the per-task matrix: a task and every entry's

@@ -140,6 +140,19 @@ type RunProgress struct {
 	TeamName    string
 	Benchmark   string
 	BenchmarkID int64
+	// Blind says the run's results are withheld: the viewer annotates some
+	// of its attempts in an open blind study (WithholdResults).
+	Blind bool
+}
+
+// WithholdResults blanks what the run's attempts scored (successes,
+// failures, errors and their classes, scores, re-scoring changes), keeping
+// how far the run got, for an annotator of a blind study over it.
+func (p *RunProgress) WithholdResults() {
+	p.Blind = true
+	p.Run.Successes, p.Run.Failures, p.Run.Errors, p.Run.ScoreSum = 0, 0, 0, 0
+	p.Run.RescoreSuccessesBefore, p.Run.RescoreChanged = nil, 0
+	p.ErrorsBy = map[string]int{}
 }
 
 // Percent is the share of attempts done, 0–100.

@@ -36,6 +36,9 @@ type RunListItem struct {
 	Published     bool
 	CreatedAt     time.Time
 	FinishedAt    *time.Time
+	// Blind says Successes and Errors are withheld: the viewer annotates
+	// some of the run's attempts in an open blind study.
+	Blind bool `gorm:"-"`
 }
 
 // Finished reports whether the listed run has reached a final status.

@@ -365,6 +365,10 @@ func (db *DB) BreakdownBoard(ctx context.Context, bq models.BreakdownQuery) (*mo
 		return nil, err
 	}
 	out := &models.BreakdownBoard{Board: s.ref, Dimension: dim, Entries: make([]models.BreakdownEntry, 0, len(rows))}
+	blind, err := blindRunIDs(ctx, q, breakdownRunIDs(rows))
+	if err != nil {
+		return nil, err
+	}
 	groupKeys, difficulties := map[string]bool{}, map[string]bool{}
 	for _, r := range rows {
 		rep, err := decodeStoredReport([]byte(r.Metrics), dim)
@@ -378,6 +382,10 @@ func (db *DB) BreakdownBoard(ctx context.Context, bq models.BreakdownQuery) (*mo
 			Success: rep.metrics.cell(), Tasks: r.Tasks, MeanSteps: r.MeanSteps, CostPerTask: r.CostPerTask,
 			Groups:     cells(rep.groups, groupKeys),
 			Difficulty: cells(rep.difficulty, difficulties),
+		}
+		if blind[r.RunID] {
+			// A group of a few tasks would tell their outcomes.
+			e.Blind, e.Groups, e.Difficulty = true, nil, nil
 		}
 		out.Entries = append(out.Entries, e)
 	}
@@ -500,12 +508,20 @@ func (db *DB) TaskMatrix(ctx context.Context, bq models.BreakdownQuery) (*models
 		return nil, err
 	}
 	m := &models.TaskMatrix{Board: s.ref, Page: bq.Page, PerPage: bq.PerPage, Entries: make([]models.MatrixEntry, len(rows))}
-	runIDs := make([]int64, len(rows))
+	blind, err := blindRunIDs(ctx, q, breakdownRunIDs(rows))
+	if err != nil {
+		return nil, err
+	}
+	// runIDs are the entries whose outcomes the viewer may see.
+	runIDs := make([]int64, 0, len(rows))
 	column := make(map[int64]int, len(rows))
 	for i, r := range rows {
 		name, _ := r.agentNameModel()
-		m.Entries[i] = models.MatrixEntry{RunID: r.RunID, AgentName: name, TeamName: r.TeamName, Restricted: r.Restricted}
-		runIDs[i], column[r.RunID] = r.RunID, i
+		m.Entries[i] = models.MatrixEntry{RunID: r.RunID, AgentName: name, TeamName: r.TeamName, Restricted: r.Restricted, Blind: blind[r.RunID]}
+		column[r.RunID] = i
+		if !blind[r.RunID] {
+			runIDs = append(runIDs, r.RunID)
+		}
 	}
 	tasks, err := boardTasks(q, s, runIDs)
 	if err != nil {
@@ -530,6 +546,9 @@ func (db *DB) TaskMatrix(ctx context.Context, bq models.BreakdownQuery) (*models
 			ExternalID: t.ExternalID, Intent: t.Intent, Difficulty: t.Difficulty,
 			Solved: t.Solved, Graded: t.Graded, Cells: make([]models.MatrixCell, len(rows)),
 		}
+		for j, e := range m.Entries {
+			m.Tasks[i].Cells[j].Blind = e.Blind
+		}
 	}
 	if len(runIDs) == 0 {
 		return m, nil
@@ -543,4 +562,13 @@ func (db *DB) TaskMatrix(ctx context.Context, bq models.BreakdownQuery) (*models
 		m.Tasks[row[a.TaskID]].Cells[column[a.RunID]] = models.MatrixCell{AttemptID: a.ID, Outcome: a.Outcome}
 	}
 	return m, nil
+}
+
+// breakdownRunIDs lists the runs of a board's entries.
+func breakdownRunIDs(rows []breakdownRow) []int64 {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.RunID
+	}
+	return ids
 }

@@ -153,6 +153,19 @@ func (db *DB) ListRuns(ctx context.Context, f models.RunFilter) ([]models.RunLis
 	if err != nil {
 		return nil, 0, wrap(err, "runs")
 	}
+	ids := make([]int64, len(out))
+	for i, r := range out {
+		ids[i] = r.ID
+	}
+	blind, err := blindRunIDs(ctx, q, ids)
+	if err != nil {
+		return nil, 0, err
+	}
+	for i := range out {
+		if blind[out[i].ID] {
+			out[i].Blind, out[i].Successes, out[i].Errors = true, 0, 0
+		}
+	}
 	return out, int(total), nil
 }
 
@@ -183,7 +196,25 @@ func (db *DB) RunProgress(ctx context.Context, runID int64) (*models.RunProgress
 	if err != nil {
 		return nil, err
 	}
-	return progressOf(q, run)
+	return db.progressFor(ctx, q, run)
+}
+
+// progressFor is the run's progress as the caller may see it: its results
+// withheld (RunProgress.WithholdResults) from an annotator of an open blind
+// study over its attempts, on every page and endpoint that shows progress.
+func (db *DB) progressFor(ctx context.Context, q *gorm.DB, run *models.Run) (*models.RunProgress, error) {
+	p, err := progressOf(q, run)
+	if err != nil {
+		return nil, err
+	}
+	blind, err := blindRunIDs(ctx, q, []int64{run.ID})
+	if err != nil {
+		return nil, err
+	}
+	if blind[run.ID] {
+		p.WithholdResults()
+	}
+	return p, nil
 }
 
 // progressOf computes a run's progress with two queries.
@@ -362,7 +393,7 @@ func (db *DB) RunPage(ctx context.Context, runID int64, page, perPage int) (*mod
 	if err != nil {
 		return nil, err
 	}
-	p, err := progressOf(q, run)
+	p, err := db.progressFor(ctx, q, run)
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +431,7 @@ func (db *DB) RunOverview(ctx context.Context, runID int64, f models.AttemptFilt
 	if err != nil {
 		return nil, err
 	}
-	p, err := progressOf(q, run)
+	p, err := db.progressFor(ctx, q, run)
 	if err != nil {
 		return nil, err
 	}
