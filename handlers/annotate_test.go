@@ -255,6 +255,12 @@ func TestAnnotate_BlindStudy(t *testing.T) {
 		require.Contains(t, outside, `data-testid="run-successes"`, path)
 		require.NotContains(t, outside, `data-testid="run-results-blind"`, path)
 	}
+	// So does the API, saying so.
+	for _, path := range []string{"/api/v1/runs/" + runID, "/api/v1/runs"} {
+		body := readBody(t, f.ann.get(path))
+		require.Contains(t, body, `"results_withheld":true`, path)
+		require.NotContains(t, readBody(t, f.outsider.get(path)), `"results_withheld"`, path)
+	}
 	// Lists of runs withhold its successes.
 	for _, path := range []string{"/runs", "/teams/lab/runs"} {
 		require.Contains(t, readBody(t, f.ann.get(path)), `data-testid="blind-cell"`, path)

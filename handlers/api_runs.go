@@ -75,25 +75,28 @@ func toAPIRun(r *models.Run) apiRun {
 
 // apiRunItem is a run in listings and in a timeline.
 type apiRunItem struct {
-	ID            int64      `json:"id"`
-	Status        string     `json:"status"`
-	Origin        string     `json:"origin"`
-	Team          string     `json:"team"`
-	TeamName      string     `json:"team_name"`
-	Agent         string     `json:"agent"`
-	AgentName     string     `json:"agent_name"`
-	Benchmark     string     `json:"benchmark"`
-	BenchmarkName string     `json:"benchmark_name"`
-	Subset        string     `json:"subset"`
-	TasksDone     int        `json:"tasks_done"`
-	TasksTotal    int        `json:"tasks_total"`
-	Successes     int        `json:"successes"`
-	Errors        int        `json:"errors"`
-	Published     bool       `json:"published"`
-	CreatedAt     time.Time  `json:"created_at"`
-	FinishedAt    *time.Time `json:"finished_at"`
-	URL           string     `json:"url"`
-	APIURL        string     `json:"api_url"`
+	ID            int64  `json:"id"`
+	Status        string `json:"status"`
+	Origin        string `json:"origin"`
+	Team          string `json:"team"`
+	TeamName      string `json:"team_name"`
+	Agent         string `json:"agent"`
+	AgentName     string `json:"agent_name"`
+	Benchmark     string `json:"benchmark"`
+	BenchmarkName string `json:"benchmark_name"`
+	Subset        string `json:"subset"`
+	TasksDone     int    `json:"tasks_done"`
+	TasksTotal    int    `json:"tasks_total"`
+	Successes     int    `json:"successes"`
+	Errors        int    `json:"errors"`
+	// ResultsWithheld: successes and errors read 0 because the caller
+	// annotates some of the run's attempts in an open blind study.
+	ResultsWithheld bool       `json:"results_withheld,omitempty"`
+	Published       bool       `json:"published"`
+	CreatedAt       time.Time  `json:"created_at"`
+	FinishedAt      *time.Time `json:"finished_at"`
+	URL             string     `json:"url"`
+	APIURL          string     `json:"api_url"`
 }
 
 func toAPIRunItem(r models.RunListItem) apiRunItem {
@@ -101,7 +104,7 @@ func toAPIRunItem(r models.RunListItem) apiRunItem {
 		ID: r.ID, Status: r.Status, Origin: r.Origin, Team: r.TeamSlug, TeamName: r.TeamName,
 		Agent: r.AgentSlug, AgentName: r.AgentName, Benchmark: r.BenchmarkSlug, BenchmarkName: r.BenchmarkName,
 		Subset: r.Subset, TasksDone: r.TasksDone, TasksTotal: r.TasksTotal, Successes: r.Successes, Errors: r.Errors,
-		Published: r.Published, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt, URL: runPath(r.ID), APIURL: apiRunPath(r.ID),
+		ResultsWithheld: r.Blind, Published: r.Published, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt, URL: runPath(r.ID), APIURL: apiRunPath(r.ID),
 	}
 }
 
@@ -116,7 +119,7 @@ func toAPIProgress(p *models.RunProgress) apiProgress {
 		MaxSteps: r.MaxSteps, MaxEpisodeSeconds: r.MaxEpisodeSeconds, MaxAgentCallSeconds: r.MaxAgentCallSeconds,
 		MaxCost: r.MaxCost, Parallelism: r.Parallelism, Notes: r.Notes, Published: r.Published, TasksTotal: r.TasksTotal,
 		Pending: p.Pending, Running: p.Running, Done: p.Done, Percent: p.Percent(), Successes: r.Successes,
-		Failures: r.Failures, Errors: r.Errors, ErrorsByClass: p.ErrorsBy, Steps: r.StepsSum, TokensIn: r.TokensIn,
+		Failures: r.Failures, Errors: r.Errors, ErrorsByClass: p.ErrorsBy, ResultsWithheld: p.Blind, Steps: r.StepsSum, TokensIn: r.TokensIn,
 		TokensOut: r.TokensOut, Cost: r.Cost, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		URL: runPath(r.ID), AttemptsURL: apiRunPath(r.ID) + "/attempts",
 	}

@@ -31,16 +31,19 @@ type RunState struct {
 	Failures            int            `json:"failures"`
 	Errors              int            `json:"errors"`
 	ErrorsByClass       map[string]int `json:"errors_by_class"`
-	ETASeconds          *int64         `json:"eta_seconds"`
-	Steps               int            `json:"steps"`
-	TokensIn            int64          `json:"tokens_in"`
-	TokensOut           int64          `json:"tokens_out"`
-	Cost                float64        `json:"cost"`
-	CreatedAt           time.Time      `json:"created_at"`
-	StartedAt           *time.Time     `json:"started_at"`
-	FinishedAt          *time.Time     `json:"finished_at"`
-	URL                 string         `json:"url"`
-	AttemptsURL         string         `json:"attempts_url"`
+	// ResultsWithheld: successes, failures and errors read 0 because the
+	// caller annotates some of the run's attempts in an open blind study.
+	ResultsWithheld bool       `json:"results_withheld,omitempty"`
+	ETASeconds      *int64     `json:"eta_seconds"`
+	Steps           int        `json:"steps"`
+	TokensIn        int64      `json:"tokens_in"`
+	TokensOut       int64      `json:"tokens_out"`
+	Cost            float64    `json:"cost"`
+	CreatedAt       time.Time  `json:"created_at"`
+	StartedAt       *time.Time `json:"started_at"`
+	FinishedAt      *time.Time `json:"finished_at"`
+	URL             string     `json:"url"`
+	AttemptsURL     string     `json:"attempts_url"`
 }
 
 // Successful reports whether a finished run completed (it may still hold
