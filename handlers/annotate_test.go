@@ -215,7 +215,9 @@ func TestAnnotate_BlindStudy(t *testing.T) {
 		require.Contains(t, body, "This attempt is in a blind study you annotate; its verdicts are hidden until ")
 		require.NotContains(t, body, "sandbox-check@1")
 		res = f.ann2.get(path)
-		require.Equal(t, http.StatusOK, res.StatusCode, "%s as the annotator it is not assigned to", path)
+		require.Equal(t, http.StatusForbidden, res.StatusCode, "%s as the study's other annotator: an item of the study, whoever it is assigned to", path)
+		res = f.outsider.get(path)
+		require.Equal(t, http.StatusOK, res.StatusCode, "%s as a visitor who annotates nothing", path)
 	}
 	// Also through an API token.
 	tokenAnn := withToken(t, f.b, f.ann)

@@ -118,6 +118,12 @@ func (s *Server) attemptStepsOf(c echo.Context) (*models.AttemptSteps, error) {
 	if err := checkAttemptRun(as.Attempt, runID); err != nil {
 		return nil, err
 	}
+	// Every run-side view of an attempt (its steps' texts and requests, its
+	// download, its expected answer) is closed to an annotator of an open
+	// blind study over it; they read the trajectory on the study's pages.
+	if err := s.refuseBlindAttempt(c.Request().Context(), as.Attempt.ID); err != nil {
+		return nil, err
+	}
 	return as, nil
 }
 
@@ -245,10 +251,6 @@ func (s *Server) downloadAttemptArtifacts(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	// attempt.json holds the outcome and score.
-	if err := s.refuseBlindAttempt(ctx, as.Attempt.ID); err != nil {
-		return err
-	}
 	files, err := s.artifactReader()
 	if err != nil {
 		return err

@@ -12,21 +12,24 @@ import (
 // annotator of a blind study that samples them.
 const BlindRunMessage = "This run has attempts in a blind study you annotate: its attempts and results are hidden until the study closes."
 
-// blindAssignments selects the actor's assignments, whatever their status,
-// in open blind studies they do not own: the attempts whose outcomes,
-// verdicts and metrics are kept from them until the study closes (labels
-// stay editable while it is open, so finishing an item does not unblind it).
-// nil for anonymous callers, administrators and the system, from whom
-// nothing is kept.
+// blindAssignments selects the items (study_items si, with their studies s)
+// of the open blind studies in which the actor annotates, whatever their
+// assignment's status and whoever each item is assigned to, studies they own
+// aside: the attempts whose outcomes, verdicts and metrics are kept from them
+// until the study closes. Labels stay editable while it is open, so finishing
+// an item does not unblind it, and an item of another annotator is the same
+// study's answer key. nil for anonymous callers, administrators and the
+// system, from whom nothing is kept.
 func blindAssignments(ctx context.Context, q *gorm.DB) *gorm.DB {
 	a := models.ActorFrom(ctx)
 	if a.UserID == 0 || a.Privileged() {
 		return nil
 	}
-	return q.Table("study_assignments sa").
-		Joins("JOIN study_items si ON si.id = sa.study_item_id").
+	return q.Table("study_items si").
 		Joins("JOIN studies s ON s.id = si.study_id").
-		Where("sa.user_id = ? AND s.status = ? AND s.blind = ? AND s.owner_id <> ?", a.UserID, models.StudyOpen, true, a.UserID)
+		Where("s.status = ? AND s.blind = ? AND s.owner_id <> ?", models.StudyOpen, true, a.UserID).
+		Where("EXISTS (SELECT 1 FROM study_assignments sa JOIN study_items mine ON mine.id = sa.study_item_id"+
+			" WHERE mine.study_id = s.id AND sa.user_id = ?)", a.UserID)
 }
 
 // blindRunIDs returns which of runIDs hold an attempt blind to the actor

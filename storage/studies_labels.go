@@ -535,13 +535,14 @@ func (db *DB) StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyV
 	return out, nil
 }
 
-// BlindAttempt reports whether the actor has an assignment of the attempt, of
-// any status, in an open blind study they do not own: the run's pages and API
-// then keep the attempt's evaluations from them until the study closes. A
-// finished assignment counts too, since its labels may still be edited while
-// the study is open: skipping an item, reading its verdict on the run's page
-// and labelling it again would defeat the blindness. Anonymous callers and
-// administrators: false.
+// BlindAttempt reports whether the attempt is an item of an open blind study
+// the actor annotates and does not own (blindAssignments), whoever the item
+// is assigned to: the run's pages and API then keep the attempt's
+// evaluations from them until the study closes. A finished assignment counts
+// too, since its labels may still be edited while the study is open:
+// skipping an item, reading its verdict on the run's page and labelling it
+// again would defeat the blindness. Anonymous callers and administrators:
+// false.
 func (db *DB) BlindAttempt(ctx context.Context, attemptID int64) (bool, error) {
 	sel := blindAssignments(ctx, db.q(ctx))
 	if sel == nil {
