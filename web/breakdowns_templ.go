@@ -860,7 +860,7 @@ func blindCell() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 53, "<td class=\"num hm-none\" title=\"hidden while you annotate this run in a blind study\" data-testid=\"blind-cell\">?<span class=\"visually-hidden\">hidden while you annotate this run in a blind study</span></td>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 53, "<td class=\"num hm-none\" title=\"hidden while you annotate this run in a blind study\" data-testid=\"blind-cell\">hidden</td>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -221,6 +221,29 @@ func TestBrowser_AnnotateBlindStudy(t *testing.T) {
 	require.NoError(t, expect.Locator(page.GetByTestId("queue-entry")).ToHaveCount(3))
 	requireNoVerdicts(t, page)
 	shot(t, page, "annotate-queue")
+
+	// The run's page, the run list and the board's breakdowns keep the run's
+	// results from Ann, saying why, and fit at 1280 and 390 px.
+	system := models.WithActor(context.Background(), models.SystemActor())
+	require.NoError(t, app.DB.RefreshRunMetrics(system, runID))
+	for _, width := range []int{1280, 390} {
+		annPage := newBrowserPage(t, b, width, 900)
+		signIn(t, annPage, base, ann.Email, password)
+		for _, view := range []struct{ name, path, testID string }{
+			{"run", fmt.Sprintf("/runs/%d", runID), "run-results-blind"},
+			{"runs", "/runs", "blind-cell"},
+			{"breakdowns", "/benchmarks/" + sandbox.Slug + "/leaderboard/breakdowns", "blind-cell"},
+		} {
+			_, err := annPage.Goto(base + view.path)
+			require.NoError(t, err)
+			require.NoError(t, expect.Locator(annPage.GetByTestId(view.testID).First()).ToBeVisible(), view.path)
+			require.NoError(t, expect.Locator(annPage.GetByTestId("run-successes")).ToHaveCount(0), view.path)
+			shot(t, annPage, fmt.Sprintf("blind-%s-%d", view.name, width))
+			overflow, err := annPage.Evaluate(`() => document.documentElement.scrollWidth - document.documentElement.clientWidth`)
+			require.NoError(t, err)
+			require.LessOrEqual(t, overflow, 0, "%s scrolls sideways at %d px", view.path, width)
+		}
+	}
 	require.NoError(t, page.GetByTestId("queue-next").Click())
 
 	form := page.GetByTestId("label-form")
