@@ -40,6 +40,9 @@ const (
 	EnvEpisodes        = "PROCTOR_EPISODES"
 	EnvRunQuota        = "PROCTOR_RUN_QUOTA"
 	EnvRescueAfter     = "PROCTOR_RESCUE_AFTER"
+	EnvWorkerLease     = "PROCTOR_WORKER_LEASE"
+	EnvTeamEpisodes    = "PROCTOR_TEAM_EPISODES"
+	EnvTeamHiddenJobs  = "PROCTOR_TEAM_HIDDEN_JOBS"
 	EnvEnvRetries      = "PROCTOR_ENVIRONMENT_RETRIES"
 	EnvJudgeBaseURL    = "PROCTOR_JUDGE_BASE_URL"
 	EnvJudgeModel      = "PROCTOR_JUDGE_MODEL"
@@ -113,9 +116,16 @@ type Config struct {
 	Episodes int
 	// RunQuota caps the runs a team may queue per 24 hours; 0 = unlimited.
 	RunQuota int
-	// RescueAfter is how long a job may look stuck before another worker takes
-	// it over, e.g. after its worker was killed.
+	// RescueAfter is how long a job may run before River rescues it as stuck
+	// (a worker that hangs while its process lives).
 	RescueAfter time.Duration
+	// WorkerLease is how long a worker process's lease lasts unrenewed before
+	// the other processes take its episodes and jobs over (a killed worker).
+	WorkerLease time.Duration
+	// TeamEpisodes and TeamHiddenJobs are each team's fair share of the
+	// deployment while another team's work waits (0: half of the live
+	// workers' slots).
+	TeamEpisodes, TeamHiddenJobs int
 	// EnvironmentRetries is how often an attempt whose sites failed is retried.
 	EnvironmentRetries int
 	// Judge is the server's LLM judge; BaseURL is empty when none is configured
@@ -290,15 +300,22 @@ func Load(getenv func(string) string, overrides map[string]string) (*Config, err
 	c.Episodes = intVar(EnvEpisodes, 2, 0, 64)
 	c.RunQuota = intVar(EnvRunQuota, 20, 0, 1_000_000)
 	c.EnvironmentRetries = intVar(EnvEnvRetries, 2, 0, 10)
-	c.RescueAfter = 20 * time.Minute
-	if v := get(EnvRescueAfter); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 5*time.Second {
-			bad(EnvRescueAfter, "%q must be a duration of at least 5s, such as 20m", v)
-		} else {
-			c.RescueAfter = d
+	c.TeamEpisodes = intVar(EnvTeamEpisodes, 0, 0, 100_000)
+	c.TeamHiddenJobs = intVar(EnvTeamHiddenJobs, 0, 0, 100_000)
+	durationVar := func(name string, def, least time.Duration, example string) time.Duration {
+		v := get(name)
+		if v == "" {
+			return def
 		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < least {
+			bad(name, "%q must be a duration of at least %s, such as %s", v, least, example)
+			return def
+		}
+		return d
 	}
+	c.RescueAfter = durationVar(EnvRescueAfter, 20*time.Minute, 5*time.Second, "20m")
+	c.WorkerLease = durationVar(EnvWorkerLease, time.Minute, 2*time.Second, "60s")
 
 	c.Judge = Judge{BaseURL: strings.TrimRight(get(EnvJudgeBaseURL), "/"), Model: get(EnvJudgeModel), APIKey: get(EnvJudgeAPIKey),
 		Timeout: 2 * time.Minute, Concurrency: intVar(EnvJudgeConcurrent, 4, 1, 256)}

@@ -17,6 +17,7 @@ import (
 
 	"proctor/models"
 	"proctor/storage"
+	"proctor/storage/storagetest"
 )
 
 // updateBreakdownGoldens reports whether golden files are rewritten rather
@@ -80,7 +81,7 @@ func (f *breakdownsFixture) gradedRun(t *testing.T, member *client, team, agent,
 	require.Len(t, ids, len(verdicts))
 	f.attempts[run.ID] = ids
 	for i, id := range ids {
-		status, spec, err := db.ClaimAttempt(f.sys, id, time.Hour)
+		status, spec, err := db.ClaimAttempt(f.sys, id, storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimOK, status)
 		require.NoError(t, db.FinishEpisode(f.sys, id, spec.Try, storage.EpisodeOutcome{Steps: steps, Cost: cost}, func(context.Context, *sql.Tx) error { return nil }))

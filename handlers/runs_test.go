@@ -129,7 +129,7 @@ func (f *runsFixture) queue(t *testing.T, dispatch, published bool) (*models.Run
 func (f *runsFixture) play(t *testing.T, attemptID int64, verdict, errorClass string) {
 	t.Helper()
 	db := f.b.db
-	status, spec, err := db.ClaimAttempt(f.sys, attemptID, time.Hour)
+	status, spec, err := db.ClaimAttempt(f.sys, attemptID, storagetest.Claimant(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, storage.ClaimOK, status)
 	prefix := fmt.Sprintf("runs/%d/attempts/%d/try-%d/steps/", spec.Run.ID, attemptID, spec.Try)
@@ -138,12 +138,12 @@ func (f *runsFixture) play(t *testing.T, attemptID int64, verdict, errorClass st
 		data := testJPEG(t, size)
 		require.NoError(t, f.store.Put(context.Background(), key, bytes.NewReader(data), int64(len(data)), "image/jpeg"))
 	}
-	require.NoError(t, db.SaveStep(f.sys, &models.Step{
+	require.NoError(t, db.RecordStep(f.sys, &models.Step{
 		AttemptID: attemptID, Index: 0, Action: `{"type":"click","target":{"x":320,"y":600}}`, Thought: "The cheapest cable is first.",
 		URL: "http://shop.test/a1t1/", Title: "Shop home", ScreenshotKey: shot, ThumbnailKey: thumb,
 		BlockedRequests: `["http://tracker.test/pixel"]`, ObserveMS: 11, AgentMS: 22, ActMS: 33, TokensIn: 100, TokensOut: 7, Cost: 0.01,
-	}))
-	require.NoError(t, db.SaveStep(f.sys, &models.Step{AttemptID: attemptID, Index: 1, Action: `{"type":"answer","text":"USB-C cable, 4.99"}`, Title: "Cart"}))
+	}, 1))
+	require.NoError(t, db.RecordStep(f.sys, &models.Step{AttemptID: attemptID, Index: 1, Action: `{"type":"answer","text":"USB-C cable, 4.99"}`, Title: "Cart"}, 1))
 	final := `{"type":"answer","text":"USB-C cable, 4.99"}`
 	require.NoError(t, db.FinishEpisode(f.sys, attemptID, spec.Try, storage.EpisodeOutcome{
 		Steps: 2, FinalAnswer: final, Duration: 3 * time.Second, ErrorClass: errorClass, ErrorMessage: errorMessageFor(errorClass),

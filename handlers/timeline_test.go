@@ -57,7 +57,7 @@ type harRequest struct {
 // episode's start time.
 func (f *runsFixture) playTimeline(t testing.TB, attemptID int64, ep timelineEpisode) time.Time {
 	db := f.b.db
-	status, spec, err := db.ClaimAttempt(f.sys, attemptID, time.Hour)
+	status, spec, err := db.ClaimAttempt(f.sys, attemptID, storagetest.Claimant(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, storage.ClaimOK, status)
 	prefix := fmt.Sprintf("runs/%d/attempts/%d/try-%d", spec.Run.ID, attemptID, spec.Try)
@@ -92,7 +92,7 @@ func (f *runsFixture) playTimeline(t testing.TB, attemptID int64, ep timelineEpi
 			put(s.ThumbnailKey, "image/jpeg", thumb)
 			put(s.AXTreeKey, "text/plain; charset=utf-8", []byte(fmt.Sprintf("[e1] heading \"Page %d\"\n[e2] button \"Add <script>alert(1)</script> to cart\"\n", i+1)))
 		}
-		require.NoError(t, db.SaveStep(f.sys, s))
+		require.NoError(t, db.RecordStep(f.sys, s, 1))
 	}
 	reqs := []harRequest{
 		{100 * time.Millisecond, "GET", "http://shop.test/", 200},                                                       // the start page: step 1

@@ -123,6 +123,9 @@ type Attempt struct {
 	// retry) starts clean under a new namespace and artifact prefix.
 	Tries     int
 	Namespace string // the sandbox/site namespace of the current try
+	// WorkerID is the lease of the process running the current try ("" when
+	// none): its attempts are released when that lease lapses.
+	WorkerID  string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 

@@ -21,13 +21,23 @@ const maxRedirects = 5
 // that is dialled, a DNS answer that changes after CheckURL (DNS rebinding)
 // cannot reach an internal address. Allow-listed hosts skip the checks.
 func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return g.dial(ctx, network, addr, false)
+}
+
+// dialAllowed connects to addr as to an allow-listed host: resolved and
+// dialled without checks (a proxy scope's own hosts).
+func (g *Guard) dialAllowed(ctx context.Context, network, addr string) (net.Conn, error) {
+	return g.dial(ctx, network, addr, true)
+}
+
+func (g *Guard) dial(ctx context.Context, network, addr string, allowed bool) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, errorf("dial %q: %w", addr, err)
 	}
 	d := &net.Dialer{Timeout: g.DialTimeout, KeepAlive: 30 * time.Second}
 	var ips []netip.Addr
-	if g.Allowed(host) {
+	if allowed || g.Allowed(host) {
 		ips, err = g.resolve(ctx, host)
 	} else {
 		ips, err = g.checkedAddrs(ctx, host)

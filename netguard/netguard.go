@@ -257,6 +257,8 @@ func numericLooking(host string) bool {
 func (g *Guard) Refused(ip netip.Addr) string {
 	ip = ip.WithZone("").Unmap()
 	switch {
+	case g.allow[ip.String()]:
+		return "" // an address on the allow-list, whatever name led to it
 	case ip.IsUnspecified():
 		return "unspecified address"
 	case ip.IsLoopback():

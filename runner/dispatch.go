@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/riverqueue/river"
 
@@ -20,20 +22,54 @@ func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 	return w.r.db.DispatchRun(ctx, job.Args.RunID, w.r.queue.insertEpisodes)
 }
 
-// housekeepingWorker removes what expires: sessions past their end.
+// housekeepingWorker removes what expires: sessions past their end, and the
+// artifacts of tries a newer try replaced.
 type housekeepingWorker struct {
 	river.WorkerDefaults[HousekeepingArgs]
 	r *Runner
 }
 
-// Work deletes expired sessions.
+// supersededGrace is how long a replaced try's artifacts stay: a worker
+// presumed dead that still lives stops at its next step, well within it.
+const supersededGrace = 10 * time.Minute
+
+// Work deletes expired sessions and superseded tries' artifacts.
 func (w *housekeepingWorker) Work(ctx context.Context, _ *river.Job[HousekeepingArgs]) error {
 	n, err := w.r.db.DeleteExpiredSessions(ctx)
 	if err != nil {
 		return err
 	}
-	w.r.log.Debug("housekeeping", "expired_sessions", n)
-	return nil
+	tries, err := w.r.RemoveSupersededTries(ctx, time.Now().UTC().Add(-supersededGrace))
+	w.r.log.Debug("housekeeping", "expired_sessions", n, "superseded_tries", tries)
+	return err
+}
+
+// RemoveSupersededTries deletes the artifacts of every try replaced before
+// the given time, then its record; a try whose artifacts cannot all be
+// deleted keeps its record for the next round. It returns how many went.
+func (r *Runner) RemoveSupersededTries(ctx context.Context, before time.Time) (int, error) {
+	removed := 0
+	for {
+		tries, err := r.db.SupersededTries(ctx, before, 100)
+		if err != nil || len(tries) == 0 {
+			return removed, err
+		}
+		for _, t := range tries {
+			stored, err := r.artifacts.List(ctx, t.Prefix)
+			if err != nil {
+				return removed, fmt.Errorf("list the artifacts of %s: %w", t.Prefix, err)
+			}
+			for _, a := range stored {
+				if err := r.artifacts.Delete(ctx, a.Key); err != nil {
+					return removed, fmt.Errorf("delete %s: %w", a.Key, err)
+				}
+			}
+			if err := r.db.ForgetSupersededTry(ctx, t.ID); err != nil {
+				return removed, err
+			}
+			removed++
+		}
+	}
 }
 
 // metricsWorker recomputes a run's metrics and leaderboard rows after its

@@ -18,11 +18,12 @@ import (
 type episodeRecorder struct {
 	db        *storage.DB
 	attemptID int64
+	try       int
 	redact    *vault.Redactor
 }
 
-func newEpisodeRecorder(db *storage.DB, attemptID int64, secrets map[string]string) *episodeRecorder {
-	return &episodeRecorder{db: db, attemptID: attemptID, redact: secretsRedactor(secrets)}
+func newEpisodeRecorder(db *storage.DB, attemptID int64, try int, secrets map[string]string) *episodeRecorder {
+	return &episodeRecorder{db: db, attemptID: attemptID, try: try, redact: secretsRedactor(secrets)}
 }
 
 // secretsRedactor redacts the values of secrets and the extra values.
@@ -49,20 +50,21 @@ func redactEvaluations(red *vault.Redactor, b *storage.EvaluationBatch) {
 	}
 }
 
-// SaveStep writes the step row of this attempt (episode.StepSink).
+// SaveStep writes the step row of this attempt's try (episode.StepSink); a
+// superseded try writes nothing and stops (storage.ErrTrySuperseded).
 func (e *episodeRecorder) SaveStep(ctx context.Context, step *models.Step) error {
 	step.AttemptID = e.attemptID
 	for _, field := range []*string{&step.Action, &step.Thought, &step.URL, &step.Title, &step.Tabs, &step.Error, &step.BlockedRequests} {
 		*field = e.redact.Text(*field)
 	}
-	return e.db.SaveStep(ctx, step)
+	return e.db.RecordStep(ctx, step, e.try)
 }
 
 // finish records the episode's outcome and enqueues its evaluation.
-func (e *episodeRecorder) finish(ctx context.Context, try int, out storage.EpisodeOutcome, enqueue func(ctx context.Context, tx *sql.Tx) error) error {
+func (e *episodeRecorder) finish(ctx context.Context, out storage.EpisodeOutcome, enqueue func(ctx context.Context, tx *sql.Tx) error) error {
 	out.ErrorMessage = e.redact.Text(out.ErrorMessage)
 	out.FinalAnswer = e.redact.Text(out.FinalAnswer)
-	return e.db.FinishEpisode(ctx, e.attemptID, try, out, enqueue)
+	return e.db.FinishEpisode(ctx, e.attemptID, e.try, out, enqueue)
 }
 
 // logger returns l with the agent's secrets redacted from every line.

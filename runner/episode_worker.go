@@ -48,7 +48,7 @@ func (w *episodeWorker) Timeout(job *river.Job[EpisodeArgs]) time.Duration {
 func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) error {
 	r := w.r
 	ctx = models.WithActor(ctx, models.SystemActor())
-	status, spec, err := r.db.ClaimAttempt(ctx, job.Args.AttemptID, r.opts.RescueAfter)
+	status, spec, err := r.db.ClaimAttempt(ctx, job.Args.AttemptID, r.queue.claimant())
 	if err != nil {
 		return err
 	}
@@ -58,11 +58,12 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 	case storage.ClaimFinished:
 		return nil
 	}
+	defer r.queue.holdAttempt(spec.Attempt.ID)()
 	secrets, err := r.db.AgentSecrets(ctx, spec.Agent.ID)
 	if err != nil {
 		return fmt.Errorf("agent secrets: %w", err)
 	}
-	rec := newEpisodeRecorder(r.db, spec.Attempt.ID, secrets)
+	rec := newEpisodeRecorder(r.db, spec.Attempt.ID, spec.Try, secrets)
 	log := rec.logger(r.log).With("run_id", spec.Run.ID, "attempt_id", spec.Attempt.ID, "try", spec.Try)
 	out, err := r.runEpisode(ctx, spec, secrets, rec, log)
 	if err != nil {
@@ -84,7 +85,7 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 		}
 		return river.JobSnooze(2 * time.Second)
 	}
-	return rec.finish(ctx, spec.Try, out, func(ctx context.Context, tx *sql.Tx) error {
+	return rec.finish(ctx, out, func(ctx context.Context, tx *sql.Tx) error {
 		return r.queue.insertEvaluation(ctx, tx, spec.Attempt.ID)
 	})
 }
@@ -128,6 +129,7 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, secre
 			StartURLs: sites.resolveAll(spec.Task.StartURLs), Sites: spec.Task.Sites,
 		},
 		AllowedOrigins: sites.allowed,
+		Proxy:          r.browserProxy(),
 		Agent:          ag,
 		Budget: episode.Budget{
 			MaxSteps: spec.Run.MaxSteps, MaxDuration: time.Duration(spec.Run.MaxEpisodeSeconds) * time.Second,

@@ -105,10 +105,16 @@ func (w *hiddenTestsWorker) Work(ctx context.Context, job *river.Job[HiddenTests
 		}
 		browser = b.Playwright()
 	}
-	try, ok, err := r.db.StartHiddenAttempt(ctx, spec.Attempt.ID)
-	if err != nil || !ok {
+	try, status, err := r.db.StartHiddenAttempt(ctx, spec.Attempt.ID, r.queue.claimant())
+	switch {
+	case err != nil:
 		return err
+	case status == storage.ClaimWait:
+		return river.JobSnooze(2 * time.Second) // the team runs its share
+	case status != storage.ClaimOK:
+		return nil
 	}
+	defer r.queue.holdAttempt(spec.Attempt.ID)()
 	log = log.With("try", try)
 	prefix := attemptPrefix(spec.Run.ID, spec.Attempt.ID, try)
 	r.removeEarlierHiddenTries(ctx, spec, prefix, log)
@@ -401,7 +407,7 @@ func (e *hiddenExecution) runTest(ctx, testCtx context.Context, i int) (models.H
 			return hidden.RunSystem(ctx, e.client, e.candidate, t)
 		}
 		opts := hidden.JourneyOptionsFor(e.suite)
-		opts.Guard, opts.Client = e.r.guard, e.client
+		opts.Guard, opts.Client, opts.Proxy = e.r.guard, e.client, e.r.browserProxy()
 		return hidden.RunJourney(ctx, e.browser, e.candidate, t, e.capture, opts)
 	})
 	res := models.HiddenTestResult{

@@ -29,9 +29,14 @@ type Options struct {
 	Episodes int
 	// DailyRunQuota caps the runs a team may queue in 24 hours; 0 = unlimited.
 	DailyRunQuota int
-	// RescueAfter is how long a job may look stuck before another worker takes it
-	// over (a killed worker's episodes restart after this).
+	// RescueAfter is how long a job may run before River rescues it as stuck
+	// (the bound for a worker that hangs while its process lives; a killed
+	// process's jobs are taken over once its lease lapses).
 	RescueAfter time.Duration
+	// LeaseTTL is how long this process's lease lasts unrenewed before the
+	// other processes take its episodes and jobs over (default a minute). A
+	// restarted process takes over its dead predecessor's at once.
+	LeaseTTL time.Duration
 	// EnvironmentRetries is how often an attempt whose sites failed is retried
 	// before the failure counts (never against the agent).
 	EnvironmentRetries int
@@ -42,6 +47,10 @@ type Options struct {
 	// a candidate that is down or never answers does not hold a worker for
 	// its suite's whole time budget.
 	CandidateAnswerLimit time.Duration
+	// TeamEpisodes and TeamHiddenJobs are each team's fair share: how many
+	// episodes and hidden-test jobs one team runs at once while another
+	// team's wait (0: half of the live workers' slots, at least 1).
+	TeamEpisodes, TeamHiddenJobs int
 	// Submissions configure the submission portal's uploads and jobs.
 	Submissions SubmissionOptions
 	Logger      *slog.Logger
@@ -102,6 +111,10 @@ func (o SubmissionOptions) withDefaults() SubmissionOptions {
 	return o
 }
 
+// hiddenTestSlots is how many hidden-tests jobs a worker runs at once: each
+// runs a task's tests in parallel itself (within its suite's cap), so few.
+const hiddenTestSlots = 2
+
 // workClient is the part of a River client that runs jobs.
 type workClient interface {
 	Start(ctx context.Context) error
@@ -115,6 +128,12 @@ type Queue struct {
 	inserter *river.Client[*sql.Tx] // inserts jobs inside GORM's transactions
 	worker   workClient             // nil in insert-only processes
 	log      *slog.Logger
+	// lease is this process's worker lease (workers only); its ID is the
+	// River client's, so running jobs name the process that runs them.
+	lease     models.WorkerLease
+	inflight  *inFlight
+	stopLease context.CancelFunc
+	leaseDone chan struct{}
 	// judgeReady says why no LLM judge can be used (nil when one can); the
 	// Runner sets it from its judge factory.
 	judgeReady func() error
@@ -129,6 +148,9 @@ func NewQueue(db *storage.DB, workers *river.Workers, opts Options) (*Queue, err
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = DefaultLeaseTTL
 	}
 	if opts.CancelPoll == 0 {
 		opts.CancelPoll = 2 * time.Second
@@ -147,6 +169,13 @@ func NewQueue(db *storage.DB, workers *river.Workers, opts Options) (*Queue, err
 		MaxAttempts: 10,
 	}
 	if opts.Episodes > 0 {
+		lease, err := newLease()
+		if err != nil {
+			return nil, err
+		}
+		lease.EpisodeSlots, lease.HiddenSlots = opts.Episodes, hiddenTestSlots
+		q.lease, cfg.ID, q.inflight = lease, lease.ID, newInFlight()
+		cfg.Middleware = []rivertype.Middleware{river.WorkerMiddlewareFunc(q.trackJob)}
 		cfg.Workers = workers
 		cfg.Queues = map[string]river.QueueConfig{
 			QueueDispatch:     {MaxWorkers: 2},
@@ -159,10 +188,8 @@ func NewQueue(db *storage.DB, workers *river.Workers, opts Options) (*Queue, err
 			QueueSubmissions: {MaxWorkers: 2},
 			// Each study judge job judges a few items at once; the judge
 			// client's concurrency cap bounds the requests of them all.
-			QueueStudies: {MaxWorkers: 2},
-			// A hidden-tests job runs a task's tests in parallel itself
-			// (within the suite's cap), so few run at once.
-			QueueHiddenTests: {MaxWorkers: 2},
+			QueueStudies:     {MaxWorkers: 2},
+			QueueHiddenTests: {MaxWorkers: hiddenTestSlots},
 		}
 		cfg.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) {
@@ -197,24 +224,51 @@ func NewQueue(db *storage.DB, workers *river.Workers, opts Options) (*Queue, err
 	return q, nil
 }
 
-// Start starts working jobs (a no-op for insert-only processes).
+// Start registers this process's lease, releases at once the claims of
+// its dead predecessors on this host, and starts working jobs (a no-op for
+// insert-only processes).
 func (q *Queue) Start(ctx context.Context) error {
 	if q.worker == nil {
 		return nil
 	}
-	return q.worker.Start(ctx)
+	if err := q.db.RegisterLease(ctx, q.lease); err != nil {
+		return fmt.Errorf("queue: %w", err)
+	}
+	if err := q.releaseDead(ctx, false); err != nil {
+		q.log.Warn("releasing the work of dead workers failed", "error", err.Error())
+	}
+	if err := q.worker.Start(ctx); err != nil {
+		return err
+	}
+	leaseCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	q.stopLease, q.leaseDone = stop, make(chan struct{})
+	go func() {
+		defer close(q.leaseDone)
+		q.keepLease(leaseCtx)
+	}()
+	return nil
 }
 
 // Stop stops fetching jobs and waits for the running ones to finish or to
-// notice their cancelled contexts.
+// notice their cancelled contexts (handing their attempts back), then drops
+// this process's lease.
 func (q *Queue) Stop(ctx context.Context) error {
 	if q.worker == nil {
 		return nil
 	}
-	if err := q.worker.Stop(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
+	err := q.worker.Stop(ctx)
+	if errors.Is(err, context.Canceled) {
+		err = nil
 	}
-	return nil
+	if q.stopLease != nil {
+		q.stopLease()
+		<-q.leaseDone
+	}
+	if err == nil {
+		// Jobs still running keep the lease, so that they are taken over.
+		err = q.db.DropLease(context.WithoutCancel(ctx), q.lease.ID)
+	}
+	return err
 }
 
 // QueueRun creates a run and its dispatch job in one transaction.

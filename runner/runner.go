@@ -49,7 +49,11 @@ type Runner struct {
 	browserMu   sync.Mutex
 	browserOp   episode.BrowserOptions
 	browser     *episode.Browser
-	judges      judgeCache
+	// proxy carries the browser's connections through the guard; it starts
+	// with the browser (nil without a guard).
+	proxy *netguard.Proxy
+
+	judges judgeCache
 }
 
 // New builds the runner and its queue.
@@ -101,6 +105,10 @@ func (r *Runner) Stop(ctx context.Context) error {
 		err = errors.Join(err, r.browser.Close())
 		r.browser = nil
 	}
+	if r.proxy != nil {
+		err = errors.Join(err, r.proxy.Close())
+		r.proxy = nil
+	}
 	return err
 }
 
@@ -138,10 +146,25 @@ func (r *Runner) sharedBrowser() (*episode.Browser, error) {
 	if r.browser != nil {
 		return r.browser, nil
 	}
+	if r.proxy == nil && r.guard != nil {
+		p, err := r.guard.NewProxy(r.log)
+		if err != nil {
+			return nil, fmt.Errorf("start the browser's proxy: %w", err)
+		}
+		r.proxy = p
+	}
 	b, err := episode.LaunchBrowser(r.browserOp)
 	if err != nil {
 		return nil, fmt.Errorf("launch browser: %w", err)
 	}
 	r.browser = b
 	return b, nil
+}
+
+// browserProxy is the proxy the browser's contexts connect through (nil
+// without a guard); it is started with the browser.
+func (r *Runner) browserProxy() *netguard.Proxy {
+	r.browserMu.Lock()
+	defer r.browserMu.Unlock()
+	return r.proxy
 }

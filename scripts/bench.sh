@@ -26,6 +26,14 @@
 #                              run once (-benchtime 1x) when no packages are
 #                              named or PROCTOR_BENCH_INGEST=1; each phase in a child
 #                              process of its own
+#   BenchmarkRecovery          the embedded deployment (SQLite, local folder,
+#                              the default one-minute lease) coming back from
+#                              serve killed and started again, a worker killed,
+#                              and a worker frozen: seconds until the dead
+#                              process's claims are released and until the run
+#                              goes on, against the median episode of the same
+#                              run; run once (-benchtime 1x) when no packages are
+#                              named or PROCTOR_BENCH_RECOVERY=1
 #
 # Usage: scripts/bench.sh [go test flags/packages...]   (default: ./...)
 # BENCHTIME sets -benchtime (default 20x: 20 steps for the overhead, 20
@@ -57,10 +65,14 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(./...)
 set +e
-go test -run '^$' -bench . -skip '^BenchmarkIngest$' -benchtime="${BENCHTIME:-20x}" -benchmem -timeout 20m "${args[@]}" 2>&1 | tee "$log"
+go test -run '^$' -bench . -skip '^(BenchmarkIngest|BenchmarkRecovery)$' -benchtime="${BENCHTIME:-20x}" -benchmem -timeout 20m "${args[@]}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 if [ "$status" -eq 0 ] && { [ $# -eq 0 ] || [ -n "${PROCTOR_BENCH_INGEST:-}" ]; }; then
 	go test -run '^$' -bench '^BenchmarkIngest$' -benchtime=1x -timeout 20m ./runner/ 2>&1 | tee -a "$log"
+	status=${PIPESTATUS[0]}
+fi
+if [ "$status" -eq 0 ] && { [ $# -eq 0 ] || [ -n "${PROCTOR_BENCH_RECOVERY:-}" ]; }; then
+	go test -run '^$' -bench '^BenchmarkRecovery$' -benchtime=1x -timeout 30m ./cmd/proctor/ 2>&1 | tee -a "$log"
 	status=${PIPESTATUS[0]}
 fi
 set -e
@@ -108,7 +120,7 @@ awk '
 			printf "  %-46s %8.1f\n", "baseline: JSON-decoding the inputs (tasks/s)", v[w, "baseline-tasks/s"]
 			printf "  %-46s %7.2fx\n", "grading speed / decoding speed", v[w, "x-baseline"]
 			if (has(w, "x-lenient")) {
-				printf "  %-46s %8.1f\n", "lenient reading (version 1's) (tasks/s)", v[w, "lenient-tasks/s"]
+				printf "  %-46s %8.1f\n", "lenient reading of version 1 (tasks/s)", v[w, "lenient-tasks/s"]
 				printf "  %-46s %7.2fx\n", "official reading speed / lenient speed", v[w, "x-lenient"]
 			}
 		}
@@ -139,6 +151,18 @@ awk '
 			printf "  %-46s %7.2fx\n", "validate + ingest time / copy time", v[g, "total-x-copy"]
 			printf "  %-46s %8.1f\n", "peak memory of the ingesting process (MiB)", v[g, "ingest-peak-MB"]
 			printf "  %-46s %8.1f\n", "peak memory of the copying process (MiB)", v[g, "copy-peak-MB"]
+		}
+		r = "BenchmarkRecovery/"
+		split("serve-killed-and-restarted worker-killed worker-frozen", faults, " ")
+		if (has(r faults[1], "continued-s") || has(r faults[3], "continued-s")) {
+			print ""
+			print "Recovery of the embedded deployment from a process fault (default lease: 60 s):"
+			printf "  %-28s %12s %12s %12s %12s\n", "fault", "released (s)", "went on (s)", "episode (s)", "÷ episode"
+			for (k = 1; k <= 3; k++) {
+				n = r faults[k]
+				if (has(n, "continued-s"))
+					printf "  %-28s %12.1f %12.1f %12.1f %11.2fx\n", faults[k], v[n, "released-s"], v[n, "continued-s"], v[n, "episode-s"], v[n, "continued-x-episode"]
+			}
 		}
 	}
 ' "$log"

@@ -6,7 +6,8 @@
 #   scripts/postgres.sh start DIR   initdb DIR/pgdata (first time), start the server,
 #                                   create database proctor_test and print
 #                                   export PROCTOR_TEST_DATABASE_URL=…  on stdout
-#   scripts/postgres.sh stop DIR    stop it (fast shutdown); no-op when not running
+#   scripts/postgres.sh stop DIR    stop it (fast shutdown); no-op when not running;
+#                                   a later start of DIR uses the same port when free
 #
 # As root, the server runs as user postgres (postgres refuses to run as root), so
 # DIR is chowned to postgres and every folder above DIR must be searchable by it.
@@ -84,9 +85,14 @@ cmd_start() {
 	if running "$dir"; then
 		port=$(cat "$dir/port")
 	else
-		# Another process may take the port between free_port and the start.
+		# A server started before comes back on its port (a restart); another
+		# process may take a new port between free_port and the start.
 		for try in 1 2 3; do
-			port=$(free_port)
+			if [ "$try" = 1 ] && [ -f "$dir/port" ]; then
+				port=$(cat "$dir/port")
+			else
+				port=$(free_port)
+			fi
 			if as_pg "$bin/pg_ctl" -D "$dir/pgdata" -l "$dir/postgres.log" -w -t 60 \
 				-o "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
 				start >/dev/null; then

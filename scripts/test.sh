@@ -44,8 +44,9 @@ eval "$s3_env"
 export PROCTOR_TEST_DATABASE_URL PROCTOR_TEST_S3_ENDPOINT PROCTOR_TEST_S3_ACCESS_KEY PROCTOR_TEST_S3_SECRET_KEY
 
 # Tests fail instead of skipping when one of these is missing: CI must not skip
-# the Postgres, S3 or browser suites.
-export PROCTOR_TEST_REQUIRE=postgres,s3,browser,shared-data
+# the Postgres, S3 or browser suites, nor the fault suite's full disk (a small
+# tmpfs it mounts, as root).
+export PROCTOR_TEST_REQUIRE=postgres,s3,browser,shared-data,tmpfs
 export PLAYWRIGHT_DRIVER_PATH=$root/.cache/playwright-driver
 export PROCTOR_CHROMIUM_PATH=/usr/bin/chromium
 echo "PROCTOR_TEST_DATABASE_URL=$PROCTOR_TEST_DATABASE_URL"
@@ -109,14 +110,21 @@ else
 	# machine is loaded enough for a page to miss a 10 s step. They (the
 	# runner/hidden package, the hidden-tests job and the seeded sample played
 	# end to end) run after everything else, on a machine that runs only them.
+	# The fault suite (cmd/proctor's TestFault_*) kills, freezes and starves
+	# whole deployments, each with its own Chromium processes: it runs last,
+	# three tests at a time, beside nothing else.
 	journeys='^(TestHiddenTests_Job|TestHiddenSample_EndToEnd)$'
+	faults='^TestFault_'
 	mapfile -t pkgs < <(go list ./... | grep -v '/runner/hidden$')
-	go test -count=1 -p 2 -timeout 20m -v -skip "$journeys" "${pkgs[@]}" 2>&1 | tee "$log"
+	go test -count=1 -p 2 -timeout 20m -v -skip "$journeys|$faults" "${pkgs[@]}" 2>&1 | tee "$log"
 	status=${PIPESTATUS[0]}
 	go test -count=1 -p 1 -timeout 20m -v -run "$journeys" ./runner/ ./cmd/proctor/ 2>&1 | tee -a "$log"
 	hidden=${PIPESTATUS[0]}
 	[ "$status" -ne 0 ] || status=$hidden
 	go test -count=1 -timeout 20m -v ./runner/hidden/ 2>&1 | tee -a "$log"
+	hidden=${PIPESTATUS[0]}
+	[ "$status" -ne 0 ] || status=$hidden
+	go test -count=1 -parallel 3 -timeout 20m -v -run "$faults" ./cmd/proctor/ 2>&1 | tee -a "$log"
 	hidden=${PIPESTATUS[0]}
 	[ "$status" -ne 0 ] || status=$hidden
 fi

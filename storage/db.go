@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -121,7 +122,19 @@ func Open(ctx context.Context, loc DatabaseLocation) (*DB, error) {
 		}
 		db.gorm = gdb
 	case migrations.Postgres:
-		pool, err := pgxpool.New(ctx, loc.DSN)
+		cfg, err := pgxpool.ParseConfig(loc.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("open database %s: %w", redactURL(loc.DSN), err)
+		}
+		// A process that stops answering inside a transaction (frozen, its
+		// machine paused) must not hold its row locks for ever: the server
+		// ends such a session, well before the process's worker lease lapses
+		// and the others take its work over. Proctor's transactions never
+		// wait on anything but the database.
+		if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+			cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.Itoa(int(idleInTransactionTimeout / time.Millisecond))
+		}
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open database %s: %w", redactURL(loc.DSN), err)
 		}
@@ -151,6 +164,10 @@ func (db *DB) SQL() *sql.DB { return db.sql }
 
 // PgxPool returns the PostgreSQL pool, or nil on SQLite.
 func (db *DB) PgxPool() *pgxpool.Pool { return db.pool }
+
+// idleInTransactionTimeout is how long a PostgreSQL session may sit idle
+// inside a transaction before the server ends it (and its locks).
+const idleInTransactionTimeout = 30 * time.Second
 
 // Gorm returns the GORM handle for packages that build on storage (the runner).
 func (db *DB) Gorm() *gorm.DB { return db.gorm }

@@ -18,7 +18,7 @@ import (
 // the run ids the refresh callback was called with.
 func (f *readFixture) evaluate(t *testing.T, attemptID int64, out storage.EpisodeOutcome, batch storage.EvaluationBatch) []int64 {
 	t.Helper()
-	status, spec, err := f.db.ClaimAttempt(f.system, attemptID, time.Hour)
+	status, spec, err := f.db.ClaimAttempt(f.system, attemptID, storagetest.Claimant(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, storage.ClaimOK, status)
 	require.NoError(t, f.db.FinishEpisode(f.system, attemptID, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }))
@@ -334,7 +334,7 @@ func TestStore_ConcurrentEvaluationsCompleteTheRun(t *testing.T) {
 			}
 			ids := f.dispatch(t, run.ID)
 			for _, id := range ids {
-				status, spec, err := db.ClaimAttempt(f.system, id, time.Hour)
+				status, spec, err := db.ClaimAttempt(f.system, id, storagetest.Claimant(time.Hour))
 				require.NoError(t, err)
 				require.Equal(t, storage.ClaimOK, status)
 				require.NoError(t, db.FinishEpisode(f.system, id, spec.Try, storage.EpisodeOutcome{Steps: 1}, func(context.Context, *sql.Tx) error { return nil }))
@@ -388,7 +388,7 @@ func TestStore_SetBenchmarkEvaluator(t *testing.T) {
 // claimedSpec claims an attempt and returns what its evaluation is given.
 func (f *readFixture) claimedSpec(t *testing.T, attemptID int64) *models.EpisodeSpec {
 	t.Helper()
-	status, _, err := f.db.ClaimAttempt(f.system, attemptID, time.Hour)
+	status, _, err := f.db.ClaimAttempt(f.system, attemptID, storagetest.Claimant(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, storage.ClaimOK, status)
 	spec, err := f.db.EvaluationSpec(f.system, attemptID)

@@ -93,30 +93,38 @@ func (db *DB) HiddenSuite(ctx context.Context, attemptID int64) (string, error) 
 
 // StartHiddenAttempt marks a hidden-tests attempt running and counts a try
 // (its artifacts go under the try's prefix), starting the run if it was
-// queued. It reports the try and whether the attempt is to be run: false,
-// with no change, when the attempt is done or its run has ended. System
-// actor only; ENOTFOUND when the attempt is gone.
-func (db *DB) StartHiddenAttempt(ctx context.Context, attemptID int64) (int, bool, error) {
+// queued. It reports the try and ClaimOK; ClaimWait, with no change, while
+// the team runs its share of hidden-test jobs and another team's wait;
+// ClaimFinished, with no change, when the attempt is done or its run has
+// ended. System actor only; ENOTFOUND when the attempt is gone.
+func (db *DB) StartHiddenAttempt(ctx context.Context, attemptID int64, by Claimant) (int, string, error) {
 	if !models.ActorFrom(ctx).System {
-		return 0, false, models.Errorf(models.EFORBIDDEN, "Only the queue runs hidden tests.")
+		return 0, "", models.Errorf(models.EFORBIDDEN, "Only the queue runs hidden tests.")
 	}
-	try, ok := 0, false
+	try, status := 0, ClaimFinished
 	err := db.tx(ctx, func(tx *gorm.DB) error {
 		var a models.Attempt
 		if err := lockRow(tx, db.dialect).First(&a, attemptID).Error; err != nil {
 			return wrap(err, "attempt")
 		}
 		var run models.Run
-		if err := lockRow(tx, db.dialect).Select("id, status, started_at").First(&run, a.RunID).Error; err != nil {
+		if err := lockRow(tx, db.dialect).Select("id, team_id, status, started_at").First(&run, a.RunID).Error; err != nil {
 			return wrap(err, "run")
 		}
 		if a.Status == models.AttemptDone || run.Finished() {
 			return nil
 		}
 		now := db.now()
-		try, ok = a.Tries+1, true
+		if over, err := db.overShare(tx, run.TeamID, a.ID, true, by, now); err != nil || over {
+			status = ClaimWait
+			return err
+		}
+		if err := holdLease(tx, by.Lease, now); err != nil {
+			return err
+		}
+		try, status = a.Tries+1, ClaimOK
 		if err := tx.Model(&a).Updates(map[string]any{
-			"tries": try, "status": models.AttemptRunning, "started_at": now, "updated_at": now,
+			"tries": try, "status": models.AttemptRunning, "started_at": now, "updated_at": now, "worker_id": by.Lease.ID,
 		}).Error; err != nil {
 			return wrap(err, "attempt")
 		}
@@ -129,7 +137,7 @@ func (db *DB) StartHiddenAttempt(ctx context.Context, attemptID int64) (int, boo
 		}
 		return wrap(tx.Model(&models.Run{}).Where("id = ?", run.ID).Updates(updates).Error, "run")
 	})
-	return try, ok, err
+	return try, status, err
 }
 
 // HiddenOutcome is what a hidden-tests job found about an attempt.

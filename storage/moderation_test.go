@@ -28,7 +28,7 @@ func (f *readFixture) complete(t *testing.T, runID int64) []int64 {
 	ids := f.dispatch(t, runID)
 	require.Len(t, ids, 4)
 	grade := func(id int64, out storage.EpisodeOutcome, b storage.EvaluationBatch) {
-		status, spec, err := f.db.ClaimAttempt(f.system, id, time.Hour)
+		status, spec, err := f.db.ClaimAttempt(f.system, id, storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimOK, status)
 		require.NoError(t, f.db.FinishEpisode(f.system, id, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }))

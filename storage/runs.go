@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -181,15 +182,17 @@ func lockRow(tx *gorm.DB, dialect string) *gorm.DB {
 // Claim results.
 const (
 	ClaimOK       = "ok"       // the attempt is ours to run
-	ClaimWait     = "wait"     // the run's parallelism or a site's cap is full: try again soon
+	ClaimWait     = "wait"     // the run's parallelism, a site's cap or the team's share is full: try again soon
 	ClaimFinished = "finished" // the attempt or run no longer needs an episode
 )
 
 // ClaimAttempt starts a try of an attempt if the run's parallelism and every
 // site's concurrency cap allow it (counted across all workers in the database).
-// A new try starts clean: steps of an earlier, interrupted try are deleted. It
-// returns what the worker needs, hidden task fields included. System actor only.
-func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, staleAfter time.Duration) (string, *models.EpisodeSpec, error) {
+// A new try starts clean: steps of an earlier, interrupted try are deleted
+// and its artifacts left to housekeeping. An attempt another worker is
+// running waits while that worker's lease is renewed. It returns what the
+// worker needs, hidden task fields included. System actor only.
+func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by Claimant) (string, *models.EpisodeSpec, error) {
 	if !models.ActorFrom(ctx).System {
 		return "", nil, models.Errorf(models.EFORBIDDEN, "Only the queue runs episodes.")
 	}
@@ -216,11 +219,14 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, staleAfter time
 			return err
 		}
 		now := db.now()
-		// An attempt still marked running whose try is recent belongs to a live
-		// worker; an old one was interrupted (River redelivers the job) and restarts.
-		if a.Status == models.AttemptRunning && a.StartedAt != nil && now.Sub(*a.StartedAt) < staleAfter {
-			status = ClaimWait
-			return nil
+		// An attempt still marked running belongs to a live worker while that
+		// worker's lease is renewed; a lapsed holder's try restarts.
+		if a.Status == models.AttemptRunning {
+			live, err := liveHolder(tx, a.WorkerID, now, by.TTL)
+			if err != nil || live {
+				status = ClaimWait
+				return err
+			}
 		}
 		var running int64
 		if err := tx.Model(&models.Attempt{}).Where("run_id = ? AND status = ? AND id <> ?", run.ID, models.AttemptRunning, a.ID).Count(&running).Error; err != nil {
@@ -247,16 +253,27 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, staleAfter time
 				return nil
 			}
 		}
+		if over, err := db.overShare(tx, run.TeamID, a.ID, false, by, now); err != nil || over {
+			status = ClaimWait
+			return err
+		}
+		if err := holdLease(tx, by.Lease, now); err != nil {
+			return err
+		}
 		if err := tx.Where("attempt_id = ?", a.ID).Delete(&models.Step{}).Error; err != nil {
 			return wrap(err, "steps")
 		}
+		if err := db.supersede(tx, run.ID, a.ID, a.Tries); err != nil {
+			return err
+		}
 		a.Tries++
-		a.Status, a.StartedAt, a.UpdatedAt = models.AttemptRunning, &now, now
+		a.Status, a.StartedAt, a.UpdatedAt, a.WorkerID = models.AttemptRunning, &now, now, by.Lease.ID
 		a.Namespace = fmt.Sprintf("a%dt%d", a.ID, a.Tries)
 		a.Steps, a.TokensIn, a.TokensOut, a.Cost, a.ErrorClass, a.ErrorMessage, a.HARKey, a.FinalAnswer = 0, 0, 0, 0, "", "", "", ""
 		err = tx.Model(&a).Updates(withColumns(map[string]any{
 			"tries": a.Tries, "status": a.Status, "started_at": now, "updated_at": now, "namespace": a.Namespace,
-			"steps": 0, "tokens_in": 0, "tokens_out": 0, "cost": 0,
+			"worker_id": by.Lease.ID,
+			"steps":     0, "tokens_in": 0, "tokens_out": 0, "cost": 0,
 			"har_key": "", "page_state_key": "", "final_answer": "",
 		}, noAttemptError())).Error
 		if err != nil {
@@ -296,12 +313,28 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// SaveStep writes one step row; the step's artifacts are already stored.
-func (db *DB) SaveStep(ctx context.Context, s *models.Step) error {
+// ErrTrySuperseded is returned to a try whose attempt has moved on: it was
+// released (its worker presumed dead) and restarted, or it ended.
+var ErrTrySuperseded = errors.New("this try of the attempt was superseded: its worker was presumed dead and the attempt restarted")
+
+// RecordStep writes one step row of the attempt's current try; the step's
+// artifacts are already stored. A try that is no longer current writes
+// nothing and gets ErrTrySuperseded, so a worker presumed dead never adds
+// steps to the try that replaced its own.
+func (db *DB) RecordStep(ctx context.Context, s *models.Step, try int) error {
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = db.now()
 	}
-	return wrap(db.q(ctx).Create(s).Error, "step")
+	return db.tx(ctx, func(tx *gorm.DB) error {
+		var a models.Attempt
+		if err := lockRow(tx, db.dialect).Select("id, tries, status").First(&a, s.AttemptID).Error; err != nil {
+			return wrap(err, "attempt")
+		}
+		if a.Tries != try || a.Status != models.AttemptRunning {
+			return ErrTrySuperseded
+		}
+		return wrap(tx.Create(s).Error, "step")
+	})
 }
 
 // EpisodeOutcome is what a finished episode reports.
@@ -355,7 +388,7 @@ func (db *DB) FinishEpisode(ctx context.Context, attemptID int64, try int, out E
 // to retry, or a worker shutting down), so it is not charged to the agent.
 func (db *DB) ReleaseAttempt(ctx context.Context, attemptID int64, try int) error {
 	res := db.q(ctx).Model(&models.Attempt{}).Where("id = ? AND tries = ? AND status = ?", attemptID, try, models.AttemptRunning).
-		Updates(map[string]any{"status": models.AttemptPending, "updated_at": db.now()})
+		Updates(map[string]any{"status": models.AttemptPending, "worker_id": "", "updated_at": db.now()})
 	return wrap(res.Error, "attempt")
 }
 

@@ -42,7 +42,7 @@ func (f *readFixture) dispatch(t *testing.T, runID int64) []int64 {
 // finish claims an attempt, records its steps and outcome and evaluates it.
 func (f *readFixture) finish(t *testing.T, attemptID int64, out storage.EpisodeOutcome, ev *models.Evaluation) {
 	t.Helper()
-	status, spec, err := f.db.ClaimAttempt(f.system, attemptID, time.Hour)
+	status, spec, err := f.db.ClaimAttempt(f.system, attemptID, storagetest.Claimant(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, storage.ClaimOK, status)
 	require.NoError(t, f.db.FinishEpisode(f.system, attemptID, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }))
@@ -185,7 +185,7 @@ func TestStore_RunProgress(t *testing.T) {
 		f.finish(t, ids[0], storage.EpisodeOutcome{Steps: 2, Duration: 4 * time.Second}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeSuccess, Score: score(1)})
 		f.finish(t, ids[1], storage.EpisodeOutcome{Steps: 1, Duration: 2 * time.Second, ErrorClass: models.ErrorClassAgent, ErrorMessage: "agent answered 500"},
 			&models.Evaluation{Evaluator: "test", Verdict: models.OutcomeFailure, Score: score(0)})
-		status, _, err := db.ClaimAttempt(f.system, ids[2], time.Hour)
+		status, _, err := db.ClaimAttempt(f.system, ids[2], storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimOK, status)
 
@@ -232,13 +232,13 @@ func TestStore_AttemptTimeline(t *testing.T) {
 		f := newReadFixture(t, db)
 		ids := f.dispatch(t, f.run.ID)
 		first := ids[0] // task t1, the one with hidden fields
-		status, spec, err := db.ClaimAttempt(f.system, first, time.Hour)
+		status, spec, err := db.ClaimAttempt(f.system, first, storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimOK, status)
-		require.NoError(t, db.SaveStep(f.system, &models.Step{AttemptID: first, Index: 1, Action: `{"type":"answer","text":"cable"}`, Thought: "done"}))
-		require.NoError(t, db.SaveStep(f.system, &models.Step{AttemptID: first, Index: 0, Action: `{"type":"click","target":{"x":640,"y":400}}`,
+		require.NoError(t, db.RecordStep(f.system, &models.Step{AttemptID: first, Index: 1, Action: `{"type":"answer","text":"cable"}`, Thought: "done"}, 1))
+		require.NoError(t, db.RecordStep(f.system, &models.Step{AttemptID: first, Index: 0, Action: `{"type":"click","target":{"x":640,"y":400}}`,
 			URL: "http://shop.test/", Title: "Shop", ScreenshotKey: "s/0.jpg", ThumbnailKey: "s/0-thumb.jpg",
-			BlockedRequests: `["http://evil.test/x"]`, ObserveMS: 12, AgentMS: 34, ActMS: 56}))
+			BlockedRequests: `["http://evil.test/x"]`, ObserveMS: 12, AgentMS: 34, ActMS: 56}, 1))
 		require.NoError(t, db.FinishEpisode(f.system, first, spec.Try, storage.EpisodeOutcome{Steps: 2, FinalAnswer: `{"type":"answer","text":"cable"}`},
 			func(context.Context, *sql.Tx) error { return nil }))
 		_, err = db.RecordEvaluation(f.system, first, &models.Evaluation{Evaluator: "webarena-verified", EvaluatorVersion: "1", Verdict: models.OutcomeFailure, Score: score(0),
@@ -303,7 +303,7 @@ func TestStore_CancelRun(t *testing.T) {
 		f := newReadFixture(t, db)
 		ids := f.dispatch(t, f.run.ID)
 		f.finish(t, ids[0], storage.EpisodeOutcome{Steps: 1}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeSuccess, Score: score(1)})
-		status, spec, err := db.ClaimAttempt(f.system, ids[1], time.Hour)
+		status, spec, err := db.ClaimAttempt(f.system, ids[1], storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimOK, status)
 
@@ -344,7 +344,7 @@ func TestStore_CancelRun(t *testing.T) {
 		require.NoError(t, db.FinishEpisode(f.system, ids[1], spec.Try, storage.EpisodeOutcome{Steps: 5}, func(context.Context, *sql.Tx) error {
 			return errors.New("must not enqueue an evaluation")
 		}))
-		status, _, err = db.ClaimAttempt(f.system, ids[2], time.Hour)
+		status, _, err = db.ClaimAttempt(f.system, ids[2], storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimFinished, status)
 

@@ -151,23 +151,23 @@ func TestStore_RunLifecycle(t *testing.T) {
 		require.Empty(t, episodes)
 
 		stale := time.Hour
-		status, spec, err := db.ClaimAttempt(f.system, episodes0(t, db, run.ID)[0], stale)
+		status, spec, err := db.ClaimAttempt(f.system, episodes0(t, db, run.ID)[0], storagetest.Claimant(stale))
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimOK, status)
 		require.Equal(t, 1, spec.Try)
 		require.NotEmpty(t, spec.Namespace)
 		require.Equal(t, "walker", spec.Agent.Slug)
 		ids := episodes0(t, db, run.ID)
-		status, _, err = db.ClaimAttempt(f.system, ids[1], stale)
+		status, _, err = db.ClaimAttempt(f.system, ids[1], storagetest.Claimant(stale))
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimOK, status)
-		status, _, err = db.ClaimAttempt(f.system, ids[2], stale)
+		status, _, err = db.ClaimAttempt(f.system, ids[2], storagetest.Claimant(stale))
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimWait, status, "parallelism 2 is full")
 
 		// A step of the first try, then a restart (stale claim) starts clean.
-		require.NoError(t, db.SaveStep(f.system, &models.Step{AttemptID: ids[0], Index: 0, URL: "http://x"}))
-		status, spec, err = db.ClaimAttempt(f.system, ids[0], 0)
+		require.NoError(t, db.RecordStep(f.system, &models.Step{AttemptID: ids[0], Index: 0, URL: "http://x"}, 1))
+		status, spec, err = db.ClaimAttempt(f.system, ids[0], storagetest.Claimant(0))
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimOK, status)
 		require.Equal(t, 2, spec.Try)
@@ -195,7 +195,7 @@ func TestStore_RunLifecycle(t *testing.T) {
 		require.False(t, finishAll(ids[0], 2, models.OutcomeSuccess))
 		require.False(t, finishAll(ids[1], 1, models.OutcomeFailure))
 		for _, id := range ids[2:] {
-			status, spec, err := db.ClaimAttempt(f.system, id, stale)
+			status, spec, err := db.ClaimAttempt(f.system, id, storagetest.Claimant(stale))
 			require.NoError(t, err)
 			require.Equal(t, storage.ClaimOK, status)
 			last := finishAll(id, spec.Try, models.OutcomeSuccess)
@@ -249,16 +249,16 @@ func TestStore_ClaimHonoursSiteCaps(t *testing.T) {
 		require.NoError(t, err)
 		a1, a2 := claimByTask(run1.ID), claimByTask(run2.ID)
 
-		status, _, err := db.ClaimAttempt(f.system, a1["t2"], time.Hour) // gitlab
+		status, _, err := db.ClaimAttempt(f.system, a1["t2"], storagetest.Claimant(time.Hour)) // gitlab
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimOK, status)
-		status, _, err = db.ClaimAttempt(f.system, a1["t3"], time.Hour) // reddit + gitlab
+		status, _, err = db.ClaimAttempt(f.system, a1["t3"], storagetest.Claimant(time.Hour)) // reddit + gitlab
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimWait, status, "gitlab allows one episode at a time")
-		status, _, err = db.ClaimAttempt(f.system, a2["t2"], time.Hour)
+		status, _, err = db.ClaimAttempt(f.system, a2["t2"], storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimWait, status, "the cap holds across runs")
-		status, _, err = db.ClaimAttempt(f.system, a1["t1"], time.Hour) // shopping: no cap
+		status, _, err = db.ClaimAttempt(f.system, a1["t1"], storagetest.Claimant(time.Hour)) // shopping: no cap
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimOK, status)
 	})

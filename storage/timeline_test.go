@@ -146,11 +146,11 @@ func TestStore_AttemptSteps(t *testing.T) {
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newReadFixture(t, db)
 		ids := f.dispatch(t, f.run.ID)
-		status, spec, err := db.ClaimAttempt(f.system, ids[0], time.Hour)
+		status, spec, err := db.ClaimAttempt(f.system, ids[0], storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimOK, status)
 		for i := 2; i >= 0; i-- { // saved out of order: read back in order
-			require.NoError(t, db.SaveStep(f.system, &models.Step{AttemptID: ids[0], Index: i, AXTreeKey: "ax" + itoa(i), Action: `{"type":"stop"}`}))
+			require.NoError(t, db.RecordStep(f.system, &models.Step{AttemptID: ids[0], Index: i, AXTreeKey: "ax" + itoa(i), Action: `{"type":"stop"}`}, 1))
 		}
 		require.NoError(t, db.FinishEpisode(f.system, ids[0], spec.Try, storage.EpisodeOutcome{Steps: 3, HARKey: "runs/x/network.har"},
 			func(context.Context, *sql.Tx) error { return nil }))

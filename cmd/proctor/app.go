@@ -166,7 +166,8 @@ func (p *Program) newRunner(app *App, episodes int) (*runner.Runner, error) {
 		Judges:      judgeFactory(app.Config.Judge),
 		Options: runner.Options{
 			Episodes: episodes, DailyRunQuota: app.Config.RunQuota,
-			RescueAfter: app.Config.RescueAfter, EnvironmentRetries: app.Config.EnvironmentRetries,
+			RescueAfter: app.Config.RescueAfter, LeaseTTL: app.Config.WorkerLease,
+			TeamEpisodes: app.Config.TeamEpisodes, TeamHiddenJobs: app.Config.TeamHiddenJobs, EnvironmentRetries: app.Config.EnvironmentRetries,
 			Submissions: runner.SubmissionOptions{
 				DailyQuota: app.Config.Submission.Quota, PartBytes: app.Config.Submission.PartBytes,
 				Limits: app.Config.Submission.Limits,

@@ -15,6 +15,7 @@ import (
 	"proctor/models"
 	"proctor/sandbox"
 	"proctor/storage"
+	"proctor/storage/storagetest"
 )
 
 // breakdownAgent is one seeded entry of the breakdowns board: its skill sets how
@@ -62,7 +63,7 @@ func seedBreakdownBoard(t *testing.T, app *App, agents []breakdownAgent) {
 		require.NoError(t, app.DB.Gorm().Table("tasks").Joins("JOIN attempts a ON a.task_id = tasks.id").Where("a.run_id = ?", run.ID).Order("a.id").Find(&tasks).Error)
 		require.Len(t, tasks, len(ids))
 		for i, id := range ids {
-			status, spec, err := app.DB.ClaimAttempt(system, id, time.Hour)
+			status, spec, err := app.DB.ClaimAttempt(system, id, storagetest.Claimant(time.Hour))
 			require.NoError(t, err)
 			require.Equal(t, storage.ClaimOK, status)
 			steps := a.steps + i%5

@@ -20,6 +20,7 @@ import (
 	"proctor/importer"
 	"proctor/models"
 	"proctor/storage"
+	"proctor/storage/storagetest"
 )
 
 // compareBenchmark is a small shop-and-forum benchmark for the compare test:
@@ -75,17 +76,17 @@ func seedComparedRuns(t *testing.T, env testEnv) (navigator, pathfinder, scout c
 		for i, task := range ds.Tasks {
 			id := ids[i]
 			out.attempts[task.ExternalID] = id
-			status, spec, err := db.ClaimAttempt(sys, id, time.Hour)
+			status, spec, err := db.ClaimAttempt(sys, id, storagetest.Claimant(time.Hour))
 			require.NoError(t, err)
 			require.Equal(t, storage.ClaimOK, status)
 			key := fmt.Sprintf("runs/%d/attempts/%d/try-%d/steps/000.jpg", run.ID, id, spec.Try)
 			shot := pageJPEG(t, shade, i)
 			require.NoError(t, app.Artifacts.Put(ctx, key, bytes.NewReader(shot), int64(len(shot)), "image/jpeg"))
-			require.NoError(t, db.SaveStep(sys, &models.Step{AttemptID: id, Index: 0, Action: `{"type":"click","target":{"x":420,"y":260}}`,
+			require.NoError(t, db.RecordStep(sys, &models.Step{AttemptID: id, Index: 0, Action: `{"type":"click","target":{"x":420,"y":260}}`,
 				Thought: "The answer should be on this page.", URL: "http://shop.test/", Title: task.Intent, ScreenshotKey: key, ThumbnailKey: key,
-				TokensIn: 900, TokensOut: 40, Cost: 0.002}))
+				TokensIn: 900, TokensOut: 40, Cost: 0.002}, 1))
 			answer := `{"type":"answer","text":"done"}`
-			require.NoError(t, db.SaveStep(sys, &models.Step{AttemptID: id, Index: 1, Action: answer, Title: task.Intent, TokensIn: 950, TokensOut: 30, Cost: 0.002}))
+			require.NoError(t, db.RecordStep(sys, &models.Step{AttemptID: id, Index: 1, Action: answer, Title: task.Intent, TokensIn: 950, TokensOut: 30, Cost: 0.002}, 1))
 			require.NoError(t, db.FinishEpisode(sys, id, spec.Try, storage.EpisodeOutcome{Steps: 2, TokensIn: 1850, TokensOut: 70, Cost: 0.004,
 				FinalAnswer: answer, Duration: 4 * time.Second}, func(context.Context, *sql.Tx) error { return nil }))
 			verdict, s := models.OutcomeFailure, 0.0

@@ -13,6 +13,7 @@ import (
 
 	"proctor/models"
 	"proctor/storage"
+	"proctor/storage/storagetest"
 )
 
 // seedCompletedRun stores what a finished sandbox run leaves behind, without
@@ -42,7 +43,7 @@ func seedCompletedRun(t *testing.T, env testEnv) int64 {
 	require.NoError(t, db.DispatchRun(sys, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))
 	require.Len(t, ids, 6)
 	for i, id := range ids {
-		status, spec, err := db.ClaimAttempt(sys, id, time.Hour)
+		status, spec, err := db.ClaimAttempt(sys, id, storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimOK, status)
 		require.NoError(t, db.FinishEpisode(sys, id, spec.Try, storage.EpisodeOutcome{Steps: 3 + i, Duration: time.Duration(2+i) * time.Second},

@@ -84,10 +84,10 @@ func seedStudyRun(t *testing.T, app *App, page playwright.Page, base string) int
 			if i < len(actions) {
 				action = actions[i]
 			}
-			require.NoError(t, app.DB.SaveStep(ctx, &models.Step{
+			require.NoError(t, app.DB.Gorm().Create(&models.Step{
 				AttemptID: attempt.ID, Index: i, Action: action, Thought: fmt.Sprintf("Attempt %d, step %d.", n+1, i+1), URL: u, Title: "Sandbox shop",
 				ScreenshotKey: key + ".jpg", ThumbnailKey: key + "-thumb.jpg", ObserveMS: 300, AgentMS: 1200, ActMS: 400, CreatedAt: t0.Add(time.Duration(3*(i+1)) * time.Second),
-			}))
+			}).Error)
 		}
 		require.NoError(t, g.Create(&models.Evaluation{AttemptID: attempt.ID, Evaluator: "webarena-verified", EvaluatorVersion: "webarena-verified@1",
 			Kind: models.EvaluationCheck, IsPrimary: true, IsCurrent: true, Verdict: st.verdict, Score: &score, Details: `{"status":"` + st.verdict + `"}`, CreatedAt: finished}).Error)

@@ -24,7 +24,7 @@ func launchBrowser(t *testing.T) *episode.Browser {
 
 // browserOptionsOrSkip locates the driver and Chromium, or skips (fails under
 // PROCTOR_TEST_REQUIRE=browser) when either is missing.
-func browserOptionsOrSkip(t *testing.T) episode.BrowserOptions {
+func browserOptionsOrSkip(t testing.TB) episode.BrowserOptions {
 	t.Helper()
 	opts := episode.BrowserOptionsFromEnv(os.Getenv)
 	err := opts.Check()

@@ -101,11 +101,11 @@ func seedTimeline(t *testing.T, env testEnv, page playwright.Page, base string) 
 			require.NoError(t, app.Artifacts.Put(ctx, k, bytes.NewReader(v), int64(len(v)), ct))
 		}
 		saved := t0.Add(time.Duration(3*(i+1)) * time.Second)
-		require.NoError(t, app.DB.SaveStep(ctx, &models.Step{
+		require.NoError(t, app.DB.Gorm().Create(&models.Step{
 			AttemptID: attempt.ID, Index: i, Action: s.action, Thought: s.thought, URL: s.url, Title: "Sandbox shop",
 			ScreenshotKey: key + ".jpg", ThumbnailKey: key + "-thumb.jpg", AXTreeKey: key + ".txt",
 			ObserveMS: 400, AgentMS: 1800, ActMS: 600, TokensIn: 3500, TokensOut: 100, Cost: 0.001, CreatedAt: saved,
-		}))
+		}).Error)
 		// The browser's requests during the step: the page and its stylesheet.
 		for j, u := range []string{s.url, base + "/sandbox/static/style.css"} {
 			har = append(har, map[string]any{

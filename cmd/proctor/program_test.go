@@ -20,7 +20,7 @@ import (
 // testEnv is an environment pointing every verb at a scratch data folder.
 type testEnv map[string]string
 
-func newTestEnv(t *testing.T) testEnv {
+func newTestEnv(t testing.TB) testEnv {
 	dir := t.TempDir()
 	return testEnv{
 		"PROCTOR_DATA_DIR":     dir,

@@ -13,6 +13,7 @@ import (
 	"proctor/models"
 	"proctor/sandbox"
 	"proctor/storage"
+	"proctor/storage/storagetest"
 )
 
 // TestProgram_Rescore queues evaluation jobs for finished attempts of one run,
@@ -38,7 +39,7 @@ func TestProgram_Rescore(t *testing.T) {
 	require.NoError(t, err)
 	var ids []int64
 	require.NoError(t, app.DB.DispatchRun(system, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))
-	status, spec, err := app.DB.ClaimAttempt(system, ids[0], time.Hour)
+	status, spec, err := app.DB.ClaimAttempt(system, ids[0], storagetest.Claimant(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, storage.ClaimOK, status)
 	require.NoError(t, app.DB.FinishEpisode(system, ids[0], spec.Try, storage.EpisodeOutcome{Steps: 1}, func(context.Context, *sql.Tx) error { return nil }))

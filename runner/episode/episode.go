@@ -18,6 +18,7 @@ import (
 
 	"proctor/eval"
 	"proctor/models"
+	"proctor/netguard"
 	"proctor/storage/artifact"
 )
 
@@ -59,12 +60,16 @@ type Episode struct {
 	// a path prefix (http://127.0.0.1:8080/sandbox/a42t1/), the browser may
 	// load; every other request is blocked and noted on the step.
 	AllowedOrigins []string
-	Agent          Agent
-	Budget         Budget
-	Artifacts      artifact.Store
-	Prefix         string // artifact key prefix of this try, e.g. runs/12/attempts/345/try-1
-	Steps          StepSink
-	Logger         *slog.Logger // nil: discard
+	// Proxy, when set, carries every connection of the episode's browser
+	// context: the allowed origins' hosts are let through, any other host
+	// must resolve to public addresses when it is connected to.
+	Proxy     *netguard.Proxy
+	Agent     Agent
+	Budget    Budget
+	Artifacts artifact.Store
+	Prefix    string // artifact key prefix of this try, e.g. runs/12/attempts/345/try-1
+	Steps     StepSink
+	Logger    *slog.Logger // nil: discard
 	// Probes are read from the live browser after the agent's last step,
 	// before the context closes, into Result.PageState (original WebArena's
 	// program_html; eval/webarena.Probes lists a task's). They are read when
@@ -179,6 +184,8 @@ func run(ctx context.Context, b *Browser, ep Episode, res *Result) error {
 	r.deadline = r.start.Add(ep.Budget.MaxDuration)
 	r.downloads.log = r.log.Warn
 
+	proxy, closeScope := ContextProxy(ep.Proxy, allow.hosts())
+	defer closeScope()
 	bctx, err := b.browser.NewContext(playwright.BrowserNewContextOptions{
 		Viewport:         &playwright.Size{Width: viewportWidth, Height: viewportHeight},
 		AcceptDownloads:  playwright.Bool(true),
@@ -186,6 +193,7 @@ func run(ctx context.Context, b *Browser, ep Episode, res *Result) error {
 		RecordHarContent: playwright.HarContentPolicyEmbed,
 		RecordHarMode:    playwright.HarModeFull,
 		ServiceWorkers:   playwright.ServiceWorkerPolicyBlock,
+		Proxy:            proxy,
 	})
 	if err != nil {
 		return fmt.Errorf("open browser context: %w", err)

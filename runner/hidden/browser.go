@@ -20,6 +20,7 @@ import (
 	"proctor/hiddentest"
 	"proctor/models"
 	"proctor/netguard"
+	"proctor/runner/episode"
 	"proctor/visual"
 )
 
@@ -34,6 +35,11 @@ type JourneyOptions struct {
 	// goes there (the SSRF guard request tests use), and carries the restart
 	// hook's and health URL's connections when Client is nil.
 	Guard *netguard.Guard
+	// Proxy, when set, carries every connection of the journey's browser
+	// contexts, each dialled through the guard: a candidate whose name
+	// answers another address when the browser connects (DNS rebinding) is
+	// refused then too.
+	Proxy *netguard.Proxy
 	// Client calls the restart hook and polls the health URL; nil means
 	// NewClient(Guard), or a plain client without a guard (each call is
 	// bounded by its step).
@@ -98,6 +104,7 @@ func RunJourney(ctx context.Context, b playwright.Browser, c Candidate, t *hidde
 	if j.opts.Viewport.Width == 0 {
 		j.opts.Viewport = hiddentest.Viewport{Width: hiddentest.DefaultViewportWidth, Height: hiddentest.DefaultViewportHeight}
 	}
+	defer j.closeProxyScopes() // after the contexts are closed
 	defer j.closeAll()
 	if err := j.open(hiddentest.MainContext); err != nil {
 		return finish(Errored, "open a browser context: "+err.Error())
@@ -133,14 +140,16 @@ func RunJourney(ctx context.Context, b playwright.Browser, c Candidate, t *hidde
 // so that a hung one can be abandoned; mu guards what the abandoning side
 // still touches (the contexts it closes, the checkpoints it reports).
 type journey struct {
-	mu          sync.Mutex
-	browser     playwright.Browser
-	cand        Candidate
-	test        *hiddentest.Test
-	opts        JourneyOptions
-	captures    func(string) (image.Image, bool)
-	contexts    map[string]*browserVisitor
-	current     *browserVisitor
+	mu       sync.Mutex
+	browser  playwright.Browser
+	cand     Candidate
+	test     *hiddentest.Test
+	opts     JourneyOptions
+	captures func(string) (image.Image, bool)
+	contexts map[string]*browserVisitor
+	current  *browserVisitor
+	// closeScopes close the proxy scopes of the contexts once they are closed.
+	closeScopes []func()
 	checkpoints []CheckpointRecord
 	// escaped is the other origin's URL a redirect took a page to, "" while
 	// none has (guarded by mu).
@@ -182,10 +191,15 @@ func (j *journey) open(name string) error {
 		return fmt.Errorf("the candidate's base URL %q is not an absolute URL", j.cand.BaseURL)
 	}
 	origin := strings.ToLower(u.Scheme + "://" + u.Host)
+	proxy, closeScope := episode.ContextProxy(j.opts.Proxy, nil)
+	j.mu.Lock()
+	j.closeScopes = append(j.closeScopes, closeScope)
+	j.mu.Unlock()
 	bctx, err := j.browser.NewContext(playwright.BrowserNewContextOptions{
 		Viewport:          &playwright.Size{Width: j.opts.Viewport.Width, Height: j.opts.Viewport.Height},
 		IgnoreHttpsErrors: playwright.Bool(false),
 		ServiceWorkers:    playwright.ServiceWorkerPolicyBlock,
+		Proxy:             proxy,
 	})
 	if err != nil {
 		return fmt.Errorf("new context %s: %w", name, err)
@@ -255,6 +269,15 @@ func (j *journey) closeAll() {
 	defer j.mu.Unlock()
 	for _, v := range j.contexts {
 		_ = v.bctx.Close()
+	}
+}
+
+// closeProxyScopes closes the proxy scopes of the journey's contexts.
+func (j *journey) closeProxyScopes() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, closeScope := range j.closeScopes {
+		closeScope()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -423,6 +424,63 @@ func TestRunJourney_HostileCandidates(t *testing.T) {
 		allowed := RunJourney(t.Context(), b, Candidate{BaseURL: internal.URL}, journey(0, hiddentest.Step{Action: hiddentest.ActionGoto, URL: "/"}),
 			nil, JourneyOptions{Guard: netguard.New([]string{"127.0.0.1"}, nil)})
 		require.Equal(t, Passed, allowed.Result, allowed.Reason)
+	})
+
+	t.Run("through the browser proxy, a candidate whose name changes its address is refused at the connection (DNS rebinding)", func(t *testing.T) {
+		t.Parallel()
+		// The candidate answers on 127.0.0.2, an address the allow-list names;
+		// its name then starts answering 127.0.0.1, where an internal service
+		// listens on the same port.
+		var candidateHits, internalHits atomic.Int64
+		ln, err := net.Listen("tcp", "127.0.0.2:0")
+		require.NoError(t, err)
+		cand := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			candidateHits.Add(1)
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_, _ = io.WriteString(w, "<!doctype html><title>Candidate</title><h1>Candidate</h1>")
+		}))
+		cand.Listener = ln
+		cand.Start()
+		t.Cleanup(cand.Close)
+		port := ln.Addr().(*net.TCPAddr).Port
+		internalLn, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		require.NoError(t, err)
+		internal := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			internalHits.Add(1)
+			_, _ = io.WriteString(w, "<!doctype html><title>Internal</title><h1>INTERNAL SECRET</h1>")
+		}))
+		internal.Listener = internalLn
+		internal.Start()
+		t.Cleanup(internal.Close)
+
+		guard := netguard.New([]string{"127.0.0.2"}, nil)
+		var lookups atomic.Int64
+		guard.LookupIP = func(_ context.Context, host string) ([]net.IP, error) {
+			if host != "rebind.test" {
+				return nil, fmt.Errorf("no such host %q", host)
+			}
+			if lookups.Add(1) <= 2 { // the check before the journey, then the first connection
+				return []net.IP{net.ParseIP("127.0.0.2")}, nil
+			}
+			return []net.IP{net.ParseIP("127.0.0.1")}, nil
+		}
+		proxy, err := guard.NewProxy(nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		test := journey(0,
+			hiddentest.Step{Action: hiddentest.ActionGoto, URL: "/", TimeoutMS: 5000},
+			hiddentest.Step{Action: hiddentest.ActionGoto, URL: "/again", TimeoutMS: 5000},
+			hiddentest.Step{Action: hiddentest.ActionExpect, Expect: &hiddentest.Assertion{Kind: hiddentest.AssertTitle, TextMatch: hiddentest.TextMatch{Contains: "Internal"}}},
+		)
+		o := RunJourney(t.Context(), b, Candidate{BaseURL: fmt.Sprintf("http://rebind.test:%d", port)}, test, nil,
+			JourneyOptions{Guard: guard, Proxy: proxy})
+		require.Len(t, o.Steps, 3, o.Reason)
+		require.Equal(t, "/ → 200", o.Steps[0].Detail, "the first connection reaches the candidate")
+		require.Equal(t, "/again → 403", o.Steps[1].Detail, "the second connection, to the new address, is refused by the proxy")
+		require.Equal(t, Failed, o.Result, o.Reason)
+		require.EqualValues(t, 1, candidateHits.Load())
+		require.Zero(t, internalHits.Load(), "the browser never reached the internal service")
+		require.EqualValues(t, 3, lookups.Load(), "every connection was resolved by the guard, none by the browser")
 	})
 
 	t.Run("a canceled caller ends the journey", func(t *testing.T) {

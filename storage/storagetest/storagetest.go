@@ -13,11 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"proctor/internal/testenv"
+	"proctor/models"
 	"proctor/storage"
 )
 
@@ -91,4 +93,11 @@ func randomHex(t testing.TB, n int) string {
 	_, err := rand.Read(b)
 	require.NoError(t, err)
 	return hex.EncodeToString(b)
+}
+
+// Claimant is a worker claiming attempts in a test, whose claims another
+// claimant takes over once they are older than ttl (0: at once), with a
+// team share no fixture reaches.
+func Claimant(ttl time.Duration) storage.Claimant {
+	return storage.Claimant{Lease: models.WorkerLease{ID: "test-worker", Host: "test"}, TTL: ttl, TeamEpisodes: 1000, TeamHiddenJobs: 1000}
 }
