@@ -113,11 +113,7 @@ func (q *Queue) releaseDead(ctx context.Context, judgeLapses bool) error {
 		known[l.ID] = true
 		switch {
 		case l.ID == q.lease.ID:
-		case l.Host == q.lease.Host && !processAlive(l.PID),
-			l.Host == q.lease.Host && l.PID == q.lease.PID && startedAfter(l.HeartbeatAt):
-			// Gone, or this very process id reused after it died (a
-			// restarted container): it renewed its lease before this
-			// process began.
+		case goneFromThisHost(q.lease, l):
 			dead = append(dead, storage.DeadWorker{ID: l.ID, Why: "its process is gone from this host"})
 		case judgeLapses && l.HeartbeatAt.Before(lapsedBefore):
 			dead = append(dead, storage.DeadWorker{ID: l.ID, LapsedBefore: &lapsedBefore,
@@ -145,6 +141,20 @@ func (q *Queue) releaseDead(ctx context.Context, judgeLapses bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// goneFromThisHost reports whether the process holding lease l ran on this
+// process's host (self's) and is gone: no process has its id, or this very
+// process has it (a restarted container's first process) and l was last
+// renewed before this process began.
+func goneFromThisHost(self, l models.WorkerLease) bool {
+	if l.Host != self.Host || l.ID == self.ID {
+		return false
+	}
+	if l.PID == self.PID {
+		return startedAfter(l.HeartbeatAt)
+	}
+	return !processAlive(l.PID)
 }
 
 // startedAfter reports whether this process began after t (false when its

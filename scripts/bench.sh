@@ -26,14 +26,16 @@
 #                              run once (-benchtime 1x) when no packages are
 #                              named or PROCTOR_BENCH_INGEST=1; each phase in a child
 #                              process of its own
-#   BenchmarkRecovery          the embedded deployment (SQLite, local folder,
-#                              the default one-minute lease) coming back from
-#                              serve killed and started again, a worker killed,
-#                              and a worker frozen: seconds until the dead
-#                              process's claims are released and until the run
-#                              goes on, against the median episode of the same
-#                              run; run once (-benchtime 1x) when no packages are
-#                              named or PROCTOR_BENCH_RECOVERY=1
+#   BenchmarkRecovery          deployments coming back from a process fault,
+#                              with the default one-minute lease: serve killed
+#                              and started again (SQLite, local folder), a worker
+#                              killed and a worker frozen (PostgreSQL and S3, two
+#                              workers): seconds until the dead process's claims
+#                              are released and until the run goes on, against
+#                              the median episode of the same run; run once
+#                              (-benchtime 1x), with a throwaway PostgreSQL and
+#                              versitygw, when no packages are named or
+#                              PROCTOR_BENCH_RECOVERY=1
 #
 # Usage: scripts/bench.sh [go test flags/packages...]   (default: ./...)
 # BENCHTIME sets -benchtime (default 20x: 20 steps for the overhead, 20
@@ -72,7 +74,14 @@ if [ "$status" -eq 0 ] && { [ $# -eq 0 ] || [ -n "${PROCTOR_BENCH_INGEST:-}" ]; 
 	status=${PIPESTATUS[0]}
 fi
 if [ "$status" -eq 0 ] && { [ $# -eq 0 ] || [ -n "${PROCTOR_BENCH_RECOVERY:-}" ]; }; then
-	go test -run '^$' -bench '^BenchmarkRecovery$' -benchtime=1x -timeout 30m ./cmd/proctor/ 2>&1 | tee -a "$log"
+	scripts/deps.sh postgres versitygw
+	svc=$(mktemp -d "${TMPDIR:-/tmp}/proctor-bench-svc.XXXXXX")
+	chmod 755 "$svc" # the PostgreSQL server runs as user postgres
+	trap 'scripts/versitygw.sh stop "$svc/s3"; scripts/postgres.sh stop "$svc/pg"; rm -rf "$svc" "$log"' EXIT
+	eval "$(scripts/postgres.sh start "$svc/pg")"
+	eval "$(scripts/versitygw.sh start "$svc/s3")"
+	export PROCTOR_TEST_DATABASE_URL PROCTOR_TEST_S3_ENDPOINT PROCTOR_TEST_S3_ACCESS_KEY PROCTOR_TEST_S3_SECRET_KEY
+	PROCTOR_TEST_REQUIRE=browser,postgres,s3 go test -run '^$' -bench '^BenchmarkRecovery$' -benchtime=1x -timeout 30m ./cmd/proctor/ 2>&1 | tee -a "$log"
 	status=${PIPESTATUS[0]}
 fi
 set -e
@@ -156,7 +165,7 @@ awk '
 		split("serve-killed-and-restarted worker-killed worker-frozen", faults, " ")
 		if (has(r faults[1], "continued-s") || has(r faults[3], "continued-s")) {
 			print ""
-			print "Recovery of the embedded deployment from a process fault (default lease: 60 s):"
+			print "Recovery from a process fault (default lease: 60 s):"
 			printf "  %-28s %12s %12s %12s %12s\n", "fault", "released (s)", "went on (s)", "episode (s)", "÷ episode"
 			for (k = 1; k <= 3; k++) {
 				n = r faults[k]

@@ -24,18 +24,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 log() { echo "browser.sh: $*" >&2; }
 
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
-}
-
-# apt_install runs apt-get update at most once per deps.sh run.
-apt_install() {
-	if [ -z "${PROCTOR_APT_UPDATED:-}" ]; then
-		as_root apt-get update -qq
-		export PROCTOR_APT_UPDATED=1
-	fi
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-}
+# shellcheck source=scripts/apt.sh
+. "$root/scripts/apt.sh"
 
 driver_version() {
 	local dir=$1

@@ -15,9 +15,8 @@ cd "$root"
 
 log() { echo "deps.sh: $*" >&2; }
 
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
-}
+# shellcheck source=scripts/apt.sh
+. "$root/scripts/apt.sh"
 
 # Files copied out of node_modules: "source destination-name".
 vendor_files=(
@@ -57,9 +56,7 @@ apt_prefetch() {
 	done
 	[ ${#pkgs[@]} -gt 0 ] || return 0
 	log "installing ${pkgs[*]} (apt)"
-	as_root apt-get update -qq
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
-	export PROCTOR_APT_UPDATED=1
+	apt_install "${pkgs[@]}"
 }
 
 parts=("$@")

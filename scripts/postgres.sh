@@ -18,17 +18,9 @@ DATABASE=proctor_test
 
 log() { echo "postgres.sh: $*" >&2; }
 
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
-}
-
-apt_install() {
-	if [ -z "${PROCTOR_APT_UPDATED:-}" ]; then
-		as_root apt-get update -qq
-		export PROCTOR_APT_UPDATED=1
-	fi
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/apt.sh
+. "$root/scripts/apt.sh"
 
 # pgbin prints the bin folder of the newest installed PostgreSQL server.
 pgbin() {

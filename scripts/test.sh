@@ -98,6 +98,10 @@ go vet ./...
 step "go build"
 go build ./...
 
+step "scripts"
+# The package-lock wait of the set-up scripts, with the lock really held.
+scripts/apt_test.sh
+
 step "go test"
 log=$tmp/test.log
 set +e

@@ -469,23 +469,29 @@ func TestFault_WorkerFrozen(t *testing.T) {
 	}
 }
 
-// BenchmarkRecovery reports how long the embedded deployment takes to come
-// back from each process fault, with the default lease (a minute), as
-// seconds and as multiples of the median episode of the same run (the
+// BenchmarkRecovery reports how long deployments take to come back from
+// each process fault with the default lease (a minute): serve killed and
+// started again on the embedded default, a worker killed and a worker frozen
+// on the scale-out deployment (PostgreSQL, S3, two workers). Each is given
+// in seconds and as a multiple of the median episode of the same run (the
 // baseline: what an interrupted episode costs anyway). It runs each fault
 // once whatever -benchtime says; scripts/bench.sh runs it with -benchtime 1x.
 func BenchmarkRecovery(b *testing.B) {
 	faults := []struct {
 		name string
+		env  func(b *testing.B) testEnv
 		run  func(r *faultRig, b *testing.B, runID int64) recovery
 	}{
-		{"serve-killed-and-restarted", func(r *faultRig, b *testing.B, runID int64) recovery { return r.killServe(b, runID) }},
-		{"worker-killed", func(r *faultRig, b *testing.B, runID int64) recovery { return r.stopWorker(b, runID, false) }},
-		{"worker-frozen", func(r *faultRig, b *testing.B, runID int64) recovery { return r.stopWorker(b, runID, true) }},
+		{"serve-killed-and-restarted", func(b *testing.B) testEnv { return embeddedEnv(b) },
+			func(r *faultRig, b *testing.B, runID int64) recovery { return r.killServe(b, runID) }},
+		{"worker-killed", func(b *testing.B) testEnv { browserOptionsOrSkip(b); return scaleOutEnv(b) },
+			func(r *faultRig, b *testing.B, runID int64) recovery { return r.stopWorker(b, runID, false) }},
+		{"worker-frozen", func(b *testing.B) testEnv { browserOptionsOrSkip(b); return scaleOutEnv(b) },
+			func(r *faultRig, b *testing.B, runID int64) recovery { return r.stopWorker(b, runID, true) }},
 	}
 	for _, f := range faults {
 		b.Run(f.name, func(b *testing.B) {
-			rig := newFaultRig(b, embeddedEnv(b))
+			rig := newFaultRig(b, f.env(b))
 			runID := rig.queueRun(b, faultSubset, 4)
 			rec := f.run(rig, b, runID)
 			rig.waitFinished(b, runID, 10*time.Minute)

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func randomName(t *testing.T) string {
+func randomName(t testing.TB) string {
 	b := make([]byte, 6)
 	_, err := rand.Read(b)
 	require.NoError(t, err)
@@ -38,7 +38,7 @@ func randomName(t *testing.T) string {
 
 // scaleOutEnv is an environment on PostgreSQL (a schema of its own) and the S3
 // test server (a bucket of its own).
-func scaleOutEnv(t *testing.T) testEnv {
+func scaleOutEnv(t testing.TB) testEnv {
 	t.Helper()
 	pg := os.Getenv("PROCTOR_TEST_DATABASE_URL")
 	s3 := os.Getenv("PROCTOR_TEST_S3_ENDPOINT")
