@@ -194,3 +194,69 @@ func TestAPI_Account(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, bad.api(http.MethodPost, "/api/v1/tokens", map[string]string{"name": "x"}).StatusCode)
 	})
 }
+
+// TestAccount_ChangePassword: every user changes their password on the
+// account page, giving the current one; a user who signed in with a
+// one-time password is kept on that form until they choose their own, and
+// sent on to where they were going.
+func TestAccount_ChangePassword(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+
+	t.Run("FromTheAccountPage", func(t *testing.T) {
+		bob := b.newUser(t, "bob@example.org", false)
+		require.Contains(t, readBody(t, bob.get("/account")), `href="/account/password"`)
+		page := readBody(t, bob.get("/account/password"))
+		require.Contains(t, page, `data-testid="password-form"`)
+		require.NotContains(t, page, `data-testid="one-time-password"`)
+		for _, tc := range []struct{ current, replacement, field, message string }{
+			{"wrong password!!", "a brand new password", "current_password", "This is not your current password."},
+			{"correct horse battery", "short", "new_password", "password must be at least 10 characters"},
+			{"correct horse battery", "correct horse battery", "new_password", "Choose a password different from the current one."},
+		} {
+			res := bob.postForm("/account/password", url.Values{"current_password": {tc.current}, "new_password": {tc.replacement}})
+			require.Equal(t, http.StatusBadRequest, res.StatusCode, tc.message)
+			body := readBody(t, res)
+			require.Contains(t, body, tc.message)
+			require.Contains(t, body, `data-testid="error-`+tc.field+`"`)
+			require.NotContains(t, body, tc.current, "no password is echoed back")
+		}
+		res := bob.postForm("/account/password", url.Values{"current_password": {"correct horse battery"}, "new_password": {"a brand new password"}})
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+		require.Equal(t, "/account?notice=password-changed", res.Header.Get("Location"))
+		require.Contains(t, readBody(t, bob.get("/account?notice=password-changed")), "Your password is changed.")
+		_, err := b.db.Authenticate(ctx, "bob@example.org", "correct horse battery")
+		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err), "the old password no longer works")
+		_, err = b.db.Authenticate(ctx, "bob@example.org", "a brand new password")
+		require.NoError(t, err)
+	})
+
+	t.Run("OneTimePasswordFirst", func(t *testing.T) {
+		carol := b.newUser(t, "carol@example.org", false)
+		require.NoError(t, b.db.ExpirePassword(ctx, carol.user.ID))
+		res := carol.get("/teams")
+		require.Equal(t, http.StatusSeeOther, res.StatusCode, "every page leads to the password form")
+		require.Equal(t, "/account/password?next=%2Fteams", res.Header.Get("Location"))
+		page := readBody(t, carol.get("/account/password?next=%2Fteams"))
+		require.Contains(t, page, `data-testid="one-time-password"`)
+		require.Contains(t, page, `name="next" value="/teams"`)
+		m := csrfPattern.FindStringSubmatch(page)
+		require.NotNil(t, m)
+		token := m[1] + m[2]
+		res = carol.postForm("/teams", url.Values{"_csrf": {token}, "name": {"Carol Lab"}})
+		require.Equal(t, http.StatusForbidden, res.StatusCode, "nothing else can be done")
+		require.Contains(t, readBody(t, res), "choose your own at /account/password first")
+
+		res = carol.postForm("/account/password", url.Values{"_csrf": {token}, "next": {"/teams"},
+			"current_password": {"correct horse battery"}, "new_password": {"carol's own password"}})
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+		require.Equal(t, "/teams", res.Header.Get("Location"), "on to where she was going")
+		require.Equal(t, http.StatusOK, carol.get("/teams").StatusCode)
+		u, err := b.db.Authenticate(ctx, "carol@example.org", "carol's own password")
+		require.NoError(t, err)
+		require.False(t, u.MustChangePassword)
+		_, err = b.db.Authenticate(ctx, "carol@example.org", "correct horse battery")
+		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err), "the one-time password is spent")
+	})
+}

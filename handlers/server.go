@@ -181,6 +181,7 @@ func New(opts Options, deps Deps) (*Server, error) {
 	e.Use(s.authenticate)
 	e.Use(s.guardUploads)
 	e.Use(s.checkCSRF)
+	e.Use(passwordChangeFirst)
 	s.routes()
 	return s, nil
 }

@@ -84,6 +84,9 @@ func TestAuthz_Teams(t *testing.T) {
 	for _, tc := range []authzCase{
 		// Pages.
 		{method: "GET", path: "/account", want: signedIn(see, ok)},
+		{method: "GET", path: "/account/password", want: signedIn(see, ok)},
+		{method: "POST", path: "/account/password", form: url.Values{"current_password": {"not the password"}, "new_password": {"a new long password"}},
+			want: signedIn(unauth, http.StatusBadRequest)},
 		{method: "POST", path: "/account/tokens", form: url.Values{"name": {"token {n}"}}, want: signedIn(unauth, ok)},
 		{method: "POST", path: "/account/tokens/{token}/revoke", want: map[string]int{"anonymous": unauth, "member": see, "owner": notFound, "outsider": notFound, "admin": notFound}},
 		{method: "GET", path: "/teams", want: all(ok)},

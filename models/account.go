@@ -13,8 +13,11 @@ type User struct {
 	Name         string
 	PasswordHash string
 	IsAdmin      bool
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// MustChangePassword is set while the account's password is a one-time
+	// one: every page leads to the password form until it is replaced.
+	MustChangePassword bool
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
 }
 
 // Session is a server-side login session; the cookie holds a random token whose

@@ -64,12 +64,56 @@ func (db *DB) SetUserPassword(ctx context.Context, email, password string, admin
 			}
 			return wrap(err, "user")
 		}
-		return wrap(tx.Model(&u).Updates(map[string]any{"password_hash": string(hash), "is_admin": admin || u.IsAdmin}).Error, "user")
+		return wrap(tx.Model(&u).Updates(map[string]any{"password_hash": string(hash), "is_admin": admin || u.IsAdmin, "must_change_password": false}).Error, "user")
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &u, nil
+}
+
+// ExpirePassword makes an account's password a one-time one: at its next
+// sign-in the user must choose their own before anything else. ENOTFOUND
+// for an unknown account.
+func (db *DB) ExpirePassword(ctx context.Context, userID int64) error {
+	res := db.q(ctx).Model(&models.User{}).Where("id = ?", userID).Update("must_change_password", true)
+	if res.Error == nil && res.RowsAffected == 0 {
+		return models.Errorf(models.ENOTFOUND, "No such account.")
+	}
+	return wrap(res.Error, "user")
+}
+
+// ChangePassword replaces the signed-in user's password, given the current
+// one, and ends its one-time status. EUNAUTHORIZED when nobody is signed
+// in; EINVALID on the field at fault: a wrong current password, a weak new
+// one, or a new one equal to the current one.
+func (db *DB) ChangePassword(ctx context.Context, current, replacement string) error {
+	actor := models.ActorFrom(ctx)
+	if actor.UserID == 0 {
+		return models.Errorf(models.EUNAUTHORIZED, "You must be signed in.")
+	}
+	var u models.User
+	if err := db.q(ctx).First(&u, actor.UserID).Error; err != nil {
+		return wrap(err, "user")
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) != nil {
+		return models.FieldError("current_password", "This is not your current password.")
+	}
+	if err := models.ValidatePassword(replacement); err != nil {
+		var e *models.Error
+		if errors.As(err, &e) {
+			e.Field = "new_password"
+		}
+		return err
+	}
+	if replacement == current {
+		return models.FieldError("new_password", "Choose a password different from the current one.")
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(replacement), bcrypt.DefaultCost)
+	if err != nil {
+		return fmt.Errorf("hash password: %w", err)
+	}
+	return wrap(db.q(ctx).Model(&u).Updates(map[string]any{"password_hash": string(hash), "must_change_password": false}).Error, "user")
 }
 
 // Authenticate checks an email and password; EUNAUTHORIZED with one message for

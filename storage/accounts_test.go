@@ -126,3 +126,30 @@ func TestStore_DeleteExpiredSessions(t *testing.T) {
 		require.Zero(t, n)
 	})
 }
+
+// TestStore_ChangePassword: a signed-in user replaces their password given
+// the current one, which also ends a one-time password's status.
+func TestStore_ChangePassword(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		u, err := db.CreateUser(ctx, "dana@example.org", "Dana", "correct horse battery", false)
+		require.NoError(t, err)
+		require.NoError(t, db.ExpirePassword(ctx, u.ID))
+		require.Equal(t, models.ENOTFOUND, models.ErrorCode(db.ExpirePassword(ctx, u.ID+1000)))
+		got, err := db.Authenticate(ctx, "dana@example.org", "correct horse battery")
+		require.NoError(t, err, "a one-time password signs in once")
+		require.True(t, got.MustChangePassword)
+
+		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(db.ChangePassword(ctx, "correct horse battery", "a new password!")))
+		as := models.WithActor(ctx, models.Actor{UserID: u.ID, Email: u.Email})
+		err = db.ChangePassword(as, "wrong", "a new password!")
+		require.Equal(t, "current_password", models.ErrorField(err))
+		err = db.ChangePassword(as, "correct horse battery", "short")
+		require.Equal(t, "new_password", models.ErrorField(err))
+		require.NoError(t, db.ChangePassword(as, "correct horse battery", "a new password!"))
+		got, err = db.Authenticate(ctx, "dana@example.org", "a new password!")
+		require.NoError(t, err)
+		require.False(t, got.MustChangePassword)
+	})
+}

@@ -173,11 +173,18 @@ func TestProgram_UserCreate(t *testing.T) {
 		require.Equal(t, exitOK, code, stderr)
 		require.Contains(t, stdout, "created admin root@example.org")
 		require.Contains(t, stdout, "one-time password: ")
+		require.Contains(t, stdout, "works for one sign-in: the account must choose its own password then")
+		var u models.User
+		require.NoError(t, env.open(t).DB.Gorm().Where("email = ?", "root@example.org").First(&u).Error)
+		require.True(t, u.MustChangePassword, "a printed password is a one-time one")
 	})
 	t.Run("PasswordFromStdin", func(t *testing.T) {
 		code, stdout, stderr := env.run(t, "a long enough password\n", "user", "create", "--password-stdin", "ops@example.org")
 		require.Equal(t, exitOK, code, stderr)
 		require.NotContains(t, stdout, "one-time password")
+		var u models.User
+		require.NoError(t, env.open(t).DB.Gorm().Where("email = ?", "ops@example.org").First(&u).Error)
+		require.False(t, u.MustChangePassword, "a password the operator chose is kept")
 	})
 	t.Run("Duplicate", func(t *testing.T) {
 		code, _, stderr := env.run(t, "", "user", "create", "root@example.org")
@@ -219,6 +226,7 @@ func TestProgram_UserSetPassword(t *testing.T) {
 		u, err := app.DB.Authenticate(ctx, "ops@example.org", password)
 		require.NoError(t, err, "the new password authenticates")
 		require.True(t, u.IsAdmin, "--admin promotes")
+		require.True(t, u.MustChangePassword, "the printed password is a one-time one")
 		_, err = app.DB.Authenticate(ctx, "ops@example.org", "a long enough password")
 		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err), "the old one no longer does")
 	})
@@ -226,8 +234,9 @@ func TestProgram_UserSetPassword(t *testing.T) {
 		code, stdout, stderr := env.run(t, "another long password\n", "user", "set-password", "--password-stdin", "ops@example.org")
 		require.Equal(t, exitOK, code, stderr)
 		require.NotContains(t, stdout, "one-time password")
-		_, err := env.open(t).DB.Authenticate(ctx, "ops@example.org", "another long password")
+		u, err := env.open(t).DB.Authenticate(ctx, "ops@example.org", "another long password")
 		require.NoError(t, err)
+		require.False(t, u.MustChangePassword, "a password the operator chose is kept")
 	})
 	for _, tc := range []struct {
 		name, stdin string

@@ -75,6 +75,12 @@ func (p *Program) passwordVerb(ctx context.Context, fs *flag.FlagSet, cf *common
 	if err != nil {
 		return err
 	}
+	if generated {
+		// A password printed on a terminal is for one sign-in only.
+		if err := app.DB.ExpirePassword(ctx, u.ID); err != nil {
+			return err
+		}
+	}
 	role := "user"
 	if u.IsAdmin {
 		role = "admin"
@@ -82,7 +88,7 @@ func (p *Program) passwordVerb(ctx context.Context, fs *flag.FlagSet, cf *common
 	fmt.Fprintf(p.Stdout, "%s %s %s (id %d)\n", done, role, u.Email, u.ID)
 	if generated {
 		fmt.Fprintf(p.Stdout, "one-time password: %s\n", password)
-		fmt.Fprintln(p.Stdout, "It is shown only now; sign in and keep it safe.")
+		fmt.Fprintln(p.Stdout, "It is shown only now and works for one sign-in: the account must choose its own password then.")
 	}
 	return nil
 }
