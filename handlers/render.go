@@ -50,6 +50,8 @@ func flashFrom(c echo.Context) string {
 		return "You are signed out."
 	case "saved":
 		return "Saved."
+	case "team-created":
+		return "Team created."
 	case "password-changed":
 		return "Your password is changed."
 	case "deleted":

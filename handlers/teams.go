@@ -68,7 +68,7 @@ func (s *Server) createTeam(c echo.Context) error {
 		}
 		return err
 	}
-	return redirect(c, "/teams/"+url.PathEscape(t.Slug)+"?notice=saved")
+	return redirect(c, "/teams/"+url.PathEscape(t.Slug)+"?notice=team-created")
 }
 
 func (s *Server) showTeam(c echo.Context) error {
@@ -81,7 +81,8 @@ func (s *Server) renderTeam(c echo.Context, status int, f web.Form) error {
 	if err != nil {
 		return err
 	}
-	v := web.TeamView{Team: d.Team, Members: d.Members, MembersVisible: d.MembersVisible, Viewer: d.Viewer, CanManage: d.CanManage}
+	v := web.TeamView{Team: d.Team, Members: d.Members, MembersVisible: d.MembersVisible, Viewer: d.Viewer, CanManage: d.CanManage,
+		JustCreated: c.QueryParam("notice") == "team-created" && d.CanManage}
 	return s.render(c, status, web.TeamPage(s.page(c, d.Team.Name), v, f))
 }
 

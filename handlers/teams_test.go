@@ -143,7 +143,17 @@ func TestTeams(t *testing.T) {
 
 	res := owner.postForm("/teams", url.Values{"name": {"Browser Bots"}, "description": {"We <3 agents"}})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
-	require.Equal(t, "/teams/browser-bots?notice=saved", res.Header.Get("Location"))
+	require.Equal(t, "/teams/browser-bots?notice=team-created", res.Header.Get("Location"))
+
+	t.Run("CreatedSaysWhatNext", func(t *testing.T) {
+		body := readBody(t, owner.get("/teams/browser-bots?notice=team-created"))
+		require.Contains(t, body, "Team created.")
+		require.Contains(t, body, `data-testid="team-next-steps"`)
+		require.Contains(t, body, `href="/teams/browser-bots/agents/new"`)
+		require.Contains(t, body, `href="/teams/browser-bots/runs/new"`)
+		require.NotContains(t, readBody(t, outsider.get("/teams/browser-bots?notice=team-created")), `data-testid="team-next-steps"`,
+			"only who can manage the team is shown what to do with it")
+	})
 
 	t.Run("List", func(t *testing.T) {
 		body := readBody(t, anon.get("/teams"))

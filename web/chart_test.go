@@ -182,3 +182,21 @@ func TestLayoutBars(t *testing.T) {
 		require.False(t, c.Groups[1].Bars[0].Missing)
 	})
 }
+
+func TestCount(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		noun string
+		want string
+	}{
+		{0, "task", "0 tasks"},
+		{1, "task", "1 task"},
+		{2, "subset", "2 subsets"},
+		{1, "study/studies", "1 study"},
+		{3, "study/studies", "3 studies"},
+	} {
+		if got := Count(tc.n, tc.noun); got != tc.want {
+			t.Errorf("Count(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -96,6 +97,20 @@ func FormatTimePtr(t *time.Time) string {
 
 // Itoa formats an integer for templates.
 func Itoa[T ~int | ~int64](n T) string { return fmt.Sprint(n) }
+
+// Count writes a number with its noun, singular for one: "1 task",
+// "2 tasks". Nouns whose plural is not the singular plus "s" give it after
+// a slash: Count(n, "study/studies").
+func Count[T ~int | ~int64](n T, noun string) string {
+	one, many, irregular := strings.Cut(noun, "/")
+	if !irregular {
+		many = one + "s"
+	}
+	if n == 1 {
+		return "1 " + one
+	}
+	return Itoa(n) + " " + many
+}
 
 // withNext links to an auth page that returns to next afterwards.
 func withNext(path, next string) templ.SafeURL {

@@ -16,6 +16,7 @@ import (
 
 	"proctor/importer"
 	"proctor/models"
+	"proctor/web"
 )
 
 // subsetArg is one --subset NAME=FILE.
@@ -133,7 +134,7 @@ func (p *Program) importBenchmark(ctx context.Context, args []string) error {
 		fmt.Fprintf(p.Stdout, "%s unchanged (version %d, checksum %s)\n", *slug, res.Version.Version, shortChecksum(res.Version.Checksum))
 		return nil
 	}
-	fmt.Fprintf(p.Stdout, "imported %s version %d: %d tasks, %d subsets\n", *slug, res.Version.Version, len(ds.Tasks), len(ds.Subsets))
+	fmt.Fprintf(p.Stdout, "imported %s version %d: %s, %s\n", *slug, res.Version.Version, web.Count(len(ds.Tasks), "task"), web.Count(len(ds.Subsets), "subset"))
 	return nil
 }
 
@@ -293,7 +294,7 @@ func writeSummary(w io.Writer, s *models.BenchmarkSummary) error {
 		return nil
 	}
 	for _, sub := range s.Subsets {
-		writeCounts(w, fmt.Sprintf("subset %s (%d tasks) by site", sub.Name, sub.Tasks), sub.BySite)
+		writeCounts(w, fmt.Sprintf("subset %s (%s) by site", sub.Name, web.Count(sub.Tasks, "task")), sub.BySite)
 	}
 	return nil
 }

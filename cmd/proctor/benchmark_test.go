@@ -69,7 +69,7 @@ func TestImport_WebArenaVerified(t *testing.T) {
 
 	code, out, errOut := cli.run("import", "--format", "webarena-verified", "--name", "webarena-verified", file, "--subset", "hard="+hard)
 	require.Equal(t, exitOK, code, errOut)
-	require.Equal(t, "imported webarena-verified version 1: 812 tasks, 1 subsets\n", out)
+	require.Equal(t, "imported webarena-verified version 1: 812 tasks, 1 subset\n", out)
 
 	s := cli.summary("webarena-verified")
 	require.Equal(t, 812, s.Tasks)

@@ -84,6 +84,8 @@ func TestBrowser_SignupTeamAgent(t *testing.T) {
 	require.NoError(t, form.GetByLabel("Description (optional)").Fill("Agents that browse."))
 	require.NoError(t, form.GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Create team"}).Click())
 	require.NoError(t, expect.Locator(page.GetByTestId("team-name")).ToHaveText("Browser Lab"))
+	require.NoError(t, expect.Locator(page.GetByTestId("flash")).ToHaveText("Team created."))
+	require.NoError(t, expect.Locator(page.GetByTestId("team-next-steps")).ToContainText("Register an agent"))
 	shot(t, page, "team")
 
 	// Register an agent with a secret.

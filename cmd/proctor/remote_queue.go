@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"proctor/internal/apiclient"
+	"proctor/web"
 )
 
 // queue is `proctor queue`: it queues an executed run of a team's agent on a
@@ -68,7 +69,7 @@ func (p *Program) queue(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return p.announceRun(ctx, c, run, fmt.Sprintf("queued run %d (%d tasks)", run.ID, run.TasksTotal), *wait, *asJSON, wo)
+	return p.announceRun(ctx, c, run, fmt.Sprintf("queued run %d (%s)", run.ID, web.Count(run.TasksTotal, "task")), *wait, *asJSON, wo)
 }
 
 // announceRun says what was created (the run as JSON with --json) and its

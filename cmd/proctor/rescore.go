@@ -6,6 +6,7 @@ import (
 
 	"proctor/models"
 	"proctor/storage"
+	"proctor/web"
 )
 
 // rescore queues a new evaluation of finished attempts with the evaluators
@@ -63,6 +64,6 @@ func (p *Program) rescore(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(p.Stdout, "queued %d attempts of %s for re-scoring\n", n, what)
+	fmt.Fprintf(p.Stdout, "queued %s of %s for re-scoring\n", web.Count(n, "attempt"), what)
 	return nil
 }

@@ -56,9 +56,9 @@ func TestProgram_Rescore(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--run", fmt.Sprint(run.ID)}, fmt.Sprintf("queued 1 attempts of run %d for re-scoring", run.ID)},
-		{[]string{"--benchmark", sandbox.Slug}, "queued 1 attempts of benchmark " + sandbox.Slug},
-		{[]string{"--all"}, "queued 1 attempts of every benchmark"},
+		{[]string{"--run", fmt.Sprint(run.ID)}, fmt.Sprintf("queued 1 attempt of run %d for re-scoring", run.ID)},
+		{[]string{"--benchmark", sandbox.Slug}, "queued 1 attempt of benchmark " + sandbox.Slug},
+		{[]string{"--all"}, "queued 1 attempt of every benchmark"},
 	} {
 		code, stdout, stderr := env.run(t, "", append([]string{"rescore"}, tc.args...)...)
 		require.Equal(t, exitOK, code, stderr)

@@ -10,6 +10,7 @@ import (
 	"proctor/models"
 	"proctor/runner/episode"
 	"proctor/sandbox"
+	"proctor/web"
 )
 
 // seed imports the bundled sandbox benchmark (a no-op when unchanged) and points
@@ -46,7 +47,7 @@ func (p *Program) seed(ctx context.Context, args []string) error {
 			return fmt.Errorf("configure sandbox site %s: %w", site, err)
 		}
 	}
-	fmt.Fprintf(p.Stdout, "sandbox benchmark %s (version %d, %d tasks); sites at %s/sandbox/\n", importState(res), res.Version.Version, res.Version.TaskCount, app.Config.BaseURL)
+	fmt.Fprintf(p.Stdout, "sandbox benchmark %s (version %d, %s); sites at %s/sandbox/\n", importState(res), res.Version.Version, web.Count(res.Version.TaskCount, "task"), app.Config.BaseURL)
 	if !*hiddenSample {
 		return nil
 	}
