@@ -315,7 +315,7 @@ func Load(getenv func(string) string, overrides map[string]string) (*Config, err
 		return d
 	}
 	c.RescueAfter = durationVar(EnvRescueAfter, 20*time.Minute, 5*time.Second, "20m")
-	c.WorkerLease = durationVar(EnvWorkerLease, time.Minute, 2*time.Second, "60s")
+	c.WorkerLease = durationVar(EnvWorkerLease, 45*time.Second, 2*time.Second, "45s")
 
 	c.Judge = Judge{BaseURL: strings.TrimRight(get(EnvJudgeBaseURL), "/"), Model: get(EnvJudgeModel), APIKey: get(EnvJudgeAPIKey),
 		Timeout: 2 * time.Minute, Concurrency: intVar(EnvJudgeConcurrent, 4, 1, 256)}

@@ -24,8 +24,9 @@ import (
 )
 
 // DefaultLeaseTTL is how long a worker process's lease lasts unrenewed
-// before its episodes are taken over by the others.
-const DefaultLeaseTTL = time.Minute
+// before its episodes are taken over by the others: with a renewal every
+// sixth of it, a dead process's work is released within about a minute.
+const DefaultLeaseTTL = 45 * time.Second
 
 // newLease names this process's lease, which is also its River client's id:
 // host, process id and a random suffix (a restarted process with the same

@@ -34,7 +34,7 @@ type Options struct {
 	// process's jobs are taken over once its lease lapses).
 	RescueAfter time.Duration
 	// LeaseTTL is how long this process's lease lasts unrenewed before the
-	// other processes take its episodes and jobs over (default a minute). A
+	// other processes take its episodes and jobs over (default 45 s). A
 	// restarted process takes over its dead predecessor's at once.
 	LeaseTTL time.Duration
 	// EnvironmentRetries is how often an attempt whose sites failed is retried

@@ -27,7 +27,7 @@
 #                              named or PROCTOR_BENCH_INGEST=1; each phase in a child
 #                              process of its own
 #   BenchmarkRecovery          deployments coming back from a process fault,
-#                              with the default one-minute lease: serve killed
+#                              with the default 45 s lease: serve killed
 #                              and started again (SQLite, local folder), a worker
 #                              killed and a worker frozen (PostgreSQL and S3, two
 #                              workers): seconds until the dead process's claims
@@ -165,7 +165,7 @@ awk '
 		split("serve-killed-and-restarted worker-killed worker-frozen", faults, " ")
 		if (has(r faults[1], "continued-s") || has(r faults[3], "continued-s")) {
 			print ""
-			print "Recovery from a process fault (default lease: 60 s):"
+			print "Recovery from a process fault (default lease: 45 s):"
 			printf "  %-28s %12s %12s %12s %12s\n", "fault", "released (s)", "went on (s)", "episode (s)", "÷ episode"
 			for (k = 1; k <= 3; k++) {
 				n = r faults[k]

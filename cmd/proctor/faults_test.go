@@ -470,7 +470,7 @@ func TestFault_WorkerFrozen(t *testing.T) {
 }
 
 // BenchmarkRecovery reports how long deployments take to come back from
-// each process fault with the default lease (a minute): serve killed and
+// each process fault with the default lease (45 s): serve killed and
 // started again on the embedded default, a worker killed and a worker frozen
 // on the scale-out deployment (PostgreSQL, S3, two workers). Each is given
 // in seconds and as a multiple of the median episode of the same run (the
