@@ -37,8 +37,10 @@ type Proxy struct {
 	srv   *http.Server
 	log   *slog.Logger
 
-	mu     sync.Mutex
-	scopes map[string]*proxyScope // by user name
+	mu         sync.Mutex
+	scopes     map[string]*proxyScope // by user name
+	tunnels    map[int]func()         // closers of the open CONNECT tunnels
+	nextTunnel int
 }
 
 type proxyScope struct {
@@ -61,7 +63,7 @@ func (g *Guard) NewProxy(log *slog.Logger) (*Proxy, error) {
 	if err != nil {
 		return nil, errorf("proxy: %w", err)
 	}
-	p := &Proxy{guard: g, ln: ln, log: log, scopes: map[string]*proxyScope{}}
+	p := &Proxy{guard: g, ln: ln, log: log, scopes: map[string]*proxyScope{}, tunnels: map[int]func(){}}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	go func() {
 		if err := p.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -73,21 +75,31 @@ func (g *Guard) NewProxy(log *slog.Logger) (*Proxy, error) {
 
 // Close stops the proxy and its open tunnels.
 func (p *Proxy) Close() error {
-	err := p.srv.Close()
+	err := p.srv.Close() // hijacked tunnels are not the server's any more
+	p.mu.Lock()
+	closers := make([]func(), 0, len(p.tunnels))
+	for _, c := range p.tunnels {
+		closers = append(closers, c)
+	}
+	p.mu.Unlock()
+	for _, c := range closers {
+		c()
+	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
 }
 
-// Scope opens a scope letting allowHosts through besides the guard's own
-// allow-list, and returns its credentials and the function that closes it.
+// Scope opens a scope letting allowHosts (each host:port, or a host on any
+// port) through besides the guard's own allow-list, and returns its
+// credentials and the function that closes it.
 func (p *Proxy) Scope(allowHosts []string) (ProxyCredentials, func()) {
 	user, pass := randomToken(), randomToken()
 	s := &proxyScope{password: pass, allow: map[string]bool{}}
 	for _, h := range allowHosts {
-		if h = canonicalHost(h); h != "" {
-			s.allow[h] = true
+		if k := scopeKey(h); k != "" {
+			s.allow[k] = true
 		}
 	}
 	p.mu.Lock()
@@ -127,13 +139,21 @@ func (p *Proxy) scopeOf(r *http.Request) *proxyScope {
 	return s
 }
 
+// scopeKey writes a scope entry (host or host:port) canonically.
+func scopeKey(entry string) string {
+	if host, port, err := net.SplitHostPort(entry); err == nil {
+		return canonicalHost(host) + " " + port
+	}
+	return canonicalHost(entry)
+}
+
 // dial connects to addr through the guard, letting the scope's hosts through.
 func (p *Proxy) dial(ctx context.Context, s *proxyScope, addr string) (net.Conn, error) {
-	host, _, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, errorf("dial %q: %w", addr, err)
 	}
-	if s.allow[canonicalHost(host)] {
+	if s.allow[canonicalHost(host)+" "+port] || s.allow[canonicalHost(host)] {
 		return p.guard.dialAllowed(ctx, "tcp", addr)
 	}
 	return p.guard.DialContext(ctx, "tcp", addr)
@@ -199,27 +219,39 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request, s *proxyScope) {
 		upstream.Close()
 		return
 	}
+	// Either side ending ends the tunnel (browsers do not half-close), and
+	// Close ends every tunnel still open.
+	closeBoth := func() {
+		client.Close()
+		upstream.Close()
+	}
+	forget := p.track(closeBoth)
+	defer forget()
 	go func() {
+		defer closeBoth()
 		// Bytes the browser sent after its CONNECT request, already buffered.
 		if n := buf.Reader.Buffered(); n > 0 {
 			pending, _ := buf.Reader.Peek(n)
 			_, _ = upstream.Write(pending)
 		}
 		_, _ = io.Copy(upstream, client)
-		closeWrite(upstream)
 	}()
 	_, _ = io.Copy(client, upstream)
-	client.Close()
-	upstream.Close()
+	closeBoth()
 }
 
-// closeWrite half-closes a TCP connection, so the other side sees the end.
-func closeWrite(c net.Conn) {
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.CloseWrite()
-		return
+// track records an open tunnel's closer until the returned function is called.
+func (p *Proxy) track(closer func()) func() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.nextTunnel++
+	id := p.nextTunnel
+	p.tunnels[id] = closer
+	return func() {
+		p.mu.Lock()
+		delete(p.tunnels, id)
+		p.mu.Unlock()
 	}
-	_ = c.Close()
 }
 
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, s *proxyScope) {

@@ -94,6 +94,20 @@ func TestProxy(t *testing.T) {
 	code, body = get(withCreds, "http://admin-site.test:1/")
 	require.NotEqual(t, http.StatusForbidden, code, "the scope's own host is let through (nothing listens there): %s", body)
 
+	// A scope entry with a port lets that port through only.
+	portCreds, closePortScope := p.Scope([]string{"admin-site.test:1"})
+	portClient := func() *http.Client {
+		u, err := url.Parse(portCreds.Server)
+		require.NoError(t, err)
+		u.User = url.UserPassword(portCreds.Username, portCreds.Password)
+		return &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(u)}}
+	}()
+	code, body = get(portClient, "http://admin-site.test:1/")
+	require.NotEqual(t, http.StatusForbidden, code, "the scope's own port is let through: %s", body)
+	code, body = get(portClient, "http://admin-site.test:2/")
+	require.Equal(t, http.StatusForbidden, code, "another port of the same host is checked like any host: %s", body)
+	closePortScope()
+
 	rebound.Store(true)
 	before := hits.Load()
 	code, body = get(withCreds, fmt.Sprintf("http://site.test:%d/", plainPort))

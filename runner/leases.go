@@ -29,12 +29,13 @@ import (
 const DefaultLeaseTTL = 45 * time.Second
 
 // newLease names this process's lease, which is also its River client's id:
-// host, process id and a random suffix (a restarted process with the same
-// pid gets a new lease).
+// host name, process id and a random suffix (a restarted process with the
+// same pid gets a new lease). Its Host is where process ids mean the same
+// (processSpace): only there is a process found dead by its id.
 func newLease() (models.WorkerLease, error) {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown-host"
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		name = "unknown-host"
 	}
 	b := make([]byte, 4)
 	if _, err := rand.Read(b); err != nil {
@@ -42,10 +43,26 @@ func newLease() (models.WorkerLease, error) {
 	}
 	pid := os.Getpid()
 	suffix := fmt.Sprintf("-%d-%s", pid, hex.EncodeToString(b))
-	if len(host)+len(suffix) > 100 { // River's limit for a client id
-		host = host[:100-len(suffix)]
+	if len(name)+len(suffix) > 100 { // River's limit for a client id
+		name = name[:100-len(suffix)]
 	}
-	return models.WorkerLease{ID: host + suffix, Host: host, PID: pid}, nil
+	return models.WorkerLease{ID: name + suffix, Host: processSpace(name), PID: pid}, nil
+}
+
+// processSpace names the space process ids are counted in: the host name,
+// the machine's boot and the process-id namespace. Two containers with the
+// same host name (host networking, a name set by hand) count their process
+// ids apart, so neither may judge the other's process dead by its id; they
+// wait for its lease to lapse. Without /proc it is the host name alone.
+func processSpace(hostname string) string {
+	space := hostname
+	if boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		space += " boot:" + strings.TrimSpace(string(boot))
+	}
+	if ns, err := os.Readlink("/proc/self/ns/pid"); err == nil {
+		space += " " + ns
+	}
+	return space
 }
 
 // claimant is this process claiming attempts.
@@ -53,15 +70,25 @@ func (q *Queue) claimant() storage.Claimant {
 	return storage.Claimant{Lease: q.lease, TTL: q.opts.LeaseTTL, TeamEpisodes: q.opts.TeamEpisodes, TeamHiddenJobs: q.opts.TeamHiddenJobs}
 }
 
-// keepLease renews this process's lease every sixth of its period and, on
-// each renewal, releases the work of processes found dead. A process judges
-// another's lease lapsed only once its own renewals have succeeded for a
-// whole period: after an outage of the database (PostgreSQL restarted),
-// every process renews before any is judged.
+// keepLease renews this process's lease every sixth of its period and,
+// after each renewal, has the work of dead processes released (on a
+// goroutine of its own: a release waiting on a frozen process's locks never
+// holds up this process's own renewals). A process judges another's lease
+// lapsed only once its own renewals have succeeded for a whole period:
+// after an outage of the database (PostgreSQL restarted), every process
+// renews before any is judged.
 func (q *Queue) keepLease(ctx context.Context) {
 	every := max(q.opts.LeaseTTL/6, 200*time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	judge := make(chan bool, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		q.releaseOnRenewal(ctx, judge)
+	}()
+	defer wg.Wait()
 	var healthySince time.Time
 	for {
 		select {
@@ -87,11 +114,27 @@ func (q *Queue) keepLease(ctx context.Context) {
 		if healthySince.IsZero() {
 			healthySince = time.Now()
 		}
-		if err := q.releaseDead(ctx, time.Since(healthySince) >= q.opts.LeaseTTL); err != nil && ctx.Err() == nil {
-			q.log.Warn("releasing the work of dead workers failed", "error", err.Error())
+		select {
+		case judge <- time.Since(healthySince) >= q.opts.LeaseTTL:
+		default: // the previous release is still at work
 		}
-		if err := q.releaseLost(ctx); err != nil && ctx.Err() == nil {
-			q.log.Warn("releasing the work this process lost failed", "error", err.Error())
+	}
+}
+
+// releaseOnRenewal releases the work of dead processes, and the work this
+// one lost track of, each time a renewal says so (judging lapses or not).
+func (q *Queue) releaseOnRenewal(ctx context.Context, judge <-chan bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case judgeLapses := <-judge:
+			if err := q.releaseDead(ctx, judgeLapses); err != nil && ctx.Err() == nil {
+				q.log.Warn("releasing the work of dead workers failed", "error", err.Error())
+			}
+			if err := q.releaseLost(ctx); err != nil && ctx.Err() == nil {
+				q.log.Warn("releasing the work this process lost failed", "error", err.Error())
+			}
 		}
 	}
 }
@@ -127,7 +170,7 @@ func (q *Queue) releaseDead(ctx context.Context, judgeLapses bool) error {
 	}
 	for _, id := range orphans {
 		if !known[id] && id != q.lease.ID {
-			dead = append(dead, storage.DeadWorker{ID: id, Why: "it holds no lease"})
+			dead = append(dead, storage.DeadWorker{ID: id, Orphan: true, Why: "it holds no lease"})
 		}
 	}
 	var errs []error

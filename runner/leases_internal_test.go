@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,4 +43,23 @@ func TestGoneFromThisHost(t *testing.T) {
 	sibling.HeartbeatAt = time.Now()
 	require.False(t, goneFromThisHost(self, sibling), "this process id, renewed since: another queue of this process")
 	require.False(t, goneFromThisHost(self, self), "this process's own lease")
+}
+
+// TestProcessSpace: a lease's host names the host, its boot and its
+// process-id namespace, so a container sharing the host name (host
+// networking) but not the process ids is never judged dead by its id.
+func TestProcessSpace(t *testing.T) {
+	t.Parallel()
+	space := processSpace("worker-node")
+	require.True(t, strings.HasPrefix(space, "worker-node boot:"), space)
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(space, " "+ns), space)
+	lease, err := newLease()
+	require.NoError(t, err)
+	require.Equal(t, processSpace(strings.TrimSuffix(lease.ID, fmt.Sprintf("-%d-%s", lease.PID, lease.ID[len(lease.ID)-8:]))), lease.Host)
+
+	self := models.WorkerLease{ID: "a", Host: space, PID: os.Getpid()}
+	otherNamespace := models.WorkerLease{ID: "b", Host: "worker-node boot:x pid:[1]", PID: 999_999_999}
+	require.False(t, goneFromThisHost(self, otherNamespace), "same host name, other process ids: left to its lease")
 }

@@ -53,6 +53,10 @@ type DeadWorker struct {
 	// LapsedBefore, when set, is the heartbeat the lease must still be older
 	// than when it is released: a lease renewed in the meantime is alive.
 	LapsedBefore *time.Time
+	// Orphan marks a holder of running attempts that had no lease when it
+	// was looked for: it is released only if it still has none (a process
+	// registering meanwhile is alive).
+	Orphan bool
 	// Why says how it was found dead, for the log.
 	Why string
 }
@@ -78,6 +82,15 @@ func (db *DB) ReleaseWorker(ctx context.Context, w DeadWorker, reoffer func(ctx 
 		return nil, false, models.Errorf(models.EFORBIDDEN, "Only the queue releases a worker's jobs.")
 	}
 	err = db.tx(ctx, func(tx *gorm.DB) error {
+		if w.Orphan {
+			var leases int64
+			if err := tx.Model(&models.WorkerLease{}).Where("id = ?", w.ID).Count(&leases).Error; err != nil {
+				return wrap(err, "worker lease")
+			}
+			if leases > 0 {
+				return nil // it registered since it was looked for: alive
+			}
+		}
 		del := tx.Where("id = ?", w.ID)
 		if w.LapsedBefore != nil {
 			del = del.Where("heartbeat_at < ?", *w.LapsedBefore)
@@ -215,7 +228,10 @@ func (db *DB) overShare(tx *gorm.DB, teamID, attemptID int64, hidden bool, by Cl
 		return false, nil
 	}
 	var waiting []int64
+	// Another team waits when one of its runs has an attempt pending and
+	// room under its parallelism to run it.
 	err := active(models.AttemptPending).Where("r.team_id <> ? AND r.status IN ?", teamID, []string{models.RunQueued, models.RunRunning}).
+		Where("(SELECT COUNT(*) FROM attempts x WHERE x.run_id = r.id AND x.status = ?) < r.parallelism", models.AttemptRunning).
 		Limit(1).Pluck("a.id", &waiting).Error
 	return len(waiting) > 0, wrap(err, "attempts")
 }

@@ -113,6 +113,14 @@ func TestStore_WorkerLeases(t *testing.T) {
 		orphans, err = db.OrphanHolders(f.system)
 		require.NoError(t, err)
 		require.Empty(t, orphans, "claiming registered the lease again")
+		_, ok, err = db.ReleaseWorker(f.system, storage.DeadWorker{ID: b.Lease.ID, Orphan: true},
+			func(context.Context, *sql.Tx) error {
+				t.Fatal("a registered holder's jobs are not offered again")
+				return nil
+			})
+		require.NoError(t, err)
+		require.False(t, ok, "a holder found without a lease that has one now is alive")
+		require.Equal(t, models.AttemptRunning, attemptOf(t, db, ids[1]).Status)
 		renewed, err := db.RenewLease(f.system, b.Lease.ID)
 		require.NoError(t, err)
 		require.True(t, renewed)

@@ -2,6 +2,7 @@ package episode
 
 import (
 	"net"
+	"strings"
 
 	"github.com/mxschmitt/playwright-go"
 
@@ -20,15 +21,19 @@ func ContextProxy(p *netguard.Proxy, hosts []string) (*playwright.Proxy, func())
 	return &playwright.Proxy{Server: creds.Server, Username: &creds.Username, Password: &creds.Password}, closeScope
 }
 
-// hosts lists the host names of the allowed origins (a proxy scope's).
+// hosts lists the host:port of each allowed origin (a proxy scope's).
 func (a *allowlist) hosts() []string {
 	out := make([]string, 0, len(a.origins))
 	for _, o := range a.origins {
-		host := o.host
-		if h, _, err := net.SplitHostPort(o.host); err == nil {
-			host = h
+		if _, _, err := net.SplitHostPort(o.host); err == nil {
+			out = append(out, o.host)
+			continue
 		}
-		out = append(out, host)
+		port := "80"
+		if o.scheme == "https" {
+			port = "443"
+		}
+		out = append(out, net.JoinHostPort(strings.Trim(o.host, "[]"), port))
 	}
 	return out
 }
