@@ -395,7 +395,7 @@ func TeamPage(p Page, v TeamView, f Form) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "\">Queue a run</a> of it on a benchmark, and watch its steps live.</li><li>Invite teammates with a link from the members section below.</li></ol></section>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "\">Queue a run</a> of it on a benchmark, and watch its steps live.</li><li>Invite teammates with a link made under \"Invite someone\" below.</li></ol></section>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
