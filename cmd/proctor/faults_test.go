@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -397,26 +398,47 @@ func (r *faultRig) stopWorker(t testing.TB, runID int64, freeze bool) recovery {
 	return rec
 }
 
+// processFault is a process fault of the suite, played on some of the
+// deployments of faultEnvs.
+type processFault struct {
+	envs        []string          // names in faultEnvs
+	env         map[string]string // added to each deployment's environment
+	parallelism int
+	hurt        func(r *faultRig, t testing.TB, runID int64) recovery
+	what        string // how the log line names the fault
+}
+
+// play runs the fault on each of its deployments, in parallel: it hurts a
+// run mid-episode, logs the recovery, and checks the run completes intact
+// with no attempt in a platform error. check adds the fault's own checks.
+func (f processFault) play(t *testing.T, check func(t *testing.T, rec recovery)) {
+	envs := faultEnvs()
+	for _, name := range f.envs {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			env := envs[name](t)
+			maps.Copy(env, f.env)
+			rig := newFaultRig(t, env)
+			runID := rig.queueRun(t, faultSubset, f.parallelism)
+			rec := f.hurt(rig, t, runID)
+			t.Logf("%s with %d episodes running: its claims released %.1f s and the run went on %.1f s after", f.what, rec.held, rec.released.Seconds(), rec.continued.Seconds())
+			if check != nil {
+				check(t, rec)
+			}
+			rig.waitFinished(t, runID, 4*time.Minute)
+			require.Zero(t, rig.checkIntegrity(t, runID), "no attempt ends in a platform error")
+		})
+	}
+}
+
 // TestFault_ServeKilled: `proctor serve`, with its in-process worker, is
 // killed with SIGKILL mid-episode and started again. The restarted process
 // finds its predecessor dead on the same host and releases its claims at
 // once: the run goes on without waiting for any lease or timeout.
 func TestFault_ServeKilled(t *testing.T) {
 	t.Parallel()
-	for name, newEnv := range faultEnvs() {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			env := newEnv(t)
-			env["PROCTOR_EPISODES"] = "2"
-			rig := newFaultRig(t, env)
-			runID := rig.queueRun(t, faultSubset, 2)
-			rec := rig.killServe(t, runID)
-			t.Logf("serve killed with %d episodes running and started again at once: its claims released %.1f s and the run went on %.1f s after the kill",
-				rec.held, rec.released.Seconds(), rec.continued.Seconds())
-			rig.waitFinished(t, runID, 4*time.Minute)
-			require.Zero(t, rig.checkIntegrity(t, runID), "no attempt ends in a platform error")
-		})
-	}
+	processFault{envs: []string{"sqlite", "postgres+s3"}, env: map[string]string{"PROCTOR_EPISODES": "2"}, parallelism: 2,
+		hurt: (*faultRig).killServe, what: "serve killed and started again at once"}.play(t, nil)
 }
 
 // TestFault_WorkerKilled: one of two `proctor worker` processes is killed
@@ -424,20 +446,9 @@ func TestFault_ServeKilled(t *testing.T) {
 // finds its process gone and takes its episodes over at once.
 func TestFault_WorkerKilled(t *testing.T) {
 	t.Parallel()
-	for name, newEnv := range faultEnvs() {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			env := newEnv(t)
-			env["PROCTOR_WORKER_LEASE"] = faultLease
-			rig := newFaultRig(t, env)
-			runID := rig.queueRun(t, faultSubset, 4)
-			rec := rig.stopWorker(t, runID, false)
-			t.Logf("a worker killed with %d episodes running: its claims released %.1f s and the run went on %.1f s after the kill",
-				rec.held, rec.released.Seconds(), rec.continued.Seconds())
-			rig.waitFinished(t, runID, 4*time.Minute)
-			require.Zero(t, rig.checkIntegrity(t, runID), "no attempt ends in a platform error")
-		})
-	}
+	processFault{envs: []string{"sqlite", "postgres+s3"}, env: map[string]string{"PROCTOR_WORKER_LEASE": faultLease}, parallelism: 4,
+		hurt: func(r *faultRig, t testing.TB, runID int64) recovery { return r.stopWorker(t, runID, false) },
+		what: "a worker killed"}.play(t, nil)
 }
 
 // TestFault_WorkerFrozen: one of two workers stops answering mid-episode,
@@ -449,24 +460,11 @@ func TestFault_WorkerKilled(t *testing.T) {
 // without a step lost or duplicated.
 func TestFault_WorkerFrozen(t *testing.T) {
 	t.Parallel()
-	for name, newEnv := range faultEnvs() {
-		if name != "postgres+s3" {
-			continue
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			env := newEnv(t)
-			env["PROCTOR_WORKER_LEASE"] = faultLease
-			rig := newFaultRig(t, env)
-			runID := rig.queueRun(t, faultSubset, 4)
-			rec := rig.stopWorker(t, runID, true)
-			t.Logf("a worker frozen with %d episodes running: its claims released %.1f s and the run went on %.1f s after it froze (lease %s)",
-				rec.held, rec.released.Seconds(), rec.continued.Seconds(), faultLease)
-			require.GreaterOrEqual(t, rec.released, 3*time.Second, "a live process's lease holds until it lapses")
-			rig.waitFinished(t, runID, 4*time.Minute)
-			require.Zero(t, rig.checkIntegrity(t, runID), "no attempt ends in a platform error")
-		})
-	}
+	processFault{envs: []string{"postgres+s3"}, env: map[string]string{"PROCTOR_WORKER_LEASE": faultLease}, parallelism: 4,
+		hurt: func(r *faultRig, t testing.TB, runID int64) recovery { return r.stopWorker(t, runID, true) },
+		what: "a worker frozen (lease " + faultLease + ")"}.play(t, func(t *testing.T, rec recovery) {
+		require.GreaterOrEqual(t, rec.released, 3*time.Second, "a live process's lease holds until it lapses")
+	})
 }
 
 // BenchmarkRecovery reports how long deployments take to come back from
