@@ -79,9 +79,7 @@ func TestBrowser_APIDocs(t *testing.T) {
 	viewShot(t, phone, "apidocs-phone-dark")
 
 	// Without JavaScript the page is the same.
-	plain, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{JavaScriptEnabled: playwright.Bool(false), Viewport: &playwright.Size{Width: 1280, Height: 900}})
-	require.NoError(t, err)
-	t.Cleanup(func() { plain.Close() })
+	plain := newBrowserContext(t, b, playwright.BrowserNewContextOptions{JavaScriptEnabled: playwright.Bool(false), Viewport: &playwright.Size{Width: 1280, Height: 900}})
 	noJS, err := plain.NewPage()
 	require.NoError(t, err)
 	_, err = noJS.Goto(base + "/api")

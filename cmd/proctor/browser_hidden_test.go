@@ -191,9 +191,7 @@ func TestBrowser_HiddenResults(t *testing.T) {
 	require.NoError(t, page.SetViewportSize(1280, 900))
 
 	// Without JavaScript the filter form is a plain GET.
-	noJS, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{JavaScriptEnabled: playwright.Bool(false)})
-	require.NoError(t, err)
-	t.Cleanup(func() { noJS.Close() })
+	noJS := newBrowserContext(t, b, playwright.BrowserNewContextOptions{JavaScriptEnabled: playwright.Bool(false)})
 	cookies, err := page.Context().Cookies()
 	require.NoError(t, err)
 	opt := make([]playwright.OptionalCookie, len(cookies))

@@ -189,9 +189,7 @@ func TestBrowser_Leaderboard(t *testing.T) {
 	require.NoError(t, expect.Page(page).ToHaveURL(regexp.MustCompile(`/runs/`+strconv.FormatInt(ids["northwind/Navigator#1"], 10)+`$`)))
 
 	// Without JavaScript the filters are a plain form and sorting plain links.
-	plain, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{JavaScriptEnabled: playwright.Bool(false), Viewport: &playwright.Size{Width: 1440, Height: 900}})
-	require.NoError(t, err)
-	t.Cleanup(func() { plain.Close() })
+	plain := newBrowserContext(t, b, playwright.BrowserNewContextOptions{JavaScriptEnabled: playwright.Bool(false), Viewport: &playwright.Size{Width: 1440, Height: 900}})
 	np, err := plain.NewPage()
 	require.NoError(t, err)
 	_, err = np.Goto(base + "/benchmarks/" + sandbox.Slug + "/leaderboard?sort=tokens")

@@ -57,13 +57,11 @@ func sandboxHardBundle(t *testing.T, path string, padding int64) string {
 // off, light or dark.
 func submissionPage(t *testing.T, env *browserEnv, width, height int, javaScript bool, scheme *playwright.ColorScheme) playwright.Page {
 	t.Helper()
-	bctx, err := env.browser.Playwright().NewContext(playwright.BrowserNewContextOptions{
+	bctx := newBrowserContext(t, env.browser, playwright.BrowserNewContextOptions{
 		Viewport:          &playwright.Size{Width: width, Height: height},
 		JavaScriptEnabled: playwright.Bool(javaScript),
 		ColorScheme:       scheme,
 	})
-	require.NoError(t, err)
-	t.Cleanup(func() { bctx.Close() })
 	page, err := bctx.NewPage()
 	require.NoError(t, err)
 	return page

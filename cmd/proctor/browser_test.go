@@ -1,15 +1,22 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mxschmitt/playwright-go"
 	"github.com/stretchr/testify/require"
 
 	"proctor/internal/testenv"
 	"proctor/runner/episode"
+	"proctor/web"
 )
 
 // launchBrowser starts Chromium for a test, or skips (fails under
@@ -275,10 +282,99 @@ func browserExpect() playwright.PlaywrightAssertions {
 // context (its own cookies), closed when the test ends.
 func newBrowserPage(t *testing.T, b *episode.Browser, width, height int) playwright.Page {
 	t.Helper()
-	bctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: width, Height: height}})
-	require.NoError(t, err)
-	t.Cleanup(func() { bctx.Close() })
+	bctx := newBrowserContext(t, b, playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: width, Height: height}})
 	page, err := bctx.NewPage()
 	require.NoError(t, err)
 	return page
+}
+
+// newBrowserContext opens a browser context, closed when the test ends. Every
+// page it opens is watched for Content Security Policy violations: one fails
+// the test, naming the page and what was refused.
+func newBrowserContext(t *testing.T, b *episode.Browser, opts playwright.BrowserNewContextOptions) playwright.BrowserContext {
+	t.Helper()
+	bctx, err := b.Playwright().NewContext(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { bctx.Close() })
+	watchCSP(t, bctx)
+	return bctx
+}
+
+// watchCSP fails the test at its end when a page of bctx broke the Content
+// Security Policy.
+func watchCSP(t *testing.T, bctx playwright.BrowserContext) {
+	t.Helper()
+	w := newCSPWatcher(bctx)
+	t.Cleanup(func() {
+		if v := w.violations(); len(v) > 0 {
+			t.Errorf("%s of the Content Security Policy:\n%s", web.Count(len(v), "violation"), strings.Join(v, "\n"))
+		}
+	})
+}
+
+// cspWatcher collects the Content Security Policy violations of a browser
+// context's pages. Chromium reports each refusal on the console ("Refused to
+// apply inline style because it violates the following Content Security
+// Policy directive …"), with JavaScript on or off.
+type cspWatcher struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func newCSPWatcher(bctx playwright.BrowserContext) *cspWatcher {
+	w := &cspWatcher{}
+	bctx.OnConsole(func(msg playwright.ConsoleMessage) {
+		if !strings.Contains(msg.Text(), "Content Security Policy") {
+			return
+		}
+		where := ""
+		if p := msg.Page(); p != nil {
+			where = p.URL()
+		}
+		w.mu.Lock()
+		w.seen = append(w.seen, where+": "+msg.Text())
+		w.mu.Unlock()
+	})
+	return w
+}
+
+// violations returns what was refused so far, each with its page's address.
+func (w *cspWatcher) violations() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.seen...)
+}
+
+// TestBrowser_CSPWatcher shows the watcher every browser test uses sees a
+// page breaking the policy, with JavaScript on and off, and stays quiet on a
+// page that keeps it.
+func TestBrowser_CSPWatcher(t *testing.T) {
+	b := launchBrowser(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if r.URL.Path == "/inline" {
+			fmt.Fprint(w, `<!doctype html><title>inline</title><p style="color:red">styled inline</p>`)
+			return
+		}
+		fmt.Fprint(w, `<!doctype html><title>clean</title><p>plain</p>`)
+	}))
+	t.Cleanup(srv.Close)
+	for _, javaScript := range []bool{true, false} {
+		bctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{JavaScriptEnabled: playwright.Bool(javaScript)})
+		require.NoError(t, err)
+		w := newCSPWatcher(bctx)
+		page, err := bctx.NewPage()
+		require.NoError(t, err)
+		_, err = page.Goto(srv.URL + "/clean")
+		require.NoError(t, err)
+		_, err = page.Goto(srv.URL + "/inline")
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return len(w.violations()) > 0 }, 10*time.Second, 50*time.Millisecond, "javaScript=%v", javaScript)
+		v := w.violations()
+		require.Len(t, v, 1, "only the inline page: %v", v)
+		require.Contains(t, v[0], srv.URL+"/inline: ")
+		require.Contains(t, v[0], "inline style")
+		require.NoError(t, bctx.Close())
+	}
 }

@@ -231,11 +231,9 @@ func TestBrowser_TimelineKeyboard(t *testing.T) {
 	require.NoError(t, expect.Locator(page.Locator("main")).ToContainText("step must be from 1 to 12"))
 
 	t.Run("WithoutJavaScript", func(t *testing.T) {
-		nctx, err := b.Playwright().NewContext(playwright.BrowserNewContextOptions{
+		nctx := newBrowserContext(t, b, playwright.BrowserNewContextOptions{
 			Viewport: &playwright.Size{Width: 1280, Height: 900}, JavaScriptEnabled: playwright.Bool(false),
 		})
-		require.NoError(t, err)
-		t.Cleanup(func() { nctx.Close() })
 		page, err := nctx.NewPage()
 		require.NoError(t, err)
 		_, err = page.Goto(base + path + "?step=3")
