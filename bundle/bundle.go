@@ -123,6 +123,10 @@ type Task struct {
 	TokensIn     int64
 	TokensOut    int64
 	Cost         float64
+	// TokensStated and CostStated are set when the bundle states the task's
+	// tokens or cost (zero included); otherwise they are unknown, not zero.
+	TokensStated bool
+	CostStated   bool
 	DurationMS   int64
 	StartedAt    *time.Time
 	ErrorMessage string               // the agent's own error, when the bundle records one

@@ -88,6 +88,7 @@ func TestInspect_Formats(t *testing.T) {
 			expect{models.BundleWebArenaVerified, []string{"12", "107", "108"}, 0, 0, 1, func(t *testing.T, b *bundle.Bundle) {
 				t107 := taskByID(t, b, "107")
 				require.Equal(t, "107/network.har", t107.HAR)
+				require.False(t, t107.TokensStated || t107.CostStated, "a results-only bundle states no usage: unknown, not zero")
 				final := action(t, t107.Final)
 				require.Equal(t, models.ActAnswer, final.Type)
 				require.JSONEq(t, bundletest.DefaultAgentResponse, string(final.Response))
@@ -119,6 +120,7 @@ func TestInspect_Formats(t *testing.T) {
 				require.Equal(t, int64(300), t3.TokensIn)
 				require.Equal(t, int64(30), t3.TokensOut)
 				require.InDelta(t, 0.003, t3.Cost, 1e-9)
+				require.True(t, t3.TokensStated && t3.CostStated)
 				require.Equal(t, int64(4500), t3.DurationMS)
 				require.Equal(t, "2025-10-19T14:40:00Z", t3.StartedAt.Format("2006-01-02T15:04:05Z07:00"))
 				require.Equal(t, models.ActClick, action(t, t3.Steps[0].Action).Type)
@@ -128,6 +130,7 @@ func TestInspect_Formats(t *testing.T) {
 				require.True(t, taskByID(t, b, "5").NotAttempted)
 				t6 := taskByID(t, b, "6")
 				require.Equal(t, models.Action{Type: models.ActRecorded, Text: "typed the address"}, action(t, t6.Steps[0].Action))
+				require.False(t, t6.TokensStated || t6.CostStated, "steps without tokens or cost leave them unknown")
 				require.Equal(t, "tasks/6/shot.jpg", t6.Steps[0].Screenshot)
 				require.JSONEq(t, `{"task_type": "RETRIEVE", "status": "SUCCESS", "retrieved_data": [1]}`, string(action(t, t6.Final).Response))
 				t7 := taskByID(t, b, "7")
@@ -145,6 +148,7 @@ func TestInspect_Formats(t *testing.T) {
 				require.Equal(t, "Open page 10.", task.Steps[10].Thought)
 				require.Equal(t, models.Action{Type: models.ActAnswer, Text: "The page is open"}, action(t, task.Final))
 				require.True(t, taskByID(t, b, "empty").NotAttempted)
+				require.False(t, task.TokensStated || task.CostStated, "Online-Mind2Web results carry no usage")
 			}}},
 		{"agentlab", bundletest.AgentLabEntries(
 			bundletest.AgentLabTask{TaskName: "webarena.310", Seed: 42, Steps: 2, StepsInfo: true, Pickles: true},
@@ -162,6 +166,8 @@ func TestInspect_Formats(t *testing.T) {
 				require.Equal(t, int64(2000), task.TokensIn)
 				require.Equal(t, int64(200), task.TokensOut)
 				require.InDelta(t, 0.02, task.Cost, 1e-9)
+				require.True(t, task.TokensStated && task.CostStated)
+				require.False(t, taskByID(t, b, "9").TokensStated || taskByID(t, b, "9").CostStated, "a summary without stats")
 				require.Equal(t, int64(5000), task.DurationMS)
 				require.Equal(t, "Exception uncaught by agent", taskByID(t, b, "311").ErrorMessage)
 				require.Nil(t, taskByID(t, b, "311").Final)
@@ -697,7 +703,7 @@ func TestCheck(t *testing.T) {
 	warnings := strings.Join(rep.Warnings, "\n")
 	require.Contains(t, warnings, "2 tasks are not tasks of webarena-verified and will be ignored: 900, abc")
 	require.Contains(t, warnings, "1 task is outside the subset hard and will be ignored: 3")
-	require.Contains(t, warnings, "the bundle covers 2 of the 4 tasks of the subset hard (50%): the 2 absent tasks will count as failures")
+	require.Contains(t, warnings, "the bundle covers 2 of the 4 tasks of the subset hard (50.0%): the 2 absent tasks will count as failures")
 	require.NotContains(t, warnings, "low coverage")
 	require.Equal(t, rep, b.Report, "Check completes the bundle's report")
 

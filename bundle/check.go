@@ -106,8 +106,8 @@ func check(b *Bundle, c Catalog, d Declared) models.SubmissionReport {
 			plural(n, "task appears", "tasks appear"), sample(b.duplicated)))
 	}
 	if n := len(missing); n > 0 && inBenchmark > 0 {
-		msg := fmt.Sprintf("the bundle covers %d of the %d tasks of the subset %s (%.0f%%): the %d absent %s will count as failures",
-			covered, len(subset), subsetName, 100*rep.Coverage.Fraction, n, plural(n, "task", "tasks"))
+		msg := fmt.Sprintf("the bundle covers %d of the %d tasks of the subset %s (%s): the %d absent %s will count as failures",
+			covered, len(subset), subsetName, rep.Coverage.PercentText(), n, plural(n, "task", "tasks"))
 		if rep.Coverage.Fraction < lowCoverage {
 			msg = "low coverage: " + msg
 		}

@@ -448,6 +448,8 @@ func (a *assembly) proctor() error {
 			t.TokensIn += st.TokensIn
 			t.TokensOut += st.TokensOut
 			t.Cost += st.Cost
+			t.TokensStated = t.TokensStated || sl.tokensStated
+			t.CostStated = t.CostStated || sl.costStated
 			t.DurationMS += st.DurationMS
 			if t.StartedAt == nil && st.StartedAt != nil {
 				t.StartedAt = st.StartedAt
@@ -753,6 +755,7 @@ func (a *assembly) agentLab() error {
 			continue
 		}
 		t.TokensIn, t.TokensOut, t.Cost, t.DurationMS = summary.tokensIn, summary.tokensOut, summary.cost, summary.durationMS
+		t.TokensStated, t.CostStated = summary.tokensStated, summary.costStated
 		t.ErrorMessage = summary.errMsg
 		if err := a.agentLabSteps(t, folder, contents[folder], shotRE); err != nil {
 			return err

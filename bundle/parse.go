@@ -116,6 +116,8 @@ type stepLine struct {
 	line       int
 	step       Step
 	screenshot string
+	// tokensStated, costStated: the line gave tokens_in or tokens_out, cost.
+	tokensStated, costStated bool
 }
 
 // parse reads a file for its role. Content problems land in rec.problem; the
@@ -354,9 +356,9 @@ type proctorStep struct {
 	Title      string          `json:"title"`
 	StartedAt  *time.Time      `json:"started_at"`
 	DurationMS int64           `json:"duration_ms"`
-	TokensIn   int64           `json:"tokens_in"`
-	TokensOut  int64           `json:"tokens_out"`
-	Cost       float64         `json:"cost"`
+	TokensIn   *int64          `json:"tokens_in"`
+	TokensOut  *int64          `json:"tokens_out"`
+	Cost       *float64        `json:"cost"`
 	Screenshot string          `json:"screenshot"`
 	Error      string          `json:"error"`
 }
@@ -380,16 +382,27 @@ func parseSteps(rec *record, b []byte) error {
 		if len(action) > maxActionBytes {
 			return fmt.Errorf("line %d: the action is %s as JSON, over the limit of %s", i+1, humanBytes(int64(len(action))), humanBytes(maxActionBytes))
 		}
-		if ps.DurationMS < 0 || ps.TokensIn < 0 || ps.TokensOut < 0 || ps.Cost < 0 {
+		tokensIn, tokensOut, cost := deref(ps.TokensIn), deref(ps.TokensOut), deref(ps.Cost)
+		if ps.DurationMS < 0 || tokensIn < 0 || tokensOut < 0 || cost < 0 {
 			return fmt.Errorf("line %d: duration_ms, tokens_in, tokens_out and cost cannot be negative", i+1)
 		}
-		rec.steps = append(rec.steps, stepLine{line: i + 1, screenshot: ps.Screenshot, step: Step{
-			Index: len(rec.steps), Action: action, Thought: cutText(ps.Thought, &rec.cut), URL: cutText(ps.URL, &rec.cut),
-			Title: cutText(ps.Title, &rec.cut), StartedAt: ps.StartedAt, DurationMS: ps.DurationMS, TokensIn: ps.TokensIn,
-			TokensOut: ps.TokensOut, Cost: ps.Cost, Error: cutText(ps.Error, &rec.cut),
-		}})
+		rec.steps = append(rec.steps, stepLine{line: i + 1, screenshot: ps.Screenshot,
+			tokensStated: ps.TokensIn != nil || ps.TokensOut != nil, costStated: ps.Cost != nil, step: Step{
+				Index: len(rec.steps), Action: action, Thought: cutText(ps.Thought, &rec.cut), URL: cutText(ps.URL, &rec.cut),
+				Title: cutText(ps.Title, &rec.cut), StartedAt: ps.StartedAt, DurationMS: ps.DurationMS, TokensIn: tokensIn,
+				TokensOut: tokensOut, Cost: cost, Error: cutText(ps.Error, &rec.cut),
+			}})
 	}
 	return nil
+}
+
+// deref is the value p points at, or zero.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 // normalizeAction turns a step's action (a models.Action object, or a
@@ -512,6 +525,8 @@ type agentLabSummary struct {
 	tokensOut  int64
 	cost       float64
 	durationMS int64
+	// tokensStated, costStated: the summary gave its token counts, its cost.
+	tokensStated, costStated bool
 }
 
 func parseAgentLabSummary(rec *record, b []byte) error {
@@ -542,6 +557,9 @@ func parseAgentLabSummary(rec *record, b []byte) error {
 			problems = append(problems, "cum_reward")
 		}
 	}
+	stated := func(key string) bool { raw := doc[key]; return len(raw) > 0 && string(raw) != "null" }
+	s.tokensStated = stated("stats.cum_input_tokens") || stated("stats.cum_output_tokens")
+	s.costStated = stated("stats.cum_cost")
 	s.tokensIn = int64(num("stats.cum_input_tokens"))
 	s.tokensOut = int64(num("stats.cum_output_tokens"))
 	s.cost = num("stats.cum_cost")

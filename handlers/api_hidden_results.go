@@ -34,9 +34,26 @@ func toAPIHiddenRates(r models.HiddenRates) apiHiddenRates {
 	return apiHiddenRates{Overall: r.Overall, Request: r.Request, Browser: r.Browser, System: r.System, L1: r.L1, L2: r.L2, L3: r.L3}
 }
 
+// apiHiddenPassRate is a run's overall pass rate: the tests passed of the
+// tests that ran, every task's together, with its Wilson 95% interval.
+type apiHiddenPassRate struct {
+	Rate   *float64   `json:"rate"` // null when no test ran
+	CI95   [2]float64 `json:"ci95"`
+	Passed int        `json:"passed"`
+	Ran    int        `json:"ran"`
+	// NotRun counts the tests this platform cannot carry out (an offline
+	// build): left out of the rate.
+	NotRun int `json:"not_run"`
+	Total  int `json:"total"`
+}
+
 // apiHiddenRunResults is GET /runs/:id/hidden-tests.
 type apiHiddenRunResults struct {
 	RunID int64 `json:"run_id"`
+	// PassRate is the run's overall pass rate, what the leaderboards rank by.
+	PassRate apiHiddenPassRate `json:"pass_rate"`
+	// PassThreshold is the pass rate a task needs to succeed.
+	PassThreshold float64 `json:"pass_threshold"`
 	// Mean is over the run's tasks, each weighing the same; a task whose
 	// candidate could not be tested counts 0.
 	Mean  apiHiddenRates  `json:"mean"`
@@ -81,7 +98,10 @@ func (s *Server) apiRunHiddenResults(c echo.Context) error {
 	if h == nil {
 		return models.Errorf(models.ENOTFOUND, "Run %d has no hidden tests: its benchmark is not a hidden-tests one.", id)
 	}
-	out := apiHiddenRunResults{RunID: id, Mean: toAPIHiddenRates(h.Mean), TestsVisible: h.CanBrowse,
+	p := h.PassRate
+	out := apiHiddenRunResults{RunID: id, Mean: toAPIHiddenRates(h.Mean), TestsVisible: h.CanBrowse, PassThreshold: h.PassThreshold,
+		PassRate: apiHiddenPassRate{Rate: p.Rate, CI95: [2]float64{p.Low, p.High}, Passed: p.Tests.Passed, Ran: p.Tests.Ran(),
+			NotRun: p.Tests.NotRun, Total: p.Tests.Total},
 		Tasks: make([]apiHiddenTask, len(h.Tasks)), Sites: make([]apiHiddenSite, len(h.Sites))}
 	for i, t := range h.Tasks {
 		page, api := attemptPaths(id, t.AttemptID)

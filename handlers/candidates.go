@@ -30,9 +30,14 @@ type CandidateStore interface {
 
 // candidateRoutes registers the candidate submission pages: signed-in
 // callers only (anonymous visits go to the login page); the store decides
-// who may submit for which team.
+// who may submit for which team. The form posts to its own address, so that
+// a refusal re-rendered there reloads as the form, never as "Not found";
+// the older address it posted to still takes posts and sends a visit to
+// the form.
 func (s *Server) candidateRoutes(e *echo.Echo) {
 	e.GET("/benchmarks/:slug/candidates/new", s.newCandidates, requireUser)
+	e.POST("/benchmarks/:slug/candidates/new", s.submitCandidates, requireUser)
+	e.GET("/benchmarks/:slug/candidates", s.toCandidateForm, requireUser)
 	e.POST("/benchmarks/:slug/candidates", s.submitCandidates, requireUser)
 }
 
@@ -54,6 +59,16 @@ func (s *Server) newCandidates(c echo.Context) error {
 	return s.renderCandidateForm(c, http.StatusOK, c.QueryParam("subset"), f)
 }
 
+// toCandidateForm sends a visit of the address the form used to post to
+// (a reload, a bookmark) to the form, with its query.
+func (s *Server) toCandidateForm(c echo.Context) error {
+	target := web.CandidatesNewPath(pathParam(c, "slug"))
+	if q := c.Request().URL.RawQuery; q != "" {
+		target += "?" + q
+	}
+	return c.Redirect(http.StatusSeeOther, target)
+}
+
 // renderCandidateForm renders the form for a subset's tasks with the form's
 // values and errors.
 func (s *Server) renderCandidateForm(c echo.Context, status int, subset string, f web.Form) error {
@@ -73,13 +88,16 @@ func (s *Server) renderCandidateForm(c echo.Context, status int, subset string, 
 	return s.render(c, status, web.CandidateFormPage(s.page(c, "Submit candidates"), v))
 }
 
-// submitCandidates takes the candidate form and redirects to the new run;
-// problems re-render the form with each field's message.
+// submitCandidates takes the candidate form and redirects to the new run.
+// A refusal (a field's problem, the quota, no queue here, a team the caller
+// is not in) re-renders the form where it was posted, with what was typed
+// and each message on its field or above the form; only an internal error
+// goes to the error page.
 func (s *Server) submitCandidates(c echo.Context) error {
-	if s.deps.Candidates == nil {
-		return errNoCandidateQueue()
-	}
 	f := candidateFormValues(c)
+	if s.deps.Candidates == nil {
+		return s.refuseCandidates(c, f, errNoCandidateQueue())
+	}
 	req, err := candidateRequestFromForm(c, f)
 	if err == nil {
 		var run *models.Run
@@ -88,10 +106,15 @@ func (s *Server) submitCandidates(c echo.Context) error {
 			return redirect(c, runPath(run.ID)+"?notice=queued")
 		}
 	}
+	return s.refuseCandidates(c, f, err)
+}
+
+// refuseCandidates re-renders the candidate form with why the submission
+// was refused, answering with the refusal's status; an internal error is
+// passed on to the error handler, which logs it.
+func (s *Server) refuseCandidates(c echo.Context, f web.Form, err error) error {
 	code := models.ErrorCode(err)
-	switch code {
-	case models.EINVALID, models.ERATELIMIT:
-	default:
+	if code == models.EINTERNAL {
 		return err
 	}
 	setRetryAfter(c, err)
@@ -264,6 +287,7 @@ func (s *Server) apiSubmitCandidates(c echo.Context) error {
 	}
 	out := toAPIRun(run)
 	out.Team, out.Agent, out.Benchmark = req.TeamSlug, models.RunAgentSnapshot(run).Slug, req.BenchmarkSlug
+	out.Origin = models.ShownOrigin(run.Origin, models.EvaluatorHiddenTests)
 	if team, _, ok := strings.Cut(req.AgentSlug, "/"); ok && out.Team == "" {
 		out.Team = team
 	}

@@ -128,7 +128,10 @@ func TestCandidates_FormRoundTrip(t *testing.T) {
 		body := readBody(t, f.member.get("/benchmarks/rebuilds"))
 		require.Contains(t, body, `data-testid="submit-candidates-link"`)
 		require.Contains(t, body, `href="/benchmarks/rebuilds/candidates/new"`)
-		require.NotContains(t, readBody(t, f.member.get("/benchmarks/mini")), `submit-candidates-link`)
+		require.Contains(t, body, `<dd data-testid="benchmark-pass-threshold">A task succeeds when every test that ran passed;`, "the grading rule is stated")
+		mini := readBody(t, f.member.get("/benchmarks/mini"))
+		require.NotContains(t, mini, `submit-candidates-link`)
+		require.NotContains(t, mini, `benchmark-pass-threshold`)
 	})
 
 	t.Run("RowsOfTheChosenSubset", func(t *testing.T) {
@@ -184,7 +187,7 @@ func TestCandidates_FormRoundTrip(t *testing.T) {
 		id := runIDOf(t, res.Header.Get("Location"))
 		var run models.Run
 		require.NoError(t, db.Gorm().First(&run, id).Error)
-		require.Equal(t, models.OriginUploaded, run.Origin)
+		require.Equal(t, models.OriginUploaded, run.Origin, "stored as uploaded; shown as candidates")
 		require.Equal(t, "from the form", run.Notes)
 		require.InDelta(t, 1.25, run.Cost, 1e-9)
 		require.Equal(t, 12, run.StepsSum)
@@ -195,7 +198,41 @@ func TestCandidates_FormRoundTrip(t *testing.T) {
 		require.Equal(t, "http://93.184.216.34/shop", list[0].BaseURL)
 		require.Equal(t, "http://93.184.216.34/restart", list[0].RestartURL)
 		page := f.member.get(res.Header.Get("Location"))
+		body := readBody(t, page)
 		require.Equal(t, http.StatusOK, page.StatusCode)
+		require.Contains(t, body, `<span class="badge" data-testid="badge-origin">candidates submitted, tested by Proctor</span>`,
+			"the run's origin names what happened, not an upload")
+	})
+
+	// The form posts to its own address, where a refusal is re-rendered: a
+	// reload (a browser resending it, or htmx's address after a swap) comes
+	// back to the form, never to "Not found".
+	t.Run("RefusedAtTheFormsOwnAddress", func(t *testing.T) {
+		body := readBody(t, f.member.get("/benchmarks/rebuilds/candidates/new?subset=pair"))
+		require.Contains(t, body, `<form method="post" action="/benchmarks/rebuilds/candidates/new?subset=pair" data-testid="candidate-form"`)
+		form := candidateForm("bad")
+		form.Set("candidates[0].base_url", "http://10.0.0.1/shop")
+		res := f.member.postForm("/benchmarks/rebuilds/candidates/new?subset=pair", form)
+		body = html.UnescapeString(readBody(t, res))
+		require.Equal(t, http.StatusBadRequest, res.StatusCode, body)
+		require.Contains(t, body, `data-testid="error-candidates[0].base_url"`)
+		require.Contains(t, body, `action="/benchmarks/rebuilds/candidates/new?subset=pair"`, "the re-rendered form posts to the same address")
+
+		// The address the form used to post to sends a visit to the form.
+		res = f.member.get("/benchmarks/rebuilds/candidates?subset=pair")
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+		require.Equal(t, "/benchmarks/rebuilds/candidates/new?subset=pair", res.Header.Get("Location"))
+		require.Equal(t, http.StatusOK, f.member.get(res.Header.Get("Location")).StatusCode)
+	})
+
+	// Who is not in the agent's team is told so on the form, not on an
+	// error page.
+	t.Run("ForbiddenOnTheForm", func(t *testing.T) {
+		res := f.outsider.postForm("/benchmarks/rebuilds/candidates/new", candidateForm("not mine"))
+		body := readBody(t, res)
+		require.Equal(t, http.StatusForbidden, res.StatusCode, body)
+		require.Contains(t, body, `data-testid="candidate-form"`)
+		require.Contains(t, body, `<p class="form-error" role="alert" data-testid="form-error">Only members of this team may do this.</p>`)
 	})
 
 	t.Run("JSONTextArea", func(t *testing.T) {
@@ -253,7 +290,7 @@ func TestCandidates_API(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &out))
 	require.Equal(t, "/api/v1/runs/"+strconv.FormatInt(out.ID, 10), res.Header.Get("Location"))
 	require.Equal(t, models.RunRunning, out.Status)
-	require.Equal(t, models.OriginUploaded, out.Origin)
+	require.Equal(t, models.OriginCandidates, out.Origin)
 	require.Equal(t, []string{"lab", "builder", "rebuilds", "pair"}, []string{out.Team, out.Agent, out.Benchmark, out.Subset})
 	require.Equal(t, 2, out.Tasks)
 	require.EqualValues(t, 2, f.hiddenJobs(t, out.ID))
@@ -298,6 +335,12 @@ func TestCandidates_NoQueue(t *testing.T) {
 	f := newCandidatesFixture(t, false)
 	body := readBody(t, f.member.get("/benchmarks/rebuilds/candidates/new"))
 	require.Contains(t, body, `data-testid="no-candidate-service"`)
+	res := f.member.postForm("/benchmarks/rebuilds/candidates/new", candidateForm("x"))
+	body = readBody(t, res)
+	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+	require.Contains(t, body, `data-testid="form-error"`, "the refusal is shown on the form, where it was posted")
+	require.Contains(t, body, "Candidates cannot be graded on this server right now")
+	require.Contains(t, body, `value="http://93.184.216.34/shop"`, "with what was typed")
 	require.Equal(t, http.StatusServiceUnavailable, f.member.postForm("/benchmarks/rebuilds/candidates", candidateForm("x")).StatusCode)
 	require.Equal(t, http.StatusServiceUnavailable, withToken(t, f.b, f.member).api(http.MethodPost, "/api/v1/candidate-runs", json.RawMessage(candidateJSON)).StatusCode)
 }
@@ -328,6 +371,8 @@ func TestAuthz_Candidates(t *testing.T) {
 		{method: "GET", path: "/benchmarks/mini/candidates/new", want: team(see, notFound, notFound)},
 		{method: "GET", path: "/benchmarks/nope/candidates/new", want: team(see, notFound, notFound)},
 		{method: "POST", path: "/benchmarks/rebuilds/candidates", form: candidateForm("row {n}"), want: team(unauth, forbidden, see)},
+		{method: "POST", path: "/benchmarks/rebuilds/candidates/new", form: candidateForm("form {n}"), want: team(unauth, forbidden, see)},
+		{method: "GET", path: "/benchmarks/rebuilds/candidates", want: team(see, see, see)},
 		{method: "POST", path: "/api/v1/candidate-runs", json: strings.Replace(candidateJSON, `"subset"`, `"notes":"api {n}","subset"`, 1), want: team(unauth, forbidden, created)},
 	} {
 		for _, actor := range []string{"anonymous", "member", "outsider", "admin"} {

@@ -140,6 +140,23 @@ func (c *client) postForm(path string, form url.Values) *http.Response {
 	return c.do(req)
 }
 
+// postBoosted sends a form as htmx does for a boosted form on the page at
+// from (a path of the server).
+func (c *client) postBoosted(from, path string, form url.Values) *http.Response {
+	c.t.Helper()
+	form = cloneValues(form)
+	if form.Get("_csrf") == "" && c.token == "" {
+		form.Set("_csrf", c.csrf())
+	}
+	req, err := http.NewRequest(http.MethodPost, c.base+path, strings.NewReader(form.Encode()))
+	require.NoError(c.t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("HX-Request", "true")
+	req.Header.Set("HX-Boosted", "true")
+	req.Header.Set("HX-Current-URL", c.base+from)
+	return c.do(req)
+}
+
 // api sends a JSON request with the client's bearer token.
 func (c *client) api(method, path string, body any) *http.Response {
 	c.t.Helper()

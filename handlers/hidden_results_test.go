@@ -7,6 +7,7 @@ import (
 	"html"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -358,4 +359,58 @@ func TestOpenAPI_HiddenResultsMatchDocument(t *testing.T) {
 	for _, id := range []string{"getRunHiddenTests", "listAttemptHiddenTests", "getAttemptHiddenTest"} {
 		require.True(t, d.checked[id], "%s was not validated", id)
 	}
+}
+
+// TestHiddenResults_LinksMatchTheTally: every count the run page and the
+// test browser's tally give for a result links to a filter listing exactly
+// that many tests, so that no test the tally counts is out of reach (an
+// errored test is listed under "errored", not missing from "failed").
+func TestHiddenResults_LinksMatchTheTally(t *testing.T) {
+	t.Parallel()
+	f := newHiddenFixture(t)
+	admin := f.b.admin
+	admin.t = t
+	rows := regexp.MustCompile(`data-testid="hidden-test" data-test="[^"]+" data-result="([^"]+)"`)
+	listed := func(href string) []string {
+		t.Helper()
+		var results []string
+		for _, m := range rows.FindAllStringSubmatch(readBody(t, admin.get(html.UnescapeString(href))), -1) {
+			results = append(results, m[1])
+		}
+		return results
+	}
+
+	body := readBody(t, admin.get(runPath(f.seed.RunID)))
+	require.Contains(t, body, `data-testid="hidden-pass-rate"`)
+	require.Contains(t, body, "89.9% (116 of 129 tests run)", "every tested task's tests together: (40+41+35)/(3×43)")
+	links := regexp.MustCompile(`<a href="([^"]+\?result=(\w+))" data-testid="hidden-(\w+)-link">([a-z ]+) \((\d+)\)</a>`).FindAllStringSubmatch(body, -1)
+	seen := map[string]bool{}
+	for _, l := range links {
+		href, result, count := l[1], l[2], l[5]
+		require.Equal(t, result, l[3])
+		require.NotEqual(t, "0", count, "no link to an empty list: %s", l[0])
+		got := listed(href)
+		require.Len(t, got, atoi(t, count), "%s lists as many tests as it says", l[0])
+		for _, r := range got {
+			require.Equal(t, result, r)
+		}
+		seen[l[0]] = true
+	}
+	shopA := f.testsPath(hiddenfixture.ShopA)
+	require.True(t, seen[`<a href="`+shopA+`?result=failed" data-testid="hidden-failed-link">failed (2)</a>`], "%v", seen)
+	require.True(t, seen[`<a href="`+shopA+`?result=errored" data-testid="hidden-errored-link">errored (1)</a>`], "the errored restart test has its own link: %v", seen)
+
+	// The test browser's tally: each count links to a filter listing that many.
+	tally := regexp.MustCompile(`<a href="([^"]+)" data-testid="quick-(\w+)" data-count="(\d+)">`).FindAllStringSubmatch(readBody(t, admin.get(shopA)), -1)
+	require.Len(t, tally, len(models.HiddenResultFilters()))
+	for _, q := range tally {
+		require.Len(t, listed(q[1]), atoi(t, q[3]), "quick-%s", q[2])
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
 }

@@ -157,35 +157,37 @@ type apiLeaderboardItem struct {
 	Rank int `json:"rank"`
 	// RankRange is "2–4" when the 95% intervals allow places 2 to 4
 	// (RankBest to RankWorst), the rank alone when they fix it.
-	RankRange   string     `json:"rank_range"`
-	RankBest    int        `json:"rank_best"`
-	RankWorst   int        `json:"rank_worst"`
-	RunID       int64      `json:"run_id"`
-	URL         string     `json:"url"`
-	APIURL      string     `json:"api_url"`
-	Agent       string     `json:"agent"`
-	AgentSlug   string     `json:"agent_slug"`
-	Team        string     `json:"team"`
-	TeamSlug    string     `json:"team_slug"`
-	Model       string     `json:"model"`
-	OpenSource  bool       `json:"open_source"`
-	Origin      string     `json:"origin"`
-	Verified    bool       `json:"verified"`
-	RunSubset   string     `json:"run_subset"`
-	Restricted  bool       `json:"restricted"`
-	Tasks       int        `json:"tasks"`
-	Successes   int        `json:"successes"`
-	SuccessRate float64    `json:"success_rate"`
-	CI95Low     float64    `json:"ci95_low"`
-	CI95High    float64    `json:"ci95_high"`
-	JudgeScore  *float64   `json:"judge_score"`
-	Judged      int        `json:"judged"`
-	RubricScore *float64   `json:"rubric_score"`
-	PerfectRate *float64   `json:"perfect_rate"`
-	Efficiency  *float64   `json:"efficiency"`
-	MeanSteps   float64    `json:"mean_steps"`
-	CostPerTask float64    `json:"cost_per_task"`
-	Tokens      int64      `json:"tokens"`
+	RankRange   string   `json:"rank_range"`
+	RankBest    int      `json:"rank_best"`
+	RankWorst   int      `json:"rank_worst"`
+	RunID       int64    `json:"run_id"`
+	URL         string   `json:"url"`
+	APIURL      string   `json:"api_url"`
+	Agent       string   `json:"agent"`
+	AgentSlug   string   `json:"agent_slug"`
+	Team        string   `json:"team"`
+	TeamSlug    string   `json:"team_slug"`
+	Model       string   `json:"model"`
+	OpenSource  bool     `json:"open_source"`
+	Origin      string   `json:"origin"`
+	Verified    bool     `json:"verified"`
+	RunSubset   string   `json:"run_subset"`
+	Restricted  bool     `json:"restricted"`
+	Tasks       int      `json:"tasks"`
+	Successes   int      `json:"successes"`
+	SuccessRate float64  `json:"success_rate"`
+	CI95Low     float64  `json:"ci95_low"`
+	CI95High    float64  `json:"ci95_high"`
+	JudgeScore  *float64 `json:"judge_score"`
+	Judged      int      `json:"judged"`
+	RubricScore *float64 `json:"rubric_score"`
+	PerfectRate *float64 `json:"perfect_rate"`
+	Efficiency  *float64 `json:"efficiency"`
+	// MeanSteps, CostPerTask and Tokens are null when unknown: an uploaded
+	// run whose bundle did not state them.
+	MeanSteps   *float64   `json:"mean_steps"`
+	CostPerTask *float64   `json:"cost_per_task"`
+	Tokens      *int64     `json:"tokens"`
 	FinishedAt  *time.Time `json:"finished_at"`
 	// Hidden-tests boards only: the mean over the board's tasks of each
 	// task's pass rate, overall and per group (R, B, S).
@@ -193,6 +195,26 @@ type apiLeaderboardItem struct {
 	HiddenRequest *float64 `json:"hidden_request,omitempty"`
 	HiddenBrowser *float64 `json:"hidden_browser,omitempty"`
 	HiddenSystem  *float64 `json:"hidden_system,omitempty"`
+	// Hidden-tests boards only: the tests behind the pass rate, which
+	// success_rate and its interval then are (tests passed of tests run).
+	HiddenPassed *int `json:"hidden_passed,omitempty"`
+	HiddenRan    *int `json:"hidden_ran,omitempty"`
+}
+
+// unlessUnknown is v, or nil when it is unknown.
+func unlessUnknown[T any](unknown bool, v T) *T {
+	if unknown {
+		return nil
+	}
+	return &v
+}
+
+// unknownOrText is text, or empty when the figure is unknown.
+func unknownOrText(unknown bool, text string) string {
+	if unknown {
+		return ""
+	}
+	return text
 }
 
 // absoluteURL makes a path absolute with the configured base URL (or, when
@@ -226,8 +248,10 @@ func (s *Server) toAPILeaderboard(c echo.Context, lb *models.Leaderboard) apiLea
 			OpenSource: r.OpenSource, Origin: r.Origin, Verified: r.Verified, RunSubset: r.RunSubset, Restricted: r.Restricted,
 			Tasks: r.Tasks, Successes: r.Successes, SuccessRate: r.SuccessRate, CI95Low: r.CILow, CI95High: r.CIHigh,
 			JudgeScore: r.JudgeScore, Judged: r.Judged, RubricScore: r.RubricScore, PerfectRate: r.PerfectRate,
-			Efficiency: r.Efficiency, MeanSteps: r.MeanSteps, CostPerTask: r.CostPerTask, Tokens: r.Tokens, FinishedAt: r.FinishedAt,
+			Efficiency: r.Efficiency, MeanSteps: unlessUnknown(r.Unknown.Steps, r.MeanSteps), CostPerTask: unlessUnknown(r.Unknown.Cost, r.CostPerTask),
+			Tokens: unlessUnknown(r.Unknown.Tokens, r.Tokens), FinishedAt: r.FinishedAt,
 			HiddenOverall: r.HiddenOverall, HiddenRequest: r.HiddenRequest, HiddenBrowser: r.HiddenBrowser, HiddenSystem: r.HiddenSystem,
+			HiddenPassed: r.HiddenPassed, HiddenRan: r.HiddenRan,
 		}
 	}
 	return out
@@ -240,7 +264,7 @@ func leaderboardCSVHeader() []string {
 		"open_source", "origin", "verified", "run_subset", "restricted", "tasks", "successes", "success_rate",
 		"ci95_low", "ci95_high", "judge_score", "judged", "rubric_score", "perfect_rate", "efficiency",
 		"mean_steps", "cost_per_task", "tokens", "finished_at",
-		"hidden_overall", "hidden_request", "hidden_browser", "hidden_system",
+		"hidden_overall", "hidden_request", "hidden_browser", "hidden_system", "hidden_passed", "hidden_ran",
 	}
 }
 
@@ -263,6 +287,12 @@ func (s *Server) writeLeaderboardCSV(c echo.Context, lb *models.Leaderboard) err
 		}
 		return num(*x)
 	}
+	count := func(n *int) string {
+		if n == nil {
+			return ""
+		}
+		return strconv.Itoa(*n)
+	}
 	for _, r := range lb.Rows {
 		finished := ""
 		if r.FinishedAt != nil {
@@ -274,8 +304,10 @@ func (s *Server) writeLeaderboardCSV(c echo.Context, lb *models.Leaderboard) err
 			strconv.FormatBool(r.OpenSource), r.Origin, strconv.FormatBool(r.Verified), r.RunSubset, strconv.FormatBool(r.Restricted),
 			strconv.Itoa(r.Tasks), strconv.Itoa(r.Successes), num(r.SuccessRate), num(r.CILow), num(r.CIHigh),
 			opt(r.JudgeScore), strconv.Itoa(r.Judged), opt(r.RubricScore), opt(r.PerfectRate), opt(r.Efficiency),
-			num(r.MeanSteps), num(r.CostPerTask), strconv.FormatInt(r.Tokens, 10), finished,
+			opt(unlessUnknown(r.Unknown.Steps, r.MeanSteps)), opt(unlessUnknown(r.Unknown.Cost, r.CostPerTask)),
+			unknownOrText(r.Unknown.Tokens, strconv.FormatInt(r.Tokens, 10)), finished,
 			opt(r.HiddenOverall), opt(r.HiddenRequest), opt(r.HiddenBrowser), opt(r.HiddenSystem),
+			count(r.HiddenPassed), count(r.HiddenRan),
 		}
 		if err := w.Write(rec); err != nil {
 			return err

@@ -83,6 +83,33 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// refusedFormsStayPut keeps the address of the page whose form an
+// htmx-boosted submission refused. htmx would show the re-rendered form (or
+// the error) at the action's address, where a reload finds nothing; with
+// HX-Replace-Url the address stays the form's page, so a reload shows the
+// form again. Without JavaScript the browser keeps the POST, which a reload
+// sends again.
+func refusedFormsStayPut(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.Method == http.MethodGet || req.Method == http.MethodHead || req.Header.Get("HX-Boosted") != "true" {
+			return next(c)
+		}
+		page, err := url.Parse(req.Header.Get("HX-Current-URL"))
+		if err != nil || page.Host != req.Host || page.Path == "" {
+			return next(c)
+		}
+		res := c.Response()
+		res.Before(func() {
+			h := res.Header()
+			if res.Status >= http.StatusBadRequest && h.Get("HX-Push-Url") == "" && h.Get("HX-Replace-Url") == "" {
+				h.Set("HX-Replace-Url", page.RequestURI())
+			}
+		})
+		return next(c)
+	}
+}
+
 // authenticate resolves the caller from an API bearer token or a session cookie
 // and puts the actor into the request context.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {

@@ -84,8 +84,12 @@ func (s *Server) listRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	teams, err := s.store.MemberTeams(c.Request().Context())
+	if err != nil {
+		return err
+	}
 	v := web.RunListView{Runs: runs, Page: page, PerPage: perPage, Total: total, Path: "/runs"}
-	return s.render(c, http.StatusOK, web.RunsPage(s.page(c, "Runs"), v))
+	return s.render(c, http.StatusOK, web.RunsPage(s.page(c, "Runs"), v, teams))
 }
 
 func (s *Server) listTeamRuns(c echo.Context) error {
@@ -128,7 +132,7 @@ func (s *Server) renderRun(c echo.Context, status int, message string) error {
 		return err
 	}
 	c.Response().Header().Add("Vary", "HX-Request")
-	v := web.RunView{Run: ov.Page, Error: message, Filter: ov.Filter, Facets: ov.Facets, Moderation: ov.Moderation, AttemptsWithheld: ov.AttemptsWithheld, AttemptsBlind: ov.AttemptsBlind}
+	v := runViewOf(ov, message)
 	if wantsFragment(c) && message == "" {
 		// The address the browser shows is the filter's canonical one, without
 		// the form's empty fields, so that it is worth sharing.
@@ -145,12 +149,19 @@ func (s *Server) renderRun(c echo.Context, status int, message string) error {
 		}
 	}
 	p := s.page(c, "Run "+strconv.FormatInt(id, 10))
-	if n := runNotice(c); n != "" && message == "" {
+	if c.QueryParam("notice") == "queued" {
+		v.Queued = message == ""
+	} else if n := runNotice(c); n != "" && message == "" {
 		p.Flash = n
 	} else if n := moderationNotice(c); n != "" && message == "" {
 		p.Flash = n
 	}
 	return s.render(c, status, web.RunPage(p, v))
+}
+
+// runViewOf is the run page's view of the store's overview.
+func runViewOf(ov *models.RunOverview, message string) web.RunView {
+	return web.RunView{Run: ov.Page, Error: message, Filter: ov.Filter, Facets: ov.Facets, Moderation: ov.Moderation, AttemptsWithheld: ov.AttemptsWithheld, AttemptsBlind: ov.AttemptsBlind}
 }
 
 // attemptFilterOf reads the run page's query parameters: outcome,
@@ -174,8 +185,6 @@ func attemptFilterOf(c echo.Context) (models.AttemptFilter, error) {
 // runNotice is the one-time notice of a run action's redirect.
 func runNotice(c echo.Context) string {
 	switch c.QueryParam("notice") {
-	case "queued":
-		return "Run queued. Its progress updates on this page."
 	case "canceled":
 		return "Run canceled. Episodes in flight stop within seconds."
 	case "retried":
@@ -191,27 +200,38 @@ func runNotice(c echo.Context) string {
 	return ""
 }
 
-// showRunProgress answers the run page's polling with the progress fragment;
-// a plain request gets a page holding it.
+// showRunProgress answers the run page's polling with its live update (the
+// progress, and out of band the status badge, the queued notice and the
+// attempts table asked for by the page's filter); a plain request gets a
+// page holding the progress.
 func (s *Server) showRunProgress(c echo.Context) error {
 	id, err := int64Param(c, "id")
 	if err != nil {
 		return err
 	}
-	prog, err := s.store.RunProgress(c.Request().Context(), id)
+	c.Response().Header().Add("Vary", "HX-Request")
+	if !wantsFragment(c) {
+		prog, err := s.store.RunProgress(c.Request().Context(), id)
+		if err != nil {
+			return err
+		}
+		return s.render(c, http.StatusOK, web.RunProgressPage(s.page(c, "Progress of run "+strconv.FormatInt(id, 10)), *prog))
+	}
+	f, err := attemptFilterOf(c)
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Add("Vary", "HX-Request")
-	if wantsFragment(c) {
-		if prog.Run.Finished() {
-			// The page was polling an unfinished run: reload it whole, so the
-			// attempts, their outcomes and the actions show the final state.
-			c.Response().Header().Set("HX-Refresh", "true")
-		}
-		return s.render(c, http.StatusOK, web.RunProgressSection(*prog))
+	ov, err := s.store.RunOverview(c.Request().Context(), id, f)
+	if err != nil {
+		return err
 	}
-	return s.render(c, http.StatusOK, web.RunProgressPage(s.page(c, "Progress of run "+strconv.FormatInt(id, 10)), *prog))
+	if ov.Page.Progress.Run.Finished() {
+		// The page was polling an unfinished run: reload it whole, so the
+		// metrics, the actions and the final outcomes show.
+		c.Response().Header().Set("HX-Refresh", "true")
+		return s.render(c, http.StatusOK, web.RunProgressSection(ov.Page.Progress))
+	}
+	return s.render(c, http.StatusOK, web.RunLiveUpdate(runViewOf(ov, "")))
 }
 
 func (s *Server) cancelRun(c echo.Context) error {

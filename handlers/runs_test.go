@@ -414,8 +414,12 @@ func TestRuns_ProgressPolling(t *testing.T) {
 	id := strconv.FormatInt(run.ID, 10)
 
 	body := readBody(t, f.member.get("/runs/"+id))
-	require.Contains(t, body, `hx-get="/runs/`+id+`/progress" hx-trigger="every 2s" hx-swap="outerHTML"`)
+	require.Contains(t, body, `hx-get="/runs/`+id+`/progress" hx-trigger="every 2s" hx-swap="outerHTML" hx-include="#attempt-state"`)
 	require.Contains(t, body, `data-testid="no-attempts"`)
+	require.Contains(t, readBody(t, f.member.get("/runs/"+id+"?notice=queued")), `data-testid="run-queued-notice"`, "the queued run says so")
+	frag := readBody(t, getHTMX(f.member, "/runs/"+id+"/progress", nil))
+	require.Contains(t, frag, `id="run-status-badge" class="badge status-queued" data-testid="run-status-badge" hx-swap-oob="true">queued<`)
+	require.NotContains(t, frag, `id="run-notice"`, "while the run waits, its queued notice stays")
 	require.Contains(t, body, `data-testid="run-pending">4<`, "every task waits before dispatch")
 	require.Contains(t, body, `data-testid="cancel-run"`)
 
@@ -426,8 +430,21 @@ func TestRuns_ProgressPolling(t *testing.T) {
 	f.play(t, ids[1], models.OutcomeFailure, models.ErrorClassAgent)
 
 	res := getHTMX(f.member, "/runs/"+id+"/progress", nil)
-	frag := readBody(t, res)
+	frag = readBody(t, res)
 	require.Equal(t, http.StatusOK, res.StatusCode)
+	// The live update changes the page as one: the title's badge, the
+	// queued notice (gone once the run started) and the attempts table.
+	require.Contains(t, frag, `id="run-status-badge" class="badge status-running" data-testid="run-status-badge" hx-swap-oob="true">running<`)
+	require.Contains(t, frag, `<div id="run-notice" hx-swap-oob="true"></div>`)
+	require.Contains(t, frag, `<div id="attempt-results" hx-swap-oob="true">`)
+	require.Contains(t, frag, `data-testid="attempt-t1"`)
+	require.Contains(t, frag, `data-testid="attempt-t2"`)
+	require.NotContains(t, readBody(t, f.member.get("/runs/"+id+"?notice=queued")), `data-testid="run-queued-notice"`, "a started run is no longer queued")
+	// The update asks for the rows the page shows: its filter and page.
+	filtered := readBody(t, getHTMX(f.member, "/runs/"+id+"/progress?outcome=success", nil))
+	require.Contains(t, filtered, `data-testid="attempt-t1"`)
+	require.NotContains(t, filtered, `data-testid="attempt-t2"`)
+	require.Contains(t, readBody(t, f.member.get("/runs/"+id+"?outcome=success")), `<span id="attempt-state" hidden><input type="hidden" name="outcome" value="success"></span>`)
 	require.NotContains(t, frag, "<html", "htmx gets the fragment only")
 	require.Contains(t, frag, `hx-trigger="every 2s"`)
 	require.Contains(t, frag, `data-testid="run-done">2 of 4 attempts done (50%)<`)
@@ -457,7 +474,9 @@ func TestRuns_ProgressPolling(t *testing.T) {
 
 	f.play(t, ids[2], models.OutcomeSuccess, "")
 	f.play(t, ids[3], models.OutcomeSuccess, "")
-	frag = readBody(t, getHTMX(f.member, "/runs/"+id+"/progress", nil))
+	res = getHTMX(f.member, "/runs/"+id+"/progress", nil)
+	frag = readBody(t, res)
+	require.Equal(t, "true", res.Header.Get("HX-Refresh"), "the page reloads whole once, with the final outcomes and actions")
 	require.Contains(t, frag, `data-testid="run-status">completed<`)
 	require.Contains(t, frag, `(100%)`)
 	require.NotContains(t, frag, "hx-trigger", "a finished run's progress stops polling")
@@ -897,3 +916,90 @@ func TestRuns_Evaluations(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestRuns_FirstRunPath is the way from the runs list, an agent's page and
+// the home page to queuing a run and to the leaderboards: every visitor is
+// shown the next step that fits them.
+func TestRuns_FirstRunPath(t *testing.T) {
+	t.Parallel()
+	f := newHiddenFixture(t)
+	b := f.b
+
+	anon := readBody(t, b.anonymous(t).get("/runs"))
+	require.Contains(t, anon, `data-testid="queue-run-login"><a href="/login?next=%2Fruns">Log in</a>`)
+	require.Contains(t, readBody(t, f.outsider.get("/runs")), `<a href="/teams/other/runs/new" role="button" data-testid="queue-run-link">Queue a run</a>`, "a member of one team is led to its form")
+	loner := b.newUser(t, "loner@example.org", false)
+	require.Contains(t, readBody(t, loner.get("/runs")), `data-testid="queue-run-no-team">Runs belong to a team: <a href="/teams">`)
+	require.NoError(t, b.db.Gorm().Create(&models.Membership{TeamID: teamID(t, b, "other"), UserID: f.member.user.ID, Role: models.RoleMember, CreatedAt: time.Now()}).Error)
+	both := readBody(t, f.member.get("/runs"))
+	require.Contains(t, both, `href="/teams/lab/runs/new" role="button" data-testid="queue-run-link-lab">Queue a run for LAB</a>`)
+	require.Contains(t, both, `href="/teams/other/runs/new" role="button" data-testid="queue-run-link-other">Queue a run for OTHER</a>`)
+
+	// An agent's page leads its team to a run of it, chosen in the form.
+	agent := readBody(t, f.member.get("/teams/lab/agents/walker"))
+	require.Contains(t, agent, `href="/teams/lab/runs/new?agent=walker" role="button" data-testid="queue-agent-run">Queue a run</a>`)
+	require.Contains(t, readBody(t, f.member.get("/teams/lab/runs/new?agent=walker")), `<option value="walker" selected>`)
+	require.Contains(t, readBody(t, f.member.get("/teams/lab/agents/uploader")), `href="/submissions/new?agent=lab%2Fuploader" role="button" data-testid="submit-agent-results"`)
+	require.NotContains(t, readBody(t, f.outsider.get("/teams/lab/agents/walker")), `data-testid="agent-next"`, "another team cannot queue it")
+
+	// The form offers only benchmarks that take agent runs; the refusal of a
+	// hidden-tests benchmark leads to its candidate form.
+	form := readBody(t, f.member.get("/teams/lab/runs/new"))
+	require.Contains(t, form, `<option value="mini">`)
+	require.Contains(t, form, `Mini bench (4 tasks)`)
+	require.NotContains(t, form, `value="`+f.seed.BenchmarkSlug+`"`)
+	res := f.member.postForm("/teams/lab/runs", url.Values{"agent": {"walker"}, "benchmark": {f.seed.BenchmarkSlug}, "subset": {"full"}})
+	body := readBody(t, res)
+	require.Equal(t, http.StatusBadRequest, res.StatusCode, body)
+	candidates := "/benchmarks/" + f.seed.BenchmarkSlug + "/candidates/new"
+	require.Contains(t, body, `(<a href="`+candidates+`">`+candidates+`</a>)`)
+
+	// The home page links to every published leaderboard, subsets included.
+	require.NoError(t, b.db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "mini").Update("published", true).Error)
+	home := readBody(t, b.anonymous(t).get("/"))
+	require.Contains(t, home, `<a href="/benchmarks/mini/leaderboard">Leaderboard</a>`)
+	require.Contains(t, home, `<a href="/benchmarks/mini/leaderboard/smoke">smoke subset</a>`)
+}
+
+func teamID(t *testing.T, b *testBundle, slug string) int64 {
+	t.Helper()
+	var team models.Team
+	require.NoError(t, b.db.Gorm().Where("slug = ?", slug).Take(&team).Error)
+	return team.ID
+}
+
+// TestRuns_HonestNumbers: an attempt that ran out of budget is a failure of
+// its own class, not an error; an uploaded run shows only the budgets its
+// bundle stated.
+func TestRuns_HonestNumbers(t *testing.T) {
+	t.Parallel()
+	f := newRunsFixture(t, runsOptions{})
+	run, ids := f.queue(t, true, false)
+	id := strconv.FormatInt(run.ID, 10)
+	f.play(t, ids[0], models.OutcomeSuccess, "")
+	f.play(t, ids[1], models.OutcomeFailure, models.ErrorClassBudget)
+	f.play(t, ids[2], models.OutcomeFailure, models.ErrorClassTimeout)
+	f.play(t, ids[3], models.OutcomeFailure, models.ErrorClassAgent)
+
+	body := readBody(t, f.member.get("/runs/"+id))
+	require.Contains(t, body, `data-testid="run-failures">2 <span class="muted">(2 out of budget)</span>`)
+	require.Contains(t, body, `data-testid="run-errors">agent 1<`, "budget and time limits are no errors")
+	require.NotContains(t, body, `data-testid="retry-run"`+">Retry failed attempts (3)", "nor retried as errors")
+	require.Contains(t, body, `data-testid="run-budgets">30 steps, 600 s per episode, 60 s per agent call, cost no limit<`)
+
+	require.NoError(t, f.b.db.Gorm().Model(&models.Run{}).Where("id = ?", run.ID).
+		Updates(map[string]any{"origin": models.OriginUploaded, "max_steps": 0, "max_episode_seconds": 0, "max_agent_call_seconds": 0}).Error)
+	require.Contains(t, readBody(t, f.member.get("/runs/"+id)), `data-testid="run-budgets">— (the upload did not state them)<`)
+	require.NoError(t, f.b.db.Gorm().Model(&models.Run{}).Where("id = ?", run.ID).Update("max_steps", 12).Error)
+	require.Contains(t, readBody(t, f.member.get("/runs/"+id)), `data-testid="run-budgets">12 steps (as the upload stated them)<`)
+
+	// The bundle stated no cost, tokens or steps: "—", not zeros.
+	require.NoError(t, f.b.db.Gorm().Model(&models.Attempt{}).Where("run_id = ?", run.ID).
+		Updates(map[string]any{"steps_unknown": true, "tokens_unknown": true, "cost_unknown": true}).Error)
+	body = readBody(t, f.member.get("/runs/"+id))
+	require.Contains(t, body, `data-testid="metric-cost">— <small class="muted">(not stated by the upload)</small>`)
+	require.Contains(t, body, `data-testid="metric-tokens">— `)
+	require.Contains(t, body, `data-testid="metric-steps">— `)
+	require.NotContains(t, body, "$0.0000")
+	require.Regexp(t, `data-testid="attempt-t1">(?s:.*?)<td class="num">—</td><td class="num">—</td>`, body, "the attempt's steps and cost")
+}

@@ -174,6 +174,7 @@ func New(opts Options, deps Deps) (*Server, error) {
 	e.Use(retryAfterOn429)
 	e.Use(s.recoverPanics)
 	e.Use(securityHeaders)
+	e.Use(refusedFormsStayPut)
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
 		Limit:   "2M",
 		Skipper: func(c echo.Context) bool { return isUpload(c) || isSubmissionUpload(c) || isStudyImport(c) },

@@ -294,7 +294,11 @@ func (s *Server) renderStudy(c echo.Context, status int, v web.StudyPageView) er
 		return err
 	}
 	v.View = view
-	v.Judging = s.deps.StudyJudging != nil
+	if s.deps.StudyJudging == nil {
+		v.JudgingUnavailable = models.ErrorMessage(errNoStudyJudging())
+	} else if err := s.deps.StudyJudging.JudgeAvailable(); err != nil {
+		v.JudgingUnavailable = models.ErrorMessage(err)
+	}
 	v.MaxImportMiB = maxStudyImportBytes >> 20
 	if v.Invite.Values == nil {
 		v.Invite = web.NewForm()

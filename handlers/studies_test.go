@@ -32,7 +32,11 @@ type fakeStudyJudging struct {
 	store  handlers.Store
 	mu     sync.Mutex
 	queued []string // "study id: names"
+	// unavailable is JudgeAvailable's answer, and QueueStudyJudges's refusal.
+	unavailable error
 }
+
+func (j *fakeStudyJudging) JudgeAvailable() error { return j.unavailable }
 
 func (j *fakeStudyJudging) QueueStudyJudges(ctx context.Context, studyID int64, names []string) error {
 	v, err := j.store.StudyOverview(ctx, studyID)
@@ -44,6 +48,9 @@ func (j *fakeStudyJudging) QueueStudyJudges(ctx context.Context, studyID int64, 
 	}
 	if !models.ActorFrom(ctx).Privileged() {
 		return models.Errorf(models.EFORBIDDEN, runner.StudyJudgesAdminOnly)
+	}
+	if j.unavailable != nil {
+		return j.unavailable
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -564,6 +571,25 @@ func TestStudies_Overview(t *testing.T) {
 		body := readBody(t, res)
 		require.Contains(t, body, "Judges cannot run on this server right now: it has no job queue.")
 		require.Contains(t, body, `data-testid="judging-unavailable"`)
+
+		// With no LLM judge configured the page says so before any click:
+		// the button is disabled, with the reason and where to read how to
+		// configure one.
+		f.judging.unavailable = &models.Error{Code: models.EUNAVAILABLE, Message: runner.NoJudgeConfigured}
+		t.Cleanup(func() { f.judging.unavailable = nil })
+		body = readBody(t, f.b.admin.get(path))
+		require.Contains(t, body, `<button type="submit" data-testid="run-judges" disabled aria-describedby="judging-unavailable">Run the judges</button>`)
+		require.Contains(t, body, `data-testid="judging-unavailable">No LLM judge is configured on this server: an administrator sets PROCTOR_JUDGE_BASE_URL`)
+		require.Contains(t, body, `(<a href="/docs/judge.md">/docs/judge.md</a>)`)
+		// A refused submission (an older page's button) re-renders the study
+		// at the study's own address, so a reload shows it again.
+		res = f.b.admin.postBoosted(path+"?notice=judges", path+"/judges/run", nil)
+		require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+		require.Equal(t, path+"?notice=judges", res.Header.Get("HX-Replace-Url"))
+		require.Contains(t, readBody(t, res), `data-testid="judges-error">No LLM judge is configured`)
+		res = f.b.admin.get(path + "/judges/run")
+		require.NotEqual(t, http.StatusOK, res.StatusCode, "the action's address is no page")
+		readBody(t, res)
 	})
 
 	t.Run("Lifecycle", func(t *testing.T) {

@@ -59,4 +59,7 @@ type StudyJudging interface {
 	// QueueStudyJudges queues the named configurations (all when names is
 	// empty) over every item they have not judged yet. Managers only.
 	QueueStudyJudges(ctx context.Context, studyID int64, names []string) error
+	// JudgeAvailable is nil when an LLM judge can be used, else an
+	// EUNAVAILABLE error saying what to do.
+	JudgeAvailable() error
 }

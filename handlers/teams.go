@@ -14,6 +14,7 @@ import (
 // TeamStore is what the team pages and the team API need from storage.
 type TeamStore interface {
 	ListTeams(ctx context.Context, page, perPage int) ([]models.TeamSummary, int, error)
+	MemberTeams(ctx context.Context) ([]models.Team, error)
 	CreateTeam(ctx context.Context, name, slug, description string) (*models.Team, error)
 	TeamDetails(ctx context.Context, slug string) (*models.TeamDetail, error)
 	CreateTeamInvite(ctx context.Context, slug, role string) (*models.InviteDetail, string, error)

@@ -23,11 +23,14 @@ const checksumScheme = 1
 // Name and description are the benchmark's, not the version's: renaming a benchmark
 // in its header does not make a new version.
 type canonicalDataset struct {
-	Scheme    int               `json:"scheme"`
-	Format    string            `json:"format"`
-	Evaluator string            `json:"evaluator,omitempty"`
-	Tasks     []canonicalTask   `json:"tasks"`
-	Subsets   []canonicalSubset `json:"subsets,omitempty"`
+	Scheme    int    `json:"scheme"`
+	Format    string `json:"format"`
+	Evaluator string `json:"evaluator,omitempty"`
+	// PassThreshold grades a hidden-tests version's tasks: another threshold
+	// is another version. Absent for the default.
+	PassThreshold *float64          `json:"pass_threshold,omitempty"`
+	Tasks         []canonicalTask   `json:"tasks"`
+	Subsets       []canonicalSubset `json:"subsets,omitempty"`
 }
 
 type canonicalTask struct {
@@ -77,7 +80,7 @@ type canonicalSubset struct {
 // datasetChecksum hashes the canonical encoding of d's tasks (in order) and subsets
 // (sorted by name, ids in task order).
 func datasetChecksum(d *Dataset) (string, error) {
-	c := canonicalDataset{Scheme: checksumScheme, Format: d.Format, Evaluator: d.Evaluator}
+	c := canonicalDataset{Scheme: checksumScheme, Format: d.Format, Evaluator: d.Evaluator, PassThreshold: d.PassThreshold}
 	c.Tasks = make([]canonicalTask, len(d.Tasks))
 	for i, t := range d.Tasks {
 		c.Tasks[i] = canonicalTaskOf(t)

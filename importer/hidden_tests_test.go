@@ -311,3 +311,58 @@ func TestParse_HiddenTestsDocsExample(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(doc), "`"+`line 2 (task shop-rebuild): field "eval.suite.tests[0].checkpoints[0].capture": test cart-tab: no reference capture named "shop-header"`+"`")
 }
+
+// TestParse_HiddenTestsPassThreshold: a hidden-tests benchmark's header may
+// state the pass rate a task needs to succeed, in (0, 1]; the default (1:
+// every test that ran passed) stated or not is one version, another
+// threshold another; anything else is refused naming the field.
+func TestParse_HiddenTestsPassThreshold(t *testing.T) {
+	t.Parallel()
+	withThreshold := func(t *testing.T, threshold any) (*importer.Dataset, error) {
+		h := hiddenHeader()
+		h["pass_threshold"] = threshold
+		return parse(models.FormatProctor, jsonl(t, h, hiddenTask(t, nil)))
+	}
+	base, err := parseHidden(t, nil)
+	require.NoError(t, err)
+	require.Nil(t, base.PassThreshold)
+	require.InDelta(t, models.DefaultPassThreshold, base.EffectivePassThreshold(), 1e-12)
+
+	stated, err := withThreshold(t, 1)
+	require.NoError(t, err)
+	require.Nil(t, stated.PassThreshold, "stating the default is the default")
+	require.Equal(t, base.Checksum, stated.Checksum, "and makes no new version")
+
+	lenient, err := withThreshold(t, 0.8)
+	require.NoError(t, err)
+	require.InDelta(t, 0.8, *lenient.PassThreshold, 1e-12)
+	require.InDelta(t, 0.8, lenient.EffectivePassThreshold(), 1e-12)
+	require.NotEqual(t, base.Checksum, lenient.Checksum, "another threshold grades another way: a new version")
+
+	for _, c := range []struct {
+		name      string
+		threshold any
+		message   string
+	}{
+		{"Zero", 0, `line 1: field "pass_threshold": 0 is out of range: give the pass rate a task needs to succeed, above 0 and at most 1`},
+		{"Negative", -0.5, `line 1: field "pass_threshold": -0.5 is out of range`},
+		{"AboveOne", 1.5, `line 1: field "pass_threshold": 1.5 is out of range`},
+		{"APercentage", 90, `line 1: field "pass_threshold": 90 is out of range`},
+		{"NotANumber", "0.9", `line 1: `},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := withThreshold(t, c.threshold)
+			require.Equal(t, models.EINVALID, models.ErrorCode(err))
+			require.Contains(t, models.ErrorMessage(err), c.message)
+			require.Contains(t, models.ErrorMessage(err), "pass_threshold")
+		})
+	}
+
+	t.Run("OnlyForHiddenTests", func(t *testing.T) {
+		_, err := parse(models.FormatProctor, jsonl(t,
+			map[string]any{"proctor_benchmark": 1, "evaluator": "none", "pass_threshold": 0.5},
+			map[string]any{"id": "t1", "intent": "Do it.", "start_urls": []any{"__SHOP__/"}, "sites": []any{"shop"}}))
+		require.Equal(t, models.EINVALID, models.ErrorCode(err))
+		require.Contains(t, models.ErrorMessage(err), `line 1: field "pass_threshold": only a hidden-tests benchmark ("evaluator": "hidden-tests") is graded by pass rates`)
+	})
+}

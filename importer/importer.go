@@ -24,10 +24,15 @@ const (
 
 // Dataset is a parsed benchmark ready to be stored.
 type Dataset struct {
-	Format      string // one of models.ImportFormats()
-	Evaluator   string // models.Evaluator*
-	Name        string // from the proctor header line, else empty
-	Description string // from the proctor header line, else empty
+	Format    string // one of models.ImportFormats()
+	Evaluator string // models.Evaluator*
+	// PassThreshold is a hidden-tests benchmark's pass threshold from the
+	// proctor header line (pass_threshold, in (0, 1]): the pass rate a task
+	// needs to succeed. Nil for models.DefaultPassThreshold, which a stated
+	// 1 also gives, so that stating the default makes no new version.
+	PassThreshold *float64
+	Name          string // from the proctor header line, else empty
+	Description   string // from the proctor header line, else empty
 	// Tasks are in file order with Position 0..n-1 and RubricItems filled; IDs are
 	// zero. Empty JSON fields (Metadata, EvalSpec, ReferenceAnswers,
 	// ReferenceActions) mean "none"; the others hold canonical JSON.
@@ -35,6 +40,15 @@ type Dataset struct {
 	Subsets  []Subset   // named subsets sorted by name; "full" is implicit and never listed
 	Sites    []SiteSpec // every site the tasks use, sorted by name
 	Checksum string     // SHA-256 hex of the canonical encoding of what was imported (checksum.go)
+}
+
+// EffectivePassThreshold is the dataset's pass threshold,
+// models.DefaultPassThreshold when it states none.
+func (d *Dataset) EffectivePassThreshold() float64 {
+	if d.PassThreshold == nil {
+		return models.DefaultPassThreshold
+	}
+	return *d.PassThreshold
 }
 
 // Subset is a named set of tasks of a Dataset.
@@ -74,14 +88,15 @@ func Parse(format string, r io.Reader, subsets []SubsetFile) (*Dataset, error) {
 
 // parsed is what a format parser hands to the shared finishing steps.
 type parsed struct {
-	evaluator   string
-	name        string
-	description string
-	tasks       []models.Task
-	where       []string // how messages name each task ("task 17", "line 4 (task t7)")
-	pos         []string // where each task sits in the file ("index 3", "line 4")
-	subsets     []Subset // subsets declared inside the benchmark file
-	subsetWhere []string
+	evaluator     string
+	passThreshold *float64 // from the proctor header line; nil for the default
+	name          string
+	description   string
+	tasks         []models.Task
+	where         []string // how messages name each task ("task 17", "line 4 (task t7)")
+	pos           []string // where each task sits in the file ("index 3", "line 4")
+	subsets       []Subset // subsets declared inside the benchmark file
+	subsetWhere   []string
 }
 
 func parse(format string, r io.Reader, subsetFiles []SubsetFile, lim limits) (*Dataset, error) {
@@ -162,13 +177,14 @@ func finish(format string, p *parsed, subsetFiles []SubsetFile, lim limits) (*Da
 	sort.Slice(subsets, func(i, j int) bool { return subsets[i].Name < subsets[j].Name })
 
 	d := &Dataset{
-		Format:      format,
-		Evaluator:   p.evaluator,
-		Name:        p.name,
-		Description: p.description,
-		Tasks:       p.tasks,
-		Subsets:     subsets,
-		Sites:       siteSpecs(p.tasks),
+		Format:        format,
+		Evaluator:     p.evaluator,
+		PassThreshold: p.passThreshold,
+		Name:          p.name,
+		Description:   p.description,
+		Tasks:         p.tasks,
+		Subsets:       subsets,
+		Sites:         siteSpecs(p.tasks),
 	}
 	sum, err := datasetChecksum(d)
 	if err != nil {

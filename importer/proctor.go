@@ -24,6 +24,7 @@ type proctorHeader struct {
 	Name             string                   `json:"name"`
 	Description      string                   `json:"description"`
 	Evaluator        string                   `json:"evaluator"`
+	PassThreshold    *float64                 `json:"pass_threshold"`
 	Subsets          map[string]proctorSubset `json:"subsets"`
 }
 
@@ -193,6 +194,18 @@ func parseProctorHeader(p *parsed, line []byte, lineNo int) error {
 			return err
 		}
 		p.evaluator = h.Evaluator
+	}
+	if h.PassThreshold != nil {
+		x := *h.PassThreshold
+		if p.evaluator != models.EvaluatorHiddenTests {
+			return fieldErr(where, "pass_threshold", "only a hidden-tests benchmark (\"evaluator\": %q) is graded by pass rates; remove it or set the evaluator", models.EvaluatorHiddenTests)
+		}
+		if err := models.CheckPassThreshold(x); err != nil {
+			return fieldErr(where, "pass_threshold", "%g is out of range: give the pass rate a task needs to succeed, above 0 and at most 1 (1, the default, means every test that ran must pass)", x)
+		}
+		if x != models.DefaultPassThreshold {
+			p.passThreshold = &x
+		}
 	}
 	names := make([]string, 0, len(h.Subsets))
 	for name := range h.Subsets {

@@ -111,8 +111,13 @@ type BenchmarkVersion struct {
 	SourceName  string
 	TaskCount   int
 	RubricItems int
-	ImportedBy  *int64
-	CreatedAt   time.Time
+	// PassThreshold is the pass rate a task of a hidden-tests benchmark
+	// needs to succeed, in (0, 1]: DefaultPassThreshold (every test that
+	// ran passed) unless the benchmark's file states another. It belongs to
+	// the version, so that the runs of a version are all graded alike.
+	PassThreshold float64 `gorm:"default:1"`
+	ImportedBy    *int64
+	CreatedAt     time.Time
 
 	Subsets []Subset `gorm:"foreignKey:VersionID"`
 }
@@ -240,19 +245,22 @@ type TaskFilter struct {
 // BenchmarkSummary is the machine-readable summary printed by
 // `proctor benchmark show --json`; scripts rely on its keys.
 type BenchmarkSummary struct {
-	Slug         string          `json:"slug"`
-	Name         string          `json:"name"`
-	Format       string          `json:"format"`
-	Version      int             `json:"version"`
-	Checksum     string          `json:"checksum"`
-	Tasks        int             `json:"tasks"`
-	BySite       map[string]int  `json:"by_site"`
-	ByTaskType   map[string]int  `json:"by_task_type"`
-	ByDifficulty map[string]int  `json:"by_difficulty"`
-	ByDomain     map[string]int  `json:"by_domain"`
-	ByAttribute  map[string]int  `json:"by_attribute"`
-	RubricItems  int             `json:"rubric_items"`
-	Subsets      []SubsetSummary `json:"subsets"`
+	Slug         string         `json:"slug"`
+	Name         string         `json:"name"`
+	Format       string         `json:"format"`
+	Version      int            `json:"version"`
+	Checksum     string         `json:"checksum"`
+	Tasks        int            `json:"tasks"`
+	BySite       map[string]int `json:"by_site"`
+	ByTaskType   map[string]int `json:"by_task_type"`
+	ByDifficulty map[string]int `json:"by_difficulty"`
+	ByDomain     map[string]int `json:"by_domain"`
+	ByAttribute  map[string]int `json:"by_attribute"`
+	RubricItems  int            `json:"rubric_items"`
+	// PassThreshold is, for a hidden-tests benchmark, the pass rate a task
+	// of the current version needs to succeed; 0 (left out) for others.
+	PassThreshold float64         `json:"pass_threshold,omitempty"`
+	Subsets       []SubsetSummary `json:"subsets"`
 }
 
 // SubsetSummary is one subset's part of a BenchmarkSummary.
@@ -268,9 +276,13 @@ type BenchmarkListItem struct {
 	Name        string
 	Description string
 	Format      string
+	VersionID   int64 // of the current version; 0 before the first import
 	Version     int
 	Tasks       int
 	Subsets     int
+	// SubsetNames are the current version's named subsets, each with its own
+	// leaderboard beside the full one.
+	SubsetNames []string `gorm:"-"`
 	Sites       int
 	Published   bool
 }

@@ -120,6 +120,8 @@ type BreakdownEntry struct {
 	MeanSteps float64
 	// CostPerTask is the mean cost of one task attempt in US dollars.
 	CostPerTask float64
+	// Unknown marks MeanSteps and CostPerTask an upload did not state.
+	Unknown Unknown
 	// Groups are the rates per label of the board's chosen dimension.
 	Groups map[string]RateCell
 	// Difficulty are the rates per difficulty label, for the difficulty chart.

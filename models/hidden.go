@@ -1,6 +1,9 @@
 package models
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // EvaluatorHiddenTests grades a hidden-tests benchmark (WebsiteBench style):
 // each task's answer is a candidate website, checked by the task's hidden
@@ -12,7 +15,33 @@ const (
 	HiddenPassed  = "passed"
 	HiddenFailed  = "failed"
 	HiddenErrored = "errored"
+	// HiddenNotRun is a test this platform cannot carry out (an offline
+	// build: Proctor does not host candidates). It is neither a pass nor a
+	// failure: pass rates and outcomes leave it out.
+	HiddenNotRun = "not_run"
 )
+
+// HiddenResultLabel names a test's result as pages show it ("not run" for
+// HiddenNotRun).
+func HiddenResultLabel(result string) string {
+	if result == HiddenNotRun {
+		return "not run"
+	}
+	return result
+}
+
+// DefaultPassThreshold is the pass rate a hidden-tests task needs to
+// succeed when its benchmark states none: every test that ran passed.
+const DefaultPassThreshold = 1.0
+
+// CheckPassThreshold checks a benchmark's pass threshold: a share of a
+// task's tests, above 0 and at most 1. EINVALID on "pass_threshold".
+func CheckPassThreshold(x float64) error {
+	if math.IsNaN(x) || x <= 0 || x > 1 {
+		return FieldError("pass_threshold", "pass_threshold must be above 0 and at most 1 (the share of a task's tests that must pass; 1 means every test that ran), not %g", x)
+	}
+	return nil
+}
 
 // Hidden-test groups.
 const (
@@ -55,9 +84,9 @@ type HiddenTestResult struct {
 	Position   int    // the test's place in its suite
 	Group      string `gorm:"column:test_group"` // HiddenGroup*
 	Level      int    // a browser test's level (1–3); 0 for the other groups
-	Result     string // HiddenPassed, HiddenFailed or HiddenErrored
+	Result     string // HiddenPassed, HiddenFailed, HiddenErrored or HiddenNotRun
 	Flaky      bool
-	Reason     string // why the final run failed or errored
+	Reason     string // why the final run failed or errored, or why the test was not run
 	DurationMS int64  // both runs together
 	Runs       string // JSON: []HiddenTestRun
 	CreatedAt  time.Time
@@ -98,25 +127,53 @@ type HiddenTestCheckpoint struct {
 	MapKey       string  `json:"map_key,omitempty"`       // PNG of the SSIM map
 }
 
-// HiddenTally counts one group's or level's tests of an attempt.
+// HiddenTally counts one group's or level's tests of an attempt. Total
+// counts every test, those not run included.
 type HiddenTally struct {
 	Total   int `json:"total"`
 	Passed  int `json:"passed"`
 	Failed  int `json:"failed"`
 	Errored int `json:"errored"`
+	NotRun  int `json:"not_run"`
 	Flaky   int `json:"flaky"`
 }
 
-// Rate is the pass rate, nil without tests.
+// Ran counts the tests that ran: every test but those this platform
+// cannot carry out. An errored test ran: the candidate was tried and did
+// not answer as it should.
+func (t HiddenTally) Ran() int { return t.Total - t.NotRun }
+
+// Rate is the pass rate over the tests that ran, nil when none ran.
 func (t HiddenTally) Rate() *float64 {
-	if t.Total == 0 {
+	if t.Ran() <= 0 {
 		return nil
 	}
-	r := float64(t.Passed) / float64(t.Total)
+	r := float64(t.Passed) / float64(t.Ran())
 	return &r
 }
 
-// Add counts one result.
+// Outcome is a task's outcome from its tally, as hidden-tests benchmarks
+// grade it (WebsiteBench style): OutcomeError when no test ran,
+// OutcomeSuccess when the pass rate over the tests that ran reaches
+// threshold, OutcomeFailure otherwise. Tests not run decide nothing. A
+// threshold outside (0, 1] is taken as DefaultPassThreshold.
+func (t HiddenTally) Outcome(threshold float64) string {
+	if CheckPassThreshold(threshold) != nil {
+		threshold = DefaultPassThreshold
+	}
+	ran := t.Ran()
+	switch {
+	case ran <= 0:
+		return OutcomeError
+	// Compared in counts, with room for the rounding of a decimal
+	// threshold: 0.9 of 10 tests is 9 passed, not 9.000000000000002.
+	case float64(t.Passed) >= threshold*float64(ran)-1e-9:
+		return OutcomeSuccess
+	}
+	return OutcomeFailure
+}
+
+// Add counts one result; a result it does not know counts as errored.
 func (t *HiddenTally) Add(result string, flaky bool) {
 	t.Total++
 	switch result {
@@ -124,12 +181,24 @@ func (t *HiddenTally) Add(result string, flaky bool) {
 		t.Passed++
 	case HiddenFailed:
 		t.Failed++
+	case HiddenNotRun:
+		t.NotRun++
 	default:
 		t.Errored++
 	}
 	if flaky {
 		t.Flaky++
 	}
+}
+
+// Merge adds another tally's counts.
+func (t *HiddenTally) Merge(o HiddenTally) {
+	t.Total += o.Total
+	t.Passed += o.Passed
+	t.Failed += o.Failed
+	t.Errored += o.Errored
+	t.NotRun += o.NotRun
+	t.Flaky += o.Flaky
 }
 
 // HiddenSummary is an attempt's hidden-test tally: overall, per group and per

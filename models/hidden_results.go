@@ -99,21 +99,40 @@ type HiddenSiteResult struct {
 	Rates  HiddenRates
 }
 
+// HiddenPassRate is the overall pass rate of a hidden-tests run, or of its
+// tasks on one board: the tests passed of the tests that ran, every task's
+// tests together, with its Wilson 95% interval (package stats computes
+// it). Tests not run are left out; a task without results adds nothing.
+type HiddenPassRate struct {
+	Tests HiddenTally // every task's tests together
+	// Rate is Tests.Rate(): nil when no test ran.
+	Rate *float64
+	// Low and High bound the 95% interval; [0, 1] when no test ran.
+	Low, High float64
+}
+
 // RunHiddenResults is a hidden-tests run's results as its page shows them:
-// every task's pass rates, the mean over all tasks and per website.
+// every task's pass rates, the overall pass rate, the mean over all tasks
+// and per website.
 type RunHiddenResults struct {
 	RunID int64
 	Tasks []HiddenTaskResult // in task order
-	Mean  HiddenRates
-	Sites []HiddenSiteResult // by site key
+	// PassRate is the run's overall pass rate, what its leaderboards rank it by.
+	PassRate HiddenPassRate
+	// PassThreshold is the pass rate a task needs to succeed (its benchmark
+	// version's; DefaultPassThreshold unless the benchmark states one).
+	PassThreshold float64
+	Mean          HiddenRates
+	Sites         []HiddenSiteResult // by site key
 	// CanBrowse says whether the caller may open the test browser: the
 	// tests' ids, titles, reasons, steps and images.
 	CanBrowse bool
 }
 
 // HiddenTestFilter narrows an attempt's test browser: by result
-// (HiddenPassed, HiddenFailed, HiddenErrored, or HiddenFlaky for tests that
-// passed only when rerun), group and browser level (1–3; 0 for any).
+// (HiddenPassed, HiddenFailed, HiddenErrored, HiddenNotRun, or HiddenFlaky
+// for tests that passed only when rerun), group and browser level (1–3; 0
+// for any).
 type HiddenTestFilter struct {
 	Result string
 	Group  string
@@ -123,12 +142,36 @@ type HiddenTestFilter struct {
 // HiddenFlaky is the test browser's result filter for flaky tests.
 const HiddenFlaky = "flaky"
 
+// HiddenResultFilters are the test browser's result filters, in the order
+// an attempt's tally lists its counts.
+func HiddenResultFilters() []string {
+	return []string{HiddenPassed, HiddenFailed, HiddenErrored, HiddenNotRun, HiddenFlaky}
+}
+
+// Count is how many of the tally's tests the result filter lists (every
+// test for ""), so that a link to a filter can say how many it shows.
+func (t HiddenTally) Count(result string) int {
+	switch result {
+	case HiddenPassed:
+		return t.Passed
+	case HiddenFailed:
+		return t.Failed
+	case HiddenErrored:
+		return t.Errored
+	case HiddenNotRun:
+		return t.NotRun
+	case HiddenFlaky:
+		return t.Flaky
+	}
+	return t.Total
+}
+
 // Validate checks the filter: EINVALID naming the parameter.
 func (f HiddenTestFilter) Validate() error {
 	switch f.Result {
-	case "", HiddenPassed, HiddenFailed, HiddenErrored, HiddenFlaky:
+	case "", HiddenPassed, HiddenFailed, HiddenErrored, HiddenNotRun, HiddenFlaky:
 	default:
-		return FieldError("result", "result must be passed, failed, errored or flaky, not %q", cut(f.Result))
+		return FieldError("result", "result must be passed, failed, errored, not_run or flaky, not %q", cut(f.Result))
 	}
 	switch f.Group {
 	case "", HiddenGroupRequest, HiddenGroupBrowser, HiddenGroupSystem:

@@ -105,8 +105,8 @@ func LeaderboardSort(key string) (LeaderboardSortKey, bool) {
 type LeaderboardQuery struct {
 	Sort string // a Sort* key; "" is SortSuccessRate
 	Dir  string // SortAsc or SortDesc; "" is the key's default direction
-	// Origin keeps runs of one origin (OriginExecuted, OriginUploaded,
-	// OriginReproduced); "" keeps all.
+	// Origin keeps runs of one origin (one of RunOrigins, as ShownOrigin
+	// gives it); "" keeps all.
 	Origin string
 	// OpenSource keeps open-source agents (true) or the others (false); nil keeps all.
 	OpenSource *bool
@@ -168,10 +168,8 @@ func ParseLeaderboardQuery(v url.Values) (LeaderboardQuery, error) {
 	default:
 		return q, FieldError("dir", "dir: %q is not a sort direction; use asc or desc", cut(q.Dir))
 	}
-	switch q.Origin = strings.TrimSpace(v.Get("origin")); q.Origin {
-	case "", OriginExecuted, OriginUploaded, OriginReproduced:
-	default:
-		return q, FieldError("origin", "origin: %q is not a run origin; use executed, uploaded or reproduced", cut(q.Origin))
+	if q.Origin = strings.TrimSpace(v.Get("origin")); q.Origin != "" && !slices.Contains(RunOrigins(), q.Origin) {
+		return q, FieldError("origin", "origin: %q is not a run origin; use one of %s", cut(q.Origin), strings.Join(RunOrigins(), ", "))
 	}
 	switch os := strings.TrimSpace(v.Get("open_source")); os {
 	case "":
@@ -300,8 +298,13 @@ type LeaderboardRow struct {
 	RunSubset  string
 	Restricted bool
 
-	Tasks       int
-	Successes   int
+	Tasks     int
+	Successes int
+	// SuccessRate is the share of the board's tasks the run succeeded on,
+	// and CILow and CIHigh its Wilson 95% interval; on a hidden-tests
+	// board it is the run's overall pass rate (HiddenPassed of HiddenRan
+	// tests, models.HiddenPassRate) and its interval, what the board ranks
+	// by.
 	SuccessRate float64
 	CILow       float64
 	CIHigh      float64
@@ -313,13 +316,21 @@ type LeaderboardRow struct {
 	MeanSteps   float64
 	CostPerTask float64
 	Tokens      int64
-	FinishedAt  *time.Time
+	// Unknown marks MeanSteps, Tokens, CostPerTask as not known (an upload
+	// did not state them): shown "—", sorted last, left empty in exports.
+	Unknown    Unknown
+	FinishedAt *time.Time
 	// Hidden-tests boards: the mean over the board's tasks of each task's
 	// pass rate, overall and per group (R, B, S); nil on other boards.
 	HiddenOverall *float64
 	HiddenRequest *float64
 	HiddenBrowser *float64
 	HiddenSystem  *float64
+	// HiddenPassed and HiddenRan count the tests behind a hidden-tests
+	// board's pass rate: passed, and run (tests not run on this platform
+	// left out); nil on other boards.
+	HiddenPassed *int
+	HiddenRan    *int
 
 	// Rescore is what the run's last re-scoring changed about the whole run
 	// (not only this board's tasks); not Known for a run never re-scored.
@@ -345,6 +356,31 @@ func (r LeaderboardRow) TokensPerTask() float64 {
 	return float64(r.Tokens) / float64(r.Tasks)
 }
 
+// PassRateBoard reports whether the row's SuccessRate is a pass rate over
+// hidden tests (a hidden-tests board's row) rather than a share of tasks.
+func (r LeaderboardRow) PassRateBoard() bool { return r.HiddenRan != nil }
+
+// CountsText says what the row's rate counts: "31 of 42 tests" on a
+// hidden-tests board (the tests that ran), "3 of 10 tasks" on others.
+func (r LeaderboardRow) CountsText() string {
+	if r.PassRateBoard() {
+		passed := 0
+		if r.HiddenPassed != nil {
+			passed = *r.HiddenPassed
+		}
+		return strconv.Itoa(passed) + " of " + plural(*r.HiddenRan, "test")
+	}
+	return strconv.Itoa(r.Successes) + " of " + plural(r.Tasks, "task")
+}
+
+// plural is "1 task" or "3 tasks".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
 // Uncertain reports whether the intervals leave the row more than one place.
 func (r LeaderboardRow) Uncertain() bool { return r.RankWorst > r.RankBest }
 
@@ -364,10 +400,14 @@ type Leaderboard struct {
 	BenchmarkName string
 	// BenchmarkPublished is false only on boards admins see before publishing.
 	BenchmarkPublished bool
-	// HiddenTests marks a hidden-tests benchmark's board: it shows pass
-	// rates overall and per group (R, B, S) instead of judge and rubric
-	// columns, and cost, tokens and turns per task.
+	// HiddenTests marks a hidden-tests benchmark's board: it ranks by the
+	// runs' overall pass rates (in the rows' SuccessRate), shows pass rates
+	// overall and per group (R, B, S) instead of judge and rubric columns,
+	// and cost, tokens and turns per task.
 	HiddenTests bool
+	// PassThreshold is, on a hidden-tests board, the pass rate a task of the
+	// board's version needs to succeed.
+	PassThreshold float64
 	// Evaluator is the benchmark's evaluator kind now (Lenient says whether
 	// it is the lenient reading of WebArena-Verified).
 	Evaluator      string
@@ -385,6 +425,15 @@ type Leaderboard struct {
 	// HasJudge, HasRubric, HasPerfect and HasEfficiency say whether any
 	// published run on the board has the metric; columns that none has are hidden.
 	HasJudge, HasRubric, HasPerfect, HasEfficiency bool
+}
+
+// RateLabel names the column boards rank by: "Pass rate" on a hidden-tests
+// board (tests passed of tests run), "Success rate" on the others.
+func (lb *Leaderboard) RateLabel() string {
+	if lb.HiddenTests {
+		return "Pass rate"
+	}
+	return "Success rate"
 }
 
 // Lenient reports a board of a benchmark graded by the lenient reading of
@@ -562,13 +611,13 @@ func compareColumn(a, b LeaderboardRow, key string) (c, missing int) {
 	case SortEfficiency:
 		return compareOptional(a.Efficiency, b.Efficiency)
 	case SortMeanSteps:
-		return cmp.Compare(a.MeanSteps, b.MeanSteps), 0
+		return compareUnlessUnknown(a.Unknown.Steps, b.Unknown.Steps, cmp.Compare(a.MeanSteps, b.MeanSteps))
 	case SortCostPerTask:
-		return cmp.Compare(a.CostPerTask, b.CostPerTask), 0
+		return compareUnlessUnknown(a.Unknown.Cost, b.Unknown.Cost, cmp.Compare(a.CostPerTask, b.CostPerTask))
 	case SortTokens:
-		return cmp.Compare(a.Tokens, b.Tokens), 0
+		return compareUnlessUnknown(a.Unknown.Tokens, b.Unknown.Tokens, cmp.Compare(a.Tokens, b.Tokens))
 	case SortTokensPerTask:
-		return cmp.Compare(a.TokensPerTask(), b.TokensPerTask()), 0
+		return compareUnlessUnknown(a.Unknown.Tokens, b.Unknown.Tokens, cmp.Compare(a.TokensPerTask(), b.TokensPerTask()))
 	case SortHiddenOverall:
 		return compareOptional(a.HiddenOverall, b.HiddenOverall)
 	case SortHiddenRequest:
@@ -593,6 +642,20 @@ func compareColumn(a, b LeaderboardRow, key string) (c, missing int) {
 
 func compareText(a, b string) int {
 	return cmp.Or(cmp.Compare(strings.ToLower(a), strings.ToLower(b)), cmp.Compare(a, b))
+}
+
+// compareUnlessUnknown orders by c, with unknown values last whichever the
+// direction (as compareOptional orders missing ones).
+func compareUnlessUnknown(aUnknown, bUnknown bool, c int) (int, int) {
+	switch {
+	case aUnknown && bUnknown:
+		return 0, 0
+	case aUnknown:
+		return 0, 1
+	case bUnknown:
+		return 0, -1
+	}
+	return c, 0
 }
 
 func compareOptional(a, b *float64) (int, int) {

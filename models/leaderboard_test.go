@@ -204,4 +204,17 @@ func TestLeaderboardQuery_Apply(t *testing.T) {
 		require.Equal(t, []int64{2, 3, 1}, ids(models.LeaderboardQuery{Sort: models.SortCostPerTask}.Apply(rows)), "cheapest first")
 		require.Equal(t, []int64{3, 2, 1}, ids(models.LeaderboardQuery{Sort: models.SortRank, Dir: models.SortDesc}.Apply(rows)))
 	})
+	t.Run("SortUnknownLast", func(t *testing.T) {
+		// Run 4 was uploaded without its cost, tokens or steps: its zeros
+		// mean nothing, and it sorts after every known value either way.
+		rows := []models.LeaderboardRow{
+			{RunID: 1, AgentID: 1, CostPerTask: 0.3, Tokens: 300, MeanSteps: 9, Tasks: 1},
+			{RunID: 4, AgentID: 4, Unknown: models.Unknown{Steps: true, Tokens: true, Cost: true}, Tasks: 1},
+			{RunID: 2, AgentID: 2, CostPerTask: 0.1, Tokens: 100, MeanSteps: 3, Tasks: 1},
+		}
+		for _, sort := range []string{models.SortCostPerTask, models.SortTokens, models.SortTokensPerTask, models.SortMeanSteps} {
+			require.Equal(t, []int64{2, 1, 4}, ids(models.LeaderboardQuery{Sort: sort, Dir: models.SortAsc}.Apply(rows)), sort)
+			require.Equal(t, []int64{1, 2, 4}, ids(models.LeaderboardQuery{Sort: sort, Dir: models.SortDesc}.Apply(rows)), sort)
+		}
+	})
 }

@@ -17,7 +17,45 @@ const (
 	OriginExecuted   = "executed"   // executed by Proctor
 	OriginUploaded   = "uploaded"   // uploaded through the submission portal
 	OriginReproduced = "reproduced" // uploaded, then reproduced by admins
+	// OriginCandidates is a hidden-tests run: its team submitted candidate
+	// websites and Proctor ran the benchmark's hidden tests against them.
+	// It is stored as OriginUploaded (the run's results came from outside
+	// until Proctor tested them) and shown as this (ShownOrigin).
+	OriginCandidates = "candidates"
 )
+
+// RunOrigins lists the origins runs are shown with, as the leaderboard's
+// origin filter offers them.
+func RunOrigins() []string {
+	return []string{OriginExecuted, OriginUploaded, OriginReproduced, OriginCandidates}
+}
+
+// ShownOrigin is a run's origin as pages, exports and the API show it: an
+// uploaded run of a hidden-tests benchmark is OriginCandidates, since what
+// its team uploaded is websites that Proctor tested, not trajectories; any
+// other run keeps its stored origin.
+func ShownOrigin(stored, evaluator string) string {
+	if stored == OriginUploaded && evaluator == EvaluatorHiddenTests {
+		return OriginCandidates
+	}
+	return stored
+}
+
+// OriginLabel names a run's origin (as ShownOrigin gives it) the way badges
+// and summaries print it.
+func OriginLabel(origin string) string {
+	switch origin {
+	case OriginExecuted:
+		return "executed by Proctor"
+	case OriginUploaded:
+		return "uploaded"
+	case OriginReproduced:
+		return "reproduced by admins"
+	case OriginCandidates:
+		return "candidates submitted, tested by Proctor"
+	}
+	return origin
+}
 
 // Run is one agent's pass over a benchmark subset. AgentSnapshot freezes the agent
 // configuration the run used, so later edits of the agent do not change it.
@@ -86,7 +124,10 @@ const (
 	AttemptDone       = "done"
 )
 
-// Error classes say whose fault an errored attempt was.
+// Error classes say why an episode ended early. An attempt that ran out of
+// budget (steps, cost: ErrorClassBudget; the episode's time:
+// ErrorClassTimeout) failed its task; the others were errors, whose fault
+// the class names.
 const (
 	ErrorClassAgent       = "agent"
 	ErrorClassEnvironment = "environment"
@@ -94,6 +135,24 @@ const (
 	ErrorClassBudget      = "budget"
 	ErrorClassTimeout     = "timeout"
 )
+
+// BudgetExhausted reports whether an episode that ended with this class ran
+// out of one of its budgets.
+func BudgetExhausted(errorClass string) bool {
+	return errorClass == ErrorClassBudget || errorClass == ErrorClassTimeout
+}
+
+// AttemptOutcome is an attempt's outcome from its evaluator's verdict and
+// how its episode ended. A success stands. An episode that ran out of
+// budget is graded like any other (an agent out of steps usually failed,
+// as benchmarks count it; its class says why). One that ended in any other
+// error is an error, not charged as a failure.
+func AttemptOutcome(verdict, errorClass string) string {
+	if errorClass == "" || verdict == OutcomeSuccess || BudgetExhausted(errorClass) {
+		return verdict
+	}
+	return OutcomeError
+}
 
 // Attempt is one task inside a run.
 type Attempt struct {
@@ -107,12 +166,15 @@ type Attempt struct {
 	// ErrorDetail is a platform error's full text, for administrators. GORM
 	// writes it but never reads it back into an Attempt, so no listing, page
 	// or export can carry it; Timeline.ErrorDetail is its one way out.
-	ErrorDetail  string `gorm:"->:false;<-"`
-	Score        *float64
-	Steps        int
-	TokensIn     int64
-	TokensOut    int64
-	Cost         float64
+	ErrorDetail string `gorm:"->:false;<-"`
+	Score       *float64
+	Steps       int
+	TokensIn    int64
+	TokensOut   int64
+	Cost        float64
+	// Usage an uploaded attempt's bundle did not state: its Steps, TokensIn
+	// and TokensOut, Cost are then zero and mean nothing.
+	Unknown      Unknown `gorm:"embedded"`
 	StartedAt    *time.Time
 	FinishedAt   *time.Time
 	DurationMS   int64
@@ -131,6 +193,18 @@ type Attempt struct {
 
 	Task *Task `gorm:"foreignKey:TaskID"`
 }
+
+// Unknown marks an attempt's (or a board entry's) usage figures that are not
+// known: an uploaded bundle did not state them. Pages show "—" for them and
+// sort them last; exports leave them empty.
+type Unknown struct {
+	Steps  bool `gorm:"column:steps_unknown" json:"steps,omitempty"`
+	Tokens bool `gorm:"column:tokens_unknown" json:"tokens,omitempty"`
+	Cost   bool `gorm:"column:cost_unknown" json:"cost,omitempty"`
+}
+
+// Any reports whether some figure is unknown.
+func (u Unknown) Any() bool { return u.Steps || u.Tokens || u.Cost }
 
 // Step is one observe–ask–act cycle of an attempt. Artifacts are stored before the
 // row that points at them.
@@ -221,13 +295,21 @@ type LeaderboardEntry struct {
 	MeanSteps   float64
 	CostPerTask float64
 	Tokens      int64
-	Judged      int // attempts with a judge score
+	// Unknown: some counted attempt's upload did not state these figures.
+	Unknown Unknown `gorm:"embedded"`
+	Judged  int     // attempts with a judge score
 	// Hidden-tests boards: the mean over the board's tasks of each task's
 	// pass rate, overall and per group (R, B, S); nil on other benchmarks.
 	HiddenOverall *float64
 	HiddenRequest *float64
 	HiddenBrowser *float64
 	HiddenSystem  *float64
-	Metrics       string // stats.Metrics with breakdowns, JSON
-	ComputedAt    time.Time
+	// HiddenPassed and HiddenRan count a hidden-tests board's tests, every
+	// task's together: passed, and run (those not run left out). The
+	// entry's SuccessRate and interval are then their pass rate
+	// (models.HiddenPassRate); nil on other benchmarks.
+	HiddenPassed *int
+	HiddenRan    *int
+	Metrics      string // stats.Metrics with breakdowns, JSON
+	ComputedAt   time.Time
 }

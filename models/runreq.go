@@ -129,12 +129,14 @@ type JudgeSettings struct {
 
 // RunProgress is a run's live state for its page.
 type RunProgress struct {
-	Run         Run
-	Pending     int
-	Running     int
-	Done        int
-	ErrorsBy    map[string]int // by error class
-	ETA         time.Duration  // zero when unknown
+	Run      Run
+	Pending  int
+	Running  int
+	Done     int
+	ErrorsBy map[string]int // by error class
+	// OutOfBudget counts the failures whose episodes ran out of budget.
+	OutOfBudget int
+	ETA         time.Duration // zero when unknown
 	AgentName   string
 	TeamSlug    string
 	TeamName    string
@@ -152,7 +154,7 @@ func (p *RunProgress) WithholdResults() {
 	p.Blind = true
 	p.Run.Successes, p.Run.Failures, p.Run.Errors, p.Run.ScoreSum = 0, 0, 0, 0
 	p.Run.RescoreSuccessesBefore, p.Run.RescoreChanged = nil, 0
-	p.ErrorsBy = map[string]int{}
+	p.ErrorsBy, p.OutOfBudget = map[string]int{}, 0
 }
 
 // Percent is the share of attempts done, 0–100.

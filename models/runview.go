@@ -66,6 +66,7 @@ type AttemptListItem struct {
 	Score          *float64
 	Steps          int
 	Cost           float64
+	Unknown        Unknown `gorm:"embedded"` // usage an upload did not state
 	DurationMS     int64
 	Tries          int
 }

@@ -217,6 +217,12 @@ type BundleCoverage struct {
 	Fraction       float64 `json:"fraction"`
 }
 
+// PercentText is the coverage as every page and warning writes it, to one
+// decimal ("0.2%", never a rounded "0%" beside it).
+func (c BundleCoverage) PercentText() string {
+	return strconv.FormatFloat(c.Fraction*100, 'f', 1, 64) + "%"
+}
+
 // BundleManifest is what a bundle says about the run (the Proctor format's
 // manifest.json; other formats fill what they know).
 type BundleManifest struct {

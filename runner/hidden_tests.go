@@ -370,7 +370,7 @@ func (e *hiddenExecution) run(ctx context.Context) ([]models.HiddenTestResult, e
 	}
 	for i := range results {
 		if !started[i] {
-			results[i] = e.notRun(i, fmt.Sprintf("%s (%s for the whole suite)", errHiddenBudget, budget.Round(time.Second)))
+			results[i] = e.unstarted(i, fmt.Sprintf("%s (%s for the whole suite)", errHiddenBudget, budget.Round(time.Second)))
 		}
 	}
 	return results, nil
@@ -390,7 +390,7 @@ func (e *hiddenExecution) answeredRun(ctx context.Context, limit time.Duration) 
 	}
 	results := make([]models.HiddenTestResult, len(e.suite.Tests))
 	for i := range results {
-		results[i] = e.notRun(i, "the candidate did not answer at its base URL: "+why)
+		results[i] = e.unstarted(i, "the candidate did not answer at its base URL: "+why)
 	}
 	return results, nil
 }
@@ -440,12 +440,15 @@ func (e *hiddenExecution) capture(name string) (image.Image, bool) {
 	return img, ok
 }
 
-// notRun is the result of a test that did not run, for why.
-func (e *hiddenExecution) notRun(i int, why string) models.HiddenTestResult {
+// unstarted is the result of a test that never started, for why: errored,
+// since the candidate was to be tested and the reason (it did not answer,
+// its tests used up their time) is the candidate's. It is not HiddenNotRun,
+// which is kept for tests this platform cannot carry out at all.
+func (e *hiddenExecution) unstarted(i int, why string) models.HiddenTestResult {
 	t := &e.suite.Tests[i]
 	return models.HiddenTestResult{
 		TestID: t.ID, Position: i, Group: t.Group, Level: t.Level, Result: models.HiddenErrored,
-		Reason: "not run: " + why, Runs: "[]",
+		Reason: "did not start: " + why, Runs: "[]",
 	}
 }
 

@@ -120,7 +120,7 @@ func TestHiddenExecution_Budget(t *testing.T) {
 		require.Equal(t, id, r.TestID)
 		require.Equal(t, i+1, r.Position)
 		require.Equal(t, models.HiddenErrored, r.Result)
-		require.True(t, strings.HasPrefix(r.Reason, "not run: the task's time budget for hidden tests ran out"), r.Reason)
+		require.True(t, strings.HasPrefix(r.Reason, "did not start: the task's time budget for hidden tests ran out"), r.Reason)
 		require.Equal(t, "[]", r.Runs)
 	}
 	require.EqualValues(t, 1, calls.Load(), "only the first test reached the candidate")

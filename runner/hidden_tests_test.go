@@ -682,7 +682,7 @@ func TestHiddenTests_Job(t *testing.T) {
 				require.Len(t, rows, len(hiddenSuiteTests))
 				for _, r := range rows {
 					require.Equal(t, models.HiddenErrored, r.Result, r.TestID)
-					require.Equal(t, "not run: the candidate did not answer at its base URL: "+tc.why, r.Reason, r.TestID)
+					require.Equal(t, "did not start: the candidate did not answer at its base URL: "+tc.why, r.Reason, r.TestID)
 					require.JSONEq(t, "[]", r.Runs, r.TestID)
 				}
 				a := h.attempt(t, attemptID)

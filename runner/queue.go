@@ -465,8 +465,23 @@ func chooseStudyJudges(configs []models.StudyJudge, names []string) ([]string, e
 	return chosen, nil
 }
 
-// judgeAvailable is EUNAVAILABLE when no LLM judge can be used.
+// NoJudgeConfigured is why judges cannot run on a server without an LLM
+// judge, and how to configure one.
+const NoJudgeConfigured = "No LLM judge is configured on this server: an administrator sets PROCTOR_JUDGE_BASE_URL, PROCTOR_JUDGE_MODEL and PROCTOR_JUDGE_API_KEY and restarts it (/docs/judge.md)."
+
+// judgeAvailable is EUNAVAILABLE when no LLM judge can be used, logging
+// why when the judge is configured but broken.
 func (q *Queue) judgeAvailable() error {
+	err := q.JudgeAvailable()
+	if err != nil && !errors.Is(err, errNoJudge) {
+		q.log.Error("the LLM judge cannot be used", "error", err.Error())
+	}
+	return err
+}
+
+// JudgeAvailable is nil when an LLM judge can be used, else EUNAVAILABLE
+// saying what to do: configure one, or read the server's log.
+func (q *Queue) JudgeAvailable() error {
 	var err error = errNoJudge
 	if q.judgeReady != nil {
 		err = q.judgeReady()
@@ -475,8 +490,7 @@ func (q *Queue) judgeAvailable() error {
 	case err == nil:
 		return nil
 	case errors.Is(err, errNoJudge):
-		return models.Errorf(models.EUNAVAILABLE, "No LLM judge is configured (PROCTOR_JUDGE_BASE_URL).")
+		return &models.Error{Code: models.EUNAVAILABLE, Message: NoJudgeConfigured, Err: errNoJudge}
 	}
-	q.log.Error("the LLM judge cannot be used", "error", err.Error())
 	return &models.Error{Code: models.EUNAVAILABLE, Message: "The LLM judge cannot be used right now; an administrator can see why in the server's log.", Err: err}
 }

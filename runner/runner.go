@@ -139,6 +139,10 @@ func (r *Runner) QueueStudyJudges(ctx context.Context, studyID int64, names []st
 	return r.queue.QueueStudyJudges(ctx, studyID, names)
 }
 
+// JudgeAvailable is nil when an LLM judge can be used (see
+// Queue.JudgeAvailable).
+func (r *Runner) JudgeAvailable() error { return r.queue.JudgeAvailable() }
+
 // sharedBrowser launches this process's Chromium on first use.
 func (r *Runner) sharedBrowser() (*episode.Browser, error) {
 	r.browserMu.Lock()

@@ -54,10 +54,10 @@ func TestQueue_JudgeAvailable(t *testing.T) {
 	q := &Queue{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	err := q.judgeAvailable()
 	require.Equal(t, models.EUNAVAILABLE, models.ErrorCode(err), "no factory: no judge")
-	require.Equal(t, "No LLM judge is configured (PROCTOR_JUDGE_BASE_URL).", models.ErrorMessage(err))
+	require.Equal(t, NoJudgeConfigured, models.ErrorMessage(err))
 
 	q.judgeReady = func() error { return errNoJudge }
-	require.Equal(t, "No LLM judge is configured (PROCTOR_JUDGE_BASE_URL).", models.ErrorMessage(q.judgeAvailable()))
+	require.Equal(t, NoJudgeConfigured, models.ErrorMessage(q.judgeAvailable()))
 
 	q.judgeReady = func() error { return errors.New("judge http://judge.test: base_url: bad") }
 	err = q.judgeAvailable()

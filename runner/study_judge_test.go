@@ -222,7 +222,7 @@ func TestRunner_StudyJudges(t *testing.T) {
 		require.NoError(t, err)
 		err = bare.QueueStudyJudges(admin, st.ID, nil)
 		require.Equal(t, models.EUNAVAILABLE, models.ErrorCode(err))
-		require.Equal(t, "No LLM judge is configured (PROCTOR_JUDGE_BASE_URL).", models.ErrorMessage(err))
+		require.Equal(t, runner.NoJudgeConfigured, models.ErrorMessage(err))
 
 		// Two clicks while the judges are busy queue one job per configuration.
 		require.NoError(t, b.runner.QueueStudyJudges(admin, st.ID, nil))

@@ -198,7 +198,7 @@ func (r *Runner) ingestSubmission(ctx context.Context, s *models.Submission) (*m
 func uploadedTask(t *bundle.Task, stored map[string]string) storage.UploadedTask {
 	out := storage.UploadedTask{
 		ExternalID: t.ID, NotAttempted: t.NotAttempted, HARKey: stored[t.HAR],
-		TokensIn: t.TokensIn, TokensOut: t.TokensOut, Cost: t.Cost, DurationMS: t.DurationMS,
+		TokensIn: t.TokensIn, TokensOut: t.TokensOut, Cost: t.Cost, TokensStated: t.TokensStated, CostStated: t.CostStated, DurationMS: t.DurationMS,
 		StartedAt: t.StartedAt, ErrorMessage: t.ErrorMessage,
 	}
 	if len(t.Final) > 0 {

@@ -20,11 +20,13 @@ type Attempt struct {
 	// attempt has no rubric judgment.
 	RubricScore *float64
 	// Perfect says every rubric item passed; nil when no rubric judgment.
-	Perfect    *bool
-	Steps      int
-	TokensIn   int64
-	TokensOut  int64
-	Cost       float64
+	Perfect   *bool
+	Steps     int
+	TokensIn  int64
+	TokensOut int64
+	Cost      float64
+	// Unknown marks the usage figures the attempt's upload did not state.
+	Unknown    models.Unknown
 	DurationMS int64
 	// ErrorClass is "" or one of the models.ErrorClass* values.
 	ErrorClass string
@@ -106,6 +108,9 @@ type Metrics struct {
 	TokensOut   int64   `json:"tokens_out"`
 	Cost        float64 `json:"cost"`
 	CostPerTask float64 `json:"cost_per_task"`
+	// Unknown marks the figures above some attempt did not state (an
+	// uploaded bundle's): the totals and means then mean nothing.
+	Unknown models.Unknown `json:"unknown,omitzero"`
 	// WallTimeMS is the sum of attempt durations (attempts run in parallel, so
 	// this is compute time, not the run's elapsed time); MeanDurationMS is
 	// WallTimeMS / N.
@@ -156,6 +161,9 @@ func Summarize(attempts []Attempt) Metrics {
 		}
 
 		steps = append(steps, a.Steps)
+		m.Unknown.Steps = m.Unknown.Steps || a.Unknown.Steps
+		m.Unknown.Tokens = m.Unknown.Tokens || a.Unknown.Tokens
+		m.Unknown.Cost = m.Unknown.Cost || a.Unknown.Cost
 		m.TokensIn += a.TokensIn
 		m.TokensOut += a.TokensOut
 		if !math.IsNaN(a.Cost) && !math.IsInf(a.Cost, 0) {

@@ -30,7 +30,7 @@ const captureBatchSize = 8
 func (db *DB) ListBenchmarks(ctx context.Context) ([]models.BenchmarkListItem, error) {
 	q := db.q(ctx).Table("benchmarks b").
 		Select(`b.slug, b.name, b.description, b.format, b.published,
-			COALESCE(v.version, 0) AS version, COALESCE(v.task_count, 0) AS tasks,
+			COALESCE(v.id, 0) AS version_id, COALESCE(v.version, 0) AS version, COALESCE(v.task_count, 0) AS tasks,
 			(SELECT COUNT(*) FROM subsets s WHERE s.version_id = v.id) AS subsets,
 			(SELECT COUNT(*) FROM sites si WHERE si.benchmark_id = b.id) AS sites`).
 		Joins("LEFT JOIN benchmark_versions v ON v.id = b.current_version_id").
@@ -41,6 +41,17 @@ func (db *DB) ListBenchmarks(ctx context.Context) ([]models.BenchmarkListItem, e
 	var out []models.BenchmarkListItem
 	if err := q.Scan(&out).Error; err != nil {
 		return nil, wrap(err, "benchmarks")
+	}
+	versionIDs := make([]int64, 0, len(out))
+	for _, b := range out {
+		versionIDs = append(versionIDs, b.VersionID)
+	}
+	subsets, err := subsetNamesByVersion(db.q(ctx), versionIDs)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].SubsetNames = subsets[out[i].VersionID]
 	}
 	return out, nil
 }
@@ -102,7 +113,8 @@ func (db *DB) ImportBenchmark(ctx context.Context, slug string, ds *importer.Dat
 		}
 		v := &models.BenchmarkVersion{
 			BenchmarkID: b.ID, Version: last + 1, Checksum: ds.Checksum, SourceName: sourceName,
-			TaskCount: len(ds.Tasks), RubricItems: rubric, ImportedBy: importedBy, CreatedAt: db.now(),
+			TaskCount: len(ds.Tasks), RubricItems: rubric, PassThreshold: ds.EffectivePassThreshold(),
+			ImportedBy: importedBy, CreatedAt: db.now(),
 		}
 		if err := tx.Omit(clause.Associations).Create(v).Error; err != nil {
 			return wrap(err, "benchmark version")
@@ -545,6 +557,9 @@ func summaryOf(q *gorm.DB, b *models.Benchmark) (*models.BenchmarkSummary, error
 		return nil, wrap(err, "benchmark version")
 	}
 	s.Version, s.Checksum = v.Version, v.Checksum
+	if b.Evaluator == models.EvaluatorHiddenTests {
+		s.PassThreshold = v.PassThreshold
+	}
 	var total int64
 	if err := q.Model(&models.Task{}).Where("version_id = ?", vid).Count(&total).Error; err != nil {
 		return nil, wrap(err, "tasks")

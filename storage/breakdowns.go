@@ -20,6 +20,7 @@ import (
 // subset, the subset whose tasks it covers.
 type breakdownScope struct {
 	ref       models.BoardRef
+	evaluator string // the benchmark's, for the runs' shown origins
 	versionID int64
 	subsetID  int64 // 0 on the full board
 }
@@ -38,7 +39,7 @@ func breakdownBoardScope(ctx context.Context, q *gorm.DB, bq models.BreakdownQue
 	}
 	s := &breakdownScope{ref: models.BoardRef{
 		BenchmarkSlug: b.Slug, BenchmarkName: b.Name, BenchmarkPublished: b.Published, Subset: bq.Subset,
-	}}
+	}, evaluator: b.Evaluator}
 	for _, v := range versions {
 		isCurrent := b.CurrentVersionID != nil && v.ID == *b.CurrentVersionID
 		if isCurrent {
@@ -83,6 +84,7 @@ type breakdownRow struct {
 	CIHigh        float64 `gorm:"column:ci_high"`
 	MeanSteps     float64
 	CostPerTask   float64
+	Unknown       models.Unknown `gorm:"embedded"`
 	Metrics       string
 	Origin        string
 	Verified      bool
@@ -97,7 +99,7 @@ type breakdownRow struct {
 // breakdownColumns are the columns of a breakdownRow; the stored report
 // (metrics) is read only when the breakdowns need it.
 func breakdownColumns(withReport bool) string {
-	cols := `le.run_id, le.restricted, le.tasks, le.successes, le.success_rate, le.ci_low, le.ci_high, le.mean_steps, le.cost_per_task,
+	cols := `le.run_id, le.restricted, le.tasks, le.successes, le.success_rate, le.ci_low, le.ci_high, le.mean_steps, le.cost_per_task, le.steps_unknown, le.tokens_unknown, le.cost_unknown,
 	r.origin, r.verified, r.agent_snapshot, a.name AS agent_name, a.slug AS agent_slug, a.model AS agent_model,
 	t.name AS team_name, t.slug AS team_slug`
 	if withReport {
@@ -378,8 +380,8 @@ func (db *DB) BreakdownBoard(ctx context.Context, bq models.BreakdownQuery) (*mo
 		name, model := r.agentNameModel()
 		e := models.BreakdownEntry{
 			RunID: r.RunID, AgentName: name, AgentSlug: r.AgentSlug, TeamName: r.TeamName, TeamSlug: r.TeamSlug,
-			Model: model, Origin: r.Origin, Verified: r.Verified, Restricted: r.Restricted,
-			Success: rep.metrics.cell(), Tasks: r.Tasks, MeanSteps: r.MeanSteps, CostPerTask: r.CostPerTask,
+			Model: model, Origin: models.ShownOrigin(r.Origin, s.evaluator), Verified: r.Verified, Restricted: r.Restricted,
+			Success: rep.metrics.cell(), Tasks: r.Tasks, MeanSteps: r.MeanSteps, CostPerTask: r.CostPerTask, Unknown: r.Unknown,
 			Groups:     cells(rep.groups, groupKeys),
 			Difficulty: cells(rep.difficulty, difficulties),
 		}

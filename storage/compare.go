@@ -271,9 +271,10 @@ func compareMetrics(reports []stats.Report) []models.CompareMetric {
 		}
 		return models.CompareValue{Value: compareFloat(e.Mean), Low: compareFloat(e.CI.Low), High: compareFloat(e.CI.High), N: e.N}
 	}
-	// perAttempt is a value over every attempt, missing when there is none.
-	perAttempt := func(m stats.Metrics, v float64) models.CompareValue {
-		if m.N == 0 {
+	// perAttempt is a value over every attempt, missing when there is none
+	// or when it is unknown (an upload did not state it).
+	perAttempt := func(m stats.Metrics, unknown bool, v float64) models.CompareValue {
+		if m.N == 0 || unknown {
 			return models.CompareValue{}
 		}
 		return models.CompareValue{Value: compareFloat(v), N: m.N}
@@ -303,10 +304,10 @@ func compareMetrics(reports []stats.Report) []models.CompareMetric {
 			}
 			return models.CompareValue{Value: compareFloat(*m.Efficiency), N: m.RubricScore.N}
 		}},
-		{"mean_steps", "Mean steps", false, false, func(m stats.Metrics) models.CompareValue { return perAttempt(m, m.MeanSteps) }},
-		{"cost_per_task", "Cost per task", false, false, func(m stats.Metrics) models.CompareValue { return perAttempt(m, m.CostPerTask) }},
+		{"mean_steps", "Mean steps", false, false, func(m stats.Metrics) models.CompareValue { return perAttempt(m, m.Unknown.Steps, m.MeanSteps) }},
+		{"cost_per_task", "Cost per task", false, false, func(m stats.Metrics) models.CompareValue { return perAttempt(m, m.Unknown.Cost, m.CostPerTask) }},
 		{"tokens", "Tokens", false, false, func(m stats.Metrics) models.CompareValue {
-			return perAttempt(m, float64(m.TokensIn+m.TokensOut))
+			return perAttempt(m, m.Unknown.Tokens, float64(m.TokensIn+m.TokensOut))
 		}},
 	}
 	var out []models.CompareMetric

@@ -91,11 +91,7 @@ func (db *DB) RecordEvaluations(ctx context.Context, attemptID int64, b Evaluati
 		}
 		updates := map[string]any{"status": models.AttemptDone, "updated_at": now}
 		if p := b.Primary; p != nil {
-			outcome := p.Verdict
-			if a.ErrorClass != "" && outcome != models.OutcomeSuccess {
-				outcome = models.OutcomeError
-			}
-			updates["outcome"], updates["score"] = outcome, p.Score
+			updates["outcome"], updates["score"] = models.AttemptOutcome(p.Verdict, a.ErrorClass), p.Score
 		}
 		if err := tx.Model(&a).Updates(updates).Error; err != nil {
 			return wrap(err, "attempt")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"proctor/models"
 	"proctor/stats"
@@ -210,7 +211,7 @@ func TestStore_RunMetrics(t *testing.T) {
 		}
 		f.evaluate(t, ids[0], storage.EpisodeOutcome{Steps: 4, Cost: 0.2}, grade(ids[0], 1, judgeScore(5), models.OutcomeSuccess))
 		f.evaluate(t, ids[1], storage.EpisodeOutcome{Steps: 2, Cost: 0.2}, grade(ids[1], 0.5, judgeScore(2), models.OutcomeFailure))
-		f.evaluate(t, ids[2], storage.EpisodeOutcome{Steps: 10, ErrorClass: models.ErrorClassBudget, ErrorMessage: "step budget"}, grade(ids[2], 0, nil, models.OutcomeError))
+		f.evaluate(t, ids[2], storage.EpisodeOutcome{Steps: 10, ErrorClass: models.ErrorClassBudget, ErrorMessage: "step budget"}, grade(ids[2], 0, nil, models.OutcomeFailure))
 		f.evaluate(t, ids[3], storage.EpisodeOutcome{Steps: 1}, storage.EvaluationBatch{})
 
 		_, err := db.RunMetrics(f.anon, f.run.ID)
@@ -233,7 +234,8 @@ func TestStore_RunMetrics(t *testing.T) {
 		require.Equal(t, 4, m.N)
 		require.Equal(t, 3, m.Graded, "the not-judged attempt has no outcome")
 		require.Equal(t, 1, m.Successes)
-		require.Equal(t, 1, m.Errors, "the budget stop is an error")
+		require.Equal(t, 0, m.Errors, "the budget stop is no error")
+		require.Equal(t, 2, m.Failures, "but a failure")
 		require.Equal(t, 2, m.JudgeScore.N, "the judge's error is left out")
 		require.InDelta(t, 3.5, m.JudgeScore.Mean, 1e-9)
 		require.InDelta(t, 0.5, m.RubricScore.Mean, 1e-9)
@@ -256,6 +258,18 @@ func TestStore_RunMetrics(t *testing.T) {
 		require.InDelta(t, 3.5, *entries[0].JudgeScore, 1e-9)
 		require.Equal(t, 2, entries[0].Judged)
 		require.True(t, entries[1].Restricted)
+		require.Equal(t, models.Unknown{}, entries[0].Unknown, "an executed run knows its usage")
+
+		// An attempt whose upload did not state its cost leaves the board
+		// entry's cost unknown, not a smaller sum.
+		require.NoError(t, db.Gorm().Model(&models.Attempt{}).Where("id = ?", ids[0]).Update("cost_unknown", true).Error)
+		require.NoError(t, db.Gorm().Model(&models.Run{}).Where("id = ?", f.run.ID).Update("evaluations_version", gorm.Expr("evaluations_version + 1")).Error)
+		require.NoError(t, db.RefreshRunMetrics(f.system, f.run.ID))
+		require.NoError(t, db.Gorm().Where("run_id = ?", f.run.ID).Order("subset_name").Find(&entries).Error)
+		require.Equal(t, models.Unknown{Cost: true}, entries[0].Unknown)
+		rows, err := db.RunMetrics(f.member, f.run.ID)
+		require.NoError(t, err)
+		require.True(t, rows[0].Metrics.Unknown.Cost)
 	})
 }
 

@@ -13,8 +13,10 @@ import (
 )
 
 // hiddenEvaluatorVersion versions how a hidden-tests attempt is graded: every
-// test through its suite, a failed one run again, the pass rate as the score.
-const hiddenEvaluatorVersion = "1"
+// test through its suite, a failed one run again, the pass rate over the
+// tests that ran as the score, and success when it reaches the version's
+// pass threshold (2: tests not run here are left out, a threshold decides).
+const hiddenEvaluatorVersion = "2"
 
 // HiddenTaskSpec is what a hidden-tests job needs about an attempt: the
 // task's suite (Task.EvalSpec) and reference captures, and the candidate
@@ -166,8 +168,10 @@ type hiddenDetails struct {
 // SaveHiddenResults records a hidden-tests attempt's results in one
 // transaction: the test result rows (replacing those an interrupted try left),
 // the attempt's hidden-tests evaluation (primary and current, its details the
-// HiddenSummary), the attempt done with the pass rate as its score (success
-// only when every test passed; error when none could run), the run's totals
+// HiddenSummary), the attempt done with the pass rate over the tests that ran
+// as its score and its outcome by the version's pass threshold
+// (models.HiddenTally.Outcome: success when the rate reaches it, error when
+// no test ran), the run's totals
 // and, for its last attempt, its completion; refresh (may be nil) is called
 // inside the transaction with the run's id to enqueue its metrics. The
 // team's reported cost, tokens and turns stay as submitted. An attempt that is
@@ -178,7 +182,6 @@ func (db *DB) SaveHiddenResults(ctx context.Context, attemptID int64, out Hidden
 		return false, models.Errorf(models.EFORBIDDEN, "Only the queue records hidden-test results.")
 	}
 	summary := models.SummarizeHiddenResults(out.Results)
-	ev, outcome := hiddenEvaluation(summary, out)
 	finished := false
 	err := db.tx(ctx, func(tx *gorm.DB) error {
 		var a models.Attempt
@@ -191,9 +194,14 @@ func (db *DB) SaveHiddenResults(ctx context.Context, attemptID int64, out Hidden
 		// As in RecordEvaluations: one attempt of a run at a time recounts the
 		// run's open attempts, so that the last one always completes it.
 		var run models.Run
-		if err := lockRow(tx, db.dialect).Select("id").First(&run, a.RunID).Error; err != nil {
+		if err := lockRow(tx, db.dialect).Select("id, version_id").First(&run, a.RunID).Error; err != nil {
 			return wrap(err, "run")
 		}
+		threshold, err := passThresholdOf(tx, run.VersionID)
+		if err != nil {
+			return err
+		}
+		ev, outcome := hiddenEvaluation(summary, out, threshold)
 		now := db.now()
 		if err := tx.Where("attempt_id = ?", a.ID).Delete(&models.HiddenTestResult{}).Error; err != nil {
 			return wrap(err, "hidden test results")
@@ -229,7 +237,6 @@ func (db *DB) SaveHiddenResults(ctx context.Context, attemptID int64, out Hidden
 		if err := tx.Model(&a).Updates(updates).Error; err != nil {
 			return wrap(err, "attempt")
 		}
-		var err error
 		if finished, err = db.refreshRunTotals(tx, a.RunID); err != nil {
 			return err
 		}
@@ -249,22 +256,40 @@ func (db *DB) SaveHiddenResults(ctx context.Context, attemptID int64, out Hidden
 	return finished, err
 }
 
+// passThresholdOf is the pass threshold of a benchmark version: the pass
+// rate its hidden-tests tasks need to succeed.
+func passThresholdOf(q *gorm.DB, versionID int64) (float64, error) {
+	var thresholds []float64
+	if err := q.Model(&models.BenchmarkVersion{}).Where("id = ?", versionID).Limit(1).Pluck("pass_threshold", &thresholds).Error; err != nil {
+		return 0, wrap(err, "benchmark version")
+	}
+	if len(thresholds) == 0 {
+		return 0, models.Errorf(models.ENOTFOUND, "Benchmark version %d not found.", versionID)
+	}
+	return thresholds[0], nil
+}
+
 // hiddenEvaluation is the evaluation row of a hidden-tests attempt and the
-// attempt's outcome: success when every test passed, failure when one did
-// not, error when no test could run. The score is the pass rate (none when
-// no test ran).
-func hiddenEvaluation(summary models.HiddenSummary, out HiddenOutcome) (*models.Evaluation, string) {
-	outcome := models.OutcomeFailure
+// attempt's outcome by the pass threshold (models.HiddenTally.Outcome):
+// success when the pass rate over the tests that ran reaches it, failure
+// when it does not, error when no test ran or none could (out.Error). The
+// score is that pass rate (none when no test ran).
+func hiddenEvaluation(summary models.HiddenSummary, out HiddenOutcome, threshold float64) (*models.Evaluation, string) {
+	outcome := summary.Overall.Outcome(threshold)
 	rate := summary.Overall.Rate()
-	switch {
-	case out.Error != "" || rate == nil:
-		outcome, rate = models.OutcomeError, nil
-	case summary.Overall.Passed == summary.Overall.Total:
-		outcome = models.OutcomeSuccess
+	if out.Error != "" {
+		outcome = models.OutcomeError
+	}
+	if outcome == models.OutcomeError {
+		rate = nil
 	}
 	details := hiddenDetails{HiddenSummary: summary, Error: out.Error}
-	if outcome == models.OutcomeError && details.Error == "" {
+	switch {
+	case outcome != models.OutcomeError || details.Error != "":
+	case summary.Overall.Total == 0:
 		details.Error = "the suite has no tests"
+	default:
+		details.Error = "none of the suite's tests can run on this platform"
 	}
 	raw, err := json.Marshal(details)
 	if err != nil {

@@ -29,10 +29,13 @@ type boardRow struct {
 	MeanSteps       float64
 	CostPerTask     float64
 	Tokens          int64
+	Unknown         models.Unknown `gorm:"embedded"`
 	HiddenOverall   *float64
 	HiddenRequest   *float64
 	HiddenBrowser   *float64
 	HiddenSystem    *float64
+	HiddenPassed    *int
+	HiddenRan       *int
 	Origin          string
 	Verified        bool
 	RunSubset       string
@@ -55,7 +58,7 @@ type boardRow struct {
 // boardColumns are the columns of a boardRow over boardFrom.
 const boardColumns = `le.run_id, r.agent_id, le.restricted, le.tasks, le.successes, le.success_rate, le.ci_low, le.ci_high,
 	le.judge_score, le.judged, le.rubric_score, le.perfect_rate, le.efficiency, le.mean_steps, le.cost_per_task, le.tokens,
-	le.hidden_overall, le.hidden_request, le.hidden_browser, le.hidden_system,
+	le.hidden_overall, le.hidden_request, le.hidden_browser, le.hidden_system, le.hidden_passed, le.hidden_ran,
 	r.origin, r.verified, r.subset_name AS run_subset, r.agent_snapshot, r.finished_at,
 	a.name AS agent_name, a.slug AS agent_slug, a.model AS agent_model, a.open_source AS agent_open_source,
 	t.slug AS team_slug, t.name AS team_name,
@@ -106,9 +109,9 @@ func (r boardRow) toModel() models.LeaderboardRow {
 		RunSubset: r.RunSubset, Restricted: r.Restricted,
 		Tasks: r.Tasks, Successes: r.Successes, SuccessRate: r.SuccessRate, CILow: r.CILow, CIHigh: r.CIHigh,
 		JudgeScore: r.JudgeScore, Judged: r.Judged, RubricScore: r.RubricScore, PerfectRate: r.PerfectRate,
-		Efficiency: r.Efficiency, MeanSteps: r.MeanSteps, CostPerTask: r.CostPerTask, Tokens: r.Tokens,
+		Efficiency: r.Efficiency, MeanSteps: r.MeanSteps, CostPerTask: r.CostPerTask, Tokens: r.Tokens, Unknown: r.Unknown,
 		HiddenOverall: r.HiddenOverall, HiddenRequest: r.HiddenRequest, HiddenBrowser: r.HiddenBrowser, HiddenSystem: r.HiddenSystem,
-		FinishedAt: r.FinishedAt,
+		HiddenPassed: r.HiddenPassed, HiddenRan: r.HiddenRan, FinishedAt: r.FinishedAt,
 		Rescore: models.RescoreChange{SuccessesBefore: r.RescoreSuccessesBefore, SuccessesAfter: &r.RunSuccesses, Tasks: &r.RunTasks,
 			ChangedAttempts: r.RescoreChanged, Evaluators: r.RescoredWith},
 	}
@@ -117,8 +120,9 @@ func (r boardRow) toModel() models.LeaderboardRow {
 // Leaderboard returns a benchmark's board for one subset ("full" or a named
 // subset of the version) of its current version, or of the version the query
 // names: one row per published run with an entry there (unless hidden by
-// administrators), filtered, ranked and
-// sorted as the query asks. Rows are the precomputed leaderboard entries, read
+// administrators), its origin as pages show it (models.ShownOrigin),
+// filtered, ranked and sorted as the query asks; a hidden-tests board ranks
+// by pass rate (its entries' success rate). Rows are the precomputed leaderboard entries, read
 // with one query however many there are. ENOTFOUND for an unknown benchmark,
 // version or subset, and for an unpublished benchmark unless the caller is an
 // admin.
@@ -173,9 +177,15 @@ func (db *DB) Leaderboard(ctx context.Context, slug, subset string, query models
 	if !found {
 		return nil, models.Errorf(models.ENOTFOUND, "Version %d of benchmark %q has no subset %q.", version.Version, slug, subset)
 	}
+	if lb.HiddenTests {
+		lb.PassThreshold = version.PassThreshold
+	}
 	rows, err := boardRows(q, version.ID, subset)
 	if err != nil {
 		return nil, err
+	}
+	for i := range rows {
+		rows[i].Origin = models.ShownOrigin(rows[i].Origin, b.Evaluator)
 	}
 	lb.SetRows(rows)
 	return lb, nil

@@ -21,7 +21,8 @@ type metricsRow struct {
 	TokensIn       int64
 	TokensOut      int64
 	Cost           float64
-	DurationMS     int64 `gorm:"column:duration_ms"`
+	Unknown        models.Unknown `gorm:"embedded"`
+	DurationMS     int64          `gorm:"column:duration_ms"`
 	ErrorClass     string
 	SiteKey        string
 	Domain         string
@@ -38,6 +39,7 @@ type metricsRow struct {
 func runMetricsAttempts(q *gorm.DB, runID int64) ([]stats.Attempt, error) {
 	var rows []metricsRow
 	err := q.Table("attempts a").Select(`a.task_id, a.outcome, a.steps, a.tokens_in, a.tokens_out, a.cost, a.duration_ms, a.error_class,
+		a.steps_unknown, a.tokens_unknown, a.cost_unknown,
 		t.site_key, t.domain, t.difficulty, t.task_type, t.intent_template, t.attributes,
 		j.judge_score AS judge_score, rb.score AS rubric_score, rb.verdict AS rubric_verdict`).
 		Joins("JOIN tasks t ON t.id = a.task_id").
@@ -51,7 +53,7 @@ func runMetricsAttempts(q *gorm.DB, runID int64) ([]stats.Attempt, error) {
 	for i, r := range rows {
 		a := stats.Attempt{
 			TaskID: r.TaskID, Outcome: r.Outcome, JudgeScore: r.JudgeScore, RubricScore: r.RubricScore,
-			Steps: r.Steps, TokensIn: r.TokensIn, TokensOut: r.TokensOut, Cost: r.Cost, DurationMS: r.DurationMS,
+			Steps: r.Steps, TokensIn: r.TokensIn, TokensOut: r.TokensOut, Cost: r.Cost, Unknown: r.Unknown, DurationMS: r.DurationMS,
 			ErrorClass: r.ErrorClass, Site: r.SiteKey, Domain: r.Domain, Difficulty: r.Difficulty,
 			TaskType: r.TaskType, IntentTemplate: r.IntentTemplate, Attributes: r.Attributes,
 		}
@@ -165,7 +167,9 @@ func runHiddenByTask(q *gorm.DB, runID int64) (map[int64]*models.HiddenSummary, 
 }
 
 // setHiddenRates fills an entry's hidden-tests columns: the mean over the
-// entry's tasks of each task's pass rate (models.MeanHiddenRates).
+// entry's tasks of each task's pass rate (models.MeanHiddenRates), and the
+// overall pass rate the board ranks by (stats.HiddenPassRate), which stands
+// in the entry's success rate and interval with the counts behind it.
 func setHiddenRates(e *models.LeaderboardEntry, taskIDs []int64, byTask map[int64]*models.HiddenSummary) {
 	tasks := make([]*models.HiddenSummary, len(taskIDs))
 	for i, id := range taskIDs {
@@ -173,6 +177,13 @@ func setHiddenRates(e *models.LeaderboardEntry, taskIDs []int64, byTask map[int6
 	}
 	m := models.MeanHiddenRates(tasks)
 	e.HiddenOverall, e.HiddenRequest, e.HiddenBrowser, e.HiddenSystem = m.Overall, m.Request, m.Browser, m.System
+	p := stats.HiddenPassRate(tasks)
+	passed, ran := p.Tests.Passed, p.Tests.Ran()
+	e.HiddenPassed, e.HiddenRan = &passed, &ran
+	e.SuccessRate, e.CILow, e.CIHigh = 0, p.Low, p.High
+	if p.Rate != nil {
+		e.SuccessRate = *p.Rate
+	}
 }
 
 // RefreshRunMetrics recomputes a run's metrics and writes its leaderboard
@@ -241,7 +252,7 @@ func leaderboardEntry(run *models.Run, benchmarkID int64, rm stats.Report, now t
 		RunID: run.ID, BenchmarkID: benchmarkID, VersionID: run.VersionID, SubsetName: rm.Subset, Restricted: rm.Restricted,
 		Tasks: m.N, Successes: m.Successes, SuccessRate: m.SuccessRate, CILow: m.SuccessCI.Low, CIHigh: m.SuccessCI.High,
 		PerfectRate: m.PerfectRate, Efficiency: m.Efficiency, MeanSteps: m.MeanSteps, CostPerTask: m.CostPerTask,
-		Tokens: m.TokensIn + m.TokensOut, Metrics: string(raw), ComputedAt: now,
+		Tokens: m.TokensIn + m.TokensOut, Unknown: m.Unknown, Metrics: string(raw), ComputedAt: now,
 	}
 	if m.JudgeScore != nil {
 		e.JudgeScore, e.Judged = &m.JudgeScore.Mean, m.JudgeScore.N

@@ -37,6 +37,18 @@ func runHidingOf(q *gorm.DB, runID int64) (runHiding, error) {
 	return rows[0], nil
 }
 
+// shownOriginOf is a run's origin as pages show it (models.ShownOrigin).
+func shownOriginOf(q *gorm.DB, run *models.Run) (string, error) {
+	if run.Origin != models.OriginUploaded {
+		return run.Origin, nil
+	}
+	b, err := benchmarkOfVersion(q, run.VersionID)
+	if err != nil {
+		return "", err
+	}
+	return models.ShownOrigin(run.Origin, b.Evaluator), nil
+}
+
 // moderationOf is a run's publication state as the context's actor sees it;
 // manage tells whether the actor acts for the run's team.
 func moderationOf(ctx context.Context, q *gorm.DB, run *models.Run, manage bool) (*models.RunModeration, error) {
@@ -44,8 +56,12 @@ func moderationOf(ctx context.Context, q *gorm.DB, run *models.Run, manage bool)
 	if err != nil {
 		return nil, err
 	}
+	origin, err := shownOriginOf(q, run)
+	if err != nil {
+		return nil, err
+	}
 	return &models.RunModeration{
-		RunID: run.ID, Status: run.Status, Origin: run.Origin, Published: run.Published, Verified: run.Verified,
+		RunID: run.ID, Status: run.Status, Origin: origin, Published: run.Published, Verified: run.Verified,
 		HiddenAt: h.HiddenAt, HiddenReason: h.HiddenReason,
 		CanPublish: manage, CanModerate: models.ActorFrom(ctx).Privileged(),
 	}, nil
@@ -118,7 +134,8 @@ func (db *DB) WithdrawRun(ctx context.Context, runID int64) (*models.RunModerati
 // "verified" when it is published. Administrators only: ENOTFOUND when the run
 // does not exist, EUNAUTHORIZED or EFORBIDDEN for others, ECONFLICT when it
 // has not completed, is already verified, or was uploaded (an uploaded run
-// is verified only once administrators reproduced it).
+// is verified only once administrators reproduced it; a run of candidate
+// websites was tested by Proctor and needs no reproducing).
 func (db *DB) VerifyRun(ctx context.Context, runID int64) (*models.RunModeration, error) {
 	return db.moderateRun(ctx, runID, true, func(run *models.Run, _ runHiding) (runChange, error) {
 		switch {
@@ -170,8 +187,8 @@ func (db *DB) UnhideRun(ctx context.Context, runID int64) (*models.RunModeration
 // MarkRunReproduced marks a completed uploaded run as reproduced by the
 // administrators (origin "reproduced", the leaderboard's badge) and logs
 // "reproduced" when it is published. Administrators only, as VerifyRun;
-// ECONFLICT when it has not completed, was executed by Proctor or is already
-// marked.
+// ECONFLICT when it has not completed, was executed by Proctor, is a run of
+// candidate websites (Proctor tested those itself) or is already marked.
 func (db *DB) MarkRunReproduced(ctx context.Context, runID int64) (*models.RunModeration, error) {
 	return db.moderateRun(ctx, runID, true, func(run *models.Run, _ runHiding) (runChange, error) {
 		switch {
@@ -179,6 +196,8 @@ func (db *DB) MarkRunReproduced(ctx context.Context, runID int64) (*models.RunMo
 			return runChange{}, notCompleted(run, "marked reproduced")
 		case run.Origin == models.OriginReproduced:
 			return runChange{}, models.Errorf(models.ECONFLICT, "Run %d is already marked reproduced.", run.ID)
+		case run.Origin == models.OriginCandidates:
+			return runChange{}, models.Errorf(models.ECONFLICT, "Run %d's candidate websites were tested by Proctor: only uploaded results are marked reproduced.", run.ID)
 		case run.Origin != models.OriginUploaded:
 			return runChange{}, models.Errorf(models.ECONFLICT, "Run %d was executed by Proctor: only uploaded runs are marked reproduced.", run.ID)
 		}
@@ -218,6 +237,11 @@ func (db *DB) moderateRun(ctx context.Context, runID int64, admin bool, decide f
 		}
 		h, err := runHidingOf(tx, run.ID)
 		if err != nil {
+			return err
+		}
+		// decide judges the origin pages show: a run of candidate websites
+		// is not an upload to reproduce. Only ch.updates are written.
+		if run.Origin, err = shownOriginOf(tx, run); err != nil {
 			return err
 		}
 		ch, err := decide(run, h)

@@ -87,8 +87,14 @@ func (db *DB) runSummaryAccess(ctx context.Context, q *gorm.DB, runID int64, loc
 	return &runs[0], manage, nil
 }
 
-// runListColumns are the columns of a models.RunListItem over runListFrom.
-const runListColumns = `r.id, r.status, r.origin, a.name AS agent_name, a.slug AS agent_slug,
+// shownOriginColumn is a run's origin as pages show it (models.ShownOrigin),
+// over runListFrom.
+const shownOriginColumn = `CASE WHEN r.origin = '` + models.OriginUploaded + `' AND b.evaluator = '` + models.EvaluatorHiddenTests +
+	`' THEN '` + models.OriginCandidates + `' ELSE r.origin END`
+
+// runListColumns are the columns of a models.RunListItem over runListFrom;
+// the origin is the shown one.
+const runListColumns = `r.id, r.status, ` + shownOriginColumn + ` AS origin, a.name AS agent_name, a.slug AS agent_slug,
 	t.slug AS team_slug, t.name AS team_name, b.slug AS benchmark_slug, b.name AS benchmark_name,
 	r.subset_name AS subset, r.tasks_done, r.tasks_total, r.successes, r.errors, r.published,
 	r.created_at, r.finished_at`
@@ -217,14 +223,15 @@ func (db *DB) progressFor(ctx context.Context, q *gorm.DB, run *models.Run) (*mo
 	return p, nil
 }
 
-// progressOf computes a run's progress with two queries.
+// progressOf computes a run's progress with two queries. The progress's copy
+// of the run carries its origin as pages show it (models.ShownOrigin).
 func progressOf(q *gorm.DB, run *models.Run) (*models.RunProgress, error) {
 	p := &models.RunProgress{Run: *run, ErrorsBy: map[string]int{}}
 	var names []struct {
-		AgentName, TeamSlug, TeamName, Benchmark string
-		BenchmarkID                              int64
+		AgentName, TeamSlug, TeamName, Benchmark, Evaluator string
+		BenchmarkID                                         int64
 	}
-	err := runListFrom(q).Select("a.name AS agent_name, t.slug AS team_slug, t.name AS team_name, b.slug AS benchmark, b.id AS benchmark_id").
+	err := runListFrom(q).Select("a.name AS agent_name, t.slug AS team_slug, t.name AS team_name, b.slug AS benchmark, b.evaluator, b.id AS benchmark_id").
 		Where("r.id = ?", run.ID).Scan(&names).Error
 	if err != nil {
 		return nil, wrap(err, "run")
@@ -232,6 +239,7 @@ func progressOf(q *gorm.DB, run *models.Run) (*models.RunProgress, error) {
 	if len(names) == 1 {
 		n := names[0]
 		p.AgentName, p.TeamSlug, p.TeamName, p.Benchmark, p.BenchmarkID = n.AgentName, n.TeamSlug, n.TeamName, n.Benchmark, n.BenchmarkID
+		p.Run.Origin = models.ShownOrigin(run.Origin, n.Evaluator)
 	}
 	var groups []struct {
 		Status, Outcome, ErrorClass string
@@ -257,8 +265,11 @@ func progressOf(q *gorm.DB, run *models.Run) (*models.RunProgress, error) {
 			p.Running += g.N
 		case models.AttemptDone:
 			p.Done += g.N
-			if g.Outcome == models.OutcomeError {
+			switch {
+			case g.Outcome == models.OutcomeError:
 				p.ErrorsBy[g.ErrorClass] += g.N
+			case g.Outcome == models.OutcomeFailure && models.BudgetExhausted(g.ErrorClass):
+				p.OutOfBudget += g.N
 			}
 		}
 		durationSum += g.DurationSum
@@ -304,7 +315,8 @@ func attemptsOf(q *gorm.DB, runID int64, f models.AttemptFilter) ([]models.Attem
 	var out []models.AttemptListItem
 	err := matching().
 		Select(`a.id, a.run_id, t.external_id AS task_external_id, t.intent, a.status, a.outcome,
-			a.error_class, a.error_message, a.score, a.steps, a.cost, a.duration_ms, a.tries`).
+			a.error_class, a.error_message, a.score, a.steps, a.cost, a.steps_unknown, a.tokens_unknown, a.cost_unknown,
+			a.duration_ms, a.tries`).
 		Order("t.position, a.id").
 		Offset((f.Page - 1) * f.PerPage).Limit(f.PerPage).Scan(&out).Error
 	if err != nil {
@@ -602,6 +614,9 @@ func (db *DB) ResetErroredAttempts(ctx context.Context, runID int64, enqueue fun
 		}
 		if run.Origin != models.OriginExecuted {
 			// Its attempts were run elsewhere: there is no agent to run them again.
+			if origin, err := shownOriginOf(tx, run); err == nil && origin == models.OriginCandidates {
+				return models.Errorf(models.ECONFLICT, "Run %d tested candidate websites its team submitted: its errored attempts cannot be retried here; submit the candidates again instead.", run.ID)
+			}
 			return models.Errorf(models.ECONFLICT, "Run %d was uploaded, not executed by Proctor: its errored attempts cannot be retried here; submit a new bundle instead.", run.ID)
 		}
 		var ids []int64
@@ -760,7 +775,10 @@ func (db *DB) RunFormOptions(ctx context.Context, teamSlug string) (*models.RunF
 		Tasks      int
 	}
 	bq := q.Table("benchmarks b").Select("b.slug, b.name, v.id AS version_id, v.task_count AS tasks").
-		Joins("JOIN benchmark_versions v ON v.id = b.current_version_id").Order("LOWER(b.name), b.slug")
+		Joins("JOIN benchmark_versions v ON v.id = b.current_version_id").
+		// A hidden-tests benchmark grades submitted websites, not agent runs.
+		Where("b.evaluator <> ?", models.EvaluatorHiddenTests).
+		Order("LOWER(b.name), b.slug")
 	if !models.ActorFrom(ctx).Privileged() {
 		bq = bq.Where("b.published = ?", true)
 	}

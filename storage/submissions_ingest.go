@@ -25,6 +25,9 @@ type UploadedTask struct {
 	TokensIn     int64
 	TokensOut    int64
 	Cost         float64
+	// TokensStated, CostStated: the bundle stated them (else unknown).
+	TokensStated bool
+	CostStated   bool
 	DurationMS   int64
 	StartedAt    *time.Time
 	ErrorMessage string        // the agent's own error, when the bundle records one
@@ -226,6 +229,8 @@ func uploadedAttempt(runID, taskID int64, t *UploadedTask, now time.Time) models
 	}
 	a.Status = models.AttemptEvaluating
 	a.Steps, a.TokensIn, a.TokensOut, a.Cost = len(t.Steps), t.TokensIn, t.TokensOut, t.Cost
+	// A bundle without the trajectory says nothing of the steps taken.
+	a.Unknown = models.Unknown{Steps: len(t.Steps) == 0, Tokens: !t.TokensStated, Cost: !t.CostStated}
 	a.FinalAnswer, a.HARKey, a.DurationMS = t.FinalAnswer, t.HARKey, max(t.DurationMS, 0)
 	if t.ErrorMessage != "" {
 		a.ErrorClass, a.ErrorMessage = models.ErrorClassAgent, truncate(t.ErrorMessage, 2000)

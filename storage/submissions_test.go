@@ -476,7 +476,7 @@ func TestStore_SubmissionLifecycle(t *testing.T) {
 				Budgets: models.BundleBudgets{MaxSteps: 12, MaxEpisodeSeconds: 600, MaxCost: &maxCost}},
 			Tasks: []storage.UploadedTask{
 				{ExternalID: "t1", FinalAnswer: `{"type":"answer","text":"cable"}`, HARKey: "submissions/1/tasks/t1/network.har",
-					TokensIn: 100, TokensOut: 10, Cost: 0.5, DurationMS: 3000, StartedAt: &started,
+					TokensIn: 100, TokensOut: 10, Cost: 0.5, TokensStated: true, DurationMS: 3000, StartedAt: &started,
 					Steps: []models.Step{
 						{Index: 0, Action: `{"type":"recorded","text":"click"}`, URL: "http://shop/", ScreenshotKey: "submissions/1/tasks/t1/0.png"},
 						{Index: 1, Action: `{"type":"answer","text":"cable"}`},
@@ -519,6 +519,7 @@ func TestStore_SubmissionLifecycle(t *testing.T) {
 		require.Equal(t, 2, t1.Steps)
 		require.Equal(t, int64(100), t1.TokensIn)
 		require.Equal(t, 0.5, t1.Cost)
+		require.Equal(t, models.Unknown{Cost: true}, t1.Unknown, "the bundle stated the tokens and steps, not the cost")
 		require.Equal(t, "submissions/1/tasks/t1/network.har", t1.HARKey)
 		require.JSONEq(t, `{"type":"answer","text":"cable"}`, t1.FinalAnswer)
 		require.Equal(t, started.Add(3*time.Second), t1.FinishedAt.UTC())

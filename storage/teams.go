@@ -54,6 +54,20 @@ func (db *DB) ListTeams(ctx context.Context, page, perPage int) ([]models.TeamSu
 	return out, int(total), nil
 }
 
+// MemberTeams returns the teams the signed-in user belongs to, by name; none
+// for anonymous callers and the system actor.
+func (db *DB) MemberTeams(ctx context.Context) ([]models.Team, error) {
+	a := models.ActorFrom(ctx)
+	out := []models.Team{}
+	if a.UserID == 0 {
+		return out, nil
+	}
+	err := db.q(ctx).Model(&models.Team{}).
+		Where("teams.id IN (SELECT team_id FROM memberships WHERE user_id = ?)", a.UserID).
+		Order("LOWER(teams.name), teams.id").Find(&out).Error
+	return out, wrap(err, "teams")
+}
+
 // CreateTeam creates a team whose first owner is the signed-in user. The slug
 // comes from the name when empty. EUNAUTHORIZED when nobody is signed in,
 // EFORBIDDEN for the system actor (a team needs a user as owner), EINVALID

@@ -130,44 +130,69 @@ func costChart(b *models.BreakdownBoard) scatterChart {
 		ID: "chart-cost", Title: "Cost per task against success rate",
 		XLabel: "Mean cost per task (US dollars)", YLabel: "Success rate", XPrefix: "$",
 	}
-	points := make([]stats.CostPoint, len(b.Entries))
-	for i, e := range b.Entries {
+	known := knownCostEntries(b)
+	for _, i := range known {
+		e := b.Entries[i]
 		spec.Points = append(spec.Points, scatterPoint{
 			X: e.CostPerTask, Y: e.Success.Rate, Label: e.AgentName,
 			Title: fmt.Sprintf("%s: %s per task, %s", entryLabel(e), CostText(e.CostPerTask), cellText(e.Success)),
 		})
-		points[i] = stats.CostPoint{Cost: e.CostPerTask, Success: e.Success.Rate}
 	}
-	spec.Frontier = stats.ParetoFrontier(points)
+	spec.Frontier = stats.ParetoFrontier(costPoints(b, known))
 	var names []string
-	for _, i := range spec.Frontier {
-		names = append(names, entryLabel(b.Entries[i]))
+	for _, j := range spec.Frontier {
+		names = append(names, entryLabel(b.Entries[known[j]]))
 	}
 	spec.Desc = fmt.Sprintf("A scatter plot of %s. On the Pareto frontier (no other entry is both cheaper and more successful): %s.",
-		entryCountText(len(b.Entries)), strings.Join(names, ", "))
+		entryCountText(len(known)), strings.Join(names, ", "))
 	return layoutScatter(spec)
 }
 
-// frontierSet marks the entries on the cost frontier, for the data table.
-func frontierSet(b *models.BreakdownBoard) map[int]bool {
-	points := make([]stats.CostPoint, len(b.Entries))
+// knownCostEntries are the indexes of the entries whose cost is known (an
+// upload may not state it): the others are left out of the cost chart.
+func knownCostEntries(b *models.BreakdownBoard) []int {
+	var out []int
 	for i, e := range b.Entries {
-		points[i] = stats.CostPoint{Cost: e.CostPerTask, Success: e.Success.Rate}
+		if !e.Unknown.Cost {
+			out = append(out, i)
+		}
 	}
+	return out
+}
+
+// costPoints are the cost and success of the entries at the indexes.
+func costPoints(b *models.BreakdownBoard, indexes []int) []stats.CostPoint {
+	points := make([]stats.CostPoint, len(indexes))
+	for j, i := range indexes {
+		points[j] = stats.CostPoint{Cost: b.Entries[i].CostPerTask, Success: b.Entries[i].Success.Rate}
+	}
+	return points
+}
+
+// frontierSet marks the entries on the cost frontier (among those whose
+// cost is known), for the data table.
+func frontierSet(b *models.BreakdownBoard) map[int]bool {
+	known := knownCostEntries(b)
 	on := map[int]bool{}
-	for _, i := range stats.ParetoFrontier(points) {
-		on[i] = true
+	for _, j := range stats.ParetoFrontier(costPoints(b, known)) {
+		on[known[j]] = true
 	}
 	return on
 }
 
 func stepsChart(b *models.BreakdownBoard) scatterChart {
+	var known []models.BreakdownEntry
+	for _, e := range b.Entries {
+		if !e.Unknown.Steps {
+			known = append(known, e)
+		}
+	}
 	spec := scatterSpec{
 		ID: "chart-steps", Title: "Mean steps against success rate",
 		XLabel: "Mean steps per task", YLabel: "Success rate",
-		Desc: fmt.Sprintf("A scatter plot of %s: the mean number of steps an entry took per task against its success rate.", entryCountText(len(b.Entries))),
+		Desc: fmt.Sprintf("A scatter plot of %s: the mean number of steps an entry took per task against its success rate.", entryCountText(len(known))),
 	}
-	for _, e := range b.Entries {
+	for _, e := range known {
 		spec.Points = append(spec.Points, scatterPoint{
 			X: e.MeanSteps, Y: e.Success.Rate, Label: e.AgentName,
 			Title: fmt.Sprintf("%s: %.1f steps per task, %s", entryLabel(e), e.MeanSteps, cellText(e.Success)),
@@ -250,7 +275,7 @@ func BreakdownsPage(p Page, b *models.BreakdownBoard, m *models.TaskMatrix) temp
 			var templ_7745c5c3_Var3 string
 			templ_7745c5c3_Var3, templ_7745c5c3_Err = templruntime.NewAttributeExpression(benchmarkHref(b.Board.BenchmarkSlug)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 213, Col: 50}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 238, Col: 50}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var3)
 			if templ_7745c5c3_Err != nil {
@@ -263,7 +288,7 @@ func BreakdownsPage(p Page, b *models.BreakdownBoard, m *models.TaskMatrix) temp
 			var templ_7745c5c3_Var4 string
 			templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(b.Board.BenchmarkName)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 213, Col: 76}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 238, Col: 76}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 			if templ_7745c5c3_Err != nil {
@@ -276,7 +301,7 @@ func BreakdownsPage(p Page, b *models.BreakdownBoard, m *models.TaskMatrix) temp
 			var templ_7745c5c3_Var5 string
 			templ_7745c5c3_Var5, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(leaderboardHref(b.Board))).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 214, Col: 53}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 239, Col: 53}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var5)
 			if templ_7745c5c3_Err != nil {
@@ -289,7 +314,7 @@ func BreakdownsPage(p Page, b *models.BreakdownBoard, m *models.TaskMatrix) temp
 			var templ_7745c5c3_Var6 string
 			templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(b.Board.BenchmarkName)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 217, Col: 73}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 242, Col: 73}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var6))
 			if templ_7745c5c3_Err != nil {
@@ -302,7 +327,7 @@ func BreakdownsPage(p Page, b *models.BreakdownBoard, m *models.TaskMatrix) temp
 			var templ_7745c5c3_Var7 string
 			templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(b.Board.Subset)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 219, Col: 67}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 244, Col: 67}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 			if templ_7745c5c3_Err != nil {
@@ -315,7 +340,7 @@ func BreakdownsPage(p Page, b *models.BreakdownBoard, m *models.TaskMatrix) temp
 			var templ_7745c5c3_Var8 string
 			templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(b.Board.Version))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 219, Col: 111}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 244, Col: 111}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 			if templ_7745c5c3_Err != nil {
@@ -328,7 +353,7 @@ func BreakdownsPage(p Page, b *models.BreakdownBoard, m *models.TaskMatrix) temp
 			var templ_7745c5c3_Var9 string
 			templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(entryCountText(len(b.Entries)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 219, Col: 149}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 244, Col: 149}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 			if templ_7745c5c3_Err != nil {
@@ -352,7 +377,7 @@ func BreakdownsPage(p Page, b *models.BreakdownBoard, m *models.TaskMatrix) temp
 				var templ_7745c5c3_Var10 string
 				templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(b.Board.CurrentVersion))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 226, Col: 114}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 251, Col: 114}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var10))
 				if templ_7745c5c3_Err != nil {
@@ -384,7 +409,7 @@ func BreakdownsPage(p Page, b *models.BreakdownBoard, m *models.TaskMatrix) temp
 						var templ_7745c5c3_Var11 string
 						templ_7745c5c3_Var11, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(BreakdownsHref(withSubset(b.Board, s), b.Dimension, 1))).ResolveURL(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 234, Col: 87}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 259, Col: 87}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var11)
 						if templ_7745c5c3_Err != nil {
@@ -415,7 +440,7 @@ func BreakdownsPage(p Page, b *models.BreakdownBoard, m *models.TaskMatrix) temp
 					var templ_7745c5c3_Var12 string
 					templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(s)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 234, Col: 133}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 259, Col: 133}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var12))
 					if templ_7745c5c3_Err != nil {
@@ -492,7 +517,7 @@ func BreakdownGroupsSection(b *models.BreakdownBoard, page int) templ.Component 
 		var templ_7745c5c3_Var14 string
 		templ_7745c5c3_Var14, templ_7745c5c3_Err = templruntime.NewAttributeExpression(BreakdownGroupsID).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 256, Col: 32}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 281, Col: 32}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var14)
 		if templ_7745c5c3_Err != nil {
@@ -505,7 +530,7 @@ func BreakdownGroupsSection(b *models.BreakdownBoard, page int) templ.Component 
 		var templ_7745c5c3_Var15 string
 		templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(strings.ToLower(breakdownLabel(b.Dimension)))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 257, Col: 90}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 282, Col: 90}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var15))
 		if templ_7745c5c3_Err != nil {
@@ -531,7 +556,7 @@ func BreakdownGroupsSection(b *models.BreakdownBoard, page int) templ.Component 
 				var templ_7745c5c3_Var16 string
 				templ_7745c5c3_Var16, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(BreakdownsHref(b.Board, d, page) + "#" + BreakdownGroupsID)).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 263, Col: 87}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 288, Col: 87}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var16)
 				if templ_7745c5c3_Err != nil {
@@ -544,7 +569,7 @@ func BreakdownGroupsSection(b *models.BreakdownBoard, page int) templ.Component 
 				var templ_7745c5c3_Var17 string
 				templ_7745c5c3_Var17, templ_7745c5c3_Err = templruntime.NewAttributeExpression(BreakdownsHref(b.Board, d, page)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 264, Col: 48}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 289, Col: 48}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var17)
 				if templ_7745c5c3_Err != nil {
@@ -557,7 +582,7 @@ func BreakdownGroupsSection(b *models.BreakdownBoard, page int) templ.Component 
 				var templ_7745c5c3_Var18 string
 				templ_7745c5c3_Var18, templ_7745c5c3_Err = templruntime.NewAttributeExpression("#" + BreakdownGroupsID).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 265, Col: 42}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 290, Col: 42}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var18)
 				if templ_7745c5c3_Err != nil {
@@ -578,7 +603,7 @@ func BreakdownGroupsSection(b *models.BreakdownBoard, page int) templ.Component 
 				var templ_7745c5c3_Var19 string
 				templ_7745c5c3_Var19, templ_7745c5c3_Err = templruntime.NewAttributeExpression("dim-" + d).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 269, Col: 31}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 294, Col: 31}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var19)
 				if templ_7745c5c3_Err != nil {
@@ -605,7 +630,7 @@ func BreakdownGroupsSection(b *models.BreakdownBoard, page int) templ.Component 
 			var templ_7745c5c3_Var20 string
 			templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(breakdownLabel(d))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 270, Col: 26}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 295, Col: 26}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var20))
 			if templ_7745c5c3_Err != nil {
@@ -664,7 +689,7 @@ func BreakdownGroupsSection(b *models.BreakdownBoard, page int) templ.Component 
 			var templ_7745c5c3_Var23 string
 			templ_7745c5c3_Var23, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(i * 10))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 279, Col: 67}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 304, Col: 67}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var23))
 			if templ_7745c5c3_Err != nil {
@@ -675,14 +700,14 @@ func BreakdownGroupsSection(b *models.BreakdownBoard, page int) templ.Component 
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 38, "</span>. Hover a cell for its number of attempts (n) and 95% interval; small groups have wide intervals.</p><div class=\"table-wrap\"><table class=\"bd-heat\" data-testid=\"breakdown-table\"><caption>Success rate by ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 38, "</span>. Hover a cell for its number of attempts (n) and 95% interval; small groups have wide intervals.</p><div class=\"table-wrap pin-first\"><table class=\"bd-heat\" data-testid=\"breakdown-table\"><caption>Success rate by ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var24 string
 		templ_7745c5c3_Var24, templ_7745c5c3_Err = templ.JoinStringErrs(strings.ToLower(breakdownLabel(b.Dimension)))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 286, Col: 75}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 311, Col: 75}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var24))
 		if templ_7745c5c3_Err != nil {
@@ -695,7 +720,7 @@ func BreakdownGroupsSection(b *models.BreakdownBoard, page int) templ.Component 
 		var templ_7745c5c3_Var25 string
 		templ_7745c5c3_Var25, templ_7745c5c3_Err = templ.JoinStringErrs(b.Board.Subset)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 286, Col: 102}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 311, Col: 102}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var25))
 		if templ_7745c5c3_Err != nil {
@@ -713,7 +738,7 @@ func BreakdownGroupsSection(b *models.BreakdownBoard, page int) templ.Component 
 			var templ_7745c5c3_Var26 string
 			templ_7745c5c3_Var26, templ_7745c5c3_Err = templ.JoinStringErrs(groupLabel(g))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 292, Col: 50}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 317, Col: 50}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var26))
 			if templ_7745c5c3_Err != nil {
@@ -795,7 +820,7 @@ func entryName(e models.BreakdownEntry) templ.Component {
 		var templ_7745c5c3_Var28 string
 		templ_7745c5c3_Var28, templ_7745c5c3_Err = templruntime.NewAttributeExpression(runHref(e.RunID)).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 319, Col: 27}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 344, Col: 27}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var28)
 		if templ_7745c5c3_Err != nil {
@@ -808,7 +833,7 @@ func entryName(e models.BreakdownEntry) templ.Component {
 		var templ_7745c5c3_Var29 string
 		templ_7745c5c3_Var29, templ_7745c5c3_Err = templ.JoinStringErrs(e.AgentName)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 319, Col: 43}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 344, Col: 43}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var29))
 		if templ_7745c5c3_Err != nil {
@@ -821,7 +846,7 @@ func entryName(e models.BreakdownEntry) templ.Component {
 		var templ_7745c5c3_Var30 string
 		templ_7745c5c3_Var30, templ_7745c5c3_Err = templ.JoinStringErrs(e.TeamName)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 320, Col: 33}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 345, Col: 33}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var30))
 		if templ_7745c5c3_Err != nil {
@@ -920,7 +945,7 @@ func heatCell(c models.RateCell) templ.Component {
 				var templ_7745c5c3_Var35 string
 				templ_7745c5c3_Var35, templ_7745c5c3_Err = templruntime.NewAttributeExpression(cellText(c)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 336, Col: 55}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 361, Col: 55}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var35)
 				if templ_7745c5c3_Err != nil {
@@ -947,7 +972,7 @@ func heatCell(c models.RateCell) templ.Component {
 			var templ_7745c5c3_Var36 string
 			templ_7745c5c3_Var36, templ_7745c5c3_Err = templ.JoinStringErrs(cellPercent(c))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 336, Col: 74}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 361, Col: 74}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var36))
 			if templ_7745c5c3_Err != nil {
@@ -960,7 +985,7 @@ func heatCell(c models.RateCell) templ.Component {
 			var templ_7745c5c3_Var37 string
 			templ_7745c5c3_Var37, templ_7745c5c3_Err = templ.JoinStringErrs(" " + cellDetail(c))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 336, Col: 127}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 361, Col: 127}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var37))
 			if templ_7745c5c3_Err != nil {
@@ -1005,7 +1030,7 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		frontier := frontierSet(b)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 63, "<table><caption class=\"visually-hidden\">Cost per task and success rate of every entry</caption> <thead><tr><th scope=\"col\">Entry</th><th scope=\"col\" class=\"num\">Cost per task</th><th scope=\"col\" class=\"num\">Success rate</th><th scope=\"col\">Pareto frontier</th></tr></thead> <tbody>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 63, "<div class=\"table-wrap pin-first\"><table><caption class=\"visually-hidden\">Cost per task and success rate of every entry</caption> <thead><tr><th scope=\"col\">Entry</th><th scope=\"col\" class=\"num\">Cost per task</th><th scope=\"col\" class=\"num\">Success rate</th><th scope=\"col\">Pareto frontier</th></tr></thead> <tbody>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1017,7 +1042,7 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 			var templ_7745c5c3_Var39 string
 			templ_7745c5c3_Var39, templ_7745c5c3_Err = templ.JoinStringErrs(entryLabel(e))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 360, Col: 40}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 386, Col: 41}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var39))
 			if templ_7745c5c3_Err != nil {
@@ -1028,9 +1053,9 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var40 string
-			templ_7745c5c3_Var40, templ_7745c5c3_Err = templ.JoinStringErrs(CostText(e.CostPerTask))
+			templ_7745c5c3_Var40, templ_7745c5c3_Err = templ.JoinStringErrs(unknownOr(e.Unknown.Cost, CostText(e.CostPerTask)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 361, Col: 50}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 387, Col: 78}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var40))
 			if templ_7745c5c3_Err != nil {
@@ -1043,7 +1068,7 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 			var templ_7745c5c3_Var41 string
 			templ_7745c5c3_Var41, templ_7745c5c3_Err = templ.JoinStringErrs(cellText(e.Success))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 362, Col: 46}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 388, Col: 47}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var41))
 			if templ_7745c5c3_Err != nil {
@@ -1069,7 +1094,7 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 71, "</tbody></table></details></figure><figure class=\"bd-figure\" data-testid=\"chart-steps\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 71, "</tbody></table></div></details></figure><figure class=\"bd-figure\" data-testid=\"chart-steps\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1077,7 +1102,7 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 72, "<figcaption>Mean steps per task against success rate.</figcaption><details><summary>Data table</summary><table><caption class=\"visually-hidden\">Mean steps and success rate of every entry</caption> <thead><tr><th scope=\"col\">Entry</th><th scope=\"col\" class=\"num\">Mean steps</th><th scope=\"col\" class=\"num\">Success rate</th></tr></thead> <tbody>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 72, "<figcaption>Mean steps per task against success rate.</figcaption><details><summary>Data table</summary><div class=\"table-wrap pin-first\"><table><caption class=\"visually-hidden\">Mean steps and success rate of every entry</caption> <thead><tr><th scope=\"col\">Entry</th><th scope=\"col\" class=\"num\">Mean steps</th><th scope=\"col\" class=\"num\">Success rate</th></tr></thead> <tbody>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1089,7 +1114,7 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 			var templ_7745c5c3_Var42 string
 			templ_7745c5c3_Var42, templ_7745c5c3_Err = templ.JoinStringErrs(entryLabel(e))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 389, Col: 40}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 417, Col: 41}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var42))
 			if templ_7745c5c3_Err != nil {
@@ -1100,9 +1125,9 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var43 string
-			templ_7745c5c3_Var43, templ_7745c5c3_Err = templ.JoinStringErrs(fmt.Sprintf("%.1f", e.MeanSteps))
+			templ_7745c5c3_Var43, templ_7745c5c3_Err = templ.JoinStringErrs(unknownOr(e.Unknown.Steps, fmt.Sprintf("%.1f", e.MeanSteps)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 390, Col: 59}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 418, Col: 88}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var43))
 			if templ_7745c5c3_Err != nil {
@@ -1115,7 +1140,7 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 			var templ_7745c5c3_Var44 string
 			templ_7745c5c3_Var44, templ_7745c5c3_Err = templ.JoinStringErrs(cellText(e.Success))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 391, Col: 46}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 419, Col: 47}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var44))
 			if templ_7745c5c3_Err != nil {
@@ -1126,7 +1151,7 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 77, "</tbody></table></details></figure><figure class=\"bd-figure bd-wide\" data-testid=\"chart-difficulty\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 77, "</tbody></table></div></details></figure><figure class=\"bd-figure bd-wide\" data-testid=\"chart-difficulty\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1148,13 +1173,13 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 			var templ_7745c5c3_Var45 string
 			templ_7745c5c3_Var45, templ_7745c5c3_Err = templ.JoinStringErrs(difficultyCaption(b))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 404, Col: 39}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 433, Col: 39}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var45))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 80, "</figcaption><details><summary>Data table</summary><table><caption class=\"visually-hidden\">Success rate by difficulty of the charted entries</caption> <thead><tr><th scope=\"col\">Entry</th>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 80, "</figcaption><details><summary>Data table</summary><div class=\"table-wrap pin-first\"><table><caption class=\"visually-hidden\">Success rate by difficulty of the charted entries</caption> <thead><tr><th scope=\"col\">Entry</th>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1166,7 +1191,7 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 				var templ_7745c5c3_Var46 string
 				templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs(groupLabel(d))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 413, Col: 53}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 443, Col: 54}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var46))
 				if templ_7745c5c3_Err != nil {
@@ -1189,7 +1214,7 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 				var templ_7745c5c3_Var47 string
 				templ_7745c5c3_Var47, templ_7745c5c3_Err = templ.JoinStringErrs(entryLabel(e))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 420, Col: 41}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 450, Col: 42}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var47))
 				if templ_7745c5c3_Err != nil {
@@ -1207,7 +1232,7 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 					var templ_7745c5c3_Var48 string
 					templ_7745c5c3_Var48, templ_7745c5c3_Err = templ.JoinStringErrs(cellText(e.Difficulty[d]))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 422, Col: 54}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 452, Col: 55}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var48))
 					if templ_7745c5c3_Err != nil {
@@ -1223,7 +1248,7 @@ func breakdownCharts(b *models.BreakdownBoard) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 89, "</tbody></table></details>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 89, "</tbody></table></div></details>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1261,7 +1286,7 @@ func scatterSVG(c scatterChart) templ.Component {
 		var templ_7745c5c3_Var50 string
 		templ_7745c5c3_Var50, templ_7745c5c3_Err = templruntime.NewAttributeExpression("0 0 " + svgNum(c.Width) + " " + svgNum(c.Height)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 437, Col: 79}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 468, Col: 79}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var50)
 		if templ_7745c5c3_Err != nil {
@@ -1274,7 +1299,7 @@ func scatterSVG(c scatterChart) templ.Component {
 		var templ_7745c5c3_Var51 string
 		templ_7745c5c3_Var51, templ_7745c5c3_Err = templruntime.NewAttributeExpression(c.ID + "-title " + c.ID + "-desc").Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 437, Col: 144}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 468, Col: 144}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var51)
 		if templ_7745c5c3_Err != nil {
@@ -1287,7 +1312,7 @@ func scatterSVG(c scatterChart) templ.Component {
 		var templ_7745c5c3_Var52 string
 		templ_7745c5c3_Var52, templ_7745c5c3_Err = templruntime.NewAttributeExpression(c.ID + "-svg").Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 437, Col: 174}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 468, Col: 174}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var52)
 		if templ_7745c5c3_Err != nil {
@@ -1300,7 +1325,7 @@ func scatterSVG(c scatterChart) templ.Component {
 		var templ_7745c5c3_Var53 string
 		templ_7745c5c3_Var53, templ_7745c5c3_Err = templruntime.NewAttributeExpression(c.ID + "-title").Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 438, Col: 29}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 469, Col: 29}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var53)
 		if templ_7745c5c3_Err != nil {
@@ -1313,7 +1338,7 @@ func scatterSVG(c scatterChart) templ.Component {
 		var templ_7745c5c3_Var54 string
 		templ_7745c5c3_Var54, templ_7745c5c3_Err = templ.JoinStringErrs(c.Title)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 438, Col: 41}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 469, Col: 41}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var54))
 		if templ_7745c5c3_Err != nil {
@@ -1326,7 +1351,7 @@ func scatterSVG(c scatterChart) templ.Component {
 		var templ_7745c5c3_Var55 string
 		templ_7745c5c3_Var55, templ_7745c5c3_Err = templruntime.NewAttributeExpression(c.ID + "-desc").Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 439, Col: 27}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 470, Col: 27}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var55)
 		if templ_7745c5c3_Err != nil {
@@ -1339,7 +1364,7 @@ func scatterSVG(c scatterChart) templ.Component {
 		var templ_7745c5c3_Var56 string
 		templ_7745c5c3_Var56, templ_7745c5c3_Err = templ.JoinStringErrs(c.Desc)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 439, Col: 38}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 470, Col: 38}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var56))
 		if templ_7745c5c3_Err != nil {
@@ -1357,7 +1382,7 @@ func scatterSVG(c scatterChart) templ.Component {
 			var templ_7745c5c3_Var57 string
 			templ_7745c5c3_Var57, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(c.Plot.Left)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 442, Col: 34}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 473, Col: 34}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var57)
 			if templ_7745c5c3_Err != nil {
@@ -1370,7 +1395,7 @@ func scatterSVG(c scatterChart) templ.Component {
 			var templ_7745c5c3_Var58 string
 			templ_7745c5c3_Var58, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(c.Plot.Right)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 442, Col: 62}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 473, Col: 62}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var58)
 			if templ_7745c5c3_Err != nil {
@@ -1383,7 +1408,7 @@ func scatterSVG(c scatterChart) templ.Component {
 			var templ_7745c5c3_Var59 string
 			templ_7745c5c3_Var59, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(t.Pos)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 442, Col: 83}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 473, Col: 83}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var59)
 			if templ_7745c5c3_Err != nil {
@@ -1396,7 +1421,7 @@ func scatterSVG(c scatterChart) templ.Component {
 			var templ_7745c5c3_Var60 string
 			templ_7745c5c3_Var60, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(t.Pos)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 442, Col: 104}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 473, Col: 104}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var60)
 			if templ_7745c5c3_Err != nil {
@@ -1422,7 +1447,7 @@ func scatterSVG(c scatterChart) templ.Component {
 		var templ_7745c5c3_Var61 string
 		templ_7745c5c3_Var61, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(c.Plot.Left)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 447, Col: 33}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 478, Col: 33}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var61)
 		if templ_7745c5c3_Err != nil {
@@ -1435,7 +1460,7 @@ func scatterSVG(c scatterChart) templ.Component {
 		var templ_7745c5c3_Var62 string
 		templ_7745c5c3_Var62, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(c.Plot.Left)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 447, Col: 60}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 478, Col: 60}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var62)
 		if templ_7745c5c3_Err != nil {
@@ -1448,7 +1473,7 @@ func scatterSVG(c scatterChart) templ.Component {
 		var templ_7745c5c3_Var63 string
 		templ_7745c5c3_Var63, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(c.Plot.Top)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 447, Col: 86}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 478, Col: 86}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var63)
 		if templ_7745c5c3_Err != nil {
@@ -1461,7 +1486,7 @@ func scatterSVG(c scatterChart) templ.Component {
 		var templ_7745c5c3_Var64 string
 		templ_7745c5c3_Var64, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(c.Plot.Bottom)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 447, Col: 115}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 478, Col: 115}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var64)
 		if templ_7745c5c3_Err != nil {
@@ -1479,7 +1504,7 @@ func scatterSVG(c scatterChart) templ.Component {
 			var templ_7745c5c3_Var65 string
 			templ_7745c5c3_Var65, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(c.Plot.Left - 5)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 449, Col: 38}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 480, Col: 38}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var65)
 			if templ_7745c5c3_Err != nil {
@@ -1492,7 +1517,7 @@ func scatterSVG(c scatterChart) templ.Component {
 			var templ_7745c5c3_Var66 string
 			templ_7745c5c3_Var66, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(c.Plot.Left)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 449, Col: 65}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 480, Col: 65}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var66)
 			if templ_7745c5c3_Err != nil {
@@ -1505,7 +1530,7 @@ func scatterSVG(c scatterChart) templ.Component {
 			var templ_7745c5c3_Var67 string
 			templ_7745c5c3_Var67, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(t.Pos)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 449, Col: 86}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 480, Col: 86}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var67)
 			if templ_7745c5c3_Err != nil {
@@ -1518,7 +1543,7 @@ func scatterSVG(c scatterChart) templ.Component {
 			var templ_7745c5c3_Var68 string
 			templ_7745c5c3_Var68, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(t.Pos)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 449, Col: 107}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 480, Col: 107}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var68)
 			if templ_7745c5c3_Err != nil {
@@ -1531,7 +1556,7 @@ func scatterSVG(c scatterChart) templ.Component {
 			var templ_7745c5c3_Var69 string
 			templ_7745c5c3_Var69, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(c.Plot.Left - 8)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 450, Col: 37}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 481, Col: 37}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var69)
 			if templ_7745c5c3_Err != nil {
@@ -1544,7 +1569,7 @@ func scatterSVG(c scatterChart) templ.Component {
 			var templ_7745c5c3_Var70 string
 			templ_7745c5c3_Var70, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(t.Pos + 4)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 450, Col: 61}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 481, Col: 61}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var70)
 			if templ_7745c5c3_Err != nil {
@@ -1557,7 +1582,7 @@ func scatterSVG(c scatterChart) templ.Component {
 			var templ_7745c5c3_Var71 string
 			templ_7745c5c3_Var71, templ_7745c5c3_Err = templ.JoinStringErrs(t.Label)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 450, Col: 91}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 481, Col: 91}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var71))
 			if templ_7745c5c3_Err != nil {
@@ -1575,7 +1600,7 @@ func scatterSVG(c scatterChart) templ.Component {
 		var templ_7745c5c3_Var72 string
 		templ_7745c5c3_Var72, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(-(c.Plot.Top + c.Plot.Height()/2))).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 452, Col: 103}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 483, Col: 103}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var72)
 		if templ_7745c5c3_Err != nil {
@@ -1588,7 +1613,7 @@ func scatterSVG(c scatterChart) templ.Component {
 		var templ_7745c5c3_Var73 string
 		templ_7745c5c3_Var73, templ_7745c5c3_Err = templ.JoinStringErrs(c.Y.Label)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 452, Col: 145}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 483, Col: 145}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var73))
 		if templ_7745c5c3_Err != nil {
@@ -1606,7 +1631,7 @@ func scatterSVG(c scatterChart) templ.Component {
 			var templ_7745c5c3_Var74 string
 			templ_7745c5c3_Var74, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(c.Plot.Left + c.Plot.Width()/2)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 455, Col: 71}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 486, Col: 71}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var74)
 			if templ_7745c5c3_Err != nil {
@@ -1619,7 +1644,7 @@ func scatterSVG(c scatterChart) templ.Component {
 			var templ_7745c5c3_Var75 string
 			templ_7745c5c3_Var75, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(c.Plot.Top + c.Plot.Height()/2)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 455, Col: 116}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 486, Col: 116}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var75)
 			if templ_7745c5c3_Err != nil {
@@ -1638,7 +1663,7 @@ func scatterSVG(c scatterChart) templ.Component {
 			var templ_7745c5c3_Var76 string
 			templ_7745c5c3_Var76, templ_7745c5c3_Err = templruntime.NewAttributeExpression(c.FrontierPath).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 458, Col: 50}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 489, Col: 50}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var76)
 			if templ_7745c5c3_Err != nil {
@@ -1683,7 +1708,7 @@ func scatterSVG(c scatterChart) templ.Component {
 				var templ_7745c5c3_Var79 string
 				templ_7745c5c3_Var79, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(pt.CX)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 462, Col: 94}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 493, Col: 94}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var79)
 				if templ_7745c5c3_Err != nil {
@@ -1696,7 +1721,7 @@ func scatterSVG(c scatterChart) templ.Component {
 				var templ_7745c5c3_Var80 string
 				templ_7745c5c3_Var80, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(pt.CY)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 462, Col: 115}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 493, Col: 115}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var80)
 				if templ_7745c5c3_Err != nil {
@@ -1709,7 +1734,7 @@ func scatterSVG(c scatterChart) templ.Component {
 				var templ_7745c5c3_Var81 string
 				templ_7745c5c3_Var81, templ_7745c5c3_Err = templruntime.NewAttributeExpression(pointRadius(pt)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 462, Col: 137}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 493, Col: 137}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var81)
 				if templ_7745c5c3_Err != nil {
@@ -1736,7 +1761,7 @@ func scatterSVG(c scatterChart) templ.Component {
 			var templ_7745c5c3_Var82 string
 			templ_7745c5c3_Var82, templ_7745c5c3_Err = templ.JoinStringErrs(pt.Title)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 463, Col: 22}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 494, Col: 22}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var82))
 			if templ_7745c5c3_Err != nil {
@@ -1776,7 +1801,7 @@ func scatterSVG(c scatterChart) templ.Component {
 					var templ_7745c5c3_Var85 string
 					templ_7745c5c3_Var85, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(pt.LabelX)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 466, Col: 102}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 497, Col: 102}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var85)
 					if templ_7745c5c3_Err != nil {
@@ -1789,7 +1814,7 @@ func scatterSVG(c scatterChart) templ.Component {
 					var templ_7745c5c3_Var86 string
 					templ_7745c5c3_Var86, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(pt.LabelY)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 466, Col: 126}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 497, Col: 126}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var86)
 					if templ_7745c5c3_Err != nil {
@@ -1802,7 +1827,7 @@ func scatterSVG(c scatterChart) templ.Component {
 					var templ_7745c5c3_Var87 string
 					templ_7745c5c3_Var87, templ_7745c5c3_Err = templruntime.NewAttributeExpression(pt.Anchor).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 466, Col: 152}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 497, Col: 152}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var87)
 					if templ_7745c5c3_Err != nil {
@@ -1829,7 +1854,7 @@ func scatterSVG(c scatterChart) templ.Component {
 				var templ_7745c5c3_Var88 string
 				templ_7745c5c3_Var88, templ_7745c5c3_Err = templ.JoinStringErrs(pt.Label)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 466, Col: 165}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 497, Col: 165}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var88))
 				if templ_7745c5c3_Err != nil {
@@ -1890,7 +1915,7 @@ func xAxis(plot plotBox, axis chartAxis, height float64) templ.Component {
 		var templ_7745c5c3_Var90 string
 		templ_7745c5c3_Var90, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(plot.Left)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 492, Col: 30}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 523, Col: 30}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var90)
 		if templ_7745c5c3_Err != nil {
@@ -1903,7 +1928,7 @@ func xAxis(plot plotBox, axis chartAxis, height float64) templ.Component {
 		var templ_7745c5c3_Var91 string
 		templ_7745c5c3_Var91, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(plot.Right)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 492, Col: 56}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 523, Col: 56}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var91)
 		if templ_7745c5c3_Err != nil {
@@ -1916,7 +1941,7 @@ func xAxis(plot plotBox, axis chartAxis, height float64) templ.Component {
 		var templ_7745c5c3_Var92 string
 		templ_7745c5c3_Var92, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(plot.Bottom)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 492, Col: 83}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 523, Col: 83}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var92)
 		if templ_7745c5c3_Err != nil {
@@ -1929,7 +1954,7 @@ func xAxis(plot plotBox, axis chartAxis, height float64) templ.Component {
 		var templ_7745c5c3_Var93 string
 		templ_7745c5c3_Var93, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(plot.Bottom)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 492, Col: 110}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 523, Col: 110}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var93)
 		if templ_7745c5c3_Err != nil {
@@ -1947,7 +1972,7 @@ func xAxis(plot plotBox, axis chartAxis, height float64) templ.Component {
 			var templ_7745c5c3_Var94 string
 			templ_7745c5c3_Var94, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(t.Pos)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 494, Col: 27}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 525, Col: 27}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var94)
 			if templ_7745c5c3_Err != nil {
@@ -1960,7 +1985,7 @@ func xAxis(plot plotBox, axis chartAxis, height float64) templ.Component {
 			var templ_7745c5c3_Var95 string
 			templ_7745c5c3_Var95, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(t.Pos)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 494, Col: 48}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 525, Col: 48}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var95)
 			if templ_7745c5c3_Err != nil {
@@ -1973,7 +1998,7 @@ func xAxis(plot plotBox, axis chartAxis, height float64) templ.Component {
 			var templ_7745c5c3_Var96 string
 			templ_7745c5c3_Var96, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(plot.Bottom)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 494, Col: 75}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 525, Col: 75}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var96)
 			if templ_7745c5c3_Err != nil {
@@ -1986,7 +2011,7 @@ func xAxis(plot plotBox, axis chartAxis, height float64) templ.Component {
 			var templ_7745c5c3_Var97 string
 			templ_7745c5c3_Var97, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(plot.Bottom + 5)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 494, Col: 106}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 525, Col: 106}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var97)
 			if templ_7745c5c3_Err != nil {
@@ -1999,7 +2024,7 @@ func xAxis(plot plotBox, axis chartAxis, height float64) templ.Component {
 			var templ_7745c5c3_Var98 string
 			templ_7745c5c3_Var98, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(t.Pos)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 495, Col: 26}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 526, Col: 26}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var98)
 			if templ_7745c5c3_Err != nil {
@@ -2012,7 +2037,7 @@ func xAxis(plot plotBox, axis chartAxis, height float64) templ.Component {
 			var templ_7745c5c3_Var99 string
 			templ_7745c5c3_Var99, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(plot.Bottom + 20)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 495, Col: 57}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 526, Col: 57}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var99)
 			if templ_7745c5c3_Err != nil {
@@ -2025,7 +2050,7 @@ func xAxis(plot plotBox, axis chartAxis, height float64) templ.Component {
 			var templ_7745c5c3_Var100 string
 			templ_7745c5c3_Var100, templ_7745c5c3_Err = templ.JoinStringErrs(t.Label)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 495, Col: 90}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 526, Col: 90}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var100))
 			if templ_7745c5c3_Err != nil {
@@ -2043,7 +2068,7 @@ func xAxis(plot plotBox, axis chartAxis, height float64) templ.Component {
 		var templ_7745c5c3_Var101 string
 		templ_7745c5c3_Var101, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(plot.Left + plot.Width()/2)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 497, Col: 71}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 528, Col: 71}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var101)
 		if templ_7745c5c3_Err != nil {
@@ -2056,7 +2081,7 @@ func xAxis(plot plotBox, axis chartAxis, height float64) templ.Component {
 		var templ_7745c5c3_Var102 string
 		templ_7745c5c3_Var102, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(height - 10)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 497, Col: 97}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 528, Col: 97}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var102)
 		if templ_7745c5c3_Err != nil {
@@ -2069,7 +2094,7 @@ func xAxis(plot plotBox, axis chartAxis, height float64) templ.Component {
 		var templ_7745c5c3_Var103 string
 		templ_7745c5c3_Var103, templ_7745c5c3_Err = templ.JoinStringErrs(axis.Label)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 497, Col: 133}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 528, Col: 133}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var103))
 		if templ_7745c5c3_Err != nil {
@@ -2108,7 +2133,7 @@ func barsSVG(c barChart) templ.Component {
 		var templ_7745c5c3_Var105 string
 		templ_7745c5c3_Var105, templ_7745c5c3_Err = templruntime.NewAttributeExpression("0 0 " + svgNum(c.Width) + " " + svgNum(c.Height)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 503, Col: 79}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 534, Col: 79}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var105)
 		if templ_7745c5c3_Err != nil {
@@ -2121,7 +2146,7 @@ func barsSVG(c barChart) templ.Component {
 		var templ_7745c5c3_Var106 string
 		templ_7745c5c3_Var106, templ_7745c5c3_Err = templruntime.NewAttributeExpression(c.ID + "-title " + c.ID + "-desc").Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 503, Col: 144}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 534, Col: 144}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var106)
 		if templ_7745c5c3_Err != nil {
@@ -2134,7 +2159,7 @@ func barsSVG(c barChart) templ.Component {
 		var templ_7745c5c3_Var107 string
 		templ_7745c5c3_Var107, templ_7745c5c3_Err = templruntime.NewAttributeExpression(c.ID + "-svg").Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 503, Col: 174}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 534, Col: 174}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var107)
 		if templ_7745c5c3_Err != nil {
@@ -2147,7 +2172,7 @@ func barsSVG(c barChart) templ.Component {
 		var templ_7745c5c3_Var108 string
 		templ_7745c5c3_Var108, templ_7745c5c3_Err = templruntime.NewAttributeExpression(c.ID + "-title").Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 504, Col: 29}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 535, Col: 29}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var108)
 		if templ_7745c5c3_Err != nil {
@@ -2160,7 +2185,7 @@ func barsSVG(c barChart) templ.Component {
 		var templ_7745c5c3_Var109 string
 		templ_7745c5c3_Var109, templ_7745c5c3_Err = templ.JoinStringErrs(c.Title)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 504, Col: 41}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 535, Col: 41}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var109))
 		if templ_7745c5c3_Err != nil {
@@ -2173,7 +2198,7 @@ func barsSVG(c barChart) templ.Component {
 		var templ_7745c5c3_Var110 string
 		templ_7745c5c3_Var110, templ_7745c5c3_Err = templruntime.NewAttributeExpression(c.ID + "-desc").Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 505, Col: 27}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 536, Col: 27}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var110)
 		if templ_7745c5c3_Err != nil {
@@ -2186,7 +2211,7 @@ func barsSVG(c barChart) templ.Component {
 		var templ_7745c5c3_Var111 string
 		templ_7745c5c3_Var111, templ_7745c5c3_Err = templ.JoinStringErrs(c.Desc)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 505, Col: 38}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 536, Col: 38}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var111))
 		if templ_7745c5c3_Err != nil {
@@ -2226,7 +2251,7 @@ func barsSVG(c barChart) templ.Component {
 				var templ_7745c5c3_Var114 string
 				templ_7745c5c3_Var114, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(l.X)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 508, Col: 70}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 539, Col: 70}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var114)
 				if templ_7745c5c3_Err != nil {
@@ -2239,7 +2264,7 @@ func barsSVG(c barChart) templ.Component {
 				var templ_7745c5c3_Var115 string
 				templ_7745c5c3_Var115, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(l.Y - 9)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 508, Col: 92}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 539, Col: 92}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var115)
 				if templ_7745c5c3_Err != nil {
@@ -2266,7 +2291,7 @@ func barsSVG(c barChart) templ.Component {
 			var templ_7745c5c3_Var116 string
 			templ_7745c5c3_Var116, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(l.X + 17)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 509, Col: 30}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 540, Col: 30}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var116)
 			if templ_7745c5c3_Err != nil {
@@ -2279,7 +2304,7 @@ func barsSVG(c barChart) templ.Component {
 			var templ_7745c5c3_Var117 string
 			templ_7745c5c3_Var117, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(l.Y + 1)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 509, Col: 52}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 540, Col: 52}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var117)
 			if templ_7745c5c3_Err != nil {
@@ -2292,7 +2317,7 @@ func barsSVG(c barChart) templ.Component {
 			var templ_7745c5c3_Var118 string
 			templ_7745c5c3_Var118, templ_7745c5c3_Err = templ.JoinStringErrs(l.Label)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 509, Col: 64}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 540, Col: 64}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var118))
 			if templ_7745c5c3_Err != nil {
@@ -2315,7 +2340,7 @@ func barsSVG(c barChart) templ.Component {
 			var templ_7745c5c3_Var119 string
 			templ_7745c5c3_Var119, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(t.Pos)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 514, Col: 28}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 545, Col: 28}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var119)
 			if templ_7745c5c3_Err != nil {
@@ -2328,7 +2353,7 @@ func barsSVG(c barChart) templ.Component {
 			var templ_7745c5c3_Var120 string
 			templ_7745c5c3_Var120, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(t.Pos)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 514, Col: 49}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 545, Col: 49}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var120)
 			if templ_7745c5c3_Err != nil {
@@ -2341,7 +2366,7 @@ func barsSVG(c barChart) templ.Component {
 			var templ_7745c5c3_Var121 string
 			templ_7745c5c3_Var121, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(c.Plot.Top)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 514, Col: 75}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 545, Col: 75}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var121)
 			if templ_7745c5c3_Err != nil {
@@ -2354,7 +2379,7 @@ func barsSVG(c barChart) templ.Component {
 			var templ_7745c5c3_Var122 string
 			templ_7745c5c3_Var122, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(c.Plot.Bottom)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 514, Col: 104}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 545, Col: 104}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var122)
 			if templ_7745c5c3_Err != nil {
@@ -2381,7 +2406,7 @@ func barsSVG(c barChart) templ.Component {
 			var templ_7745c5c3_Var123 string
 			templ_7745c5c3_Var123, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(c.Plot.Left - 8)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 520, Col: 63}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 551, Col: 63}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var123)
 			if templ_7745c5c3_Err != nil {
@@ -2394,7 +2419,7 @@ func barsSVG(c barChart) templ.Component {
 			var templ_7745c5c3_Var124 string
 			templ_7745c5c3_Var124, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(g.LabelY + 4)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 520, Col: 90}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 551, Col: 90}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var124)
 			if templ_7745c5c3_Err != nil {
@@ -2407,7 +2432,7 @@ func barsSVG(c barChart) templ.Component {
 			var templ_7745c5c3_Var125 string
 			templ_7745c5c3_Var125, templ_7745c5c3_Err = templ.JoinStringErrs(g.Title)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 521, Col: 21}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 552, Col: 21}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var125))
 			if templ_7745c5c3_Err != nil {
@@ -2420,7 +2445,7 @@ func barsSVG(c barChart) templ.Component {
 			var templ_7745c5c3_Var126 string
 			templ_7745c5c3_Var126, templ_7745c5c3_Err = templ.JoinStringErrs(g.Label)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 522, Col: 14}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 553, Col: 14}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var126))
 			if templ_7745c5c3_Err != nil {
@@ -2439,7 +2464,7 @@ func barsSVG(c barChart) templ.Component {
 					var templ_7745c5c3_Var127 string
 					templ_7745c5c3_Var127, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(bar.MarkX)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 526, Col: 55}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 557, Col: 55}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var127)
 					if templ_7745c5c3_Err != nil {
@@ -2452,7 +2477,7 @@ func barsSVG(c barChart) templ.Component {
 					var templ_7745c5c3_Var128 string
 					templ_7745c5c3_Var128, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(bar.MarkY)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 526, Col: 79}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 557, Col: 79}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var128)
 					if templ_7745c5c3_Err != nil {
@@ -2465,7 +2490,7 @@ func barsSVG(c barChart) templ.Component {
 					var templ_7745c5c3_Var129 string
 					templ_7745c5c3_Var129, templ_7745c5c3_Err = templ.JoinStringErrs(bar.Title)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 527, Col: 25}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 558, Col: 25}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var129))
 					if templ_7745c5c3_Err != nil {
@@ -2505,7 +2530,7 @@ func barsSVG(c barChart) templ.Component {
 						var templ_7745c5c3_Var132 string
 						templ_7745c5c3_Var132, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(bar.X)).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 531, Col: 76}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 562, Col: 76}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var132)
 						if templ_7745c5c3_Err != nil {
@@ -2518,7 +2543,7 @@ func barsSVG(c barChart) templ.Component {
 						var templ_7745c5c3_Var133 string
 						templ_7745c5c3_Var133, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(bar.Y)).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 531, Col: 96}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 562, Col: 96}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var133)
 						if templ_7745c5c3_Err != nil {
@@ -2531,7 +2556,7 @@ func barsSVG(c barChart) templ.Component {
 						var templ_7745c5c3_Var134 string
 						templ_7745c5c3_Var134, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(bar.W)).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 531, Col: 120}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 562, Col: 120}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var134)
 						if templ_7745c5c3_Err != nil {
@@ -2544,7 +2569,7 @@ func barsSVG(c barChart) templ.Component {
 						var templ_7745c5c3_Var135 string
 						templ_7745c5c3_Var135, templ_7745c5c3_Err = templruntime.NewAttributeExpression(svgNum(bar.H)).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 531, Col: 145}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 562, Col: 145}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var135)
 						if templ_7745c5c3_Err != nil {
@@ -2571,7 +2596,7 @@ func barsSVG(c barChart) templ.Component {
 					var templ_7745c5c3_Var136 string
 					templ_7745c5c3_Var136, templ_7745c5c3_Err = templ.JoinStringErrs(bar.Title)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 532, Col: 25}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 563, Col: 25}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var136))
 					if templ_7745c5c3_Err != nil {
@@ -2584,7 +2609,7 @@ func barsSVG(c barChart) templ.Component {
 					var templ_7745c5c3_Var137 string
 					templ_7745c5c3_Var137, templ_7745c5c3_Err = templruntime.NewAttributeExpression(whiskerPath(bar)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 534, Col: 54}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 565, Col: 54}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var137)
 					if templ_7745c5c3_Err != nil {
@@ -2634,7 +2659,7 @@ func TaskMatrixSection(m *models.TaskMatrix, dim string) templ.Component {
 		var templ_7745c5c3_Var139 string
 		templ_7745c5c3_Var139, templ_7745c5c3_Err = templruntime.NewAttributeExpression(TaskMatrixID).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 544, Col: 27}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 575, Col: 27}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var139)
 		if templ_7745c5c3_Err != nil {
@@ -2655,7 +2680,7 @@ func TaskMatrixSection(m *models.TaskMatrix, dim string) templ.Component {
 		var templ_7745c5c3_Var140 string
 		templ_7745c5c3_Var140, templ_7745c5c3_Err = templ.JoinStringErrs(matrixRangeText(m))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 558, Col: 83}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 589, Col: 83}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var140))
 		if templ_7745c5c3_Err != nil {
@@ -2673,7 +2698,7 @@ func TaskMatrixSection(m *models.TaskMatrix, dim string) templ.Component {
 			var templ_7745c5c3_Var141 string
 			templ_7745c5c3_Var141, templ_7745c5c3_Err = templruntime.NewAttributeExpression(matrixEntryTitle(e)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 565, Col: 71}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 596, Col: 71}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var141)
 			if templ_7745c5c3_Err != nil {
@@ -2686,7 +2711,7 @@ func TaskMatrixSection(m *models.TaskMatrix, dim string) templ.Component {
 			var templ_7745c5c3_Var142 string
 			templ_7745c5c3_Var142, templ_7745c5c3_Err = templ.JoinStringErrs(shorten(e.AgentName, 28))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 565, Col: 106}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 596, Col: 106}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var142))
 			if templ_7745c5c3_Err != nil {
@@ -2709,7 +2734,7 @@ func TaskMatrixSection(m *models.TaskMatrix, dim string) templ.Component {
 			var templ_7745c5c3_Var143 string
 			templ_7745c5c3_Var143, templ_7745c5c3_Err = templruntime.NewAttributeExpression(taskHref(m.Board.BenchmarkSlug, t.ExternalID)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 572, Col: 98}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 603, Col: 98}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var143)
 			if templ_7745c5c3_Err != nil {
@@ -2722,7 +2747,7 @@ func TaskMatrixSection(m *models.TaskMatrix, dim string) templ.Component {
 			var templ_7745c5c3_Var144 string
 			templ_7745c5c3_Var144, templ_7745c5c3_Err = templruntime.NewAttributeExpression(shorten(t.Intent, 160)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 572, Col: 131}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 603, Col: 131}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var144)
 			if templ_7745c5c3_Err != nil {
@@ -2735,7 +2760,7 @@ func TaskMatrixSection(m *models.TaskMatrix, dim string) templ.Component {
 			var templ_7745c5c3_Var145 string
 			templ_7745c5c3_Var145, templ_7745c5c3_Err = templ.JoinStringErrs(t.ExternalID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 572, Col: 148}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 603, Col: 148}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var145))
 			if templ_7745c5c3_Err != nil {
@@ -2748,7 +2773,7 @@ func TaskMatrixSection(m *models.TaskMatrix, dim string) templ.Component {
 			var templ_7745c5c3_Var146 string
 			templ_7745c5c3_Var146, templ_7745c5c3_Err = templ.JoinStringErrs(difficultyText(t.Difficulty))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 573, Col: 41}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 604, Col: 41}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var146))
 			if templ_7745c5c3_Err != nil {
@@ -2761,7 +2786,7 @@ func TaskMatrixSection(m *models.TaskMatrix, dim string) templ.Component {
 			var templ_7745c5c3_Var147 string
 			templ_7745c5c3_Var147, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(t.Solved))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 574, Col: 39}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 605, Col: 39}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var147))
 			if templ_7745c5c3_Err != nil {
@@ -2774,7 +2799,7 @@ func TaskMatrixSection(m *models.TaskMatrix, dim string) templ.Component {
 			var templ_7745c5c3_Var148 string
 			templ_7745c5c3_Var148, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(t.Graded))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 574, Col: 58}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 605, Col: 58}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var148))
 			if templ_7745c5c3_Err != nil {
@@ -2926,7 +2951,7 @@ func matrixCell(runID int64, c models.MatrixCell) templ.Component {
 			var templ_7745c5c3_Var152 string
 			templ_7745c5c3_Var152, templ_7745c5c3_Err = templruntime.NewAttributeExpression(words).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 640, Col: 70}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 671, Col: 70}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var152)
 			if templ_7745c5c3_Err != nil {
@@ -2939,7 +2964,7 @@ func matrixCell(runID int64, c models.MatrixCell) templ.Component {
 			var templ_7745c5c3_Var153 string
 			templ_7745c5c3_Var153, templ_7745c5c3_Err = templ.JoinStringErrs(glyph)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 640, Col: 80}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 671, Col: 80}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var153))
 			if templ_7745c5c3_Err != nil {
@@ -2993,7 +3018,7 @@ func matrixCell(runID int64, c models.MatrixCell) templ.Component {
 			var templ_7745c5c3_Var156 string
 			templ_7745c5c3_Var156, templ_7745c5c3_Err = templruntime.NewAttributeExpression(attemptHref(runID, c.AttemptID)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 642, Col: 76}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 673, Col: 76}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var156)
 			if templ_7745c5c3_Err != nil {
@@ -3006,7 +3031,7 @@ func matrixCell(runID int64, c models.MatrixCell) templ.Component {
 			var templ_7745c5c3_Var157 string
 			templ_7745c5c3_Var157, templ_7745c5c3_Err = templruntime.NewAttributeExpression(words).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 642, Col: 97}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 673, Col: 97}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var157)
 			if templ_7745c5c3_Err != nil {
@@ -3019,7 +3044,7 @@ func matrixCell(runID int64, c models.MatrixCell) templ.Component {
 			var templ_7745c5c3_Var158 string
 			templ_7745c5c3_Var158, templ_7745c5c3_Err = templ.JoinStringErrs(glyph)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 642, Col: 107}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 673, Col: 107}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var158))
 			if templ_7745c5c3_Err != nil {
@@ -3058,7 +3083,7 @@ func matrixPagination(m *models.TaskMatrix, dim string, where string) templ.Comp
 		var templ_7745c5c3_Var160 string
 		templ_7745c5c3_Var160, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Pages of tasks (" + where + ")").Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 647, Col: 70}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 678, Col: 70}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var160)
 		if templ_7745c5c3_Err != nil {
@@ -3071,7 +3096,7 @@ func matrixPagination(m *models.TaskMatrix, dim string, where string) templ.Comp
 		var templ_7745c5c3_Var161 string
 		templ_7745c5c3_Var161, templ_7745c5c3_Err = templruntime.NewAttributeExpression("matrix-pages-" + where).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 647, Col: 110}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 678, Col: 110}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var161)
 		if templ_7745c5c3_Err != nil {
@@ -3089,7 +3114,7 @@ func matrixPagination(m *models.TaskMatrix, dim string, where string) templ.Comp
 			var templ_7745c5c3_Var162 string
 			templ_7745c5c3_Var162, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(BreakdownsHref(m.Board, dim, m.Page-1) + "#" + TaskMatrixID)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 650, Col: 85}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 681, Col: 85}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var162)
 			if templ_7745c5c3_Err != nil {
@@ -3102,7 +3127,7 @@ func matrixPagination(m *models.TaskMatrix, dim string, where string) templ.Comp
 			var templ_7745c5c3_Var163 string
 			templ_7745c5c3_Var163, templ_7745c5c3_Err = templruntime.NewAttributeExpression(BreakdownsHref(m.Board, dim, m.Page-1)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 651, Col: 51}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 682, Col: 51}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var163)
 			if templ_7745c5c3_Err != nil {
@@ -3115,7 +3140,7 @@ func matrixPagination(m *models.TaskMatrix, dim string, where string) templ.Comp
 			var templ_7745c5c3_Var164 string
 			templ_7745c5c3_Var164, templ_7745c5c3_Err = templruntime.NewAttributeExpression("#" + TaskMatrixID).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 652, Col: 34}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 683, Col: 34}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var164)
 			if templ_7745c5c3_Err != nil {
@@ -3138,7 +3163,7 @@ func matrixPagination(m *models.TaskMatrix, dim string, where string) templ.Comp
 		var templ_7745c5c3_Var165 string
 		templ_7745c5c3_Var165, templ_7745c5c3_Err = templ.JoinStringErrs(capitalize(matrixRangeText(m)))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 661, Col: 40}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 692, Col: 40}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var165))
 		if templ_7745c5c3_Err != nil {
@@ -3151,7 +3176,7 @@ func matrixPagination(m *models.TaskMatrix, dim string, where string) templ.Comp
 		var templ_7745c5c3_Var166 string
 		templ_7745c5c3_Var166, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(m.Page))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 661, Col: 65}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 692, Col: 65}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var166))
 		if templ_7745c5c3_Err != nil {
@@ -3164,7 +3189,7 @@ func matrixPagination(m *models.TaskMatrix, dim string, where string) templ.Comp
 		var templ_7745c5c3_Var167 string
 		templ_7745c5c3_Var167, templ_7745c5c3_Err = templ.JoinStringErrs(Itoa(m.Pages()))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 661, Col: 88}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 692, Col: 88}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var167))
 		if templ_7745c5c3_Err != nil {
@@ -3182,7 +3207,7 @@ func matrixPagination(m *models.TaskMatrix, dim string, where string) templ.Comp
 			var templ_7745c5c3_Var168 string
 			templ_7745c5c3_Var168, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(BreakdownsHref(m.Board, dim, m.Page+1) + "#" + TaskMatrixID)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 664, Col: 85}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 695, Col: 85}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var168)
 			if templ_7745c5c3_Err != nil {
@@ -3195,7 +3220,7 @@ func matrixPagination(m *models.TaskMatrix, dim string, where string) templ.Comp
 			var templ_7745c5c3_Var169 string
 			templ_7745c5c3_Var169, templ_7745c5c3_Err = templruntime.NewAttributeExpression(BreakdownsHref(m.Board, dim, m.Page+1)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 665, Col: 51}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 696, Col: 51}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var169)
 			if templ_7745c5c3_Err != nil {
@@ -3208,7 +3233,7 @@ func matrixPagination(m *models.TaskMatrix, dim string, where string) templ.Comp
 			var templ_7745c5c3_Var170 string
 			templ_7745c5c3_Var170, templ_7745c5c3_Err = templruntime.NewAttributeExpression("#" + TaskMatrixID).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 666, Col: 34}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/breakdowns.templ`, Line: 697, Col: 34}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var170)
 			if templ_7745c5c3_Err != nil {

@@ -546,7 +546,7 @@ func compareSummary(c *models.Comparison) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "<div class=\"table-wrap\"><table data-testid=\"compare-runs\"><caption>Compared runs; A is the baseline every difference is measured against</caption> <thead><tr><th scope=\"col\">Run</th><th scope=\"col\">Agent</th><th scope=\"col\">Team</th><th scope=\"col\">Model</th><th scope=\"col\">Subset</th><th scope=\"col\">Version</th><th scope=\"col\">Origin</th><th scope=\"col\">Status</th></tr></thead> <tbody>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "<div class=\"table-wrap pin-first\"><table data-testid=\"compare-runs\"><caption>Compared runs; A is the baseline every difference is measured against</caption> <thead><tr><th scope=\"col\">Run</th><th scope=\"col\">Agent</th><th scope=\"col\">Team</th><th scope=\"col\">Model</th><th scope=\"col\">Subset</th><th scope=\"col\">Version</th><th scope=\"col\">Origin</th><th scope=\"col\">Status</th></tr></thead> <tbody>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -690,9 +690,9 @@ func compareSummary(c *models.Comparison) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var22 string
-			templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(r.Origin)
+			templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(models.OriginLabel(r.Origin))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/compare.templ`, Line: 376, Col: 20}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/compare.templ`, Line: 376, Col: 40}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var22))
 			if templ_7745c5c3_Err != nil {
@@ -754,7 +754,7 @@ func compareMetricsTable(c *models.Comparison) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 37, " Intervals are 95%: Wilson for rates, bootstrap for means. Differences are against A; rates differ in percentage points (pp).</p><div class=\"table-wrap\"><table data-testid=\"compare-metrics\" class=\"cmp-table\"><caption class=\"cmp-sr-only\">Metrics of each run side by side, with differences from the baseline</caption> <thead><tr><th scope=\"col\">Metric</th>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 37, " Intervals are 95%: Wilson for rates, bootstrap for means. Differences are against A; rates differ in percentage points (pp).</p><div class=\"table-wrap pin-first\"><table data-testid=\"compare-metrics\" class=\"cmp-table\"><caption class=\"cmp-sr-only\">Metrics of each run side by side, with differences from the baseline</caption> <thead><tr><th scope=\"col\">Metric</th>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1021,7 +1021,7 @@ func comparePaired(c *models.Comparison) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 60, "<section aria-labelledby=\"cmp-paired-heading\"><h2 id=\"cmp-paired-heading\">Paired test of success</h2><p class=\"muted\">Each run against A on the tasks both have a verdict for. Only discordant tasks, solved by one run and not the other, tell runs apart; the exact McNemar test gives the chance of a split at least this uneven if both runs were equally good.</p><div class=\"table-wrap\"><table data-testid=\"compare-paired\"><caption class=\"cmp-sr-only\">Paired tests of each run against the baseline</caption> <thead><tr><th scope=\"col\">Run</th><th scope=\"col\" class=\"num\">Tasks</th><th scope=\"col\" class=\"num\">Solved by A only</th><th scope=\"col\" class=\"num\">Solved by this run only</th><th scope=\"col\" class=\"num\">Discordant</th><th scope=\"col\" class=\"num\">Both</th><th scope=\"col\" class=\"num\">Neither</th><th scope=\"col\" class=\"num\">p-value</th><th scope=\"col\">Reading</th></tr></thead> <tbody>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 60, "<section aria-labelledby=\"cmp-paired-heading\"><h2 id=\"cmp-paired-heading\">Paired test of success</h2><p class=\"muted\">Each run against A on the tasks both have a verdict for. Only discordant tasks, solved by one run and not the other, tell runs apart; the exact McNemar test gives the chance of a split at least this uneven if both runs were equally good.</p><div class=\"table-wrap pin-first\"><table data-testid=\"compare-paired\"><caption class=\"cmp-sr-only\">Paired tests of each run against the baseline</caption> <thead><tr><th scope=\"col\">Run</th><th scope=\"col\" class=\"num\">Tasks</th><th scope=\"col\" class=\"num\">Solved by A only</th><th scope=\"col\" class=\"num\">Solved by this run only</th><th scope=\"col\" class=\"num\">Discordant</th><th scope=\"col\" class=\"num\">Both</th><th scope=\"col\" class=\"num\">Neither</th><th scope=\"col\" class=\"num\">p-value</th><th scope=\"col\">Reading</th></tr></thead> <tbody>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1143,14 +1143,14 @@ func comparePaired(c *models.Comparison) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 70, "</td><td>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 70, "</td><td class=\"cmp-reading\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var49 string
 			templ_7745c5c3_Var49, templ_7745c5c3_Err = templ.JoinStringErrs(comparePairedVerdict(pt))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/compare.templ`, Line: 464, Col: 37}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/compare.templ`, Line: 464, Col: 57}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var49))
 			if templ_7745c5c3_Err != nil {
@@ -1241,7 +1241,7 @@ func compareBreakdowns(c *models.Comparison) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 79, " groups)</summary><div class=\"table-wrap\"><table class=\"cmp-table\"><caption class=\"cmp-sr-only\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 79, " groups)</summary><div class=\"table-wrap pin-first\"><table class=\"cmp-table\"><caption class=\"cmp-sr-only\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -1526,7 +1526,7 @@ func compareTaskTable(c *models.Comparison, tasks []models.CompareTask, caption 
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 107, "<div class=\"table-wrap\"><table class=\"cmp-tasks\"><caption class=\"cmp-sr-only\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 107, "<div class=\"table-wrap pin-first\"><table class=\"cmp-tasks\"><caption class=\"cmp-sr-only\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

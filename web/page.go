@@ -95,6 +95,14 @@ func FormatTimePtr(t *time.Time) string {
 	return FormatTime(*t)
 }
 
+// timeOrDash renders an optional time, "—" when unknown or not yet.
+func timeOrDash(t *time.Time) string {
+	if t == nil {
+		return "—"
+	}
+	return FormatTime(*t)
+}
+
 // Itoa formats an integer for templates.
 func Itoa[T ~int | ~int64](n T) string { return fmt.Sprint(n) }
 

@@ -456,7 +456,7 @@ func StudyReportPage(p Page, v StudyReportView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if len(v.Leaderboard) > 0 {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "<section aria-labelledby=\"leaderboard-heading\"><h2 id=\"leaderboard-heading\">Judge leaderboard</h2><p class=\"muted\">Judges ranked by their kappa against the human majority on success (or the first label the study asks on which they were compared), then by agreement.</p><div class=\"table-wrap\"><table data-testid=\"judge-leaderboard\" class=\"study-table study-numbers\"><caption class=\"visually-hidden\">Judges ranked by agreement with the human majority, with their cost</caption> <thead><tr><th scope=\"col\" class=\"num\">Rank</th><th scope=\"col\">Judge</th><th scope=\"col\">Ranked on</th><th scope=\"col\" class=\"num\">Items</th><th scope=\"col\" class=\"num\">Agreement</th><th scope=\"col\" class=\"num\">κ</th><th scope=\"col\" class=\"num\">F1</th><th scope=\"col\" class=\"num\">Judgments</th><th scope=\"col\" class=\"num\">Errors</th><th scope=\"col\" class=\"num\">Cost</th><th scope=\"col\" class=\"num\">Cost per judgment</th></tr></thead> <tbody>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "<section aria-labelledby=\"leaderboard-heading\"><h2 id=\"leaderboard-heading\">Judge leaderboard</h2><p class=\"muted\">Judges ranked by their kappa against the human majority on success (or the first label the study asks on which they were compared), then by agreement.</p><div class=\"table-wrap pin-first pin-rank\"><table data-testid=\"judge-leaderboard\" class=\"study-table study-numbers\"><caption class=\"visually-hidden\">Judges ranked by agreement with the human majority, with their cost</caption> <thead><tr><th scope=\"col\" class=\"num\">Rank</th><th scope=\"col\">Judge</th><th scope=\"col\">Ranked on</th><th scope=\"col\" class=\"num\">Items</th><th scope=\"col\" class=\"num\">Agreement</th><th scope=\"col\" class=\"num\">κ</th><th scope=\"col\" class=\"num\">F1</th><th scope=\"col\" class=\"num\">Judgments</th><th scope=\"col\" class=\"num\">Errors</th><th scope=\"col\" class=\"num\">Cost</th><th scope=\"col\" class=\"num\">Cost per judgment</th></tr></thead> <tbody>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -877,7 +877,7 @@ func studyLabelSection(v StudyReportView, l StudyLabelReport) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 58, "</p><div class=\"table-wrap\"><table class=\"study-table study-numbers\" data-testid=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 58, "</p><div class=\"table-wrap pin-first\"><table class=\"study-table study-numbers\" data-testid=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1166,7 +1166,7 @@ func studyConfusionTable(l StudyLabelReport, c StudyComparison) templ.Component 
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
 		if len(c.Confusion.Categories) > 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 84, "<div class=\"table-wrap\"><table class=\"study-confusion\" data-testid=\"confusion-matrix\"><caption>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 84, "<div class=\"table-wrap pin-first\"><table class=\"study-confusion\" data-testid=\"confusion-matrix\"><caption>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1366,7 +1366,7 @@ func studyBreakdownSection(v StudyReportView) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if b := v.Breakdown; b != nil {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 105, "<div class=\"table-wrap\"><table class=\"study-table study-numbers\" data-testid=\"breakdown-table\"><caption>Agreement on ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 105, "<div class=\"table-wrap pin-first\"><table class=\"study-table study-numbers\" data-testid=\"breakdown-table\"><caption>Agreement on ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1821,7 +1821,7 @@ func StudyDisagreementsPage(p Page, v StudyDisagreementsView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 148, "</p><div class=\"table-wrap\"><table class=\"study-table\" data-testid=\"disagreements-table\"><caption class=\"visually-hidden\">Judge answers that differ from the human majority</caption> <thead><tr><th scope=\"col\" class=\"num\">Item</th><th scope=\"col\">Trajectory</th><th scope=\"col\">Label</th><th scope=\"col\">Judge</th><th scope=\"col\">Judge says</th><th scope=\"col\">Human majority</th><th scope=\"col\">Human answers</th></tr></thead> <tbody>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 148, "</p><div class=\"table-wrap pin-first\"><table class=\"study-table\" data-testid=\"disagreements-table\"><caption class=\"visually-hidden\">Judge answers that differ from the human majority</caption> <thead><tr><th scope=\"col\" class=\"num\">Item</th><th scope=\"col\">Trajectory</th><th scope=\"col\">Label</th><th scope=\"col\">Judge</th><th scope=\"col\">Judge says</th><th scope=\"col\">Human majority</th><th scope=\"col\">Human answers</th></tr></thead> <tbody>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -122,6 +122,19 @@ func TestBrowser_HiddenResults(t *testing.T) {
 	require.NoError(t, expect.Locator(page.GetByTestId("hidden-tests-link")).ToHaveCount(3))
 	require.NoError(t, section.ScrollIntoViewIfNeeded())
 	shot(t, page, "hidden-run-admin")
+	// Each count of what did not pass links to the tests it counts: the
+	// errored restart test has its own link beside the two failed tests.
+	shopARow := page.Locator(`[data-task="shop-a"]`)
+	require.NoError(t, expect.Locator(shopARow.GetByTestId("hidden-failed-link")).ToHaveText("failed (2)"))
+	require.NoError(t, expect.Locator(shopARow.GetByTestId("hidden-errored-link")).ToHaveText("errored (1)"))
+	require.NoError(t, shopARow.GetByTestId("hidden-errored-link").Click())
+	require.NoError(t, expect.Page(page).ToHaveURL(regexp.MustCompile(regexp.QuoteMeta(testsPath)+`\?result=errored$`)))
+	require.NoError(t, expect.Locator(page.GetByTestId("hidden-test")).ToHaveCount(1))
+	require.NoError(t, expect.Locator(page.GetByTestId("hidden-test")).ToHaveAttribute("data-test", "sys-restart"))
+	require.NoError(t, expect.Locator(page.GetByTestId("quick-errored")).ToHaveText("1 errored"))
+	shot(t, page, "hidden-tests-errored")
+	_, err = page.Goto(fmt.Sprintf("%s/runs/%d", base, seed.RunID))
+	require.NoError(t, err)
 	// The attempt's own page stands its tally and a link to the tests where
 	// an agent's steps would be.
 	_, err = page.Goto(fmt.Sprintf("%s/runs/%d/attempts/%d", base, seed.RunID, seed.Attempts[hiddenfixture.ShopA]))
@@ -211,4 +224,86 @@ func TestBrowser_HiddenResults(t *testing.T) {
 	require.NoError(t, expect.Page(plain).ToHaveURL(regexp.MustCompile(`result=errored`)))
 	require.NoError(t, expect.Locator(plain.GetByTestId("hidden-test")).ToHaveCount(1))
 	require.NoError(t, expect.Locator(plain.GetByTestId("hidden-test")).ToHaveAttribute("data-test", "sys-restart"))
+}
+
+// TestBrowser_HiddenPassRateBoard is the board of the sample's two
+// candidates, graded as the hidden-tests job grades them: it ranks the
+// near-perfect copy above the broken rebuild by pass rate (tests passed of
+// tests run; the offline build is not run here), each with its 95%
+// interval and a place of its own, at 1280 and 390 px. The broken run's
+// page names where it came from, gives its pass rate with the interval,
+// and lists the test not run behind the link that counts it.
+func TestBrowser_HiddenPassRateBoard(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	browserOptionsOrSkip(t)
+	base := env.serve(t)
+	app := env.open(t)
+	g := app.DB.Gorm()
+	now := time.Now().UTC()
+	team := &models.Team{Slug: "rebuilders", Name: "Rebuilders Lab", CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, g.Create(team).Error)
+	agent := func(slug, name string) int64 {
+		a := &models.Agent{TeamID: team.ID, Slug: slug, Name: name, Kind: models.AgentUpload, Model: "gpt-4o", CreatedAt: now, UpdatedAt: now}
+		require.NoError(t, g.Create(a).Error)
+		return a.ID
+	}
+	r, err := hiddenfixture.WriteRebuilds(context.Background(), app.DB, hiddenfixture.RebuildsOptions{
+		TeamID: team.ID, CopyAgentID: agent("copier", "Copier"), BrokenAgentID: agent("rebuilder", "Rebuilder"), Published: true,
+	})
+	require.NoError(t, err)
+	require.NoError(t, app.DB.SetRevealReferences(models.WithActor(context.Background(), models.SystemActor()), r.BenchmarkSlug, true))
+	b := launchBrowser(t)
+	expect := browserExpect()
+
+	for _, width := range []int{1280, 390} {
+		page := newBrowserPage(t, b, width, 900)
+		_, err := page.Goto(base + "/benchmarks/" + r.BenchmarkSlug + "/leaderboard")
+		require.NoError(t, err)
+		rows := page.GetByTestId("leaderboard-row")
+		require.NoError(t, expect.Locator(rows).ToHaveCount(2))
+		for i, want := range []struct {
+			run                 int64
+			rank, rate, ci, all string
+		}{
+			{r.CopyRunID, "1", "100.0%", "(95% CI 91.6–100.0%)", "100.0%"},
+			{r.BrokenRunID, "2", "73.8%", "(95% CI 58.9–84.7%)", "73.8%"},
+		} {
+			row := rows.Nth(i)
+			require.NoError(t, expect.Locator(row).ToHaveAttribute("data-run", fmt.Sprint(want.run)))
+			require.NoError(t, expect.Locator(row.GetByTestId("rank")).ToHaveText(want.rank), "a place of its own: the intervals do not overlap")
+			require.NoError(t, expect.Locator(row.GetByTestId("success").Locator(".rate")).ToHaveText(want.rate))
+			require.NoError(t, expect.Locator(row.GetByTestId("success").Locator(".ci-text")).ToHaveText(want.ci))
+			require.NoError(t, expect.Locator(row.GetByTestId("hidden-overall")).ToHaveText(want.all))
+			require.NoError(t, expect.Locator(row.GetByTestId("origin")).ToContainText(models.OriginCandidates))
+		}
+		if width == 390 {
+			// The rate and its interval stay on screen on a phone.
+			box, err := rows.Nth(1).GetByTestId("success").Locator(".rate").BoundingBox()
+			require.NoError(t, err)
+			require.LessOrEqual(t, box.X+box.Width, 390.0)
+		}
+		shot(t, page, fmt.Sprintf("hidden-pass-rate-board-%d", width))
+
+		// The broken rebuild's run: where it came from, its pass rate and
+		// the test not run, listed behind the link that counts it.
+		require.NoError(t, rows.Nth(1).GetByTestId("run-link").Click())
+		require.NoError(t, expect.Locator(page.GetByTestId("badge-origin")).ToHaveText("candidates submitted, tested by Proctor"))
+		require.NoError(t, expect.Locator(page.GetByTestId("hidden-pass-rate")).ToContainText("73.8% (31 of 42 tests run)"))
+		require.NoError(t, expect.Locator(page.GetByTestId("hidden-pass-ci")).ToHaveText("95% CI 58.9–84.7%"))
+		task := page.Locator(`[data-task="` + hiddenfixture.RebuildTask + `"]`)
+		require.NoError(t, expect.Locator(task.GetByTestId("hidden-task-overall")).ToContainText("73.8% (31/42)"))
+		require.NoError(t, expect.Locator(task.GetByTestId("hidden-task-overall")).ToContainText("1 not run"))
+		require.NoError(t, expect.Locator(task.GetByTestId("hidden-errored-link")).ToHaveCount(0), "nothing errored")
+		require.NoError(t, expect.Locator(task.GetByTestId("hidden-failed-link")).ToHaveText("failed (11)"))
+		require.NoError(t, page.GetByTestId("hidden-results").ScrollIntoViewIfNeeded())
+		shot(t, page, fmt.Sprintf("hidden-pass-rate-run-%d", width))
+		require.NoError(t, task.GetByTestId("hidden-not_run-link").Click())
+		tests := page.GetByTestId("hidden-test")
+		require.NoError(t, expect.Locator(tests).ToHaveCount(1))
+		require.NoError(t, expect.Locator(tests).ToHaveAttribute("data-test", hiddenfixture.OfflineBuildTest))
+		require.NoError(t, expect.Locator(tests.GetByTestId("hidden-test-result")).ToHaveText("not run"))
+		require.NoError(t, expect.Locator(page.GetByTestId("quick-not_run")).ToHaveText("1 not run"))
+		shot(t, page, fmt.Sprintf("hidden-not-run-%d", width))
+	}
 }

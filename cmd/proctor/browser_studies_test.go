@@ -388,4 +388,31 @@ func TestBrowser_AnnotateBlindStudy(t *testing.T) {
 	require.NoError(t, expect.Locator(review.GetByTestId("review-labels-row")).ToContainText("Successful"))
 	require.NoError(t, expect.Locator(review.GetByTestId("judge-rationale")).ToContainText("JUDGED-RATIONALE"))
 	shot(t, owner2, "annotate-review")
+
+	// No LLM judge is configured on this server: the administrator who
+	// adds a judge configuration sees "Run the judges" disabled, with the
+	// reason and where to read how to configure one, not a dead end.
+	code, _, stderr = env.run(t, password+"\n", "user", "create", "--password-stdin", "--admin", "--name", "Ada", "ada@example.org")
+	require.Equal(t, 0, code, stderr)
+	admin := newBrowserPage(t, b, 1280, 900)
+	signIn(t, admin, base, "ada@example.org", password)
+	_, err = admin.Goto(base + studyPath + "#judges")
+	require.NoError(t, err)
+	judges := admin.GetByTestId("judges-form")
+	if visible, _ := judges.IsVisible(); !visible {
+		require.NoError(t, admin.Locator("#judges details summary").Click())
+	}
+	require.NoError(t, judges.Locator(`input[name="judge_name_1"]`).Fill("claude"))
+	require.NoError(t, judges.Locator(`input[name="judge_model_1"]`).Fill("claude-test"))
+	require.NoError(t, judges.Locator(`button[type="submit"]`).Click())
+	require.NoError(t, expect.Locator(admin.GetByTestId("flash")).ToHaveText("Judge configurations saved."))
+	runJudges := admin.GetByTestId("run-judges")
+	require.NoError(t, expect.Locator(runJudges).ToBeDisabled())
+	reasonText := admin.GetByTestId("judging-unavailable")
+	require.NoError(t, expect.Locator(reasonText).ToContainText("No LLM judge is configured on this server"))
+	require.NoError(t, expect.Locator(runJudges).ToHaveAccessibleDescription(regexp.MustCompile(`PROCTOR_JUDGE_BASE_URL`)))
+	require.NoError(t, admin.Locator("#judges").ScrollIntoViewIfNeeded())
+	viewShot(t, admin, "study-no-judge")
+	require.NoError(t, reasonText.GetByRole("link").Click())
+	require.NoError(t, expect.Page(admin).ToHaveURL(regexp.MustCompile(`/docs/judge\.md$`)))
 }

@@ -6,16 +6,20 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
 	"github.com/stretchr/testify/require"
 
+	"proctor/hiddenbench"
 	"proctor/internal/testenv"
 	"proctor/runner/episode"
+	"proctor/sandbox"
 	"proctor/web"
 )
 
@@ -193,14 +197,16 @@ func TestBrowser_AdminImportsAndBrowses(t *testing.T) {
 	shot(t, page, "admin-rescored")
 }
 
-// TestBrowser_QueueSandboxRunAndWatch is the newcomer's first run: sign up,
-// create a team, register a replay agent, queue it on the bundled sandbox,
-// watch the progress reach 100% and open an attempt's timeline.
+// TestBrowser_QueueSandboxRunAndWatch is the newcomer's first run, the way
+// the README tells it: sign up, create a team, register a replay agent, then
+// Runs → Queue a run on the bundled sandbox; watch the run page live (its
+// badge, progress, notice and attempts change as one) until it completes and
+// stops polling, and open an attempt's timeline.
 func TestBrowser_QueueSandboxRunAndWatch(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
 	browserOptionsOrSkip(t)
-	env["PROCTOR_EPISODES"] = "4"
+	env["PROCTOR_EPISODES"] = "2"
 	env["PLAYWRIGHT_DRIVER_PATH"] = os.Getenv("PLAYWRIGHT_DRIVER_PATH")
 	env["PROCTOR_CHROMIUM_PATH"] = os.Getenv("PROCTOR_CHROMIUM_PATH")
 	base := env.serve(t)
@@ -213,7 +219,13 @@ func TestBrowser_QueueSandboxRunAndWatch(t *testing.T) {
 	expect := browserExpect()
 	exact := playwright.Bool(true)
 
-	_, err := page.Goto(base + "/signup")
+	// The home page leads to each published leaderboard.
+	_, err := page.Goto(base + "/")
+	require.NoError(t, err)
+	require.NoError(t, page.GetByTestId("leaderboards-"+sandbox.Slug).GetByRole("link", playwright.LocatorGetByRoleOptions{Name: "Leaderboard", Exact: exact}).Click())
+	require.NoError(t, expect.Page(page).ToHaveURL(regexp.MustCompile(`/benchmarks/`+sandbox.Slug+`/leaderboard$`)))
+
+	_, err = page.Goto(base + "/signup")
 	require.NoError(t, err)
 	require.NoError(t, page.GetByLabel("Name").Fill("Newcomer"))
 	require.NoError(t, page.GetByLabel("Email").Fill("new@example.org"))
@@ -221,8 +233,10 @@ func TestBrowser_QueueSandboxRunAndWatch(t *testing.T) {
 	require.NoError(t, page.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Sign up"}).Click())
 	require.NoError(t, expect.Locator(page.GetByTestId("nav-account")).ToHaveText("Newcomer"))
 
-	_, err = page.Goto(base + "/teams")
+	// Before there is a team, the runs page says where to go first.
+	_, err = page.Goto(base + "/runs")
 	require.NoError(t, err)
+	require.NoError(t, page.GetByTestId("queue-run-no-team").GetByRole("link").Click())
 	form := page.GetByTestId("create-team-form")
 	require.NoError(t, form.GetByLabel("Name", playwright.LocatorGetByLabelOptions{Exact: exact}).Fill("First Steps"))
 	require.NoError(t, form.GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Create team"}).Click())
@@ -235,31 +249,91 @@ func TestBrowser_QueueSandboxRunAndWatch(t *testing.T) {
 	require.NoError(t, form.GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Register agent"}).Click())
 	require.NoError(t, expect.Locator(page.GetByTestId("agent-name")).ToHaveText("Replay"))
 
-	// Queue the replay agent on the sandbox's hard subset.
-	_, err = page.Goto(base + "/teams/first-steps")
-	require.NoError(t, err)
-	require.NoError(t, page.GetByTestId("team-runs-link").Click())
-	require.NoError(t, page.GetByTestId("queue-run-link").Click())
+	// The agent's page queues a run of it, chosen in the form.
+	require.NoError(t, page.GetByTestId("queue-agent-run").Click())
+	require.NoError(t, expect.Locator(page.Locator("#f-agent")).ToHaveValue("replay"))
+
+	// Runs → Queue a run, as the README says; hidden-tests benchmarks,
+	// which take no agent runs, are not offered.
+	require.NoError(t, page.GetByRole("navigation", playwright.PageGetByRoleOptions{Name: "Main"}).GetByRole("link", playwright.LocatorGetByRoleOptions{Name: "Runs", Exact: exact}).Click())
+	require.NoError(t, expect.Page(page).ToHaveURL(regexp.MustCompile(`/runs$`)))
+	require.NoError(t, page.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Queue a run", Exact: exact}).Click())
 	form = page.GetByTestId("run-form")
+	require.NoError(t, expect.Locator(form.Locator("#f-benchmark option[value='"+hiddenbench.Slug+"']")).ToHaveCount(0))
 	_, err = form.Locator("#f-agent").SelectOption(playwright.SelectOptionValues{Values: &[]string{"replay"}})
 	require.NoError(t, err)
 	_, err = form.Locator("#f-benchmark").SelectOption(playwright.SelectOptionValues{Values: &[]string{"sandbox"}})
 	require.NoError(t, err)
 	require.NoError(t, form.Locator("#f-subset").Fill("hard"))
-	require.NoError(t, form.GetByLabel("Parallel episodes").Fill("4"))
+	require.NoError(t, form.GetByLabel("Parallel episodes").Fill("2"))
 	shot(t, page, "run-form")
 	require.NoError(t, page.GetByTestId("queue-run").Click())
+	require.NoError(t, page.WaitForURL(regexp.MustCompile(`/runs/\d+\?notice=queued$`)))
 
-	// The progress section polls until the run is done.
-	require.NoError(t, expect.Locator(page.GetByTestId("run-status")).ToHaveText("completed", playwright.LocatorAssertionsToHaveTextOptions{Timeout: playwright.Float(180_000)}))
+	// While it runs, the page changes as one: whenever it is looked at, the
+	// title's badge says what the progress says, the queued notice shows
+	// only while the run waits, and an attempt the progress counts as done
+	// is no longer listed as running.
+	live := `() => {
+		const text = (sel) => { const e = document.querySelector(sel); return e ? e.textContent.trim() : null; };
+		return {
+			badge: text('[data-testid="run-status-badge"]'),
+			status: text('[data-testid="run-status"]'),
+			done: text('[data-testid="run-done"]'),
+			notice: document.querySelector('[data-testid="run-queued-notice"]') !== null,
+			running: Array.from(document.querySelectorAll('[data-testid="attempt-results"] tbody tr')).filter(r => /running/.test(r.textContent)).length,
+		};
+	}`
+	sawRunning := false
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		v, err := page.Evaluate(live)
+		if err != nil {
+			// The page reloads itself once the run finishes.
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		state := v.(map[string]any)
+		require.Equal(t, state["status"], state["badge"], "badge and progress agree: %v", state)
+		if state["status"] != "queued" {
+			require.Equal(t, false, state["notice"], "the queued notice goes once the run starts: %v", state)
+		}
+		if state["status"] == "running" {
+			sawRunning = true
+			if toInt(t, state["running"]) > 2 {
+				t.Fatalf("more attempts listed as running than episodes run at once: %v", state)
+			}
+		}
+		if state["status"] == "completed" {
+			require.Equal(t, 0, toInt(t, state["running"]), "a finished run lists no running attempt: %v", state)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the run did not finish: %v", state)
+		time.Sleep(250 * time.Millisecond)
+	}
+	require.True(t, sawRunning, "the page showed the run running")
+
+	// The progress reached 100% and the page no longer polls.
 	require.NoError(t, expect.Locator(page.GetByTestId("run-done")).ToContainText("(100%)"))
 	require.NoError(t, expect.Locator(page.GetByTestId("run-successes")).ToHaveText("6"))
+	require.NoError(t, expect.Locator(page.GetByTestId("run-queued-notice")).ToHaveCount(0))
+	var polls atomic.Int32
+	page.OnRequest(func(r playwright.Request) {
+		if strings.Contains(r.URL(), "/progress") {
+			polls.Add(1)
+		}
+	})
+	time.Sleep(5 * time.Second)
+	require.Zero(t, polls.Load(), "a finished run's page stops polling")
 	// The metrics, with the success rate's interval; no judge is configured here.
 	require.NoError(t, expect.Locator(page.GetByTestId("metric-success")).ToHaveText("100.0% (95% CI 61.0–100.0%, 6/6)"))
 	require.NoError(t, expect.Locator(page.GetByTestId("metric-judge")).ToHaveText("not judged"))
 	require.NoError(t, page.GetByTestId("breakdown-site").Locator("summary").Click())
 	require.NoError(t, expect.Locator(page.GetByTestId("breakdown-site").Locator("tbody tr")).ToHaveCount(3), "shop, data and multi-site")
 	shot(t, page, "run-completed")
+	require.NoError(t, page.SetViewportSize(390, 844))
+	shot(t, page, "run-completed-phone")
+	require.NoError(t, page.SetViewportSize(1280, 900))
 
 	require.NoError(t, page.GetByTestId("timeline-link").First().Click())
 	require.NoError(t, expect.Locator(page.Locator("img").First()).ToBeVisible())

@@ -99,7 +99,7 @@ func (p *Program) candidatesSubmit(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return p.announceRun(ctx, c, run, fmt.Sprintf("submitted run %d (%d candidates)", run.ID, run.TasksTotal), *wait, *asJSON, wo)
+	return p.announceRun(ctx, c, run, fmt.Sprintf("submitted run %d (%s)", run.ID, plural(run.TasksTotal, "candidate")), *wait, *asJSON, wo)
 }
 
 // readCandidates reads the candidates file strictly: unknown fields are

@@ -56,7 +56,7 @@ func TestRemote_CandidatesSubmit(t *testing.T) {
 		TasksTotal int    `json:"tasks_total"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &created))
-	require.Equal(t, models.OriginUploaded, created.Origin)
+	require.Equal(t, models.OriginCandidates, created.Origin, "candidate websites, tested by Proctor: not an upload of results")
 	require.Equal(t, 2, created.TasksTotal)
 	var run models.Run
 	require.NoError(t, b.app.DB.Gorm().First(&run, created.ID).Error)
@@ -72,7 +72,7 @@ func TestRemote_CandidatesSubmit(t *testing.T) {
 	one := writeFile(t, "one.json", `[{"task_id":"r1","base_url":"https://93.184.216.34/"}]`)
 	code, stdout, stderr = b.cli(t, "candidates", "submit", "--file", one, "--agent", "lab/uploader", "--benchmark", "rebuilds", "--subset", "one", "--notes", "flags")
 	require.Equal(t, exitOK, code, stderr)
-	require.Regexp(t, `^submitted run \d+ \(1 candidates\)\n`+b.server+`/runs/\d+\n$`, stdout)
+	require.Regexp(t, `^submitted run \d+ \(1 candidate\)\n`+b.server+`/runs/\d+\n$`, stdout)
 
 	t.Run("WaitTimesOut", func(t *testing.T) {
 		code, stdout, stderr := b.cli(t, "candidates", "submit", "--file", one, "--agent", "lab/uploader", "--benchmark", "rebuilds", "--subset", "one",

@@ -88,5 +88,5 @@ func (p *Program) announceRun(ctx context.Context, c *apiclient.Client, run *api
 	waitCtx, cancel := wo.deadline(ctx)
 	defer cancel()
 	finished, err := p.waitRun(ctx, waitCtx, c, run.ID, wo)
-	return p.reportWaited(c, finished, err, asJSON)
+	return p.reportWaited(ctx, c, finished, err, asJSON)
 }

@@ -193,6 +193,9 @@ func (p *Program) runsShow(ctx context.Context, args []string) error {
 		return err
 	}
 	p.printRun(c, r)
+	if r.Origin == models.OriginCandidates {
+		return p.printHiddenSummary(ctx, c, r.ID)
+	}
 	return nil
 }
 
@@ -287,12 +290,13 @@ func (p *Program) runsWait(ctx context.Context, args []string) error {
 	waitCtx, cancel := wo.deadline(ctx)
 	defer cancel()
 	r, err := p.waitRun(ctx, waitCtx, c, id, wo)
-	return p.reportWaited(c, r, err, *asJSON)
+	return p.reportWaited(ctx, c, r, err, *asJSON)
 }
 
 // reportWaited prints the run a wait ended with (its JSON, or its status,
-// progress and URL) when it finished or the wait timed out, and passes err on.
-func (p *Program) reportWaited(c *apiclient.Client, r *apiclient.Run, err error, asJSON bool) error {
+// progress, for a hidden-tests run its pass rates, and URL) when it finished
+// or the wait timed out, and passes err on.
+func (p *Program) reportWaited(ctx context.Context, c *apiclient.Client, r *apiclient.Run, err error, asJSON bool) error {
 	if r == nil || (err != nil && !errors.As(err, new(*codedError))) {
 		return err
 	}
@@ -302,7 +306,13 @@ func (p *Program) reportWaited(c *apiclient.Client, r *apiclient.Run, err error,
 		}
 		return err
 	}
-	fmt.Fprintf(p.Stdout, "run %d %s: %s\n%s\n", r.ID, r.Status, runProgressLine(r), c.URL(cmpOr(r.URL, fmt.Sprintf("/runs/%d", r.ID))))
+	fmt.Fprintf(p.Stdout, "run %d %s: %s\n", r.ID, r.Status, runProgressLine(r))
+	if r.Origin == models.OriginCandidates && ctx.Err() == nil {
+		if herr := p.printHiddenSummary(ctx, c, r.ID); herr != nil && err == nil {
+			err = herr
+		}
+	}
+	fmt.Fprintln(p.Stdout, c.URL(cmpOr(r.URL, fmt.Sprintf("/runs/%d", r.ID))))
 	return err
 }
 

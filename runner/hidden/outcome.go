@@ -1,7 +1,7 @@
 // Package hidden runs hidden-test suites (package hiddentest) against a
 // candidate website: request and system tests over HTTP, browser journeys in
 // Chromium through playwright-go, each test isolated, every test ending
-// passed, failed or errored with a reason, and a failed test run once more to
+// passed, failed, errored or not run with a reason, and a failed test run once more to
 // tell flakiness from failure. It knows nothing of the database: the River
 // jobs that call it store what it returns.
 package hidden
@@ -15,6 +15,9 @@ const (
 	Passed  = "passed"  // every check and checkpoint passed
 	Failed  = "failed"  // the candidate answered and a check did not hold
 	Errored = "errored" // the test could not be carried out (unreachable, hung, a restart hook failed, a capture missing)
+	// NotRun is a test this platform cannot carry out whatever the
+	// candidate (an offline build): it decides nothing (models.HiddenNotRun).
+	NotRun = "not_run"
 )
 
 // Candidate is the website under test, as its team submitted it.
@@ -34,8 +37,8 @@ type Candidate struct {
 // Outcome is one run of one test.
 type Outcome struct {
 	TestID   string
-	Result   string // Passed, Failed or Errored
-	Reason   string // why it failed or errored; "" when it passed
+	Result   string // Passed, Failed, Errored or NotRun
+	Reason   string // why it failed, errored or was not run; "" when it passed
 	Started  time.Time
 	Duration time.Duration
 	// Steps record what the test did, in order: a request and its answer, a

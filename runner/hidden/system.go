@@ -10,10 +10,10 @@ import (
 	"proctor/hiddentest"
 )
 
-// OfflineBuildReason is why offline_build tests end Errored: the check needs
+// OfflineBuildReason is why offline_build tests end NotRun: the check needs
 // the candidate's build command run with the network cut off, and Proctor does
 // not host candidates (docs/hidden-tests.md), so there is nothing here to
-// build.
+// build. Such a test is no fault of the candidate: it decides nothing.
 const OfflineBuildReason = "offline build tests are not run: Proctor does not host candidates, so it cannot run a build command with the network cut off"
 
 // NoRestartHookReason is why a restart test ends Errored for a candidate that
@@ -23,8 +23,8 @@ const NoRestartHookReason = "the candidate declared no restart hook"
 // RunSystem runs one system test against the candidate: health (the health
 // URL answers 2xx), restart (POST to the restart hook, then the health URL
 // answers 2xx again within the timeout), a security probe (no answer to the
-// probe's requests shows what it looks for) or offline_build (not run: Errored
-// with OfflineBuildReason). A candidate that does not answer, or whose
+// probe's requests shows what it looks for) or offline_build (NotRun with
+// OfflineBuildReason). A candidate that does not answer, or whose
 // address the SSRF guard refuses, ends the test Errored; one that answers
 // wrongly, Failed. client is NewClient's.
 func RunSystem(ctx context.Context, client *http.Client, c Candidate, t *hiddentest.Test) (out Outcome) {
@@ -47,7 +47,7 @@ func RunSystem(ctx context.Context, client *http.Client, c Candidate, t *hiddent
 	case hiddentest.SystemSecurity:
 		sys.security(s)
 	case hiddentest.SystemOfflineBuild:
-		out.Result, out.Reason = Errored, OfflineBuildReason
+		out.Result, out.Reason = NotRun, OfflineBuildReason
 	default:
 		out.Result, out.Reason = Errored, fmt.Sprintf("unknown system test kind %q", s.Kind)
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"proctor/models"
 )
 
 func TestDecide(t *testing.T) {
@@ -22,6 +24,7 @@ func TestDecide(t *testing.T) {
 		{name: "fail then error is an error", runs: []string{Failed, Errored}, result: Errored, ran: 2},
 		{name: "error then pass is a flaky pass", runs: []string{Errored, Passed}, result: Passed, flaky: true, ran: 2},
 		{name: "error twice is an error", runs: []string{Errored, Errored}, result: Errored, ran: 2},
+		{name: "a test not run here is not run again", runs: []string{NotRun}, result: NotRun, ran: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,4 +59,12 @@ func TestDecide(t *testing.T) {
 		require.Equal(t, Failed, v.Result)
 		require.Len(t, v.Runs, 1)
 	})
+}
+
+// The job stores a verdict's result as it is: each result is the models'
+// value of the same name.
+func TestResults_AreTheModels(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, []string{models.HiddenPassed, models.HiddenFailed, models.HiddenErrored, models.HiddenNotRun},
+		[]string{Passed, Failed, Errored, NotRun})
 }

@@ -16,3 +16,16 @@ document.addEventListener("htmx:beforeSwap", function (event) {
     event.detail.isError = false;
   }
 });
+
+// The header's menu on narrow screens is a details element that works
+// without this file; Escape closes it and gives the focus back to its toggle.
+document.addEventListener("keydown", function (event) {
+  if (event.key !== "Escape") {
+    return;
+  }
+  var menu = document.querySelector(".site-menu-toggle[open]");
+  if (menu) {
+    menu.open = false;
+    menu.querySelector("summary").focus();
+  }
+});
