@@ -246,7 +246,7 @@ func TestAccount_ChangePassword(t *testing.T) {
 		token := m[1] + m[2]
 		res = carol.postForm("/teams", url.Values{"_csrf": {token}, "name": {"Carol Lab"}})
 		require.Equal(t, http.StatusForbidden, res.StatusCode, "nothing else can be done")
-		require.Contains(t, readBody(t, res), "choose your own at /account/password first")
+		require.Contains(t, readBody(t, res), `choose your own at <a href="/account/password">/account/password</a> first`)
 
 		res = carol.postForm("/account/password", url.Values{"_csrf": {token}, "next": {"/teams"},
 			"current_password": {"correct horse battery"}, "new_password": {"carol's own password"}})
