@@ -350,10 +350,15 @@ func TestFaulty_Agents(t *testing.T) {
 		})
 		out := f.finish(t, f.queue(t, a, subsetOne, 4, 10), runLimit)
 		require.Equal(t, models.RunCompleted, out.run.Status)
-		require.Equal(t, 1, out.run.Errors)
-		require.Equal(t, map[string]int{models.ErrorClassBudget: 1}, out.page.Progress.ErrorsBy)
+		// Running out of steps is a failure of its own class, not an error.
+		require.Equal(t, 0, out.run.Errors)
+		require.Equal(t, 1, out.run.Failures)
+		require.Empty(t, out.page.Progress.ErrorsBy)
+		require.Equal(t, 1, out.page.Progress.OutOfBudget)
 		tl := out.only(t)
-		requireError(t, tl, models.ErrorClassBudget, "step budget of 4 exhausted")
+		require.Equal(t, models.OutcomeFailure, tl.Attempt.Outcome)
+		require.Equal(t, models.ErrorClassBudget, tl.Attempt.ErrorClass)
+		require.Contains(t, tl.Attempt.ErrorMessage, "step budget of 4 exhausted")
 		require.Len(t, tl.Steps, 4)
 		for _, s := range tl.Steps {
 			require.NotNil(t, s.Action)
