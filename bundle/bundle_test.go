@@ -630,6 +630,7 @@ func TestInspect_SharedData(t *testing.T) {
 			require.Equal(t, doc.Actions[3], action(t, task.Steps[3].Action).Text)
 			require.Equal(t, "Click on 'Database Guidelines' to find information about submission of releases.", task.Steps[3].Thought)
 			require.Equal(t, doc.Final, action(t, task.Final).Text)
+			require.False(t, task.TokensStated || task.CostStated, "the published result states no tokens or cost: unknown, not zero")
 		}
 	})
 }
