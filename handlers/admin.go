@@ -327,8 +327,8 @@ func (s *Server) rescoreAll(c echo.Context) error {
 }
 
 func (s *Server) rescore(c echo.Context, scope storage.RescoreScope) error {
-	if s.deps.Runs == nil {
-		return errNoQueue()
+	if err := s.deps.Runs.RequireQueue(); err != nil {
+		return err
 	}
 	n, err := s.deps.Runs.Rescore(c.Request().Context(), scope)
 	if err != nil {

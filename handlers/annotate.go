@@ -29,24 +29,6 @@ func (s *Server) annotationRoutes(e *echo.Echo) {
 	e.GET("/studies/:id/items/:itemID/steps/:n/network", s.showStudyStepNetwork, requireUser)
 }
 
-// blindAttemptMessage is why a run's pages keep an attempt's verdicts from
-// someone annotating it in a blind study.
-const blindAttemptMessage = "This attempt is in a blind study you annotate; its verdicts are hidden until the study closes."
-
-// refuseBlindAttempt answers EFORBIDDEN when the actor annotates the attempt
-// in an open blind study (until it closes, as labels stay editable), so that
-// the run's pages and API do not show them its verdicts.
-func (s *Server) refuseBlindAttempt(ctx context.Context, attemptID int64) error {
-	blind, err := s.store.BlindAttempt(ctx, attemptID)
-	if err != nil {
-		return fmt.Errorf("check blind studies of attempt %d: %w", attemptID, err)
-	}
-	if blind {
-		return models.Errorf(models.EFORBIDDEN, blindAttemptMessage)
-	}
-	return nil
-}
-
 // showStudyQueue is the annotator's own queue: progress, the next pending
 // item and every assignment with its status, reason and time spent.
 func (s *Server) showStudyQueue(c echo.Context) error {

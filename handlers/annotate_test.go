@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
-	"proctor/storage"
+	"proctor/service"
 )
 
 // studyFixture is an open study over a published, played run of the lab
@@ -239,7 +239,7 @@ func TestAnnotate_BlindStudy(t *testing.T) {
 		res := f.ann.get(path)
 		body := readBody(t, res)
 		require.Equal(t, http.StatusForbidden, res.StatusCode, "%s: %s", path, body)
-		require.Contains(t, body, storage.BlindRunMessage)
+		require.Contains(t, body, service.BlindRunMessage)
 		res = f.outsider.get(path)
 		require.Equal(t, http.StatusOK, res.StatusCode, "%s as a visitor who annotates nothing: %s", path, readBody(t, res))
 	}

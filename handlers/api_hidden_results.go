@@ -91,7 +91,7 @@ func (s *Server) apiRunHiddenResults(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h, err := s.store.RunHiddenResults(c.Request().Context(), id)
+	h, err := s.deps.Runs.RunHiddenResults(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}

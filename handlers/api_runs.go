@@ -333,7 +333,7 @@ func (s *Server) apiListRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	runs, total, err := s.store.ListRuns(c.Request().Context(), models.RunFilter{TeamSlug: c.QueryParam("team"), Page: page, PerPage: perPage})
+	runs, total, err := s.deps.Runs.ListRuns(c.Request().Context(), models.RunFilter{TeamSlug: c.QueryParam("team"), Page: page, PerPage: perPage})
 	if err != nil {
 		return err
 	}
@@ -345,8 +345,8 @@ func (s *Server) apiListRuns(c echo.Context) error {
 }
 
 func (s *Server) apiQueueRun(c echo.Context) error {
-	if s.deps.Runs == nil {
-		return errNoQueue()
+	if err := s.deps.Runs.RequireQueue(); err != nil {
+		return err
 	}
 	var in apiRunInput
 	if err := bindJSON(c, &in); err != nil {
@@ -375,7 +375,7 @@ func (s *Server) apiShowRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.store.RunProgress(c.Request().Context(), id)
+	p, err := s.deps.Runs.RunProgress(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -389,7 +389,7 @@ func (s *Server) apiRunMetrics(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	reports, err := s.store.RunMetrics(c.Request().Context(), id)
+	reports, err := s.deps.Runs.RunMetrics(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -405,7 +405,7 @@ func (s *Server) apiListAttempts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	list, total, err := s.store.RunAttempts(c.Request().Context(), id, page, perPage)
+	list, total, err := s.deps.Runs.RunAttempts(c.Request().Context(), id, page, perPage)
 	if err != nil {
 		return err
 	}
@@ -421,9 +421,6 @@ func (s *Server) apiShowAttempt(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.refuseBlindAttempt(c.Request().Context(), tl.Attempt.ID); err != nil {
-		return err
-	}
 	return c.JSON(http.StatusOK, toAPITimeline(tl, s.stepArtifactURLs(c.Request().Context(), tl.Steps)))
 }
 
@@ -432,7 +429,7 @@ func (s *Server) apiCancelRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.CancelRun(c.Request().Context(), id); err != nil {
+	if err := s.deps.Runs.CancelRun(c.Request().Context(), id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -449,8 +446,8 @@ func (s *Server) apiRetryRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.deps.Runs == nil {
-		return errNoQueue()
+	if err := s.deps.Runs.RequireQueue(); err != nil {
+		return err
 	}
 	n, err := s.deps.Runs.RetryAttempts(c.Request().Context(), id)
 	if err != nil {
@@ -464,8 +461,8 @@ func (s *Server) apiRerunRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.deps.Runs == nil {
-		return errNoQueue()
+	if err := s.deps.Runs.RequireQueue(); err != nil {
+		return err
 	}
 	run, err := s.deps.Runs.RerunRun(c.Request().Context(), id)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"proctor/handlers"
 	"proctor/importer"
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/storage/storagetest"
 )
@@ -486,7 +487,7 @@ func TestAdmin_ImportForm(t *testing.T) {
 func TestAdmin_UploadLimit(t *testing.T) {
 	t.Parallel()
 	db := storagetest.OpenSQLite(t)
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000, MaxImportBytes: 1 << 20}, handlers.Deps{
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000, MaxImportBytes: 1 << 20}, handlers.Deps{Runs: servicetest.Runs(db, 0),
 		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,14 +11,6 @@ import (
 	"proctor/models"
 	"proctor/web"
 )
-
-// BreakdownStore is what the breakdowns pages need from storage. Both
-// methods show only published runs and hide unpublished benchmarks from
-// non-admins (ENOTFOUND).
-type BreakdownStore interface {
-	BreakdownBoard(ctx context.Context, q models.BreakdownQuery) (*models.BreakdownBoard, error)
-	TaskMatrix(ctx context.Context, q models.BreakdownQuery) (*models.TaskMatrix, error)
-}
 
 // matrixTasksPerPage is how many tasks a page of the per-task matrix shows:
 // with 200 entries, a page is 20,000 cells, which still renders quickly.
@@ -85,26 +76,26 @@ func (s *Server) showBreakdowns(c echo.Context) error {
 	if wantsFragment(c) {
 		switch c.Request().Header.Get("HX-Target") {
 		case web.BreakdownGroupsID:
-			board, err := s.store.BreakdownBoard(ctx, q)
+			board, err := s.deps.Runs.BreakdownBoard(ctx, q)
 			if err != nil {
 				return err
 			}
 			return s.render(c, http.StatusOK, web.BreakdownGroupsSection(board, q.Page))
 		case web.TaskMatrixID:
-			m, err := s.store.TaskMatrix(ctx, q)
+			m, err := s.deps.Runs.TaskMatrix(ctx, q)
 			if err != nil {
 				return err
 			}
 			return s.render(c, http.StatusOK, web.TaskMatrixSection(m, q.Dimension))
 		}
 	}
-	board, err := s.store.BreakdownBoard(ctx, q)
+	board, err := s.deps.Runs.BreakdownBoard(ctx, q)
 	if err != nil {
 		return err
 	}
 	var m *models.TaskMatrix
 	if len(board.Entries) > 0 {
-		if m, err = s.store.TaskMatrix(ctx, q); err != nil {
+		if m, err = s.deps.Runs.TaskMatrix(ctx, q); err != nil {
 			return err
 		}
 	}

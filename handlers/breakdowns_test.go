@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -73,8 +74,7 @@ func newBreakdownsFixture(t *testing.T) *breakdownsFixture {
 func (f *breakdownsFixture) gradedRun(t *testing.T, member *client, team, agent, subset string, verdicts []string, cost float64, steps int) *models.Run {
 	t.Helper()
 	db := f.b.db
-	none := func(context.Context, *sql.Tx, int64) error { return nil }
-	run, err := db.CreateRun(actorCtx(member), models.RunRequest{TeamSlug: team, AgentSlug: agent, BenchmarkSlug: "mini", Subset: subset}, 0, none)
+	run, err := servicetest.QueueRun(actorCtx(member), db, models.RunRequest{TeamSlug: team, AgentSlug: agent, BenchmarkSlug: "mini", Subset: subset})
 	require.NoError(t, err)
 	var ids []int64
 	require.NoError(t, db.DispatchRun(f.sys, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))

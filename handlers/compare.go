@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,14 +10,6 @@ import (
 	"proctor/models"
 	"proctor/web"
 )
-
-// CompareStore is what the compare pages need from storage.
-type CompareStore interface {
-	// CompareRuns compares 2–4 runs of one benchmark, the first being the
-	// baseline; ENOTFOUND for a run the caller may not see, EINVALID on the
-	// runs field for bad counts, repeated runs or different benchmarks.
-	CompareRuns(ctx context.Context, runIDs []int64) (*models.Comparison, error)
-}
 
 // compareRoutes registers the compare pages and API routes. Anyone may
 // compare the runs they may see; the store decides which those are.
@@ -53,7 +44,7 @@ func (s *Server) showComparison(c echo.Context) error {
 	}
 	var cmp *models.Comparison
 	if err == nil {
-		cmp, err = s.store.CompareRuns(c.Request().Context(), ids)
+		cmp, err = s.deps.Runs.CompareRuns(c.Request().Context(), ids)
 	}
 	if models.ErrorCode(err) == models.EINVALID {
 		v.Error = models.ErrorMessage(err)
@@ -121,7 +112,7 @@ func (s *Server) apiCompare(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cmp, err := s.store.CompareRuns(c.Request().Context(), ids)
+	cmp, err := s.deps.Runs.CompareRuns(c.Request().Context(), ids)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 )
 
 // compareFixture is the runs fixture with runs to compare, all on mini unless
@@ -35,8 +36,7 @@ func newCompareFixture(t *testing.T) *compareFixture {
 	importBench(t, f.b, "mini2")
 	require.NoError(t, db.CreateAgent(actorCtx(f.outsider), "other", &models.Agent{Name: "Theirs", Kind: models.AgentReplay, Config: `{"actions":[{"type":"stop","reason":"fixture"}]}`}, nil))
 	queue := func(who *client, team, agent, bench string, published bool, verdicts ...string) int64 {
-		run, err := db.CreateRun(actorCtx(who), models.RunRequest{TeamSlug: team, AgentSlug: agent, BenchmarkSlug: bench}, 0,
-			func(context.Context, *sql.Tx, int64) error { return nil })
+		run, err := servicetest.QueueRun(actorCtx(who), db, models.RunRequest{TeamSlug: team, AgentSlug: agent, BenchmarkSlug: bench})
 		require.NoError(t, err)
 		var ids []int64
 		require.NoError(t, db.DispatchRun(f.sys, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))

@@ -20,6 +20,7 @@ import (
 	"proctor/handlers"
 	"proctor/models"
 	"proctor/netguard"
+	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/storage"
 	"proctor/storage/storagetest"
@@ -40,7 +41,7 @@ func setup(t *testing.T) *testBundle {
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
 	db.UseAgentDeps(sealer, netguard.New(nil, nil)) // tests use IP literals: no DNS
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Runs: servicetest.Runs(db, 0),
 		Store: db, Static: static.Files(), Docs: docs.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		TaskChecks: verified.Checker{},
 	})

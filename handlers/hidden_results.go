@@ -13,16 +13,6 @@ import (
 	"proctor/web"
 )
 
-// HiddenResultStore is what the hidden-test result pages read. Every method
-// enforces the run's visibility (ENOTFOUND for who may not see it) and the
-// hidden tests' (EUNAUTHORIZED or EFORBIDDEN for who may see the run but not
-// the benchmark's tests).
-type HiddenResultStore interface {
-	RunHiddenResults(ctx context.Context, runID int64) (*models.RunHiddenResults, error)
-	AttemptHiddenTests(ctx context.Context, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, error)
-	AttemptHiddenTest(ctx context.Context, attemptID int64, testID string) (*models.AttemptHiddenTest, error)
-}
-
 // hiddenResultRoutes registers the hidden-test result pages: an attempt's
 // test browser and each test's page. The run page's section is part of
 // showRun.
@@ -61,7 +51,7 @@ func (s *Server) hiddenTestsOf(c echo.Context) (*models.AttemptHiddenTests, erro
 	if err != nil {
 		return nil, err
 	}
-	tests, err := s.store.AttemptHiddenTests(c.Request().Context(), attemptID, f)
+	tests, err := s.deps.Runs.AttemptHiddenTests(c.Request().Context(), attemptID, f)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +69,7 @@ func (s *Server) hiddenTestOf(c echo.Context) (*models.AttemptHiddenTest, error)
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.store.AttemptHiddenTest(c.Request().Context(), attemptID, c.Param("test"))
+	t, err := s.deps.Runs.AttemptHiddenTest(c.Request().Context(), attemptID, c.Param("test"))
 	if err != nil {
 		return nil, err
 	}

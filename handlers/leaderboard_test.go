@@ -1,8 +1,6 @@
 package handlers_test
 
 import (
-	"context"
-	"database/sql"
 	"encoding/csv"
 	"encoding/json"
 	"flag"
@@ -18,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/stats"
 )
 
@@ -90,8 +89,7 @@ func (f *boardFixture) boardRun(t *testing.T, a boardAgent, published bool) *mod
 	agent := &models.Agent{Name: a.name, Kind: models.AgentReplay, Model: a.model, OpenSource: a.openSource,
 		Config: `{"actions":[{"type":"stop","reason":"fixture"}]}`}
 	require.NoError(t, db.CreateAgent(actorCtx(owner), a.team, agent, nil))
-	run, err := db.CreateRun(actorCtx(owner), models.RunRequest{TeamSlug: a.team, AgentSlug: agent.Slug, BenchmarkSlug: "mini"}, 0,
-		func(context.Context, *sql.Tx, int64) error { return nil })
+	run, err := servicetest.QueueRun(actorCtx(owner), db, models.RunRequest{TeamSlug: a.team, AgentSlug: agent.Slug, BenchmarkSlug: "mini"})
 	require.NoError(t, err)
 	require.NoError(t, db.Gorm().Model(&models.Run{}).Where("id = ?", run.ID).Updates(map[string]any{
 		"status": models.RunCompleted, "origin": a.origin, "published": published, "finished_at": a.finished,

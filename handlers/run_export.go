@@ -104,7 +104,7 @@ func (s *Server) exportRunResults(c echo.Context) error {
 		w.WriteHeader(http.StatusOK)
 	}
 	enc := json.NewEncoder(w)
-	err = s.store.RunResults(c.Request().Context(), id, func(batch []models.RunResult) error {
+	err = s.deps.Runs.RunResults(c.Request().Context(), id, func(batch []models.RunResult) error {
 		start()
 		for _, r := range batch {
 			if err := enc.Encode(resultLineOf(id, r)); err != nil {

@@ -16,30 +16,36 @@ import (
 	"proctor/web"
 )
 
-// RunStore is what the run pages and the run API need from storage. Every
-// method enforces visibility (team members and admins, or anyone once a run is
-// published) and permissions itself.
-type RunStore interface {
-	ListRuns(ctx context.Context, f models.RunFilter) ([]models.RunListItem, int, error)
-	TeamRuns(ctx context.Context, teamSlug string, page, perPage int) (*models.TeamRunList, error)
-	RunProgress(ctx context.Context, runID int64) (*models.RunProgress, error)
-	RunPage(ctx context.Context, runID int64, page, perPage int) (*models.RunPage, error)
-	RunOverview(ctx context.Context, runID int64, f models.AttemptFilter) (*models.RunOverview, error)
-	RunResults(ctx context.Context, runID int64, emit func([]models.RunResult) error) error
-	RunAttempts(ctx context.Context, runID int64, page, perPage int) ([]models.AttemptListItem, int, error)
-	AttemptTimeline(ctx context.Context, attemptID int64) (*models.Timeline, error)
-	CancelRun(ctx context.Context, runID int64) error
-	RunMetrics(ctx context.Context, runID int64) ([]stats.Report, error)
-	RunFormOptions(ctx context.Context, teamSlug string) (*models.RunFormOptions, error)
-}
-
-// RunQueue queues runs (implemented by runner.Runner; nil in tests that don't queue).
-type RunQueue interface {
+// RunService is the run service (service.Runs): queuing, retrying and
+// re-scoring runs, and every read of a run, its attempts and their steps,
+// already redacted for the caller.
+type RunService interface {
+	QueueAvailable() bool
+	RequireQueue() error
 	QueueRun(ctx context.Context, req models.RunRequest) (*models.Run, error)
 	RerunRun(ctx context.Context, runID int64) (*models.Run, error) // a new run with the same configuration and agent snapshot
 	RetryAttempts(ctx context.Context, runID int64) (int, error)    // re-enqueue attempts that ended in error; returns how many
 	// Rescore queues a new evaluation of finished attempts in scope (admins only); returns how many.
 	Rescore(ctx context.Context, scope storage.RescoreScope) (int, error)
+	CancelRun(ctx context.Context, runID int64) error
+
+	ListRuns(ctx context.Context, f models.RunFilter) ([]models.RunListItem, int, error)
+	TeamRuns(ctx context.Context, teamSlug string, page, perPage int) (*models.TeamRunList, error)
+	RunProgress(ctx context.Context, runID int64) (*models.RunProgress, error)
+	RunOverview(ctx context.Context, runID int64, f models.AttemptFilter) (*models.RunOverview, error)
+	RunResults(ctx context.Context, runID int64, emit func([]models.RunResult) error) error
+	RunAttempts(ctx context.Context, runID int64, page, perPage int) ([]models.AttemptListItem, int, error)
+	RunMetrics(ctx context.Context, runID int64) ([]stats.Report, error)
+	RunFormOptions(ctx context.Context, teamSlug string) (*models.RunFormOptions, error)
+	RunHiddenResults(ctx context.Context, runID int64) (*models.RunHiddenResults, error)
+	AttemptTimeline(ctx context.Context, attemptID int64) (*models.Timeline, error)
+	AttemptSteps(ctx context.Context, attemptID int64) (*models.AttemptSteps, error)
+	AttemptExpectedAnswer(ctx context.Context, attemptID int64) (*models.ExpectedAnswer, error)
+	AttemptHiddenTests(ctx context.Context, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, error)
+	AttemptHiddenTest(ctx context.Context, attemptID int64, testID string) (*models.AttemptHiddenTest, error)
+	CompareRuns(ctx context.Context, runIDs []int64) (*models.Comparison, error)
+	BreakdownBoard(ctx context.Context, q models.BreakdownQuery) (*models.BreakdownBoard, error)
+	TaskMatrix(ctx context.Context, q models.BreakdownQuery) (*models.TaskMatrix, error)
 }
 
 // ArtifactURLSigner makes time-limited GET URLs for stored artifacts (the
@@ -70,17 +76,12 @@ func (s *Server) runRoutes(e *echo.Echo) {
 
 func runPath(id int64) string { return "/runs/" + strconv.FormatInt(id, 10) }
 
-// errNoQueue answers when this process was started without a run queue.
-func errNoQueue() error {
-	return models.Errorf(models.EUNAVAILABLE, "Runs cannot be queued on this server right now: it has no run queue. Try again later or ask an administrator.")
-}
-
 func (s *Server) listRuns(c echo.Context) error {
 	page, perPage, err := pageParams(c)
 	if err != nil {
 		return err
 	}
-	runs, total, err := s.store.ListRuns(c.Request().Context(), models.RunFilter{Page: page, PerPage: perPage})
+	runs, total, err := s.deps.Runs.ListRuns(c.Request().Context(), models.RunFilter{Page: page, PerPage: perPage})
 	if err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func (s *Server) listTeamRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	tr, err := s.store.TeamRuns(c.Request().Context(), c.Param("slug"), page, perPage)
+	tr, err := s.deps.Runs.TeamRuns(c.Request().Context(), c.Param("slug"), page, perPage)
 	if err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func (s *Server) renderRun(c echo.Context, status int, message string) error {
 	if err != nil {
 		return err
 	}
-	ov, err := s.store.RunOverview(c.Request().Context(), id, f)
+	ov, err := s.deps.Runs.RunOverview(c.Request().Context(), id, f)
 	if err != nil {
 		return err
 	}
@@ -141,10 +142,10 @@ func (s *Server) renderRun(c echo.Context, status int, message string) error {
 	}
 	if !ov.AttemptsWithheld {
 		// A hidden run's numbers stay with its team and the administrators.
-		if v.Metrics, err = s.store.RunMetrics(c.Request().Context(), id); err != nil {
+		if v.Metrics, err = s.deps.Runs.RunMetrics(c.Request().Context(), id); err != nil {
 			return err
 		}
-		if v.Hidden, err = s.store.RunHiddenResults(c.Request().Context(), id); err != nil {
+		if v.Hidden, err = s.deps.Runs.RunHiddenResults(c.Request().Context(), id); err != nil {
 			return err
 		}
 	}
@@ -211,7 +212,7 @@ func (s *Server) showRunProgress(c echo.Context) error {
 	}
 	c.Response().Header().Add("Vary", "HX-Request")
 	if !wantsFragment(c) {
-		prog, err := s.store.RunProgress(c.Request().Context(), id)
+		prog, err := s.deps.Runs.RunProgress(c.Request().Context(), id)
 		if err != nil {
 			return err
 		}
@@ -221,7 +222,7 @@ func (s *Server) showRunProgress(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ov, err := s.store.RunOverview(c.Request().Context(), id, f)
+	ov, err := s.deps.Runs.RunOverview(c.Request().Context(), id, f)
 	if err != nil {
 		return err
 	}
@@ -239,7 +240,7 @@ func (s *Server) cancelRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.CancelRun(c.Request().Context(), id); err != nil {
+	if err := s.deps.Runs.CancelRun(c.Request().Context(), id); err != nil {
 		return s.runActionError(c, err)
 	}
 	return redirect(c, runPath(id)+"?notice=canceled")
@@ -250,8 +251,8 @@ func (s *Server) retryRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.deps.Runs == nil {
-		return errNoQueue()
+	if err := s.deps.Runs.RequireQueue(); err != nil {
+		return err
 	}
 	n, err := s.deps.Runs.RetryAttempts(c.Request().Context(), id)
 	if err != nil {
@@ -266,8 +267,8 @@ func (s *Server) rescoreRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.deps.Runs == nil {
-		return errNoQueue()
+	if err := s.deps.Runs.RequireQueue(); err != nil {
+		return err
 	}
 	n, err := s.deps.Runs.Rescore(c.Request().Context(), storage.RescoreScope{RunID: id})
 	if err != nil {
@@ -290,8 +291,8 @@ func (s *Server) rerunRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.deps.Runs == nil {
-		return errNoQueue()
+	if err := s.deps.Runs.RequireQueue(); err != nil {
+		return err
 	}
 	run, err := s.deps.Runs.RerunRun(c.Request().Context(), id)
 	if err != nil {
@@ -320,7 +321,7 @@ func runFormFields() []string {
 }
 
 func (s *Server) newRun(c echo.Context) error {
-	opts, err := s.store.RunFormOptions(c.Request().Context(), c.Param("slug"))
+	opts, err := s.deps.Runs.RunFormOptions(c.Request().Context(), c.Param("slug"))
 	if err != nil {
 		return err
 	}
@@ -335,13 +336,13 @@ func (s *Server) newRun(c echo.Context) error {
 	f.Values["max_episode_seconds"] = strconv.Itoa(models.DefaultMaxEpisodeSeconds)
 	f.Values["max_agent_call_seconds"] = strconv.Itoa(models.DefaultMaxAgentCallSeconds)
 	f.Values["parallelism"] = "1"
-	v := web.RunFormView{Options: *opts, Form: f, QueueAvailable: s.deps.Runs != nil}
+	v := web.RunFormView{Options: *opts, Form: f, QueueAvailable: s.deps.Runs.QueueAvailable()}
 	return s.render(c, http.StatusOK, web.RunFormPage(s.page(c, "Queue a run"), v))
 }
 
 func (s *Server) queueRun(c echo.Context) error {
-	if s.deps.Runs == nil {
-		return errNoQueue()
+	if err := s.deps.Runs.RequireQueue(); err != nil {
+		return err
 	}
 	req, err := runRequestFromForm(c)
 	if err != nil {
@@ -364,7 +365,7 @@ func (s *Server) runFormError(c echo.Context, err error) error {
 	default:
 		return err
 	}
-	opts, oerr := s.store.RunFormOptions(c.Request().Context(), c.Param("slug"))
+	opts, oerr := s.deps.Runs.RunFormOptions(c.Request().Context(), c.Param("slug"))
 	if oerr != nil {
 		return oerr
 	}
@@ -420,9 +421,6 @@ func (s *Server) showTimeline(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if err := s.refuseBlindAttempt(ctx, tl.Attempt.ID); err != nil {
-		return err
-	}
 	current, err := stepQuery(c, len(tl.Steps))
 	if err != nil {
 		return err
@@ -462,7 +460,7 @@ func (s *Server) timelineOf(c echo.Context) (*models.Timeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	tl, err := s.store.AttemptTimeline(c.Request().Context(), attemptID)
+	tl, err := s.deps.Runs.AttemptTimeline(c.Request().Context(), attemptID)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ import (
 	"proctor/handlers"
 	"proctor/models"
 	"proctor/netguard"
+	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/stats"
 	"proctor/storage"
@@ -34,30 +35,6 @@ import (
 	"proctor/storage/storagetest"
 	"proctor/vault"
 )
-
-// fakeQueue stands in for the runner: it writes runs and resets attempts
-// through the store, with enqueues that insert no job.
-type fakeQueue struct {
-	db    *storage.DB
-	quota int
-}
-
-func (q *fakeQueue) QueueRun(ctx context.Context, req models.RunRequest) (*models.Run, error) {
-	return q.db.CreateRun(ctx, req, q.quota, func(context.Context, *sql.Tx, int64) error { return nil })
-}
-
-func (q *fakeQueue) RerunRun(ctx context.Context, runID int64) (*models.Run, error) {
-	return q.db.CreateRunFrom(ctx, runID, q.quota, func(context.Context, *sql.Tx, int64) error { return nil })
-}
-
-func (q *fakeQueue) RetryAttempts(ctx context.Context, runID int64) (int, error) {
-	return q.db.ResetErroredAttempts(ctx, runID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil })
-}
-
-// Rescore records what it was asked to re-score (the enqueue inserts no job).
-func (q *fakeQueue) Rescore(ctx context.Context, scope storage.RescoreScope) (int, error) {
-	return q.db.RescoreAttempts(ctx, scope, func(context.Context, *sql.Tx, []int64, string) error { return nil })
-}
 
 // runsFixture is a running server with a run queue (unless noQueue) and a local
 // artifact store, the "mini" benchmark, team "lab" with a member and a replay
@@ -87,8 +64,10 @@ func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
 		Store: db, Artifacts: store, ArtifactHandler: artifact.NewLocalHandler(store, signer), ArtifactURLs: store,
 		Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
-	if !opts.noQueue {
-		deps.Runs = &fakeQueue{db: db, quota: opts.quota}
+	if opts.noQueue {
+		deps.Runs = servicetest.NoQueue(db)
+	} else {
+		deps.Runs = servicetest.Runs(db, opts.quota)
 	}
 	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, deps)
 	require.NoError(t, err)
@@ -109,8 +88,7 @@ func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
 func (f *runsFixture) queue(t *testing.T, dispatch, published bool) (*models.Run, []int64) {
 	t.Helper()
 	db := f.b.db
-	run, err := db.CreateRun(actorCtx(f.member), models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini", Notes: "fixture run"}, 0,
-		func(context.Context, *sql.Tx, int64) error { return nil })
+	run, err := servicetest.QueueRun(actorCtx(f.member), db, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini", Notes: "fixture run"})
 	require.NoError(t, err)
 	if published {
 		require.NoError(t, db.Gorm().Model(&models.Run{}).Where("id = ?", run.ID).Update("published", true).Error)

@@ -58,8 +58,9 @@ type Deps struct {
 
 	// ArtifactURLs signs the screenshot links of timelines; nil shows none.
 	ArtifactURLs ArtifactURLSigner
-	// Runs queues runs; nil when this process has no queue (queuing answers 503).
-	Runs RunQueue
+	// Runs is the run service; it answers 503 to queuing when this process
+	// has no queue.
+	Runs RunService
 	// Submissions moves uploaded bundles through the submission portal; nil
 	// when this process has no queue (the portal answers 503).
 	Submissions SubmissionService
@@ -84,16 +85,11 @@ type Store interface {
 	TokenStore
 	AgentStore
 	BenchmarkStore
-	RunStore
-	TimelineStore
 	LeaderboardStore
-	BreakdownStore
-	CompareStore
 	ModerationStore
 	SubmissionStore
 	StudyStore
 	CandidateStore
-	HiddenResultStore
 }
 
 // isUpload reports whether a request is an upload POST, which skips the global

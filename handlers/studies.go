@@ -77,7 +77,7 @@ func (s *Server) newStudy(c echo.Context) error {
 // see.
 func (s *Server) renderStudyForm(c echo.Context, status int, v web.StudyFormView) error {
 	ctx := c.Request().Context()
-	runs, total, err := s.store.ListRuns(ctx, models.RunFilter{Page: 1, PerPage: studyFormRuns})
+	runs, total, err := s.deps.Runs.ListRuns(ctx, models.RunFilter{Page: 1, PerPage: studyFormRuns})
 	if err != nil {
 		return err
 	}

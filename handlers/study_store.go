@@ -46,11 +46,6 @@ type StudyStore interface {
 	ImportStudyLabels(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error)
 	// ImportStudyVerdicts stores imported judge verdicts (managers).
 	ImportStudyVerdicts(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error)
-	// BlindAttempt reports whether the actor annotates the attempt in an open
-	// blind study (whatever their labels' status, since labels can be edited
-	// until the study closes): the run's pages and API then keep its verdicts
-	// from them.
-	BlindAttempt(ctx context.Context, attemptID int64) (bool, error)
 }
 
 // StudyJudging runs a study's judge configurations over its items; nil when

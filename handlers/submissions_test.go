@@ -31,6 +31,7 @@ import (
 	"proctor/models"
 	"proctor/netguard"
 	"proctor/runner"
+	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/storage/artifact"
 	"proctor/storage/storagetest"
@@ -63,7 +64,7 @@ func newSubsFixture(t *testing.T, opts subsOptions) *subsFixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	deps := handlers.Deps{
+	deps := handlers.Deps{Runs: servicetest.Runs(db, 0),
 		Store: db, Artifacts: store, ArtifactHandler: artifact.NewLocalHandler(store, signer), ArtifactURLs: store,
 		Static: static.Files(), Logger: logger,
 	}

@@ -21,15 +21,6 @@ import (
 	"proctor/web"
 )
 
-// TimelineStore is what the timeline's per-step endpoints, its download and
-// its expected answer need from storage, beyond RunStore.AttemptTimeline.
-// AttemptSteps enforces the run's visibility; AttemptExpectedAnswer is for
-// administrators only.
-type TimelineStore interface {
-	AttemptSteps(ctx context.Context, attemptID int64) (*models.AttemptSteps, error)
-	AttemptExpectedAnswer(ctx context.Context, attemptID int64) (*models.ExpectedAnswer, error)
-}
-
 // ArtifactReader opens stored artifacts. The artifact store given as
 // Deps.Artifacts provides it (artifact.Store); the timeline reads
 // accessibility texts, HARs and screenshots through it.
@@ -60,7 +51,7 @@ func (s *Server) showExpectedAnswer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	exp, err := s.store.AttemptExpectedAnswer(c.Request().Context(), as.Attempt.ID)
+	exp, err := s.deps.Runs.AttemptExpectedAnswer(c.Request().Context(), as.Attempt.ID)
 	if err != nil {
 		return err
 	}
@@ -111,17 +102,11 @@ func (s *Server) attemptStepsOf(c echo.Context) (*models.AttemptSteps, error) {
 	if err != nil {
 		return nil, err
 	}
-	as, err := s.store.AttemptSteps(c.Request().Context(), attemptID)
+	as, err := s.deps.Runs.AttemptSteps(c.Request().Context(), attemptID)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkAttemptRun(as.Attempt, runID); err != nil {
-		return nil, err
-	}
-	// Every run-side view of an attempt (its steps' texts and requests, its
-	// download, its expected answer) is closed to an annotator of an open
-	// blind study over it; they read the trajectory on the study's pages.
-	if err := s.refuseBlindAttempt(c.Request().Context(), as.Attempt.ID); err != nil {
 		return nil, err
 	}
 	return as, nil

@@ -28,6 +28,7 @@ import (
 	"proctor/importer"
 	"proctor/models"
 	"proctor/netguard"
+	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/storage"
 	"proctor/storage/artifact"
@@ -637,7 +638,7 @@ func BenchmarkTimeline200Steps(b *testing.B) {
 	store, err := artifact.NewLocal(b.TempDir(), signer, "")
 	require.NoError(b, err)
 	b.Cleanup(func() { store.Close() })
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Runs: servicetest.Runs(db, 0),
 		Store: db, Artifacts: store, ArtifactHandler: artifact.NewLocalHandler(store, signer), ArtifactURLs: store,
 		Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -657,8 +658,7 @@ func BenchmarkTimeline200Steps(b *testing.B) {
 	_, err = db.CreateTeam(ownerCtx, "Lab", "lab", "")
 	require.NoError(b, err)
 	require.NoError(b, db.CreateAgent(ownerCtx, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay, Config: `{"actions":[{"type":"stop"}]}`}, nil))
-	run, err := db.CreateRun(ownerCtx, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini"}, 0,
-		func(context.Context, *sql.Tx, int64) error { return nil })
+	run, err := servicetest.QueueRun(ownerCtx, db, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini"})
 	require.NoError(b, err)
 	require.NoError(b, db.Gorm().Model(&models.Run{}).Where("id = ?", run.ID).Update("published", true).Error)
 	var ids []int64

@@ -132,3 +132,15 @@ type RunResult struct {
 	EvaluationDetails string
 	JudgeScore        *int // the current trajectory judge's 1–5 score
 }
+
+// WithholdBlind keeps a run's results and attempts from a viewer who
+// annotates some of them in an open blind study: the page shows the run and
+// says why the rest is hidden.
+func (o *RunOverview) WithholdBlind() {
+	o.Page.Progress.WithholdResults()
+	if o.AttemptsWithheld {
+		return // already withheld, for the reason the page gives
+	}
+	o.Page.Attempts, o.Page.AttemptsTotal = nil, 0
+	o.AttemptsWithheld, o.AttemptsBlind = true, true
+}

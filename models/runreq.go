@@ -200,3 +200,16 @@ func (r Run) LastRescore() RescoreChange {
 	return RescoreChange{SuccessesBefore: r.RescoreSuccessesBefore, SuccessesAfter: &successes, Tasks: &tasks,
 		ChangedAttempts: r.RescoreChanged, Evaluators: r.RescoredWith}
 }
+
+// CheckDailyQuota is ERATELIMIT when a team that has created recent runs in
+// the last 24 hours has reached its daily quota (0 = unlimited); admins and
+// the system are exempt.
+func CheckDailyQuota(actor Actor, team *Team, recent int64, dailyQuota int) error {
+	if dailyQuota <= 0 || actor.Privileged() {
+		return nil
+	}
+	if recent >= int64(dailyQuota) {
+		return Errorf(ERATELIMIT, "Team %s has queued %d runs in the last 24 hours, its daily quota; try again later or ask an administrator.", team.Slug, recent)
+	}
+	return nil
+}

@@ -183,3 +183,9 @@ func (t *Timeline) RubricItem(id int64) *RubricItem {
 	}
 	return nil
 }
+
+// WithholdResults hides the run's outcome counts from a viewer who
+// annotates some of its attempts in an open blind study.
+func (r *RunListItem) WithholdResults() {
+	r.Blind, r.Successes, r.Errors = true, 0, 0
+}

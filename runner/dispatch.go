@@ -19,7 +19,7 @@ type dispatchWorker struct {
 // Work creates the run's attempts and enqueues their episodes in one transaction.
 func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs]) error {
 	ctx = models.WithActor(ctx, models.SystemActor())
-	return w.r.db.DispatchRun(ctx, job.Args.RunID, w.r.queue.insertEpisodes)
+	return w.r.db.DispatchRun(ctx, job.Args.RunID, w.r.queue.RunEpisodes)
 }
 
 // housekeepingWorker removes what expires: sessions past their end, and the

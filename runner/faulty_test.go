@@ -179,7 +179,7 @@ func sleepFor(r *http.Request, d time.Duration) {
 // queue queues a run of agent on subset with the given budgets.
 func (f *faultyBundle) queue(t *testing.T, a *scriptedAgent, subset string, maxSteps, maxCallSeconds int) int64 {
 	t.Helper()
-	run, err := f.worker.QueueRun(f.member, models.RunRequest{
+	run, err := runService(f.db, f.worker).QueueRun(f.member, models.RunRequest{
 		TeamSlug: "lab", AgentSlug: a.slug, BenchmarkSlug: sandbox.Slug, Subset: subset,
 		MaxSteps: maxSteps, MaxEpisodeSeconds: 60, MaxAgentCallSeconds: maxCallSeconds, Parallelism: 2,
 		Notes: "faulty agent " + a.slug,

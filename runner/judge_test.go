@@ -100,7 +100,7 @@ func TestRunner_SandboxJudged(t *testing.T) {
 	}
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		b := setupRunWith(t, db, 3, factory)
-		run, err := b.runner.QueueRun(b.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "replayer", BenchmarkSlug: sandbox.Slug, Subset: "hard", Parallelism: 3})
+		run, err := runService(b.db, b.runner).QueueRun(b.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "replayer", BenchmarkSlug: sandbox.Slug, Subset: "hard", Parallelism: 3})
 		require.NoError(t, err)
 		got := b.waitRun(t, run.ID, 5*time.Minute)
 		require.Equal(t, models.RunCompleted, got.Status)
@@ -146,7 +146,7 @@ func TestRunner_SandboxJudged(t *testing.T) {
 		require.InDelta(t, 1, *m.PerfectRate, 1e-9)
 
 		// Re-scoring adds a new verdict of each kind and keeps the old ones.
-		n, err := b.runner.Rescore(b.system, storage.RescoreScope{RunID: run.ID})
+		n, err := runService(b.db, b.runner).Rescore(b.system, storage.RescoreScope{RunID: run.ID})
 		require.NoError(t, err)
 		require.Equal(t, got.TasksTotal, n)
 		require.Eventually(t, func() bool {

@@ -271,30 +271,15 @@ func (q *Queue) Stop(ctx context.Context) error {
 	return err
 }
 
-// QueueRun creates a run and its dispatch job in one transaction.
-func (q *Queue) QueueRun(ctx context.Context, req models.RunRequest) (*models.Run, error) {
-	return q.db.CreateRun(ctx, req, q.opts.DailyRunQuota, q.insertDispatch)
-}
-
-// RerunRun queues a new run with an earlier run's configuration and agent snapshot.
-func (q *Queue) RerunRun(ctx context.Context, runID int64) (*models.Run, error) {
-	return q.db.CreateRunFrom(ctx, runID, q.opts.DailyRunQuota, q.insertDispatch)
-}
-
-// RetryAttempts re-enqueues a run's attempts that ended in error.
-func (q *Queue) RetryAttempts(ctx context.Context, runID int64) (int, error) {
-	return q.db.ResetErroredAttempts(ctx, runID, func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error {
-		return q.insertEpisodes(ctx, tx, run, attemptIDs)
-	})
-}
-
-func (q *Queue) insertDispatch(ctx context.Context, tx *sql.Tx, runID int64) error {
+// DispatchRun enqueues inside tx the job that creates a new run's attempts
+// (service.RunJobs).
+func (q *Queue) DispatchRun(ctx context.Context, tx *sql.Tx, runID int64) error {
 	_, err := q.inserter.InsertTx(ctx, tx, DispatchArgs{RunID: runID}, &river.InsertOpts{Queue: QueueDispatch})
 	return err
 }
 
-// insertEpisodes enqueues one episode job per attempt inside tx.
-func (q *Queue) insertEpisodes(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error {
+// RunEpisodes enqueues one episode job per attempt inside tx.
+func (q *Queue) RunEpisodes(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error {
 	if len(attemptIDs) == 0 {
 		return nil
 	}
@@ -329,19 +314,17 @@ func (q *Queue) insertMetricsRefresh(ctx context.Context, tx *sql.Tx, runID int6
 	return err
 }
 
-// Rescore queues an evaluation job for each finished attempt in scope.
-func (q *Queue) Rescore(ctx context.Context, scope storage.RescoreScope) (int, error) {
-	return q.db.RescoreAttempts(ctx, scope, func(ctx context.Context, tx *sql.Tx, attemptIDs []int64, rescoreID string) error {
-		params := make([]river.InsertManyParams, len(attemptIDs))
-		for i, id := range attemptIDs {
-			// Below live evaluations, so that re-scoring everything does not
-			// hold up the runs in progress.
-			params[i] = river.InsertManyParams{Args: EvaluateArgs{AttemptID: id, RescoreID: rescoreID},
-				InsertOpts: &river.InsertOpts{Queue: QueueEvaluate, Priority: rescorePriority}}
-		}
-		_, err := q.inserter.InsertManyTx(ctx, tx, params)
-		return err
-	})
+// Rescore enqueues inside tx a re-evaluation of each attempt, below live work.
+func (q *Queue) Rescore(ctx context.Context, tx *sql.Tx, attemptIDs []int64, rescoreID string) error {
+	params := make([]river.InsertManyParams, len(attemptIDs))
+	for i, id := range attemptIDs {
+		// Below live evaluations, so that re-scoring everything does not
+		// hold up the runs in progress.
+		params[i] = river.InsertManyParams{Args: EvaluateArgs{AttemptID: id, RescoreID: rescoreID},
+			InsertOpts: &river.InsertOpts{Queue: QueueEvaluate, Priority: rescorePriority}}
+	}
+	_, err := q.inserter.InsertManyTx(ctx, tx, params)
+	return err
 }
 
 // submissionJobAttempts is how often a submission job is tried: a bundle's

@@ -112,25 +112,9 @@ func (r *Runner) Stop(ctx context.Context) error {
 	return err
 }
 
-// QueueRun queues a run for the context's actor.
-func (r *Runner) QueueRun(ctx context.Context, req models.RunRequest) (*models.Run, error) {
-	return r.queue.QueueRun(ctx, req)
-}
-
-// RerunRun queues a new run with an earlier run's configuration.
-func (r *Runner) RerunRun(ctx context.Context, runID int64) (*models.Run, error) {
-	return r.queue.RerunRun(ctx, runID)
-}
-
-// RetryAttempts re-enqueues the attempts of a run that ended in error.
-func (r *Runner) RetryAttempts(ctx context.Context, runID int64) (int, error) {
-	return r.queue.RetryAttempts(ctx, runID)
-}
-
-// Rescore queues a new evaluation of every finished attempt in scope, with
-// the evaluators configured now; old verdicts stay as history.
-func (r *Runner) Rescore(ctx context.Context, scope storage.RescoreScope) (int, error) {
-	return r.queue.Rescore(ctx, scope)
+// Jobs is the queue's job inserter that the run service enqueues through.
+func (r *Runner) Jobs() *Queue {
+	return r.queue
 }
 
 // QueueStudyJudges queues an agreement study's judge configurations (see

@@ -23,6 +23,7 @@ import (
 	"proctor/runner"
 	"proctor/runner/episode"
 	"proctor/sandbox"
+	"proctor/service"
 	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/storage/storagetest"
@@ -125,7 +126,7 @@ func TestRunner_SandboxReplay(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		b := setupRun(t, db, 4)
-		run, err := b.runner.QueueRun(b.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "replayer", BenchmarkSlug: sandbox.Slug, Parallelism: 4})
+		run, err := runService(b.db, b.runner).QueueRun(b.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "replayer", BenchmarkSlug: sandbox.Slug, Parallelism: 4})
 		require.NoError(t, err)
 		got := b.waitRun(t, run.ID, 5*time.Minute)
 		require.Equal(t, models.RunCompleted, got.Status)
@@ -191,4 +192,9 @@ func logWhyNot(t *testing.T, b *runBundle, a models.Attempt) {
 	for _, e := range har.Log.Entries {
 		t.Logf("task %s: HAR %s %s %s: %d", a.Task.ExternalID, e.Pageref, e.Request.Method, e.Request.URL, e.Response.Status)
 	}
+}
+
+// runService is the run service over db, enqueuing on r's queue, as main wires it.
+func runService(db *storage.DB, r *runner.Runner) *service.Runs {
+	return service.NewRuns(db, r.Jobs(), service.RunOptions{})
 }

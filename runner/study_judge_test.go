@@ -179,7 +179,7 @@ func TestRunner_StudyJudges(t *testing.T) {
 				PriceInputPerMTok: 2, PriceOutputPerMTok: 8})
 		}
 		b := setupRunWith(t, db, 3, factory)
-		run, err := b.runner.QueueRun(b.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "replayer", BenchmarkSlug: sandbox.Slug, Subset: "hard", Parallelism: 3})
+		run, err := runService(b.db, b.runner).QueueRun(b.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "replayer", BenchmarkSlug: sandbox.Slug, Subset: "hard", Parallelism: 3})
 		require.NoError(t, err)
 		got := b.waitRun(t, run.ID, 5*time.Minute)
 		require.Equal(t, models.RunCompleted, got.Status)

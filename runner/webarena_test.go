@@ -204,7 +204,7 @@ func TestRunner_WebArenaOnSandbox(t *testing.T) {
 		}
 		runIDs := make([]int64, len(cases))
 		for i, c := range cases {
-			run, err := b.runner.QueueRun(b.member, models.RunRequest{TeamSlug: "lab", AgentSlug: c.agent.Slug, BenchmarkSlug: webArenaShopSlug, Parallelism: 2})
+			run, err := runService(b.db, b.runner).QueueRun(b.member, models.RunRequest{TeamSlug: "lab", AgentSlug: c.agent.Slug, BenchmarkSlug: webArenaShopSlug, Parallelism: 2})
 			require.NoError(t, err)
 			runIDs[i] = run.ID
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -34,7 +35,7 @@ func TestStore_PlatformErrorsHideServerPaths(t *testing.T) {
 			require.NoError(t, err, name)
 			require.Equal(t, public, tl.Attempt.ErrorMessage, name)
 			require.Empty(t, tl.ErrorDetail, name)
-			items, _, err := db.RunAttempts(ctx, f.run.ID, 1, 10)
+			items, _, err := servicetest.Runs(db, 0).RunAttempts(ctx, f.run.ID, 1, 10)
 			require.NoError(t, err, name)
 			for _, it := range items {
 				require.NotContains(t, it.ErrorMessage, "/var/lib", name)

@@ -352,7 +352,7 @@ func sortedKeys(seen map[string]bool, compare func(a, b string) int) []string {
 // one query and never aggregates attempts. EINVALID (field "dim") for an
 // unknown dimension; ENOTFOUND for an unknown benchmark, version or subset,
 // and for an unpublished benchmark unless the caller is an admin.
-func (db *DB) BreakdownBoard(ctx context.Context, bq models.BreakdownQuery) (*models.BreakdownBoard, error) {
+func (db *DB) BreakdownBoard(ctx context.Context, bq models.BreakdownQuery, withheld Withheld) (*models.BreakdownBoard, error) {
 	dim, err := models.CheckBreakdownDimension(bq.Dimension)
 	if err != nil {
 		return nil, err
@@ -367,7 +367,7 @@ func (db *DB) BreakdownBoard(ctx context.Context, bq models.BreakdownQuery) (*mo
 		return nil, err
 	}
 	out := &models.BreakdownBoard{Board: s.ref, Dimension: dim, Entries: make([]models.BreakdownEntry, 0, len(rows))}
-	blind, err := blindRunIDs(ctx, q, breakdownRunIDs(rows))
+	blind, err := withheld.of(ctx, breakdownRunIDs(rows))
 	if err != nil {
 		return nil, err
 	}
@@ -496,7 +496,7 @@ func compareMatrixTasks(a, b matrixTaskRow) int {
 // their solve counts in one, and the page's attempts of every entry in one,
 // however many entries there are. EINVALID (field "page") for a page past
 // the last, or bounds that are not positive; ENOTFOUND as for BreakdownBoard.
-func (db *DB) TaskMatrix(ctx context.Context, bq models.BreakdownQuery) (*models.TaskMatrix, error) {
+func (db *DB) TaskMatrix(ctx context.Context, bq models.BreakdownQuery, withheld Withheld) (*models.TaskMatrix, error) {
 	if bq.Page < 1 || bq.PerPage < 1 {
 		return nil, models.FieldError("page", "page and per_page must be positive")
 	}
@@ -510,7 +510,7 @@ func (db *DB) TaskMatrix(ctx context.Context, bq models.BreakdownQuery) (*models
 		return nil, err
 	}
 	m := &models.TaskMatrix{Board: s.ref, Page: bq.Page, PerPage: bq.PerPage, Entries: make([]models.MatrixEntry, len(rows))}
-	blind, err := blindRunIDs(ctx, q, breakdownRunIDs(rows))
+	blind, err := withheld.of(ctx, breakdownRunIDs(rows))
 	if err != nil {
 		return nil, err
 	}

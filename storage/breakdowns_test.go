@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -87,7 +88,7 @@ func TestStore_BreakdownBoard(t *testing.T) {
 		t.Run("FullBoardBySite", func(t *testing.T) {
 			q := full
 			q.Dimension = models.BreakdownSite
-			board, err := db.BreakdownBoard(f.anon, q)
+			board, err := servicetest.Runs(db, 0).BreakdownBoard(f.anon, q)
 			require.NoError(t, err)
 			require.Equal(t, models.BoardRef{
 				BenchmarkSlug: "mini", BenchmarkName: "Mini bench", BenchmarkPublished: true,
@@ -127,18 +128,18 @@ func TestStore_BreakdownBoard(t *testing.T) {
 			} {
 				q := full
 				q.Dimension = dim
-				board, err := db.BreakdownBoard(f.anon, q)
+				board, err := servicetest.Runs(db, 0).BreakdownBoard(f.anon, q)
 				require.NoError(t, err, dim)
 				require.Equal(t, dim, board.Dimension)
 				require.Equal(t, groups, board.Groups, dim)
 			}
 			q := full
-			board, err := db.BreakdownBoard(f.anon, q)
+			board, err := servicetest.Runs(db, 0).BreakdownBoard(f.anon, q)
 			require.NoError(t, err)
 			require.Equal(t, models.BreakdownSite, board.Dimension, "the site is the default")
 		})
 		t.Run("SubsetBoard", func(t *testing.T) {
-			board, err := db.BreakdownBoard(f.anon, models.BreakdownQuery{Slug: "mini", Subset: "smoke", Dimension: models.BreakdownDifficulty})
+			board, err := servicetest.Runs(db, 0).BreakdownBoard(f.anon, models.BreakdownQuery{Slug: "mini", Subset: "smoke", Dimension: models.BreakdownDifficulty})
 			require.NoError(t, err)
 			require.Equal(t, []int64{f.a.ID, f.b.ID, f.c.ID}, entryRuns(board.Entries), "ties on rate and interval keep run order")
 			require.True(t, board.Entries[0].Restricted, "a full run restricted to the subset's tasks")
@@ -148,7 +149,7 @@ func TestStore_BreakdownBoard(t *testing.T) {
 		})
 		t.Run("UnpublishedRunsNeverAppear", func(t *testing.T) {
 			for _, ctx := range []context.Context{f.anon, f.member, f.admin} {
-				board, err := db.BreakdownBoard(ctx, full)
+				board, err := servicetest.Runs(db, 0).BreakdownBoard(ctx, full)
 				require.NoError(t, err)
 				require.NotContains(t, entryRuns(board.Entries), f.d.ID)
 			}
@@ -161,10 +162,10 @@ func TestStore_BreakdownBoard(t *testing.T) {
 				require.NoError(t, err)
 			})
 			for _, ctx := range []context.Context{f.anon, f.outsider, f.admin} {
-				board, err := db.BreakdownBoard(ctx, full)
+				board, err := servicetest.Runs(db, 0).BreakdownBoard(ctx, full)
 				require.NoError(t, err)
 				require.Equal(t, []int64{f.a.ID}, entryRuns(board.Entries), "a hidden run leaves the board, for its team and admins too")
-				m, err := db.TaskMatrix(ctx, models.BreakdownQuery{Slug: "mini", Subset: "smoke", Page: 1, PerPage: 10})
+				m, err := servicetest.Runs(db, 0).TaskMatrix(ctx, models.BreakdownQuery{Slug: "mini", Subset: "smoke", Page: 1, PerPage: 10})
 				require.NoError(t, err)
 				require.Equal(t, []models.MatrixEntry{
 					{RunID: f.a.ID, AgentName: "Walker", TeamName: "LAB", Restricted: true},
@@ -186,23 +187,23 @@ func TestStore_BreakdownBoard(t *testing.T) {
 				{"UnknownBenchmark", models.BreakdownQuery{Slug: "nope", Subset: "full"}, models.ENOTFOUND, ""},
 				{"UnknownVersion", models.BreakdownQuery{Slug: "mini", Subset: "full", Version: 2}, models.ENOTFOUND, ""},
 			} {
-				_, err := db.BreakdownBoard(f.anon, tc.q)
+				_, err := servicetest.Runs(db, 0).BreakdownBoard(f.anon, tc.q)
 				require.Equal(t, tc.code, models.ErrorCode(err), tc.name)
 				require.Equal(t, tc.field, models.ErrorField(err), tc.name)
 			}
-			_, err := db.BreakdownBoard(f.anon, models.BreakdownQuery{Slug: "mini", Subset: "full", Version: 1})
+			_, err := servicetest.Runs(db, 0).BreakdownBoard(f.anon, models.BreakdownQuery{Slug: "mini", Subset: "full", Version: 1})
 			require.NoError(t, err, "the current version by number")
 		})
 		t.Run("UnpublishedBenchmark", func(t *testing.T) {
 			require.NoError(t, db.SetBenchmarkPublished(f.admin, "mini", false))
 			t.Cleanup(func() { require.NoError(t, db.SetBenchmarkPublished(f.admin, "mini", true)) })
 			for _, ctx := range []context.Context{f.anon, f.member} {
-				_, err := db.BreakdownBoard(ctx, full)
+				_, err := servicetest.Runs(db, 0).BreakdownBoard(ctx, full)
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-				_, err = db.TaskMatrix(ctx, models.BreakdownQuery{Slug: "mini", Subset: "full", Page: 1, PerPage: 10})
+				_, err = servicetest.Runs(db, 0).TaskMatrix(ctx, models.BreakdownQuery{Slug: "mini", Subset: "full", Page: 1, PerPage: 10})
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 			}
-			board, err := db.BreakdownBoard(f.admin, full)
+			board, err := servicetest.Runs(db, 0).BreakdownBoard(f.admin, full)
 			require.NoError(t, err)
 			require.False(t, board.Board.BenchmarkPublished)
 		})
@@ -226,7 +227,7 @@ func TestStore_TaskMatrix(t *testing.T) {
 		const s, x, e = models.OutcomeSuccess, models.OutcomeFailure, models.OutcomeError
 
 		t.Run("FullBoard", func(t *testing.T) {
-			m, err := db.TaskMatrix(f.anon, models.BreakdownQuery{Slug: "mini", Subset: "full", Page: 1, PerPage: 100})
+			m, err := servicetest.Runs(db, 0).TaskMatrix(f.anon, models.BreakdownQuery{Slug: "mini", Subset: "full", Page: 1, PerPage: 100})
 			require.NoError(t, err)
 			require.Equal(t, []models.MatrixEntry{
 				{RunID: f.b.ID, AgentName: "Theirs", TeamName: "OTHER"},
@@ -246,7 +247,7 @@ func TestStore_TaskMatrix(t *testing.T) {
 			require.Equal(t, []models.MatrixCell{cell(f.b, 2, x), cell(f.a, 2, s)}, m.Tasks[3].Cells)
 		})
 		t.Run("SubsetBoardRestrictsFullRuns", func(t *testing.T) {
-			m, err := db.TaskMatrix(f.anon, models.BreakdownQuery{Slug: "mini", Subset: "smoke", Page: 1, PerPage: 100})
+			m, err := servicetest.Runs(db, 0).TaskMatrix(f.anon, models.BreakdownQuery{Slug: "mini", Subset: "smoke", Page: 1, PerPage: 100})
 			require.NoError(t, err)
 			require.Equal(t, []int64{f.a.ID, f.b.ID, f.c.ID}, []int64{m.Entries[0].RunID, m.Entries[1].RunID, m.Entries[2].RunID})
 			require.True(t, m.Entries[0].Restricted)
@@ -256,18 +257,18 @@ func TestStore_TaskMatrix(t *testing.T) {
 		})
 		t.Run("Pages", func(t *testing.T) {
 			q := models.BreakdownQuery{Slug: "mini", Subset: "full", Page: 2, PerPage: 3}
-			m, err := db.TaskMatrix(f.anon, q)
+			m, err := servicetest.Runs(db, 0).TaskMatrix(f.anon, q)
 			require.NoError(t, err)
 			require.Equal(t, 2, m.Pages())
 			require.Equal(t, []string{"t3"}, externalIDs(m))
 			require.Len(t, m.Entries, 2, "every page has every entry")
 
 			q.Page = 3
-			_, err = db.TaskMatrix(f.anon, q)
+			_, err = servicetest.Runs(db, 0).TaskMatrix(f.anon, q)
 			require.Equal(t, models.EINVALID, models.ErrorCode(err))
 			require.Equal(t, "page", models.ErrorField(err))
 			q.Page = 0
-			_, err = db.TaskMatrix(f.anon, q)
+			_, err = servicetest.Runs(db, 0).TaskMatrix(f.anon, q)
 			require.Equal(t, models.EINVALID, models.ErrorCode(err))
 		})
 		t.Run("NoEntries", func(t *testing.T) {
@@ -279,12 +280,12 @@ func TestStore_TaskMatrix(t *testing.T) {
 					f.publish(t, r.ID, true)
 				}
 			})
-			m, err := db.TaskMatrix(f.admin, models.BreakdownQuery{Slug: "mini", Subset: "full", Page: 1, PerPage: 100})
+			m, err := servicetest.Runs(db, 0).TaskMatrix(f.admin, models.BreakdownQuery{Slug: "mini", Subset: "full", Page: 1, PerPage: 100})
 			require.NoError(t, err)
 			require.Empty(t, m.Entries, "not even for admins: the board is public")
 			require.Equal(t, []string{"t1", "t4", "t2", "t3"}, externalIDs(m), "tasks are listed without outcomes")
 			require.Empty(t, m.Tasks[0].Cells)
-			board, err := db.BreakdownBoard(f.admin, models.BreakdownQuery{Slug: "mini", Subset: "full"})
+			board, err := servicetest.Runs(db, 0).BreakdownBoard(f.admin, models.BreakdownQuery{Slug: "mini", Subset: "full"})
 			require.NoError(t, err)
 			require.Empty(t, board.Entries)
 			require.Empty(t, board.Groups)

@@ -74,9 +74,6 @@ func (db *DB) CompareRuns(ctx context.Context, ids []int64) (*models.Comparison,
 	if err != nil {
 		return nil, err
 	}
-	if err := refuseBlindRuns(ctx, q, ids...); err != nil {
-		return nil, err
-	}
 	for _, r := range rows[1:] {
 		if r.BenchmarkID != rows[0].BenchmarkID {
 			return nil, models.FieldError(models.CompareParam,

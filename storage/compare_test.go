@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -70,7 +71,7 @@ func (f *compareFixture) compare(ctx context.Context, runs ...*models.Run) (*mod
 	for i, r := range runs {
 		ids[i] = r.ID
 	}
-	return f.db.CompareRuns(ctx, ids)
+	return servicetest.Runs(f.db, 0).CompareRuns(ctx, ids)
 }
 
 func metricOf(t *testing.T, c *models.Comparison, key string) models.CompareMetric {
@@ -113,7 +114,7 @@ func TestStore_CompareRuns(t *testing.T) {
 			check(f.outsider, models.ENOTFOUND, f.their, f.smoke)
 			check(f.admin, "", f.smoke, f.their)
 			// A run that does not exist looks the same.
-			_, err := db.CompareRuns(f.member, []int64{f.a.ID, 999999})
+			_, err := servicetest.Runs(db, 0).CompareRuns(f.member, []int64{f.a.ID, 999999})
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 			require.Equal(t, "Run 999999 not found.", models.ErrorMessage(err))
 			_, err = f.compare(f.member, f.a, f.their)
@@ -155,7 +156,7 @@ func TestStore_CompareRuns(t *testing.T) {
 				"no run":     nil,
 				"repeated 2": {f.a.ID, f.a.ID},
 			} {
-				_, err := db.CompareRuns(f.member, ids)
+				_, err := servicetest.Runs(db, 0).CompareRuns(f.member, ids)
 				require.Equal(t, models.EINVALID, models.ErrorCode(err), name)
 				require.Equal(t, models.CompareParam, models.ErrorField(err), name)
 			}

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/stats"
 	"proctor/storage"
 	"proctor/storage/storagetest"
@@ -214,15 +215,15 @@ func TestStore_RunMetrics(t *testing.T) {
 		f.evaluate(t, ids[2], storage.EpisodeOutcome{Steps: 10, ErrorClass: models.ErrorClassBudget, ErrorMessage: "step budget"}, grade(ids[2], 0, nil, models.OutcomeFailure))
 		f.evaluate(t, ids[3], storage.EpisodeOutcome{Steps: 1}, storage.EvaluationBatch{})
 
-		_, err := db.RunMetrics(f.anon, f.run.ID)
+		_, err := servicetest.Runs(db, 0).RunMetrics(f.anon, f.run.ID)
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "an unpublished run's metrics are the team's")
-		live, err := db.RunMetrics(f.member, f.run.ID)
+		live, err := servicetest.Runs(db, 0).RunMetrics(f.member, f.run.ID)
 		require.NoError(t, err, "computed on the fly before the first refresh")
 
 		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(db.RefreshRunMetrics(f.member, f.run.ID)))
 		require.NoError(t, db.RefreshRunMetrics(f.system, f.run.ID))
 		require.NoError(t, db.RefreshRunMetrics(f.system, f.run.ID), "refreshing twice replaces the rows")
-		all, err := db.RunMetrics(f.member, f.run.ID)
+		all, err := servicetest.Runs(db, 0).RunMetrics(f.member, f.run.ID)
 		require.NoError(t, err)
 		require.Equal(t, live, all, "the precomputed rows match the live computation")
 		require.Len(t, all, 2)
@@ -267,7 +268,7 @@ func TestStore_RunMetrics(t *testing.T) {
 		require.NoError(t, db.RefreshRunMetrics(f.system, f.run.ID))
 		require.NoError(t, db.Gorm().Where("run_id = ?", f.run.ID).Order("subset_name").Find(&entries).Error)
 		require.Equal(t, models.Unknown{Cost: true}, entries[0].Unknown)
-		rows, err := db.RunMetrics(f.member, f.run.ID)
+		rows, err := servicetest.Runs(db, 0).RunMetrics(f.member, f.run.ID)
 		require.NoError(t, err)
 		require.True(t, rows[0].Metrics.Unknown.Cost)
 	})

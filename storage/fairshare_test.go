@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -25,8 +26,7 @@ func TestStore_FairShare(t *testing.T) {
 		require.NoError(t, db.CreateAgent(f.member, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay}, nil))
 		require.NoError(t, db.CreateAgent(f.stranger, "other", &models.Agent{Name: "Runner", Kind: models.AgentReplay}, nil))
 		dispatch := func(ctx context.Context, team, agent string) []int64 {
-			run, err := db.CreateRun(ctx, models.RunRequest{TeamSlug: team, AgentSlug: agent, BenchmarkSlug: "mini", Parallelism: 4}, 0,
-				func(context.Context, *sql.Tx, int64) error { return nil })
+			run, err := servicetest.QueueRun(ctx, db, models.RunRequest{TeamSlug: team, AgentSlug: agent, BenchmarkSlug: "mini", Parallelism: 4})
 			require.NoError(t, err)
 			require.NoError(t, db.DispatchRun(f.system, run.ID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil }))
 			return episodes0(t, db, run.ID)

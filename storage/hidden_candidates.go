@@ -120,7 +120,11 @@ func (db *DB) SubmitCandidates(ctx context.Context, req models.CandidateRunReque
 		if err := lockRow(tx, db.dialect).Select("id").First(&models.Team{}, team.ID).Error; err != nil {
 			return wrap(err, "team")
 		}
-		if err := checkDailyQuota(tx, actor, team, now, dailyQuota); err != nil {
+		recent, err := recentRuns(tx, team.ID, now)
+		if err != nil {
+			return err
+		}
+		if err := models.CheckDailyQuota(actor, team, recent, dailyQuota); err != nil {
 			return err
 		}
 		if err := tx.Create(run).Error; err != nil {

@@ -13,6 +13,7 @@ import (
 	"proctor/internal/hiddenfixture"
 	"proctor/migrations"
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/stats"
 	"proctor/storage"
 	"proctor/storage/storagetest"
@@ -93,7 +94,7 @@ func TestStore_HiddenOutcomeRule(t *testing.T) {
 			require.Equal(t, 1, run.Successes)
 			require.Zero(t, run.Errors)
 
-			h, err := db.RunHiddenResults(f.anon, r.BrokenRunID)
+			h, err := servicetest.Runs(db, 0).RunHiddenResults(f.anon, r.BrokenRunID)
 			require.NoError(t, err)
 			require.InDelta(t, models.DefaultPassThreshold, h.PassThreshold, 1e-9)
 			require.Equal(t, models.HiddenTally{Total: 43, Passed: 31, Failed: 11, NotRun: 1}, h.PassRate.Tests)
@@ -108,7 +109,7 @@ func TestStore_HiddenOutcomeRule(t *testing.T) {
 			brokenAttempt, _, _ := f.attempt(t, r.Attempts[r.BrokenRunID])
 			require.Equal(t, models.OutcomeSuccess, brokenAttempt.Outcome, "31 of 42 (73.8%) reaches a threshold of 70%")
 			require.InDelta(t, 31.0/42, *brokenAttempt.Score, 1e-9)
-			h, err := db.RunHiddenResults(f.anon, r.BrokenRunID)
+			h, err := servicetest.Runs(db, 0).RunHiddenResults(f.anon, r.BrokenRunID)
 			require.NoError(t, err)
 			require.InDelta(t, 0.7, h.PassThreshold, 1e-12)
 			sum, err := db.BenchmarkSummary(f.anon, "rebuilds-lenient")
@@ -207,7 +208,7 @@ func TestStore_CandidateRunOrigin(t *testing.T) {
 		require.NoError(t, db.Gorm().Take(&stored, id).Error)
 		require.Equal(t, models.OriginUploaded, stored.Origin, "stored as an upload")
 
-		items, _, err := db.ListRuns(f.anon, models.RunFilter{TeamSlug: "lab", Page: 1, PerPage: 50})
+		items, _, err := servicetest.Runs(db, 0).ListRuns(f.anon, models.RunFilter{TeamSlug: "lab", Page: 1, PerPage: 50})
 		require.NoError(t, err)
 		origins := map[int64]string{}
 		for _, it := range items {
@@ -216,7 +217,7 @@ func TestStore_CandidateRunOrigin(t *testing.T) {
 		require.Equal(t, models.OriginCandidates, origins[id])
 		require.Equal(t, models.OriginCandidates, origins[r.BrokenRunID])
 
-		p, err := db.RunProgress(f.anon, id)
+		p, err := servicetest.Runs(db, 0).RunProgress(f.anon, id)
 		require.NoError(t, err)
 		require.Equal(t, models.OriginCandidates, p.Run.Origin)
 		m, err := db.RunModeration(f.anon, id)

@@ -10,6 +10,7 @@ import (
 
 	"proctor/internal/hiddenfixture"
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -51,7 +52,7 @@ func TestStore_RunHiddenResults(t *testing.T) {
 		runID := f.seed.RunID
 
 		t.Run("Numbers", func(t *testing.T) {
-			h, err := db.RunHiddenResults(f.member, runID)
+			h, err := servicetest.Runs(db, 0).RunHiddenResults(f.member, runID)
 			require.NoError(t, err)
 			require.NotNil(t, h)
 			var ids []string
@@ -93,38 +94,38 @@ func TestStore_RunHiddenResults(t *testing.T) {
 
 		t.Run("Visibility", func(t *testing.T) {
 			for name, ctx := range map[string]context.Context{"anonymous": f.anon, "other team": f.outsider} {
-				_, err := db.RunHiddenResults(ctx, runID)
+				_, err := servicetest.Runs(db, 0).RunHiddenResults(ctx, runID)
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "%s may not see an unpublished run", name)
 			}
-			h, err := db.RunHiddenResults(f.member, runID)
+			h, err := servicetest.Runs(db, 0).RunHiddenResults(f.member, runID)
 			require.NoError(t, err)
 			require.False(t, h.CanBrowse, "the tests are hidden from the team")
-			h, err = db.RunHiddenResults(f.admin, runID)
+			h, err = servicetest.Runs(db, 0).RunHiddenResults(f.admin, runID)
 			require.NoError(t, err)
 			require.True(t, h.CanBrowse)
 
 			f.publish(t, runID, true)
 			defer f.publish(t, runID, false)
-			h, err = db.RunHiddenResults(f.anon, runID)
+			h, err = servicetest.Runs(db, 0).RunHiddenResults(f.anon, runID)
 			require.NoError(t, err)
 			require.False(t, h.CanBrowse)
 			require.Len(t, h.Tasks, 4, "a published run's tallies are public")
 			f.reveal(t, true)
 			defer f.reveal(t, false)
-			h, err = db.RunHiddenResults(f.anon, runID)
+			h, err = servicetest.Runs(db, 0).RunHiddenResults(f.anon, runID)
 			require.NoError(t, err)
 			require.True(t, h.CanBrowse, "a benchmark that reveals its references shows its tests")
 
 			_, err = db.HideRun(f.admin, runID, "Under review.")
 			require.NoError(t, err)
-			_, err = db.RunHiddenResults(f.anon, runID)
+			_, err = servicetest.Runs(db, 0).RunHiddenResults(f.anon, runID)
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "a hidden run's results stay with its team")
 			_, err = db.UnhideRun(f.admin, runID)
 			require.NoError(t, err)
 		})
 
 		t.Run("OtherBenchmarks", func(t *testing.T) {
-			h, err := db.RunHiddenResults(f.member, f.run.ID)
+			h, err := servicetest.Runs(db, 0).RunHiddenResults(f.member, f.run.ID)
 			require.NoError(t, err)
 			require.Nil(t, h, "a run of a benchmark without hidden tests has no hidden results")
 		})
@@ -146,10 +147,10 @@ func TestStore_RunHiddenResults(t *testing.T) {
 			}).Error)
 
 			log := countStatements(t, db.Gorm())
-			small, err := db.RunHiddenResults(f.admin, run.ID)
+			small, err := servicetest.Runs(db, 0).RunHiddenResults(f.admin, run.ID)
 			require.NoError(t, err)
 			few := len(log.reset())
-			large, err := db.RunHiddenResults(f.admin, runID)
+			large, err := servicetest.Runs(db, 0).RunHiddenResults(f.admin, runID)
 			require.NoError(t, err)
 			many := len(log.reset())
 			require.Len(t, small.Tasks, 1)
@@ -158,10 +159,10 @@ func TestStore_RunHiddenResults(t *testing.T) {
 			require.Equal(t, few, many, "more tasks and tests, no more queries")
 			require.LessOrEqual(t, few, 7, "run, benchmark, blind check, attempts, tallies")
 
-			tests, err := db.AttemptHiddenTests(f.admin, attempt.ID, models.HiddenTestFilter{})
+			tests, err := servicetest.Runs(db, 0).AttemptHiddenTests(f.admin, attempt.ID, models.HiddenTestFilter{})
 			require.NoError(t, err)
 			few = len(log.reset())
-			tests2, err := db.AttemptHiddenTests(f.admin, f.seed.Attempts[hiddenfixture.ShopA], models.HiddenTestFilter{})
+			tests2, err := servicetest.Runs(db, 0).AttemptHiddenTests(f.admin, f.seed.Attempts[hiddenfixture.ShopA], models.HiddenTestFilter{})
 			require.NoError(t, err)
 			require.Len(t, tests.Tests, 2)
 			require.Len(t, tests2.Tests, 43)
@@ -177,7 +178,7 @@ func TestStore_AttemptHiddenTests(t *testing.T) {
 		shopA := f.seed.Attempts[hiddenfixture.ShopA]
 		list := func(ctx context.Context, filter models.HiddenTestFilter) []string {
 			t.Helper()
-			got, err := db.AttemptHiddenTests(ctx, shopA, filter)
+			got, err := servicetest.Runs(db, 0).AttemptHiddenTests(ctx, shopA, filter)
 			require.NoError(t, err)
 			ids := []string{}
 			for _, test := range got.Tests {
@@ -209,16 +210,16 @@ func TestStore_AttemptHiddenTests(t *testing.T) {
 					f.reveal(t, c.open)
 					defer f.publish(t, f.seed.RunID, false)
 					defer f.reveal(t, false)
-					_, err := db.AttemptHiddenTests(c.ctx, shopA, models.HiddenTestFilter{})
+					_, err := servicetest.Runs(db, 0).AttemptHiddenTests(c.ctx, shopA, models.HiddenTestFilter{})
 					require.Equal(t, c.code, models.ErrorCode(err), "%v", err)
-					_, err = db.AttemptHiddenTest(c.ctx, shopA, hiddenfixture.ImageTest)
+					_, err = servicetest.Runs(db, 0).AttemptHiddenTest(c.ctx, shopA, hiddenfixture.ImageTest)
 					require.Equal(t, c.code, models.ErrorCode(err), "%v", err)
 				})
 			}
-			_, err := db.AttemptHiddenTests(f.admin, 999999, models.HiddenTestFilter{})
+			_, err := servicetest.Runs(db, 0).AttemptHiddenTests(f.admin, 999999, models.HiddenTestFilter{})
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 			ids := f.dispatch(t, f.run.ID)
-			_, err = db.AttemptHiddenTests(f.admin, ids[0], models.HiddenTestFilter{})
+			_, err = servicetest.Runs(db, 0).AttemptHiddenTests(f.admin, ids[0], models.HiddenTestFilter{})
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "an attempt of a benchmark without hidden tests has none")
 		})
 
@@ -267,18 +268,18 @@ func TestStore_AttemptHiddenTests(t *testing.T) {
 			defer func() {
 				require.NoError(t, g.Model(&models.Study{}).Where("id = ?", study.ID).Update("status", models.StudyClosed).Error)
 			}()
-			_, err = db.RunHiddenResults(f.member, f.seed.RunID)
+			_, err = servicetest.Runs(db, 0).RunHiddenResults(f.member, f.seed.RunID)
 			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err), "%v", err)
-			tl, err = db.AttemptTimeline(f.member, shopA)
+			tl, err = servicetest.Runs(db, 0).AttemptTimeline(f.member, shopA)
 			require.NoError(t, err)
 			require.Nil(t, tl.Hidden, "no tally for a blind annotator")
-			tl, err = db.AttemptTimeline(f.admin, shopA)
+			tl, err = servicetest.Runs(db, 0).AttemptTimeline(f.admin, shopA)
 			require.NoError(t, err)
 			require.NotNil(t, tl.Hidden, "the study's blindness is the annotator's only")
 		})
 
 		t.Run("List", func(t *testing.T) {
-			got, err := db.AttemptHiddenTests(f.admin, shopA, models.HiddenTestFilter{})
+			got, err := servicetest.Runs(db, 0).AttemptHiddenTests(f.admin, shopA, models.HiddenTestFilter{})
 			require.NoError(t, err)
 			require.Equal(t, 43, got.TotalTests)
 			require.Len(t, got.Tests, 43)
@@ -304,7 +305,7 @@ func TestStore_AttemptHiddenTests(t *testing.T) {
 			require.Len(t, list(f.admin, models.HiddenTestFilter{Level: 1}), 9)
 			require.Equal(t, []string{"b2-cart-read-back"}, list(f.admin, models.HiddenTestFilter{Result: models.HiddenFailed, Group: models.HiddenGroupBrowser, Level: 2}))
 			require.Empty(t, list(f.admin, models.HiddenTestFilter{Result: models.HiddenFailed, Group: models.HiddenGroupRequest}))
-			got, err := db.AttemptHiddenTests(f.admin, shopA, models.HiddenTestFilter{Result: models.HiddenFailed})
+			got, err := servicetest.Runs(db, 0).AttemptHiddenTests(f.admin, shopA, models.HiddenTestFilter{Result: models.HiddenFailed})
 			require.NoError(t, err)
 			require.Equal(t, 43, got.TotalTests, "the total is before the filter")
 			require.Equal(t, 40, got.Summary.Overall.Passed, "so is the tally")
@@ -317,14 +318,14 @@ func TestStore_AttemptHiddenTests(t *testing.T) {
 				{models.HiddenTestFilter{Group: "visual"}, "group"},
 				{models.HiddenTestFilter{Level: 4}, "level"},
 			} {
-				_, err := db.AttemptHiddenTests(f.admin, shopA, c.filter)
+				_, err := servicetest.Runs(db, 0).AttemptHiddenTests(f.admin, shopA, c.filter)
 				require.Equal(t, models.EINVALID, models.ErrorCode(err))
 				require.Equal(t, c.field, models.ErrorField(err))
 			}
 		})
 
 		t.Run("OneTest", func(t *testing.T) {
-			got, err := db.AttemptHiddenTest(f.admin, shopA, hiddenfixture.ImageTest)
+			got, err := servicetest.Runs(db, 0).AttemptHiddenTest(f.admin, shopA, hiddenfixture.ImageTest)
 			require.NoError(t, err)
 			require.Equal(t, f.seed.RunID, got.RunID)
 			require.Equal(t, models.HiddenFailed, got.Test.Result)
@@ -336,14 +337,14 @@ func TestStore_AttemptHiddenTests(t *testing.T) {
 			require.Less(t, cp.Score, cp.Threshold)
 			require.NotEmpty(t, got.Test.Runs[0].Steps[0].ScreenshotKey)
 
-			flaky, err := db.AttemptHiddenTest(f.admin, shopA, hiddenfixture.FlakyTest)
+			flaky, err := servicetest.Runs(db, 0).AttemptHiddenTest(f.admin, shopA, hiddenfixture.FlakyTest)
 			require.NoError(t, err)
 			require.True(t, flaky.Test.Flaky)
 			require.Equal(t, []string{models.HiddenFailed, models.HiddenPassed}, []string{flaky.Test.Runs[0].Result, flaky.Test.Runs[1].Result})
 
-			_, err = db.AttemptHiddenTest(f.admin, shopA, "no-such-test")
+			_, err = servicetest.Runs(db, 0).AttemptHiddenTest(f.admin, shopA, "no-such-test")
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-			_, err = db.AttemptHiddenTest(f.admin, f.seed.Attempts[hiddenfixture.ForumB], hiddenfixture.ImageTest)
+			_, err = servicetest.Runs(db, 0).AttemptHiddenTest(f.admin, f.seed.Attempts[hiddenfixture.ForumB], hiddenfixture.ImageTest)
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "an untested attempt has no results")
 		})
 	})

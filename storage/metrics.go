@@ -273,9 +273,6 @@ func (db *DB) RunMetrics(ctx context.Context, runID int64) ([]stats.Report, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := refuseBlindRuns(ctx, q, runID); err != nil {
-		return nil, err
-	}
 	if run.MetricsVersion != run.EvaluationsVersion {
 		// The metrics job has not caught up with the latest verdicts yet (it
 		// runs a second after them): compute this one run's numbers now rather

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -203,24 +204,24 @@ func TestStore_ModerateRun(t *testing.T) {
 
 		t.Run("HiddenRunVisibility", func(t *testing.T) {
 			for name, ctx := range map[string]context.Context{"anonymous": f.anon, "outsider": f.outsider} {
-				ov, err := db.RunOverview(ctx, f.run.ID, models.AttemptFilter{Page: 1, PerPage: 10})
+				ov, err := servicetest.Runs(db, 0).RunOverview(ctx, f.run.ID, models.AttemptFilter{Page: 1, PerPage: 10})
 				require.NoError(t, err, name)
 				require.True(t, ov.AttemptsWithheld, name)
 				require.Empty(t, ov.Page.Attempts, name)
 				require.Equal(t, "The agent read the answers from a leaked file.", ov.Moderation.HiddenReason, "the reason is public")
-				_, _, err = db.RunAttempts(ctx, f.run.ID, 1, 10)
+				_, _, err = servicetest.Runs(db, 0).RunAttempts(ctx, f.run.ID, 1, 10)
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), name)
 				_, err = db.AttemptTimeline(ctx, ids[0])
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), name)
-				_, err = db.RunMetrics(ctx, f.run.ID)
+				_, err = servicetest.Runs(db, 0).RunMetrics(ctx, f.run.ID)
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), name)
-				err = db.RunResults(ctx, f.run.ID, func([]models.RunResult) error { return nil })
+				err = servicetest.Runs(db, 0).RunResults(ctx, f.run.ID, func([]models.RunResult) error { return nil })
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), name)
-				_, err = db.RunProgress(ctx, f.run.ID)
+				_, err = servicetest.Runs(db, 0).RunProgress(ctx, f.run.ID)
 				require.NoError(t, err, "%s: the summary stays public", name)
 			}
 			for name, ctx := range map[string]context.Context{"member": f.member, "admin": f.admin} {
-				ov, err := db.RunOverview(ctx, f.run.ID, models.AttemptFilter{Page: 1, PerPage: 10})
+				ov, err := servicetest.Runs(db, 0).RunOverview(ctx, f.run.ID, models.AttemptFilter{Page: 1, PerPage: 10})
 				require.NoError(t, err, name)
 				require.False(t, ov.AttemptsWithheld, name)
 				require.Len(t, ov.Page.Attempts, 4, name)
@@ -399,7 +400,7 @@ func TestStore_RunOverviewFilters(t *testing.T) {
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newReadFixture(t, db)
 
-		ov, err := db.RunOverview(f.member, f.run.ID, models.AttemptFilter{Page: 1, PerPage: 10})
+		ov, err := servicetest.Runs(db, 0).RunOverview(f.member, f.run.ID, models.AttemptFilter{Page: 1, PerPage: 10})
 		require.NoError(t, err)
 		require.Zero(t, ov.Page.AttemptsTotal, "no attempt before dispatch")
 		require.Equal(t, []string{"gitlab", "reddit", "shopping", models.MultiSite}, ov.Facets.Sites)
@@ -411,7 +412,7 @@ func TestStore_RunOverviewFilters(t *testing.T) {
 			if filter.Page == 0 {
 				filter.Page, filter.PerPage = 1, 10
 			}
-			ov, err := db.RunOverview(f.member, f.run.ID, filter)
+			ov, err := servicetest.Runs(db, 0).RunOverview(f.member, f.run.ID, filter)
 			require.NoError(t, err)
 			out := []string{}
 			for _, a := range ov.Page.Attempts {
@@ -446,17 +447,17 @@ func TestStore_RunOverviewFilters(t *testing.T) {
 			{models.AttemptFilter{Difficulty: "impossible"}, "difficulty"},
 		} {
 			tc.filter.Page, tc.filter.PerPage = 1, 10
-			_, err := db.RunOverview(f.member, f.run.ID, tc.filter)
+			_, err := servicetest.Runs(db, 0).RunOverview(f.member, f.run.ID, tc.filter)
 			require.Equal(t, models.EINVALID, models.ErrorCode(err), tc.field)
 			require.Equal(t, tc.field, models.ErrorField(err))
-			_, err = db.RunOverview(f.outsider, f.run.ID, tc.filter)
+			_, err = servicetest.Runs(db, 0).RunOverview(f.outsider, f.run.ID, tc.filter)
 			if tc.field == "outcome" || tc.field == "error_class" {
 				require.Equal(t, models.EINVALID, models.ErrorCode(err), "checked before the run is read: reveals nothing")
 			} else {
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "a private run is not found before its filter is checked")
 			}
 		}
-		_, err = db.RunOverview(f.member, f.run.ID, models.AttemptFilter{Page: 0, PerPage: 10})
+		_, err = servicetest.Runs(db, 0).RunOverview(f.member, f.run.ID, models.AttemptFilter{Page: 0, PerPage: 10})
 		require.Equal(t, models.EINVALID, models.ErrorCode(err))
 	})
 }
@@ -469,7 +470,7 @@ func TestStore_RunResults(t *testing.T) {
 		collect := func(ctx context.Context) []models.RunResult {
 			t.Helper()
 			var out []models.RunResult
-			require.NoError(t, db.RunResults(ctx, f.run.ID, func(b []models.RunResult) error { out = append(out, b...); return nil }))
+			require.NoError(t, servicetest.Runs(db, 0).RunResults(ctx, f.run.ID, func(b []models.RunResult) error { out = append(out, b...); return nil }))
 			return out
 		}
 		rs := collect(f.member)
@@ -491,7 +492,7 @@ func TestStore_RunResults(t *testing.T) {
 		require.Contains(t, rs[0].EvaluationDetails, `"evaluators_results":[{"evaluator_name":"AgentResponseEvaluator"`)
 
 		require.Contains(t, collect(f.admin)[0].EvaluationDetails, "SECRET-ANSWER-42", "administrators see what the evaluator expected")
-		err := db.RunResults(f.outsider, f.run.ID, func([]models.RunResult) error { return nil })
+		err := servicetest.Runs(db, 0).RunResults(f.outsider, f.run.ID, func([]models.RunResult) error { return nil })
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 		f.publish(t, f.run.ID, true)
 		for _, r := range collect(f.anon) {
@@ -521,7 +522,7 @@ func TestStore_RunResultsBatches(t *testing.T) {
 
 		var sizes []int
 		var got []string
-		require.NoError(t, db.RunResults(f.member, run.ID, func(batch []models.RunResult) error {
+		require.NoError(t, servicetest.Runs(db, 0).RunResults(f.member, run.ID, func(batch []models.RunResult) error {
 			sizes = append(sizes, len(batch))
 			for _, r := range batch {
 				got = append(got, r.TaskExternalID)
@@ -536,7 +537,7 @@ func TestStore_RunResultsBatches(t *testing.T) {
 
 		stop := fmt.Errorf("client went away")
 		calls := 0
-		err = db.RunResults(f.member, run.ID, func([]models.RunResult) error { calls++; return stop })
+		err = servicetest.Runs(db, 0).RunResults(f.member, run.ID, func([]models.RunResult) error { calls++; return stop })
 		require.ErrorIs(t, err, stop)
 		require.Equal(t, 1, calls, "an error from emit ends the export")
 	})

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -25,73 +24,24 @@ func sqlTx(tx *gorm.DB) (*sql.Tx, error) {
 	return t, nil
 }
 
-// CreateRun queues a run: the caller must be a member of the agent's team (or an
-// admin), the agent executable, the subset non-empty and the team under its daily
-// quota (0 = unlimited). The Run row and the jobs enqueue inserts are written in
-// one transaction. EINVALID, ENOTFOUND, EFORBIDDEN or ERATELIMIT otherwise.
-func (db *DB) CreateRun(ctx context.Context, req models.RunRequest, dailyQuota int, enqueue func(ctx context.Context, tx *sql.Tx, runID int64) error) (*models.Run, error) {
-	if err := req.Normalize(); err != nil {
-		return nil, err
-	}
-	team, err := db.TeamBySlug(ctx, req.TeamSlug)
-	if err != nil {
-		return nil, err
-	}
-	actor, err := db.RequireTeamMember(ctx, team.ID)
-	if err != nil {
-		return nil, err
-	}
-	var agent models.Agent
-	if err := db.q(ctx).Where("team_id = ? AND slug = ?", team.ID, req.AgentSlug).First(&agent).Error; err != nil {
-		if models.ErrorCode(wrap(err, "agent")) == models.ENOTFOUND {
-			return nil, models.FieldError("agent", "team %s has no agent %q", team.Slug, req.AgentSlug)
+// InsertRun writes a new run and, in the same transaction, its dispatch job
+// (enqueue). withinQuota is first given how many runs the run's team has
+// created in the 24 hours before run.CreatedAt, counted inside the
+// transaction so that concurrent requests cannot both pass; its error aborts
+// the insert. The caller has decided that the run may be created.
+func (db *DB) InsertRun(ctx context.Context, run *models.Run, withinQuota func(recent int64) error,
+	enqueue func(ctx context.Context, tx *sql.Tx, runID int64) error) error {
+	return db.tx(ctx, func(tx *gorm.DB) error {
+		// Runs for one team take turns on its row, so that two at once under
+		// PostgreSQL's read committed cannot both pass the quota.
+		if err := lockRow(tx, db.dialect).Select("id").First(&models.Team{}, run.TeamID).Error; err != nil {
+			return wrap(err, "team")
 		}
-		return nil, wrap(err, "agent")
-	}
-	if agent.Kind == models.AgentUpload {
-		return nil, models.FieldError("agent", "%s is an upload-only agent: submit its results through the submission portal instead", agent.Name)
-	}
-	bench, err := db.BenchmarkBySlug(ctx, req.BenchmarkSlug)
-	if err != nil {
-		if models.ErrorCode(err) == models.ENOTFOUND {
-			return nil, models.FieldError("benchmark", "there is no benchmark %q", req.BenchmarkSlug)
+		recent, err := recentRuns(tx, run.TeamID, run.CreatedAt)
+		if err != nil {
+			return err
 		}
-		return nil, err
-	}
-	if bench.CurrentVersionID == nil {
-		return nil, models.FieldError("benchmark", "benchmark %s has no imported tasks", bench.Slug)
-	}
-	if bench.Evaluator == models.EvaluatorHiddenTests {
-		return nil, models.FieldError("benchmark", "%s is a hidden-tests benchmark: its tasks are graded by testing the websites a team submits (/benchmarks/%s/candidates/new), not by running an agent here", bench.Slug, bench.Slug)
-	}
-	versionID := *bench.CurrentVersionID
-	taskIDs, err := db.subsetTaskIDs(ctx, db.q(ctx), versionID, req.Subset)
-	if err != nil {
-		return nil, err
-	}
-	if len(taskIDs) == 0 {
-		return nil, models.FieldError("subset", "subset %q of %s holds no tasks", req.Subset, bench.Slug)
-	}
-	if err := models.CheckReferenceReplay(actor, models.SnapshotOf(&agent), bench); err != nil {
-		return nil, err
-	}
-	snapshot, err := json.Marshal(models.SnapshotOf(&agent))
-	if err != nil {
-		return nil, fmt.Errorf("snapshot agent: %w", err)
-	}
-	now := db.now()
-	run := &models.Run{
-		TeamID: team.ID, AgentID: agent.ID, VersionID: versionID, SubsetName: req.Subset,
-		Status: models.RunQueued, Origin: models.OriginExecuted, AgentSnapshot: string(snapshot),
-		MaxSteps: req.MaxSteps, MaxEpisodeSeconds: req.MaxEpisodeSeconds, MaxAgentCallSeconds: req.MaxAgentCallSeconds,
-		MaxCost: req.MaxCost, Parallelism: req.Parallelism, Notes: strings.TrimSpace(req.Notes),
-		CreatedAt: now, TasksTotal: len(taskIDs),
-	}
-	if actor.UserID != 0 {
-		run.CreatedBy = &actor.UserID
-	}
-	err = db.tx(ctx, func(tx *gorm.DB) error {
-		if err := checkDailyQuota(tx, actor, team, now, dailyQuota); err != nil {
+		if err := withinQuota(recent); err != nil {
 			return err
 		}
 		if err := tx.Create(run).Error; err != nil {
@@ -103,10 +53,51 @@ func (db *DB) CreateRun(ctx context.Context, req models.RunRequest, dailyQuota i
 		}
 		return enqueue(ctx, t, run.ID)
 	})
-	if err != nil {
-		return nil, err
+}
+
+// recentRuns counts the runs a team created in the 24 hours before now.
+func recentRuns(tx *gorm.DB, teamID int64, now time.Time) (int64, error) {
+	var n int64
+	err := tx.Model(&models.Run{}).Where("team_id = ? AND created_at > ?", teamID, now.Add(-24*time.Hour)).Count(&n).Error
+	return n, wrap(err, "runs")
+}
+
+// TeamAgent returns a team's agent by slug, unredacted (its configuration
+// is what a run's snapshot copies); ENOTFOUND when the team has none.
+func (db *DB) TeamAgent(ctx context.Context, teamID int64, slug string) (*models.Agent, error) {
+	var agent models.Agent
+	if err := db.q(ctx).Where("team_id = ? AND slug = ?", teamID, slug).First(&agent).Error; err != nil {
+		return nil, wrap(err, "agent")
 	}
-	return run, nil
+	return &agent, nil
+}
+
+// TeamByID returns a team; ENOTFOUND for an unknown id.
+func (db *DB) TeamByID(ctx context.Context, id int64) (*models.Team, error) {
+	return teamByID(db.q(ctx), id, false)
+}
+
+// VersionBenchmark returns the benchmark a version belongs to.
+func (db *DB) VersionBenchmark(ctx context.Context, versionID int64) (*models.Benchmark, error) {
+	var bench models.Benchmark
+	if err := db.q(ctx).Table("benchmarks b").Joins("JOIN benchmark_versions v ON v.benchmark_id = b.id").
+		Where("v.id = ?", versionID).Select("b.*").Take(&bench).Error; err != nil {
+		return nil, wrap(err, "benchmark")
+	}
+	return &bench, nil
+}
+
+// VisibleRun returns a run whose attempts the caller may see (as its pages
+// do); ENOTFOUND otherwise.
+func (db *DB) VisibleRun(ctx context.Context, runID int64) (*models.Run, error) {
+	run, _, err := db.runAccess(ctx, db.q(ctx), runID, false)
+	return run, err
+}
+
+// SubsetTaskIDs lists the task ids of a version's subset in order ("full" =
+// every task); EINVALID on "subset" for an unknown subset.
+func (db *DB) SubsetTaskIDs(ctx context.Context, versionID int64, subset string) ([]int64, error) {
+	return db.subsetTaskIDs(ctx, db.q(ctx), versionID, subset)
 }
 
 // subsetTaskIDs lists the task ids of a version's subset ("full" = every task).

@@ -159,19 +159,6 @@ func (db *DB) ListRuns(ctx context.Context, f models.RunFilter) ([]models.RunLis
 	if err != nil {
 		return nil, 0, wrap(err, "runs")
 	}
-	ids := make([]int64, len(out))
-	for i, r := range out {
-		ids[i] = r.ID
-	}
-	blind, err := blindRunIDs(ctx, q, ids)
-	if err != nil {
-		return nil, 0, err
-	}
-	for i := range out {
-		if blind[out[i].ID] {
-			out[i].Blind, out[i].Successes, out[i].Errors = true, 0, 0
-		}
-	}
 	return out, int(total), nil
 }
 
@@ -202,25 +189,7 @@ func (db *DB) RunProgress(ctx context.Context, runID int64) (*models.RunProgress
 	if err != nil {
 		return nil, err
 	}
-	return db.progressFor(ctx, q, run)
-}
-
-// progressFor is the run's progress as the caller may see it: its results
-// withheld (RunProgress.WithholdResults) from an annotator of an open blind
-// study over its attempts, on every page and endpoint that shows progress.
-func (db *DB) progressFor(ctx context.Context, q *gorm.DB, run *models.Run) (*models.RunProgress, error) {
-	p, err := progressOf(q, run)
-	if err != nil {
-		return nil, err
-	}
-	blind, err := blindRunIDs(ctx, q, []int64{run.ID})
-	if err != nil {
-		return nil, err
-	}
-	if blind[run.ID] {
-		p.WithholdResults()
-	}
-	return p, nil
+	return progressOf(q, run)
 }
 
 // progressOf computes a run's progress with two queries. The progress's copy
@@ -294,9 +263,6 @@ func (db *DB) RunAttempts(ctx context.Context, runID int64, page, perPage int) (
 	}
 	q := db.q(ctx)
 	if _, _, err := db.runAccess(ctx, q, runID, false); err != nil {
-		return nil, 0, err
-	}
-	if err := refuseBlindRuns(ctx, q, runID); err != nil {
 		return nil, 0, err
 	}
 	return attemptsOf(q, runID, models.AttemptFilter{Page: page, PerPage: perPage})
@@ -405,7 +371,7 @@ func (db *DB) RunPage(ctx context.Context, runID int64, page, perPage int) (*mod
 	if err != nil {
 		return nil, err
 	}
-	p, err := db.progressFor(ctx, q, run)
+	p, err := progressOf(q, run)
 	if err != nil {
 		return nil, err
 	}
@@ -443,7 +409,7 @@ func (db *DB) RunOverview(ctx context.Context, runID int64, f models.AttemptFilt
 	if err != nil {
 		return nil, err
 	}
-	p, err := db.progressFor(ctx, q, run)
+	p, err := progressOf(q, run)
 	if err != nil {
 		return nil, err
 	}
@@ -453,12 +419,6 @@ func (db *DB) RunOverview(ctx context.Context, runID int64, f models.AttemptFilt
 	}
 	if mod.Hidden() && !manage {
 		out.AttemptsWithheld = true
-		return out, nil
-	}
-	if blind, err := blindRunIDs(ctx, q, []int64{runID}); err != nil {
-		return nil, err
-	} else if blind[runID] {
-		out.AttemptsWithheld, out.AttemptsBlind = true, true
 		return out, nil
 	}
 	out.Page.Attempts, out.Page.AttemptsTotal, err = attemptsOf(q, runID, f)
@@ -661,94 +621,6 @@ func (db *DB) ResetErroredAttempts(ctx context.Context, runID int64, enqueue fun
 		return 0, err
 	}
 	return n, nil
-}
-
-// CreateRunFrom queues a new run with the configuration of run runID: the same
-// team, agent snapshot, benchmark version, subset, budgets, parallelism and
-// notes. The team's daily quota applies as in CreateRun, and the run and its
-// dispatch job are written in one transaction. Team members and admins only:
-// ENOTFOUND, EUNAUTHORIZED or EFORBIDDEN as in CancelRun; EINVALID for an
-// uploaded run, which was never executed here; ERATELIMIT over quota.
-func (db *DB) CreateRunFrom(ctx context.Context, runID int64, dailyQuota int, enqueue func(ctx context.Context, tx *sql.Tx, runID int64) error) (*models.Run, error) {
-	q := db.q(ctx)
-	src, _, err := db.runAccess(ctx, q, runID, false)
-	if err != nil {
-		return nil, err
-	}
-	actor, err := db.RequireTeamMember(ctx, src.TeamID)
-	if err != nil {
-		return nil, err
-	}
-	if src.Origin == models.OriginUploaded || models.RunAgentSnapshot(src).Kind == models.AgentUpload {
-		return nil, models.Errorf(models.EINVALID, "Run %d was uploaded, not executed by Proctor: there is nothing to re-run.", src.ID)
-	}
-	team, err := teamByID(q, src.TeamID, false)
-	if err != nil {
-		return nil, err
-	}
-	var bench models.Benchmark
-	if err := q.Table("benchmarks b").Joins("JOIN benchmark_versions v ON v.benchmark_id = b.id").
-		Where("v.id = ?", src.VersionID).Select("b.*").Take(&bench).Error; err != nil {
-		return nil, wrap(err, "benchmark")
-	}
-	if err := models.CheckReferenceReplay(actor, models.RunAgentSnapshot(src), &bench); err != nil {
-		return nil, err
-	}
-	taskIDs, err := db.subsetTaskIDs(ctx, q, src.VersionID, src.SubsetName)
-	if err != nil {
-		return nil, err
-	}
-	if len(taskIDs) == 0 {
-		return nil, models.FieldError("subset", "subset %q of run %d holds no tasks", src.SubsetName, src.ID)
-	}
-	notes := fmt.Sprintf("Re-run of run %d.", src.ID)
-	if src.Notes != "" {
-		notes += " " + src.Notes
-	}
-	now := db.now()
-	run := &models.Run{
-		TeamID: src.TeamID, AgentID: src.AgentID, VersionID: src.VersionID, SubsetName: src.SubsetName,
-		Status: models.RunQueued, Origin: models.OriginExecuted, AgentSnapshot: src.AgentSnapshot,
-		MaxSteps: src.MaxSteps, MaxEpisodeSeconds: src.MaxEpisodeSeconds, MaxAgentCallSeconds: src.MaxAgentCallSeconds,
-		MaxCost: src.MaxCost, Parallelism: src.Parallelism, Notes: truncate(notes, 2000),
-		CreatedAt: now, TasksTotal: len(taskIDs),
-	}
-	if actor.UserID != 0 {
-		run.CreatedBy = &actor.UserID
-	}
-	err = db.tx(ctx, func(tx *gorm.DB) error {
-		if err := checkDailyQuota(tx, actor, team, now, dailyQuota); err != nil {
-			return err
-		}
-		if err := tx.Create(run).Error; err != nil {
-			return wrap(err, "run")
-		}
-		t, err := sqlTx(tx)
-		if err != nil {
-			return err
-		}
-		return enqueue(ctx, t, run.ID)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return run, nil
-}
-
-// checkDailyQuota is ERATELIMIT when the team has queued dailyQuota runs in the
-// last 24 hours (0 = unlimited; admins and the system are exempt).
-func checkDailyQuota(tx *gorm.DB, actor models.Actor, team *models.Team, now time.Time, dailyQuota int) error {
-	if dailyQuota <= 0 || actor.Privileged() {
-		return nil
-	}
-	var n int64
-	if err := tx.Model(&models.Run{}).Where("team_id = ? AND created_at > ?", team.ID, now.Add(-24*time.Hour)).Count(&n).Error; err != nil {
-		return wrap(err, "runs")
-	}
-	if n >= int64(dailyQuota) {
-		return models.Errorf(models.ERATELIMIT, "Team %s has queued %d runs in the last 24 hours, its daily quota; try again later or ask an administrator.", team.Slug, n)
-	}
-	return nil
 }
 
 // RunFormOptions returns what the queue-a-run form offers a team: its agents

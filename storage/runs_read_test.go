@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -73,16 +74,16 @@ func TestStore_RunVisibility(t *testing.T) {
 		}
 		list := func(ctx context.Context, team string) []int64 {
 			t.Helper()
-			items, total, err := db.ListRuns(ctx, models.RunFilter{TeamSlug: team, Page: 1, PerPage: 10})
+			items, total, err := servicetest.Runs(db, 0).ListRuns(ctx, models.RunFilter{TeamSlug: team, Page: 1, PerPage: 10})
 			require.NoError(t, err)
 			require.Len(t, items, total)
 			return ids(items)
 		}
 		check := func(ctx context.Context, runID int64, code string) {
 			t.Helper()
-			_, err := db.RunProgress(ctx, runID)
+			_, err := servicetest.Runs(db, 0).RunProgress(ctx, runID)
 			require.Equal(t, code, models.ErrorCode(err), "%v", err)
-			_, _, err = db.RunAttempts(ctx, runID, 1, 10)
+			_, _, err = servicetest.Runs(db, 0).RunAttempts(ctx, runID, 1, 10)
 			require.Equal(t, code, models.ErrorCode(err), "%v", err)
 			_, err = db.RunPage(ctx, runID, 1, 10)
 			require.Equal(t, code, models.ErrorCode(err), "%v", err)
@@ -121,7 +122,7 @@ func TestStore_RunVisibility(t *testing.T) {
 			require.True(t, page.CanManage)
 		})
 		t.Run("ListFields", func(t *testing.T) {
-			items, _, err := db.ListRuns(f.member, models.RunFilter{Page: 1, PerPage: 10})
+			items, _, err := servicetest.Runs(db, 0).ListRuns(f.member, models.RunFilter{Page: 1, PerPage: 10})
 			require.NoError(t, err)
 			require.Len(t, items, 1)
 			it := items[0]
@@ -137,27 +138,27 @@ func TestStore_RunVisibility(t *testing.T) {
 			require.WithinDuration(t, f.run.CreatedAt, it.CreatedAt, time.Second)
 		})
 		t.Run("TeamRuns", func(t *testing.T) {
-			tr, err := db.TeamRuns(f.member, "lab", 1, 10)
+			tr, err := servicetest.Runs(db, 0).TeamRuns(f.member, "lab", 1, 10)
 			require.NoError(t, err)
 			require.True(t, tr.CanQueue)
 			require.Equal(t, 1, tr.Total)
-			tr, err = db.TeamRuns(f.anon, "lab", 1, 10)
+			tr, err = servicetest.Runs(db, 0).TeamRuns(f.anon, "lab", 1, 10)
 			require.NoError(t, err)
 			require.False(t, tr.CanQueue)
 			require.Zero(t, tr.Total)
-			_, err = db.TeamRuns(f.anon, "nope", 1, 10)
+			_, err = servicetest.Runs(db, 0).TeamRuns(f.anon, "nope", 1, 10)
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 		})
 		t.Run("Errors", func(t *testing.T) {
-			_, _, err := db.ListRuns(f.member, models.RunFilter{TeamSlug: "nope", Page: 1, PerPage: 10})
+			_, _, err := servicetest.Runs(db, 0).ListRuns(f.member, models.RunFilter{TeamSlug: "nope", Page: 1, PerPage: 10})
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-			_, _, err = db.ListRuns(f.member, models.RunFilter{Page: 0, PerPage: 10})
+			_, _, err = servicetest.Runs(db, 0).ListRuns(f.member, models.RunFilter{Page: 0, PerPage: 10})
 			require.Equal(t, models.EINVALID, models.ErrorCode(err))
-			_, _, err = db.RunAttempts(f.member, f.run.ID, 1, 0)
+			_, _, err = servicetest.Runs(db, 0).RunAttempts(f.member, f.run.ID, 1, 0)
 			require.Equal(t, models.EINVALID, models.ErrorCode(err))
 		})
 		t.Run("Pagination", func(t *testing.T) {
-			items, total, err := db.ListRuns(f.admin, models.RunFilter{Page: 2, PerPage: 1})
+			items, total, err := servicetest.Runs(db, 0).ListRuns(f.admin, models.RunFilter{Page: 2, PerPage: 1})
 			require.NoError(t, err)
 			require.Equal(t, 2, total)
 			require.Equal(t, []int64{f.run.ID}, ids(items))
@@ -170,7 +171,7 @@ func TestStore_RunProgress(t *testing.T) {
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newReadFixture(t, db)
 
-		p, err := db.RunProgress(f.member, f.run.ID)
+		p, err := servicetest.Runs(db, 0).RunProgress(f.member, f.run.ID)
 		require.NoError(t, err)
 		require.Equal(t, 4, p.Pending, "before dispatch every task waits")
 		require.Zero(t, p.ETA)
@@ -189,7 +190,7 @@ func TestStore_RunProgress(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, storage.ClaimOK, status)
 
-		p, err = db.RunProgress(f.admin, f.run.ID)
+		p, err = servicetest.Runs(db, 0).RunProgress(f.admin, f.run.ID)
 		require.NoError(t, err)
 		require.Equal(t, 1, p.Pending)
 		require.Equal(t, 1, p.Running)
@@ -201,7 +202,7 @@ func TestStore_RunProgress(t *testing.T) {
 		require.Equal(t, 3*time.Second, p.ETA)
 
 		t.Run("Attempts", func(t *testing.T) {
-			items, total, err := db.RunAttempts(f.member, f.run.ID, 1, 10)
+			items, total, err := servicetest.Runs(db, 0).RunAttempts(f.member, f.run.ID, 1, 10)
 			require.NoError(t, err)
 			require.Equal(t, 4, total)
 			require.Equal(t, []string{"t1", "t2", "t3", "t4"}, []string{items[0].TaskExternalID, items[1].TaskExternalID, items[2].TaskExternalID, items[3].TaskExternalID})
@@ -217,7 +218,7 @@ func TestStore_RunProgress(t *testing.T) {
 			require.Equal(t, models.AttemptPending, items[3].Status)
 			require.Nil(t, items[3].Score)
 
-			items, total, err = db.RunAttempts(f.member, f.run.ID, 2, 3)
+			items, total, err = servicetest.Runs(db, 0).RunAttempts(f.member, f.run.ID, 2, 3)
 			require.NoError(t, err)
 			require.Equal(t, 4, total)
 			require.Len(t, items, 1)
@@ -327,7 +328,7 @@ func TestStore_CancelRun(t *testing.T) {
 		require.Equal(t, 1, run.Successes)
 		require.Equal(t, 3, run.Errors)
 
-		items, _, err := db.RunAttempts(f.member, f.run.ID, 1, 10)
+		items, _, err := servicetest.Runs(db, 0).RunAttempts(f.member, f.run.ID, 1, 10)
 		require.NoError(t, err)
 		require.Equal(t, models.OutcomeSuccess, items[0].Outcome, "finished attempts keep their outcome")
 		for _, it := range items[1:] {
@@ -335,7 +336,7 @@ func TestStore_CancelRun(t *testing.T) {
 			require.Equal(t, models.OutcomeError, it.Outcome)
 			require.Equal(t, models.ErrorClassCanceled, it.ErrorClass)
 		}
-		p, err := db.RunProgress(f.member, f.run.ID)
+		p, err := servicetest.Runs(db, 0).RunProgress(f.member, f.run.ID)
 		require.NoError(t, err)
 		require.Equal(t, map[string]int{models.ErrorClassCanceled: 3}, p.ErrorsBy)
 		require.Zero(t, p.ETA)
@@ -448,81 +449,6 @@ func TestStore_ResetErroredAttempts(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, n)
 		require.Nil(t, enqueued, "nothing to retry, nothing enqueued")
-	})
-}
-
-func TestStore_CreateRunFrom(t *testing.T) {
-	t.Parallel()
-	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
-		f := newRunFixture(t, db)
-		admin := actorCtx(agentTestUser(t, db, "admin@runs.test", true))
-		cost := 2.5
-		src, err := f.queue(t, f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini", Subset: "smoke",
-			MaxSteps: 12, MaxEpisodeSeconds: 120, MaxAgentCallSeconds: 30, MaxCost: &cost, Parallelism: 3, Notes: "first try"}, 0)
-		require.NoError(t, err)
-		model := "edited-model"
-		_, err = db.PatchAgent(f.member, "lab", "walker", &models.AgentPatch{Model: &model}, nil, nil)
-		require.NoError(t, err)
-
-		var enqueued []int64
-		enqueue := func(_ context.Context, tx *sql.Tx, runID int64) error {
-			require.NotNil(t, tx)
-			enqueued = append(enqueued, runID)
-			return nil
-		}
-		for name, tc := range map[string]struct {
-			ctx  context.Context
-			code string
-		}{
-			"Anonymous": {context.Background(), models.ENOTFOUND},
-			"OtherTeam": {f.outsider, models.ENOTFOUND},
-			"Missing":   {f.member, models.ENOTFOUND},
-		} {
-			t.Run(name, func(t *testing.T) {
-				id := src.ID
-				if name == "Missing" {
-					id = 999999
-				}
-				_, err := db.CreateRunFrom(tc.ctx, id, 0, enqueue)
-				require.Equal(t, tc.code, models.ErrorCode(err), "%v", err)
-				require.Empty(t, enqueued)
-			})
-		}
-
-		again, err := db.CreateRunFrom(f.member, src.ID, 0, enqueue)
-		require.NoError(t, err)
-		require.NotEqual(t, src.ID, again.ID)
-		require.Equal(t, []int64{again.ID}, enqueued)
-		var got models.Run
-		require.NoError(t, db.Gorm().First(&got, again.ID).Error)
-		require.Equal(t, models.RunQueued, got.Status)
-		require.Equal(t, src.AgentSnapshot, got.AgentSnapshot, "the same agent snapshot, not the edited agent")
-		require.NotContains(t, got.AgentSnapshot, "edited-model")
-		require.Equal(t, "smoke", got.SubsetName)
-		require.Equal(t, src.VersionID, got.VersionID)
-		require.Equal(t, 12, got.MaxSteps)
-		require.Equal(t, 120, got.MaxEpisodeSeconds)
-		require.Equal(t, 30, got.MaxAgentCallSeconds)
-		require.InDelta(t, 2.5, *got.MaxCost, 1e-9)
-		require.Equal(t, 3, got.Parallelism)
-		require.Equal(t, 2, got.TasksTotal)
-		require.Contains(t, got.Notes, "first try")
-		require.Contains(t, got.Notes, "Re-run of run")
-
-		t.Run("Quota", func(t *testing.T) {
-			_, err := db.CreateRunFrom(f.member, src.ID, 2, enqueue)
-			require.Equal(t, models.ERATELIMIT, models.ErrorCode(err))
-			require.Contains(t, models.ErrorMessage(err), "daily quota")
-			_, err = db.CreateRunFrom(admin, src.ID, 2, enqueue)
-			require.NoError(t, err, "administrators are not held to the quota")
-		})
-		t.Run("PublishedToOutsider", func(t *testing.T) {
-			require.NoError(t, db.Gorm().Model(&models.Run{}).Where("id = ?", src.ID).Update("published", true).Error)
-			_, err := db.CreateRunFrom(f.outsider, src.ID, 0, enqueue)
-			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
-			_, err = db.CreateRunFrom(context.Background(), src.ID, 0, enqueue)
-			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-		})
 	})
 }
 

@@ -9,17 +9,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
 
 // runFixture is a database with the mini benchmark, a team with a replay agent,
-// a member, an outsider with an agent of their own, and a recording enqueuer.
+// a member and an outsider with an agent of their own. Runs are queued through
+// the run service, with no job.
 type runFixture struct {
 	db               *storage.DB
 	member, outsider context.Context
 	system           context.Context
-	enqueued         []int64
 }
 
 func newRunFixture(t *testing.T, db *storage.DB) *runFixture {
@@ -33,100 +34,9 @@ func newRunFixture(t *testing.T, db *storage.DB) *runFixture {
 	return &runFixture{db: db, member: af.member, outsider: af.stranger, system: af.system}
 }
 
-// TestStore_ReferenceReplayGate: a replay agent without its own script would
-// reveal hidden reference actions, so teams may run it only on benchmarks whose
-// references are public; admins always may.
-func TestStore_ReferenceReplayGate(t *testing.T) {
-	t.Parallel()
-	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
-		f := newRunFixture(t, db)
-		require.NoError(t, db.SetRevealReferences(f.system, "mini", false))
-		req := models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini"}
-		_, err := f.queue(t, f.member, req, 0)
-		require.Equal(t, models.EINVALID, models.ErrorCode(err))
-		require.Equal(t, "agent", models.ErrorField(err))
-		require.Contains(t, models.ErrorMessage(err), "hidden reference actions")
-
-		script := `{"actions":[{"type":"stop","reason":"done"}]}`
-		require.NoError(t, db.CreateAgent(f.member, "lab", &models.Agent{Name: "Scripted", Kind: models.AgentReplay, Config: script}, nil))
-		_, err = f.queue(t, f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "scripted", BenchmarkSlug: "mini"}, 0)
-		require.NoError(t, err, "a replay agent with its own script reveals nothing")
-
-		_, err = f.queue(t, models.WithActor(context.Background(), models.SystemActor()), req, 0)
-		require.NoError(t, err, "administrators may replay references")
-	})
-}
-
 func (f *runFixture) queue(t *testing.T, ctx context.Context, req models.RunRequest, quota int) (*models.Run, error) {
 	t.Helper()
-	return f.db.CreateRun(ctx, req, quota, func(ctx context.Context, tx *sql.Tx, runID int64) error {
-		require.NotNil(t, tx, "the job is inserted inside the run's transaction")
-		f.enqueued = append(f.enqueued, runID)
-		return nil
-	})
-}
-
-func TestStore_CreateRun(t *testing.T) {
-	t.Parallel()
-	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
-		f := newRunFixture(t, db)
-		req := models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini"}
-
-		run, err := f.queue(t, f.member, req, 0)
-		require.NoError(t, err)
-		require.Equal(t, models.RunQueued, run.Status)
-		require.Equal(t, models.SubsetFull, run.SubsetName)
-		require.Equal(t, models.DefaultMaxSteps, run.MaxSteps)
-		require.Equal(t, 4, run.TasksTotal)
-		require.Contains(t, run.AgentSnapshot, `"slug":"walker"`)
-		require.Equal(t, []int64{run.ID}, f.enqueued)
-
-		t.Run("SnapshotSurvivesAgentEdits", func(t *testing.T) {
-			model := "edited-model"
-			_, err := db.PatchAgent(f.member, "lab", "walker", &models.AgentPatch{Model: &model}, nil, nil)
-			require.NoError(t, err)
-			var got models.Run
-			require.NoError(t, db.Gorm().First(&got, run.ID).Error)
-			require.NotContains(t, got.AgentSnapshot, "edited-model")
-		})
-		for name, tc := range map[string]struct {
-			ctx   context.Context
-			req   models.RunRequest
-			code  string
-			field string
-		}{
-			"Anonymous":        {context.Background(), req, models.EUNAUTHORIZED, ""},
-			"OtherTeam":        {f.outsider, req, models.EFORBIDDEN, ""},
-			"OtherTeamsAgent":  {f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "theirs", BenchmarkSlug: "mini"}, models.EINVALID, "agent"},
-			"UploadOnlyAgent":  {f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "uploader", BenchmarkSlug: "mini"}, models.EINVALID, "agent"},
-			"UnknownBenchmark": {f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "nope"}, models.EINVALID, "benchmark"},
-			"UnknownSubset":    {f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini", Subset: "nope"}, models.EINVALID, "subset"},
-			"BadBudget":        {f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini", MaxSteps: 100000}, models.EINVALID, "max_steps"},
-			"BadParallelism":   {f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini", Parallelism: -1}, models.EINVALID, "parallelism"},
-		} {
-			t.Run(name, func(t *testing.T) {
-				before := len(f.enqueued)
-				_, err := f.queue(t, tc.ctx, tc.req, 0)
-				require.Equal(t, tc.code, models.ErrorCode(err), "%v", err)
-				require.Equal(t, tc.field, models.ErrorField(err))
-				require.Len(t, f.enqueued, before, "nothing enqueued")
-			})
-		}
-		t.Run("Quota", func(t *testing.T) {
-			_, err := f.queue(t, f.member, req, 1)
-			require.Equal(t, models.ERATELIMIT, models.ErrorCode(err))
-			require.Contains(t, models.ErrorMessage(err), "daily quota")
-		})
-		t.Run("EnqueueFailureWritesNothing", func(t *testing.T) {
-			var before int64
-			require.NoError(t, db.Gorm().Model(&models.Run{}).Count(&before).Error)
-			_, err := db.CreateRun(f.member, req, 0, func(context.Context, *sql.Tx, int64) error { return context.DeadlineExceeded })
-			require.Error(t, err)
-			var after int64
-			require.NoError(t, db.Gorm().Model(&models.Run{}).Count(&after).Error)
-			require.Equal(t, before, after)
-		})
-	})
+	return servicetest.Runs(f.db, quota).QueueRun(ctx, req)
 }
 
 func TestStore_RunLifecycle(t *testing.T) {

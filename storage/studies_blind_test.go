@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -92,11 +94,11 @@ func TestStore_StudyBlind(t *testing.T) {
 				attemptOf[it.ID] = it.AttemptID
 			}
 			pending := attemptOf[queues[0][0].ItemID]
-			blind, err := db.BlindAttempt(f.ann[0], pending)
+			blind, err := blindAttempt(f.ann[0], db, pending)
 			require.NoError(t, err)
 			require.True(t, blind)
 			for name, ctx := range map[string]context.Context{"owner": f.member, "admin": f.admin, "anonymous": f.anon, "stranger": f.outsider, "other annotator": f.ann[2]} {
-				blind, err := db.BlindAttempt(ctx, pending)
+				blind, err := blindAttempt(ctx, db, pending)
 				require.NoError(t, err)
 				require.False(t, blind, name)
 			}
@@ -107,11 +109,11 @@ func TestStore_StudyBlind(t *testing.T) {
 			f.publish(t, attempt.RunID, true)
 			defer f.publish(t, attempt.RunID, false)
 			runAttempts := func() error {
-				_, _, err := db.RunAttempts(f.ann[0], attempt.RunID, 1, 10)
+				_, _, err := servicetest.Runs(db, 0).RunAttempts(f.ann[0], attempt.RunID, 1, 10)
 				return err
 			}
 			requireCode(t, models.EFORBIDDEN, runAttempts())
-			require.Equal(t, storage.BlindRunMessage, models.ErrorMessage(runAttempts()))
+			require.Equal(t, service.BlindRunMessage, models.ErrorMessage(runAttempts()))
 
 			// Finished assignments stay blind while the study is open: their
 			// labels may still be edited, so a verdict read after skipping or
@@ -124,14 +126,14 @@ func TestStore_StudyBlind(t *testing.T) {
 				as, err := db.SaveStudyLabels(f.ann[0], st.ID, queues[0][0].ItemID, in)
 				require.NoError(t, err)
 				require.NotEqual(t, models.AssignmentPending, as.Status)
-				blind, err = db.BlindAttempt(f.ann[0], pending)
+				blind, err = blindAttempt(f.ann[0], db, pending)
 				require.NoError(t, err)
 				require.True(t, blind, "%s: still blind while the study is open", as.Status)
 				requireCode(t, models.EFORBIDDEN, runAttempts())
 			}
 			require.NoError(t, db.CloseStudy(f.member, st.ID))
 			for _, it := range queues[0] {
-				blind, err = db.BlindAttempt(f.ann[0], attemptOf[it.ItemID])
+				blind, err = blindAttempt(f.ann[0], db, attemptOf[it.ItemID])
 				require.NoError(t, err)
 				require.False(t, blind, "closed studies keep nothing")
 			}
@@ -174,9 +176,19 @@ func TestStore_StudyBlind(t *testing.T) {
 			require.Zero(t, v.PrevID)
 			_, err = db.StudyVerdicts(f.ann[0], open.ID)
 			require.NoError(t, err)
-			blind, err := db.BlindAttempt(f.ann[0], v.Item.AttemptID)
+			blind, err := blindAttempt(f.ann[0], db, v.Item.AttemptID)
 			require.NoError(t, err)
 			require.False(t, blind)
 		})
 	})
+}
+
+// blindAttempt reports whether the blind-study rule (service.Access) keeps
+// the attempt from the context's actor.
+func blindAttempt(ctx context.Context, db *storage.DB, attemptID int64) (bool, error) {
+	err := service.NewAccess(db).ReadAttempt(ctx, attemptID)
+	if models.ErrorCode(err) == models.EFORBIDDEN {
+		return true, nil
+	}
+	return false, err
 }

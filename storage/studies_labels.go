@@ -534,24 +534,3 @@ func (db *DB) StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyV
 	publicVerdictErrors(ctx, out)
 	return out, nil
 }
-
-// BlindAttempt reports whether the attempt is an item of an open blind study
-// the actor annotates and does not own (blindAssignments), whoever the item
-// is assigned to: the run's pages and API then keep the attempt's
-// evaluations from them until the study closes. A finished assignment counts
-// too, since its labels may still be edited while the study is open:
-// skipping an item, reading its verdict on the run's page and labelling it
-// again would defeat the blindness. Anonymous callers and administrators:
-// false.
-func (db *DB) BlindAttempt(ctx context.Context, attemptID int64) (bool, error) {
-	sel := blindAssignments(ctx, db.q(ctx))
-	if sel == nil {
-		return false, nil
-	}
-	var n int64
-	err := sel.Where("si.attempt_id = ?", attemptID).Count(&n).Error
-	if err != nil {
-		return false, wrap(err, "study assignments")
-	}
-	return n > 0, nil
-}

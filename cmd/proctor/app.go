@@ -15,6 +15,7 @@ import (
 	"proctor/netguard"
 	"proctor/runner"
 	"proctor/runner/episode"
+	"proctor/service"
 	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/vault"
@@ -201,4 +202,10 @@ func judgeFactory(server config.Judge) runner.JudgeFactory {
 		}
 		return c, nil
 	}
+}
+
+// runService is the run service over this process's database, enqueuing
+// through run's queue.
+func (app *App) runService(run *runner.Runner) *service.Runs {
+	return service.NewRuns(app.DB, run.Jobs(), service.RunOptions{DailyRunQuota: app.Config.RunQuota})
 }

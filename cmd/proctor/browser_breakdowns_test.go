@@ -14,6 +14,7 @@ import (
 
 	"proctor/models"
 	"proctor/sandbox"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -38,7 +39,6 @@ func seedBreakdownBoard(t *testing.T, app *App, agents []breakdownAgent) {
 	ctx := context.Background()
 	system := models.WithActor(ctx, models.SystemActor())
 	members := map[string]context.Context{}
-	noEnqueue := func(context.Context, *sql.Tx, int64) error { return nil }
 	for ai, a := range agents {
 		member, ok := members[a.team]
 		if !ok {
@@ -55,7 +55,7 @@ func seedBreakdownBoard(t *testing.T, app *App, agents []breakdownAgent) {
 		if err := app.DB.CreateAgent(member, teamSlug, agent, nil); err != nil {
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "an agent with a second run exists already")
 		}
-		run, err := app.DB.CreateRun(member, models.RunRequest{TeamSlug: teamSlug, AgentSlug: strings.ToLower(a.name), BenchmarkSlug: sandbox.Slug, Subset: a.subset}, 0, noEnqueue)
+		run, err := servicetest.QueueRun(member, app.DB, models.RunRequest{TeamSlug: teamSlug, AgentSlug: strings.ToLower(a.name), BenchmarkSlug: sandbox.Slug, Subset: a.subset})
 		require.NoError(t, err)
 		var ids []int64
 		require.NoError(t, app.DB.DispatchRun(system, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))

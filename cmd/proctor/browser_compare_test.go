@@ -19,6 +19,7 @@ import (
 
 	"proctor/importer"
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -67,8 +68,7 @@ func seedComparedRuns(t *testing.T, env testEnv) (navigator, pathfinder, scout c
 		require.NoError(t, err)
 		require.NoError(t, db.CreateAgent(as, tm.Slug, &models.Agent{Name: agent, Kind: models.AgentReplay, Model: model,
 			Config: `{"actions":[{"type":"stop","reason":"seeded"}]}`}, nil))
-		run, err := db.CreateRun(as, models.RunRequest{TeamSlug: tm.Slug, AgentSlug: strings.ToLower(agent), BenchmarkSlug: "shop-forum"}, 0,
-			func(context.Context, *sql.Tx, int64) error { return nil })
+		run, err := servicetest.QueueRun(as, db, models.RunRequest{TeamSlug: tm.Slug, AgentSlug: strings.ToLower(agent), BenchmarkSlug: "shop-forum"})
 		require.NoError(t, err)
 		var ids []int64
 		require.NoError(t, db.DispatchRun(sys, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))

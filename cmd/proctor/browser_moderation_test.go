@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -36,8 +37,7 @@ func seedCompletedRun(t *testing.T, env testEnv) int64 {
 	_, err = db.CreateTeam(member, "Lab", "lab", "")
 	require.NoError(t, err)
 	require.NoError(t, db.CreateAgent(member, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay}, nil))
-	run, err := db.CreateRun(member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "sandbox", Subset: "hard"}, 0,
-		func(context.Context, *sql.Tx, int64) error { return nil })
+	run, err := servicetest.QueueRun(member, db, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "sandbox", Subset: "hard"})
 	require.NoError(t, err)
 	var ids []int64
 	require.NoError(t, db.DispatchRun(sys, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))

@@ -117,7 +117,7 @@ func withFaultSubset(t testing.TB, bench []byte) []byte {
 // queueRun queues a run of a subset of the sandbox benchmark.
 func (r *faultRig) queueRun(t testing.TB, subset string, parallelism int) int64 {
 	t.Helper()
-	run, err := r.queue.QueueRun(r.member, models.RunRequest{TeamSlug: "faults", AgentSlug: "replayer", BenchmarkSlug: sandbox.Slug,
+	run, err := r.app.runService(r.queue).QueueRun(r.member, models.RunRequest{TeamSlug: "faults", AgentSlug: "replayer", BenchmarkSlug: sandbox.Slug,
 		Subset: subset, Parallelism: parallelism, MaxEpisodeSeconds: 60})
 	require.NoError(t, err)
 	return run.ID
@@ -326,7 +326,7 @@ func (r *faultRig) checkIntegrity(t testing.TB, runID int64) (platformErrors int
 // run's page.
 func (r *faultRig) retryErrors(t testing.TB, runID int64) int {
 	t.Helper()
-	n, err := r.queue.RetryAttempts(r.member, runID)
+	n, err := r.app.runService(r.queue).RetryAttempts(r.member, runID)
 	require.NoError(t, err)
 	return n
 }

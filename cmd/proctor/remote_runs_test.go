@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"proctor/models"
 	"proctor/sandbox"
+	"proctor/service/servicetest"
 )
 
 // remoteBundle is a running server with the sandbox benchmark, a team "lab"
@@ -64,8 +64,7 @@ func (b remoteBundle) cli(t *testing.T, args ...string) (code int, stdout, stder
 // subset and moves it to status, as the workers would leave it.
 func (b remoteBundle) runWithStatus(t *testing.T, status string) int64 {
 	t.Helper()
-	none := func(context.Context, *sql.Tx, int64) error { return nil }
-	run, err := b.app.DB.CreateRun(b.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "scripted", BenchmarkSlug: sandbox.Slug, Subset: "hard"}, 0, none)
+	run, err := servicetest.QueueRun(b.member, b.app.DB, models.RunRequest{TeamSlug: "lab", AgentSlug: "scripted", BenchmarkSlug: sandbox.Slug, Subset: "hard"})
 	require.NoError(t, err)
 	updates := map[string]any{"status": status}
 	if (models.Run{Status: status}).Finished() {

@@ -60,7 +60,7 @@ func (p *Program) rescore(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := run.Rescore(ctx, scope)
+	n, err := app.runService(run).Rescore(ctx, scope)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"proctor/models"
 	"proctor/sandbox"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -34,8 +35,7 @@ func TestProgram_Rescore(t *testing.T) {
 	_, err = app.DB.CreateTeam(member, "Lab", "lab", "")
 	require.NoError(t, err)
 	require.NoError(t, app.DB.CreateAgent(member, "lab", &models.Agent{Name: "Replayer", Kind: models.AgentReplay}, nil))
-	none := func(context.Context, *sql.Tx, int64) error { return nil }
-	run, err := app.DB.CreateRun(member, models.RunRequest{TeamSlug: "lab", AgentSlug: "replayer", BenchmarkSlug: sandbox.Slug, Subset: "hard"}, 0, none)
+	run, err := servicetest.QueueRun(member, app.DB, models.RunRequest{TeamSlug: "lab", AgentSlug: "replayer", BenchmarkSlug: sandbox.Slug, Subset: "hard"})
 	require.NoError(t, err)
 	var ids []int64
 	require.NoError(t, app.DB.DispatchRun(system, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))

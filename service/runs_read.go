@@ -1,0 +1,255 @@
+package service
+
+import (
+	"context"
+
+	"proctor/models"
+	"proctor/stats"
+	"proctor/storage"
+)
+
+// RunReadStore is what the run service reads from storage. Storage decides
+// which runs the caller may see at all (their team, or published); the
+// service applies the blind-study rule (Access) to what it returns.
+type RunReadStore interface {
+	ListRuns(ctx context.Context, f models.RunFilter) ([]models.RunListItem, int, error)
+	TeamRuns(ctx context.Context, teamSlug string, page, perPage int) (*models.TeamRunList, error)
+	RunProgress(ctx context.Context, runID int64) (*models.RunProgress, error)
+	RunOverview(ctx context.Context, runID int64, f models.AttemptFilter) (*models.RunOverview, error)
+	RunAttempts(ctx context.Context, runID int64, page, perPage int) ([]models.AttemptListItem, int, error)
+	RunResults(ctx context.Context, runID int64, emit func([]models.RunResult) error) error
+	RunMetrics(ctx context.Context, runID int64) ([]stats.Report, error)
+	RunHiddenResults(ctx context.Context, runID int64) (*models.RunHiddenResults, error)
+	AttemptTimeline(ctx context.Context, attemptID int64) (*models.Timeline, error)
+	AttemptSteps(ctx context.Context, attemptID int64) (*models.AttemptSteps, error)
+	AttemptExpectedAnswer(ctx context.Context, attemptID int64) (*models.ExpectedAnswer, error)
+	AttemptHiddenTests(ctx context.Context, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, error)
+	AttemptHiddenTest(ctx context.Context, attemptID int64, testID string) (*models.AttemptHiddenTest, error)
+	CompareRuns(ctx context.Context, ids []int64) (*models.Comparison, error)
+	BreakdownBoard(ctx context.Context, bq models.BreakdownQuery, withheld storage.Withheld) (*models.BreakdownBoard, error)
+	TaskMatrix(ctx context.Context, bq models.BreakdownQuery, withheld storage.Withheld) (*models.TaskMatrix, error)
+	CancelRun(ctx context.Context, runID int64) error
+	RunFormOptions(ctx context.Context, teamSlug string) (*models.RunFormOptions, error)
+}
+
+// ListRuns returns one page of the runs the caller may see, the results of
+// those they annotate blind withheld.
+func (s *Runs) ListRuns(ctx context.Context, f models.RunFilter) ([]models.RunListItem, int, error) {
+	list, total, err := s.store.ListRuns(ctx, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := s.withholdListed(ctx, list); err != nil {
+		return nil, 0, err
+	}
+	return list, total, nil
+}
+
+// TeamRuns returns one page of a team's runs as ListRuns does.
+func (s *Runs) TeamRuns(ctx context.Context, teamSlug string, page, perPage int) (*models.TeamRunList, error) {
+	out, err := s.store.TeamRuns(ctx, teamSlug, page, perPage)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.withholdListed(ctx, out.Runs); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (s *Runs) withholdListed(ctx context.Context, list []models.RunListItem) error {
+	ids := make([]int64, len(list))
+	for i, r := range list {
+		ids[i] = r.ID
+	}
+	blind, err := s.access.BlindRuns(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i := range list {
+		if blind[list[i].ID] {
+			list[i].WithholdResults()
+		}
+	}
+	return nil
+}
+
+// RunProgress returns a run's live state, its results withheld from an
+// annotator of a blind study over its attempts.
+func (s *Runs) RunProgress(ctx context.Context, runID int64) (*models.RunProgress, error) {
+	p, err := s.store.RunProgress(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	blind, err := s.access.BlindRuns(ctx, []int64{runID})
+	if err != nil {
+		return nil, err
+	}
+	if blind[runID] {
+		p.WithholdResults()
+	}
+	return p, nil
+}
+
+// RunOverview returns a run's page: its progress, moderation, facets and one
+// page of attempts; for an annotator of a blind study over its attempts the
+// page shows the run but withholds its results and attempts.
+func (s *Runs) RunOverview(ctx context.Context, runID int64, f models.AttemptFilter) (*models.RunOverview, error) {
+	out, err := s.store.RunOverview(ctx, runID, f)
+	if err != nil {
+		return nil, err
+	}
+	blind, err := s.access.BlindRuns(ctx, []int64{runID})
+	if err != nil {
+		return nil, err
+	}
+	if blind[runID] {
+		out.WithholdBlind()
+	}
+	return out, nil
+}
+
+// RunAttempts returns one page of a run's attempts; EFORBIDDEN for an
+// annotator of a blind study over them.
+func (s *Runs) RunAttempts(ctx context.Context, runID int64, page, perPage int) ([]models.AttemptListItem, int, error) {
+	list, total, err := s.store.RunAttempts(ctx, runID, page, perPage)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := s.access.ReadRuns(ctx, runID); err != nil {
+		return nil, 0, err
+	}
+	return list, total, nil
+}
+
+// RunResults streams a run's per-task results (the export); EFORBIDDEN for
+// an annotator of a blind study over its attempts, before anything is sent.
+func (s *Runs) RunResults(ctx context.Context, runID int64, emit func([]models.RunResult) error) error {
+	if err := s.access.ReadRuns(ctx, runID); err != nil {
+		return err
+	}
+	return s.store.RunResults(ctx, runID, emit)
+}
+
+// RunMetrics returns a run's metrics; EFORBIDDEN for an annotator of a blind
+// study over its attempts.
+func (s *Runs) RunMetrics(ctx context.Context, runID int64) ([]stats.Report, error) {
+	if err := s.access.ReadRuns(ctx, runID); err != nil {
+		return nil, err
+	}
+	return s.store.RunMetrics(ctx, runID)
+}
+
+// RunHiddenResults returns a hidden-tests run's results; EFORBIDDEN for an
+// annotator of a blind study over its attempts.
+func (s *Runs) RunHiddenResults(ctx context.Context, runID int64) (*models.RunHiddenResults, error) {
+	if err := s.access.ReadRuns(ctx, runID); err != nil {
+		return nil, err
+	}
+	return s.store.RunHiddenResults(ctx, runID)
+}
+
+// AttemptTimeline returns an attempt's timeline; EFORBIDDEN when the caller
+// annotates the attempt blind. The hidden-test tally of an attempt whose run
+// is blind to the caller is left out.
+func (s *Runs) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Timeline, error) {
+	tl, err := s.store.AttemptTimeline(ctx, attemptID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.access.ReadAttempt(ctx, tl.Attempt.ID); err != nil {
+		return nil, err
+	}
+	blind, err := s.access.BlindRuns(ctx, []int64{tl.Attempt.RunID})
+	if err != nil {
+		return nil, err
+	}
+	if blind[tl.Attempt.RunID] {
+		tl.Hidden = nil
+	}
+	return tl, nil
+}
+
+// AttemptSteps returns an attempt's steps (the timeline's step texts,
+// requests and download); EFORBIDDEN when the caller annotates it blind.
+func (s *Runs) AttemptSteps(ctx context.Context, attemptID int64) (*models.AttemptSteps, error) {
+	as, err := s.store.AttemptSteps(ctx, attemptID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.access.ReadAttempt(ctx, as.Attempt.ID); err != nil {
+		return nil, err
+	}
+	return as, nil
+}
+
+// AttemptExpectedAnswer returns the expected answer of an attempt's task;
+// EFORBIDDEN when the caller annotates the attempt blind.
+func (s *Runs) AttemptExpectedAnswer(ctx context.Context, attemptID int64) (*models.ExpectedAnswer, error) {
+	if _, err := s.AttemptSteps(ctx, attemptID); err != nil {
+		return nil, err
+	}
+	return s.store.AttemptExpectedAnswer(ctx, attemptID)
+}
+
+// AttemptHiddenTests returns an attempt's hidden-test browser; EFORBIDDEN for
+// an annotator of a blind study over its run's attempts.
+func (s *Runs) AttemptHiddenTests(ctx context.Context, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, error) {
+	out, err := s.store.AttemptHiddenTests(ctx, attemptID, f)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.access.ReadRuns(ctx, out.RunID); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AttemptHiddenTest returns one hidden test's result for an attempt, under
+// the same rule as AttemptHiddenTests.
+func (s *Runs) AttemptHiddenTest(ctx context.Context, attemptID int64, testID string) (*models.AttemptHiddenTest, error) {
+	out, err := s.store.AttemptHiddenTest(ctx, attemptID, testID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.access.ReadRuns(ctx, out.RunID); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CompareRuns compares 2–4 runs of one benchmark; EFORBIDDEN when any of them
+// is blind to the caller.
+func (s *Runs) CompareRuns(ctx context.Context, ids []int64) (*models.Comparison, error) {
+	out, err := s.store.CompareRuns(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.access.ReadRuns(ctx, ids...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// BreakdownBoard returns a board broken down by one dimension; a run blind to
+// the caller keeps only its overall rate (a group of a few tasks would tell
+// their outcomes).
+func (s *Runs) BreakdownBoard(ctx context.Context, bq models.BreakdownQuery) (*models.BreakdownBoard, error) {
+	return s.store.BreakdownBoard(ctx, bq, s.access.BlindRuns)
+}
+
+// TaskMatrix returns a board's per-task matrix; the outcomes of runs blind
+// to the caller are withheld and left out of the tasks' counts.
+func (s *Runs) TaskMatrix(ctx context.Context, bq models.BreakdownQuery) (*models.TaskMatrix, error) {
+	return s.store.TaskMatrix(ctx, bq, s.access.BlindRuns)
+}
+
+// CancelRun cancels a run (team members and admins).
+func (s *Runs) CancelRun(ctx context.Context, runID int64) error {
+	return s.store.CancelRun(ctx, runID)
+}
+
+// RunFormOptions returns what the queue-a-run form offers a team.
+func (s *Runs) RunFormOptions(ctx context.Context, teamSlug string) (*models.RunFormOptions, error) {
+	return s.store.RunFormOptions(ctx, teamSlug)
+}
