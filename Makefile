@@ -21,9 +21,11 @@ deps:
 deps-web:
 	scripts/deps.sh web
 
-## generate: regenerate *_templ.go from *.templ (commit the result).
+## generate: regenerate *_templ.go from *.templ and docs/configuration.md from
+## the option table in config/ (commit the result).
 generate:
 	go tool templ generate
+	go generate ./config
 
 ## build: bin/proctor.
 build: deps-web

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -42,42 +41,12 @@ type DB struct {
 	hostGuard    HostGuard    // checks agent endpoint URLs; set by UseAgentDeps
 }
 
-// DatabaseLocation is a parsed PROCTOR_DATABASE_URL.
+// DatabaseLocation is where the database is. The configuration parses it
+// from PROCTOR_DATABASE_URL (config.DatabaseLocation has the same fields).
 type DatabaseLocation struct {
 	Dialect string // migrations.SQLite or migrations.Postgres
 	Path    string // SQLite file path
 	DSN     string // PostgreSQL connection string
-}
-
-// ParseDatabaseURL accepts sqlite:///absolute/path.db, sqlite:relative/path.db and
-// postgres:// (or postgresql://) URLs.
-func ParseDatabaseURL(raw string) (DatabaseLocation, error) {
-	switch {
-	case strings.HasPrefix(raw, "sqlite://"):
-		u, err := url.Parse(raw)
-		if err != nil {
-			return DatabaseLocation{}, fmt.Errorf("%q is not a valid URL: %v", raw, err)
-		}
-		if u.Host != "" {
-			return DatabaseLocation{}, fmt.Errorf("%q: use sqlite:///absolute/path.db (three slashes) or sqlite:relative/path.db", raw)
-		}
-		if u.Path == "" || u.Path == "/" {
-			return DatabaseLocation{}, fmt.Errorf("%q names no database file", raw)
-		}
-		return DatabaseLocation{Dialect: migrations.SQLite, Path: u.Path}, nil
-	case strings.HasPrefix(raw, "sqlite:"):
-		p := strings.TrimPrefix(raw, "sqlite:")
-		if p == "" || strings.ContainsAny(p, "?#") {
-			return DatabaseLocation{}, fmt.Errorf("%q: expected sqlite:relative/path.db", raw)
-		}
-		return DatabaseLocation{Dialect: migrations.SQLite, Path: filepath.Clean(p)}, nil
-	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
-		if _, err := pgxpool.ParseConfig(raw); err != nil {
-			return DatabaseLocation{}, fmt.Errorf("%q is not a valid PostgreSQL URL: %v", redactURL(raw), err)
-		}
-		return DatabaseLocation{Dialect: migrations.Postgres, DSN: raw}, nil
-	}
-	return DatabaseLocation{}, fmt.Errorf("%q: expected sqlite:PATH, sqlite:///ABSOLUTE/PATH or postgres://…", redactURL(raw))
 }
 
 // redactURL hides a password in a connection URL so it never reaches logs.

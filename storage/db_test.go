@@ -16,23 +16,6 @@ import (
 	"proctor/storage/storagetest"
 )
 
-func TestParseDatabaseURL(t *testing.T) {
-	t.Parallel()
-	for raw, want := range map[string]storage.DatabaseLocation{
-		"sqlite:///var/lib/proctor.db": {Dialect: "sqlite", Path: "/var/lib/proctor.db"},
-		"sqlite:data/proctor.db":       {Dialect: "sqlite", Path: "data/proctor.db"},
-		"postgres://u@h:5432/db":       {Dialect: "postgres", DSN: "postgres://u@h:5432/db"},
-	} {
-		got, err := storage.ParseDatabaseURL(raw)
-		require.NoError(t, err, raw)
-		require.Equal(t, want, got, raw)
-	}
-	for _, raw := range []string{"", "mysql://x", "sqlite://host/x.db", "sqlite:", "sqlite:///"} {
-		_, err := storage.ParseDatabaseURL(raw)
-		require.Error(t, err, raw)
-	}
-}
-
 func TestDB_Migrate(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {

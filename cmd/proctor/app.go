@@ -32,24 +32,25 @@ type App struct {
 	ArtifactHandler http.Handler
 }
 
-// commonFlags are the settings every verb accepts as flags over the environment.
+// commonFlags are the settings every verb accepts as flags over the
+// environment (config.Flags), keyed by the variable each overrides.
 type commonFlags struct {
-	dataDir, databaseURL, artifactsURL, addr, baseURL string
+	values map[string]*string
 }
 
 func (f *commonFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.dataDir, "data-dir", "", "data folder (PROCTOR_DATA_DIR, default ./data)")
-	fs.StringVar(&f.databaseURL, "database-url", "", "database URL (PROCTOR_DATABASE_URL)")
-	fs.StringVar(&f.artifactsURL, "artifacts-url", "", "artifact store URL (PROCTOR_ARTIFACTS_URL)")
-	fs.StringVar(&f.addr, "addr", "", "listen address (PROCTOR_ADDR)")
-	fs.StringVar(&f.baseURL, "base-url", "", "public base URL (PROCTOR_BASE_URL)")
+	f.values = make(map[string]*string)
+	for _, fl := range config.Flags() {
+		f.values[fl.Env] = fs.String(fl.Name, "", fl.Usage)
+	}
 }
 
 func (f *commonFlags) overrides() map[string]string {
-	return map[string]string{
-		config.EnvDataDir: f.dataDir, config.EnvDatabaseURL: f.databaseURL,
-		config.EnvArtifactsURL: f.artifactsURL, config.EnvAddr: f.addr, config.EnvBaseURL: f.baseURL,
+	o := make(map[string]string, len(f.values))
+	for env, v := range f.values {
+		o[env] = *v
 	}
+	return o
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting.
@@ -88,7 +89,8 @@ func (p *Program) openApp(ctx context.Context, cf *commonFlags, migrate bool) (*
 		return nil, err
 	}
 	app := &App{Config: cfg, Log: log, Vault: v}
-	if app.DB, err = storage.Open(ctx, cfg.Database); err != nil {
+	// config parses the database URL; storage takes the same fields.
+	if app.DB, err = storage.Open(ctx, storage.DatabaseLocation(cfg.Database)); err != nil {
 		return nil, err
 	}
 	app.DB.UseAgentDeps(v, netguard.New(cfg.AgentAllowHosts, nil))

@@ -142,6 +142,21 @@ func TestProgram_BadConfig(t *testing.T) {
 	require.Contains(t, stderr, "PROCTOR_SECRET_KEY: must be at least 32 characters")
 }
 
+// TestProgram_FlagsOverrideEnvironment: the flags config.Flags declares win
+// over their variables.
+func TestProgram_FlagsOverrideEnvironment(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	env["PROCTOR_DATABASE_URL"] = "mysql://nope"
+	path := filepath.Join(t.TempDir(), "flagged.db")
+	code, _, stderr := env.run(t, "", "migrate", "--database-url", "sqlite:"+path)
+	require.Equal(t, exitOK, code, stderr)
+	require.FileExists(t, path)
+	code, _, stderr = env.run(t, "", "migrate", "--addr", "nonsense")
+	require.Equal(t, exitError, code)
+	require.Contains(t, stderr, `PROCTOR_ADDR: "nonsense" must be host:port`)
+}
+
 func TestProgram_Usage(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)

@@ -53,7 +53,6 @@ var knownViolations = map[string]bool{
 	"storage -> stats":      true,
 	"storage -> study":      true,
 	"web -> stats":          true,
-	"config -> storage":     true,
 	"handlers -> storage":   true,
 	"runner -> storage":     true,
 	"runner -> migrations":  true,
