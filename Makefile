@@ -44,11 +44,12 @@ run: build
 test:
 	scripts/test.sh
 
-## lint: gofmt and go vet.
+## lint: gofmt, go vet and staticcheck (all clean).
 lint: deps-web
 	@files=$$(git ls-files --cached --others --exclude-standard -- '*.go' | while read -r f; do if [ -f "$$f" ]; then echo "$$f"; fi; done | xargs -r gofmt -l); \
 	if [ -n "$$files" ]; then echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$files"; exit 1; fi
 	go vet ./...
+	go tool staticcheck ./...
 
 ## bench: run the benchmarks only (installs the browser when missing) and
 ## print a summary: Proctor's per-step overhead against raw Playwright, and

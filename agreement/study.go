@@ -63,16 +63,6 @@ func RubricUnitTaskID(taskID, rubricKey string) string {
 	return taskID + rubricUnitSeparator + rubricKey
 }
 
-// splitRubricUnitTaskID undoes RubricUnitTaskID at the last "#"; ok false
-// when the task id has none.
-func splitRubricUnitTaskID(taskID string) (task, rubricKey string, ok bool) {
-	i := strings.LastIndex(taskID, rubricUnitSeparator)
-	if i < 0 {
-		return taskID, "", false
-	}
-	return taskID[:i], taskID[i+len(rubricUnitSeparator):], true
-}
-
 // studyUnit is what a report key stands for in a study: an item, or one
 // rubric item of an item.
 type studyUnit struct {

@@ -436,7 +436,7 @@ func (w *walker) walkTarGz(visit visitFunc) error {
 		}
 		var kind fs.FileMode
 		switch hdr.Typeflag {
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg: // archive/tar reads the old TypeRegA as TypeReg
 		case tar.TypeDir:
 			kind = fs.ModeDir
 		case tar.TypeXGlobalHeader:

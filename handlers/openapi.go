@@ -572,17 +572,6 @@ func submissionStatusEnum() []string {
 // FullPath is the operation's path with /api/v1 in front.
 func (op apiOp) FullPath() string { return apiBasePath + op.Path }
 
-// echoPath is the operation's path as Echo writes routes: /runs/:id.
-func (op apiOp) echoPath() string {
-	parts := strings.Split(op.FullPath(), "/")
-	for i, p := range parts {
-		if strings.HasPrefix(p, "{") && strings.HasSuffix(p, "}") {
-			parts[i] = ":" + p[1:len(p)-1]
-		}
-	}
-	return strings.Join(parts, "/")
-}
-
 // errorStatuses are the error answers the operation documents: those every
 // operation of its kind can give, then its own, in order.
 func (op apiOp) errorStatuses() []int {

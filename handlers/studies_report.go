@@ -472,7 +472,7 @@ func (s *Server) exportStudy(c echo.Context) error {
 		return fmt.Errorf("export %s of study %d: %w", file, id, err)
 	}
 	contentType := map[string]string{
-		".csv": "text/csv; charset=utf-8", ".jsonl": "application/jsonl; charset=utf-8", ".json": echo.MIMEApplicationJSONCharsetUTF8,
+		".csv": "text/csv; charset=utf-8", ".jsonl": "application/jsonl; charset=utf-8", ".json": "application/json; charset=utf-8",
 	}[file[strings.LastIndex(file, "."):]]
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentDisposition, fmt.Sprintf(`attachment; filename="study-%d-%s"`, id, file))

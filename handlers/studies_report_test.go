@@ -173,7 +173,7 @@ func TestStudies_Exports(t *testing.T) {
 
 	t.Run("Report", func(t *testing.T) {
 		body, h := get(t, "report.json")
-		require.Equal(t, "application/json; charset=UTF-8", h.Get("Content-Type"))
+		require.Equal(t, "application/json; charset=utf-8", h.Get("Content-Type"))
 		var r struct {
 			Items       int                        `json:"items"`
 			Labelled    int                        `json:"labelled"`

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -118,13 +119,16 @@ func (p *Program) evalCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	var jsonl *bufio.Writer
+	var outFile *os.File
 	if *out != "" {
-		of, err := os.Create(*out)
+		outFile, err = os.Create(*out)
 		if err != nil {
 			return fmt.Errorf("create --out file: %w", err)
 		}
-		defer of.Close()
-		jsonl = bufio.NewWriter(of)
+		// Closed with its error checked below; this only releases it on an
+		// early return.
+		defer outFile.Close()
+		jsonl = bufio.NewWriter(outFile)
 	}
 	results := make([]verified.TaskResult, 0, len(ids))
 	for _, id := range ids {
@@ -141,11 +145,12 @@ func (p *Program) evalCommand(ctx context.Context, args []string) error {
 			if err != nil {
 				return fmt.Errorf("encode result of task %d: %w", id, err)
 			}
-			jsonl.Write(append(line, '\n'))
+			// bufio.Writer keeps the first write error; Flush returns it.
+			_, _ = jsonl.Write(append(line, '\n'))
 		}
 	}
 	if jsonl != nil {
-		if err := jsonl.Flush(); err != nil {
+		if err := errors.Join(jsonl.Flush(), outFile.Close()); err != nil {
 			return fmt.Errorf("write --out file: %w", err)
 		}
 	}
