@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"proctor/models"
+	"proctor/stats"
 	"proctor/web"
 )
 
@@ -93,6 +94,7 @@ func (s *Server) showBreakdowns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	board.CostFrontier = stats.CostFrontier(board.Entries)
 	var m *models.TaskMatrix
 	if len(board.Entries) > 0 {
 		if m, err = s.deps.Runs.TaskMatrix(ctx, q); err != nil {

@@ -139,6 +139,12 @@ type BreakdownBoard struct {
 	// Difficulties are the difficulty labels any entry has, easy to hard.
 	Difficulties []string
 	Entries      []BreakdownEntry
+	// CostFrontier are the indexes in Entries of the entries on the
+	// cost–success Pareto frontier (no entry whose cost is known is both
+	// cheaper and more successful), cheapest first. Storage leaves it empty;
+	// it is computed once from the entries (stats.CostFrontier) for the
+	// page's chart and data table.
+	CostFrontier []int
 }
 
 // MatrixEntry is a column of the per-task matrix: one entry of the board.

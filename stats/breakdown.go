@@ -3,39 +3,32 @@ package stats
 import (
 	"slices"
 	"strings"
+
+	"proctor/models"
 )
 
-// Dimension is a task label that breakdowns group attempts by.
-type Dimension string
+// The breakdowns' vocabulary is models': pages show it.
+type (
+	// Dimension is a task label that breakdowns group attempts by.
+	Dimension = models.Dimension
+	// Group is the metrics of the attempts that share one label value.
+	Group = models.MetricsGroup
+)
 
-// The dimensions Proctor breaks results down by.
+// The dimensions Proctor breaks results down by (models.Dimensions lists them).
 const (
-	DimensionSite           Dimension = "site"
-	DimensionDomain         Dimension = "domain"
-	DimensionDifficulty     Dimension = "difficulty"
-	DimensionAttribute      Dimension = "attribute"
-	DimensionTaskType       Dimension = "task_type"
-	DimensionIntentTemplate Dimension = "intent_template"
+	DimensionSite           = models.DimensionSite
+	DimensionDomain         = models.DimensionDomain
+	DimensionDifficulty     = models.DimensionDifficulty
+	DimensionAttribute      = models.DimensionAttribute
+	DimensionTaskType       = models.DimensionTaskType
+	DimensionIntentTemplate = models.DimensionIntentTemplate
 )
 
 // Unlabeled is the group key for attempts with no label in a dimension. They are
 // grouped rather than dropped so that the groups of a single-valued dimension add
 // up to the whole and a partly labeled benchmark shows how much is unlabeled.
-const Unlabeled = "(none)"
-
-// Dimensions lists every dimension in the order pages show them.
-func Dimensions() []Dimension {
-	return []Dimension{
-		DimensionSite, DimensionDomain, DimensionDifficulty,
-		DimensionAttribute, DimensionTaskType, DimensionIntentTemplate,
-	}
-}
-
-// Group is the metrics of the attempts that share one label value.
-type Group struct {
-	Key     string  `json:"key"`
-	Metrics Metrics `json:"metrics"`
-}
+const Unlabeled = models.UnlabeledGroup
 
 // Breakdown summarizes attempts per label value of dimension d, sorted by key
 // (byte order), with the Unlabeled group last when there is one. A label is
@@ -44,7 +37,7 @@ type Group struct {
 // so group sizes can add up to more than len(attempts). An unknown dimension gives
 // nil.
 func Breakdown(attempts []Attempt, d Dimension) []Group {
-	if !slices.Contains(Dimensions(), d) {
+	if !slices.Contains(models.Dimensions(), d) {
 		return nil
 	}
 	members := map[string][]Attempt{}

@@ -99,17 +99,6 @@ func TestBreakdown(t *testing.T) {
 	})
 }
 
-func TestDimensions(t *testing.T) {
-	t.Parallel()
-	require.Equal(t, []stats.Dimension{
-		"site", "domain", "difficulty", "attribute", "task_type", "intent_template",
-	}, stats.Dimensions())
-	// Callers own the returned slice.
-	first := stats.Dimensions()
-	first[0] = "changed"
-	require.Equal(t, stats.DimensionSite, stats.Dimensions()[0])
-}
-
 func keys(groups []stats.Group) []string {
 	out := make([]string, len(groups))
 	for i, g := range groups {

@@ -13,7 +13,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"proctor/models"
 )
+
+// Interval is a closed confidence interval [Low, High] (models.Interval).
+type Interval = models.Interval
 
 // Z95 is the two-sided 95% standard normal quantile, Φ⁻¹(0.975).
 const Z95 = 1.959963984540054
@@ -30,15 +35,6 @@ const DefaultSeed uint64 = 20240812
 // pcgStream is the second PCG state word; any constant works, it only has to be the
 // same on every call so that a seed alone fixes the stream.
 const pcgStream uint64 = 0x9e3779b97f4a7c15
-
-// Interval is a closed confidence interval [Low, High].
-type Interval struct {
-	Low  float64 `json:"low"`
-	High float64 `json:"high"`
-}
-
-// Contains reports whether x lies in the interval, bounds included.
-func (i Interval) Contains(x float64) bool { return i.Low <= x && x <= i.High }
 
 // Wilson is the Wilson score interval for a binomial proportion of successes out of
 // n trials at the normal quantile z (Z95 for 95%). Unlike the normal-approximation

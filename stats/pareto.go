@@ -3,6 +3,8 @@ package stats
 import (
 	"math"
 	"slices"
+
+	"proctor/models"
 )
 
 // CostPoint is one entry as the cost–success trade-off sees it: what a task
@@ -64,3 +66,23 @@ func ParetoFrontier(points []CostPoint) []int {
 }
 
 func finiteFloat(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// CostFrontier returns the indexes of the entries on the cost–success Pareto
+// frontier, cheapest first (as ParetoFrontier orders them). Entries whose
+// cost is unknown (an upload did not state it) cannot be placed and are left
+// out.
+func CostFrontier(entries []models.BreakdownEntry) []int {
+	var known []int
+	var points []CostPoint
+	for i, e := range entries {
+		if !e.Unknown.Cost {
+			known = append(known, i)
+			points = append(points, CostPoint{Cost: e.CostPerTask, Success: e.Success.Rate})
+		}
+	}
+	frontier := ParetoFrontier(points)
+	for j, p := range frontier {
+		frontier[j] = known[p]
+	}
+	return frontier
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"proctor/models"
 	"proctor/stats"
 )
 
@@ -90,4 +91,24 @@ func TestParetoFrontier_MatchesDefinition(t *testing.T) {
 			require.Less(t, a.Success, b.Success+1e-12, "success never falls along the frontier")
 		}
 	}
+}
+
+// TestCostFrontier: the frontier of a board's entries, as indexes into the
+// entries, cheapest first; an entry whose cost is unknown is left out even
+// when its stated cost (zero) would put it on the frontier.
+func TestCostFrontier(t *testing.T) {
+	t.Parallel()
+	entry := func(cost, rate float64, unknown bool) models.BreakdownEntry {
+		return models.BreakdownEntry{CostPerTask: cost, Success: models.RateCell{Rate: rate}, Unknown: models.Unknown{Cost: unknown}}
+	}
+	entries := []models.BreakdownEntry{
+		entry(1.20, 0.70, false), // the most successful, at a price: on it
+		entry(0, 0.65, true),     // free on paper, but unknown: left out
+		entry(0.50, 0.60, false), // on it
+		entry(0.80, 0.55, false), // beaten by the one above
+		entry(0.10, 0.30, false), // the cheapest: on it
+	}
+	require.Equal(t, []int{4, 2, 0}, stats.CostFrontier(entries))
+	require.Empty(t, stats.CostFrontier(nil))
+	require.Empty(t, stats.CostFrontier([]models.BreakdownEntry{entry(0.1, 0.5, true)}), "no known cost, no frontier")
 }

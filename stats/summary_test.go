@@ -349,7 +349,7 @@ func BenchmarkSummarize(b *testing.B) {
 	attempts := syntheticAttempts(812)
 	for b.Loop() {
 		stats.Summarize(attempts)
-		for _, d := range stats.Dimensions() {
+		for _, d := range models.Dimensions() {
 			stats.Breakdown(attempts, d)
 		}
 	}

@@ -14,24 +14,24 @@ import (
 	"slices"
 	"strings"
 
-	"proctor/stats"
+	"proctor/models"
 )
 
 // pct renders a rate as a percentage with one decimal.
 func pct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 
 // intervalText renders a rate's 95% interval in percent.
-func intervalText(i stats.Interval) string {
+func intervalText(i models.Interval) string {
 	return fmt.Sprintf("%.1f–%.1f%%", 100*i.Low, 100*i.High)
 }
 
 // rateText is "62.5% (95% CI 30.6–86.3%, 5/8)".
-func rateText(rate float64, ci stats.Interval, k, n int) string {
+func rateText(rate float64, ci models.Interval, k, n int) string {
 	return fmt.Sprintf("%s (95%% CI %s, %d/%d)", pct(rate), intervalText(ci), k, n)
 }
 
 // estimateText is "3.6 (95% CI 3.1–4.0, n=12)", or "not judged" when there is no estimate.
-func estimateText(e *stats.Estimate, format string) string {
+func estimateText(e *models.Estimate, format string) string {
 	if e == nil {
 		return "not judged"
 	}
@@ -39,7 +39,7 @@ func estimateText(e *stats.Estimate, format string) string {
 }
 
 // shortEstimate is "3.6 [3.1, 4.0]" for table cells, "—" when there is none.
-func shortEstimate(e *stats.Estimate, format string) string {
+func shortEstimate(e *models.Estimate, format string) string {
 	if e == nil {
 		return "—"
 	}
@@ -88,19 +88,19 @@ func errorClassesText(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func dimensionLabel(d stats.Dimension) string {
+func dimensionLabel(d models.Dimension) string {
 	switch d {
-	case stats.DimensionSite:
+	case models.DimensionSite:
 		return "Site"
-	case stats.DimensionDomain:
+	case models.DimensionDomain:
 		return "Domain"
-	case stats.DimensionDifficulty:
+	case models.DimensionDifficulty:
 		return "Difficulty"
-	case stats.DimensionAttribute:
+	case models.DimensionAttribute:
 		return "Attribute"
-	case stats.DimensionTaskType:
+	case models.DimensionTaskType:
 		return "Task type"
-	case stats.DimensionIntentTemplate:
+	case models.DimensionIntentTemplate:
 		return "Intent template"
 	}
 	return string(d)
@@ -108,8 +108,8 @@ func dimensionLabel(d stats.Dimension) string {
 
 // informative reports whether a breakdown says more than the total: more
 // than one group, or one group that is not the unlabeled rest.
-func informative(groups []stats.Group) bool {
-	return len(groups) > 1 || (len(groups) == 1 && groups[0].Key != stats.Unlabeled)
+func informative(groups []models.MetricsGroup) bool {
+	return len(groups) > 1 || (len(groups) == 1 && groups[0].Key != models.UnlabeledGroup)
 }
 
 func groupCount(n int) string {
@@ -119,7 +119,7 @@ func groupCount(n int) string {
 	return fmt.Sprintf("%d groups", n)
 }
 
-func reportHeading(r stats.Report) string {
+func reportHeading(r models.MetricsReport) string {
 	if r.Restricted {
 		return "Subset " + r.Subset + " (this run restricted to its tasks)"
 	}
@@ -128,7 +128,7 @@ func reportHeading(r stats.Report) string {
 
 // RunMetricsSection shows a run's metrics: one block per subset, each with its
 // headline numbers and its breakdowns by task label.
-func RunMetricsSection(reports []stats.Report) templ.Component {
+func RunMetricsSection(reports []models.MetricsReport) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -163,7 +163,7 @@ func RunMetricsSection(reports []stats.Report) templ.Component {
 	})
 }
 
-func metricsReport(r stats.Report) templ.Component {
+func metricsReport(r models.MetricsReport) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -500,7 +500,7 @@ func metricsReport(r stats.Report) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		for _, d := range stats.Dimensions() {
+		for _, d := range models.Dimensions() {
 			if groups := r.Breakdowns[d]; informative(groups) {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 35, "<details data-testid=\"")
 				if templ_7745c5c3_Err != nil {

@@ -52,7 +52,6 @@ var knownViolations = map[string]bool{
 	"storage -> importer":   true,
 	"storage -> stats":      true,
 	"storage -> study":      true,
-	"web -> stats":          true,
 	"handlers -> storage":   true,
 	"runner -> storage":     true,
 	"runner -> migrations":  true,
