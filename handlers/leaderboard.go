@@ -3,7 +3,10 @@ package handlers
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -152,69 +155,118 @@ type apiLeaderboard struct {
 	Entries       []apiLeaderboardItem `json:"entries"`
 }
 
-// apiLeaderboardItem is one row of a board.
+// apiLeaderboardItem is one row of a board as the JSON exports and the API
+// write it: an object of the board's exported columns
+// (models.LeaderboardExports), in their order, by their field names. A
+// figure the row lacks is null, or left out if only hidden-tests boards
+// have it; links are absolute URLs. Its documented schema is read from the
+// same columns (jsonFields).
 type apiLeaderboardItem struct {
-	Rank int `json:"rank"`
-	// RankRange is "2–4" when the 95% intervals allow places 2 to 4
-	// (RankBest to RankWorst), the rank alone when they fix it.
-	RankRange   string   `json:"rank_range"`
-	RankBest    int      `json:"rank_best"`
-	RankWorst   int      `json:"rank_worst"`
-	RunID       int64    `json:"run_id"`
-	URL         string   `json:"url"`
-	APIURL      string   `json:"api_url"`
-	Agent       string   `json:"agent"`
-	AgentSlug   string   `json:"agent_slug"`
-	Team        string   `json:"team"`
-	TeamSlug    string   `json:"team_slug"`
-	Model       string   `json:"model"`
-	OpenSource  bool     `json:"open_source"`
-	Origin      string   `json:"origin"`
-	Verified    bool     `json:"verified"`
-	RunSubset   string   `json:"run_subset"`
-	Restricted  bool     `json:"restricted"`
-	Tasks       int      `json:"tasks"`
-	Successes   int      `json:"successes"`
-	SuccessRate float64  `json:"success_rate"`
-	CI95Low     float64  `json:"ci95_low"`
-	CI95High    float64  `json:"ci95_high"`
-	JudgeScore  *float64 `json:"judge_score"`
-	Judged      int      `json:"judged"`
-	RubricScore *float64 `json:"rubric_score"`
-	PerfectRate *float64 `json:"perfect_rate"`
-	Efficiency  *float64 `json:"efficiency"`
-	// MeanSteps, CostPerTask and Tokens are null when unknown: an uploaded
-	// run whose bundle did not state them.
-	MeanSteps   *float64   `json:"mean_steps"`
-	CostPerTask *float64   `json:"cost_per_task"`
-	Tokens      *int64     `json:"tokens"`
-	FinishedAt  *time.Time `json:"finished_at"`
-	// Hidden-tests boards only: the mean over the board's tasks of each
-	// task's pass rate, overall and per group (R, B, S).
-	HiddenOverall *float64 `json:"hidden_overall,omitempty"`
-	HiddenRequest *float64 `json:"hidden_request,omitempty"`
-	HiddenBrowser *float64 `json:"hidden_browser,omitempty"`
-	HiddenSystem  *float64 `json:"hidden_system,omitempty"`
-	// Hidden-tests boards only: the tests behind the pass rate, which
-	// success_rate and its interval then are (tests passed of tests run).
-	HiddenPassed *int `json:"hidden_passed,omitempty"`
-	HiddenRan    *int `json:"hidden_ran,omitempty"`
+	row  models.LeaderboardRow
+	cols []models.LeaderboardColumn
+	link func(models.LeaderboardValue) string
 }
 
-// unlessUnknown is v, or nil when it is unknown.
-func unlessUnknown[T any](unknown bool, v T) *T {
-	if unknown {
-		return nil
+// MarshalJSON writes the row's exported columns.
+func (it apiLeaderboardItem) MarshalJSON() ([]byte, error) {
+	out := []byte{'{'}
+	for _, col := range it.cols {
+		v := col.Value(it.row)
+		if v.Missing && col.HiddenTestsOnly {
+			continue
+		}
+		val, err := exportJSON(col, v, it.link)
+		if err != nil {
+			return nil, fmt.Errorf("leaderboard column %s: %w", col.Field, err)
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = strconv.AppendQuote(out, col.Field)
+		out = append(append(out, ':'), val...)
 	}
-	return &v
+	return append(out, '}'), nil
 }
 
-// unknownOrText is text, or empty when the figure is unknown.
-func unknownOrText(unknown bool, text string) string {
-	if unknown {
+// jsonFields are the JSON fields of a row, for the documentation: those of
+// the exported columns, nullable when a row may lack the value, optional
+// when only hidden-tests boards have it.
+func (apiLeaderboardItem) jsonFields() []structField {
+	cols := models.LeaderboardExports()
+	fields := make([]structField, len(cols))
+	for i, col := range cols {
+		var typ reflect.Type
+		switch col.Kind {
+		case models.KindNumber:
+			typ = reflect.TypeFor[float64]()
+		case models.KindInteger:
+			typ = reflect.TypeFor[int64]()
+		case models.KindFlag:
+			typ = reflect.TypeFor[bool]()
+		case models.KindTime:
+			typ = reflect.TypeFor[time.Time]()
+		default:
+			typ = reflect.TypeFor[string]()
+		}
+		if col.Nullable {
+			typ = reflect.PointerTo(typ)
+		}
+		fields[i] = structField{name: col.Field, tagged: true, omitEmpty: col.HiddenTestsOnly, typ: typ, index: i}
+	}
+	return fields
+}
+
+// exportJSON is a value as the JSON writes it.
+func exportJSON(col models.LeaderboardColumn, v models.LeaderboardValue, link func(models.LeaderboardValue) string) ([]byte, error) {
+	if v.Missing {
+		return []byte("null"), nil
+	}
+	switch col.Kind {
+	case models.KindNumber:
+		return json.Marshal(v.Number)
+	case models.KindInteger:
+		return strconv.AppendInt(nil, v.Integer, 10), nil
+	case models.KindFlag:
+		return strconv.AppendBool(nil, v.Flag), nil
+	case models.KindTime:
+		return json.Marshal(v.Time)
+	case models.KindLink:
+		return json.Marshal(link(v))
+	}
+	return json.Marshal(v.Text)
+}
+
+// exportCSV is a value as the CSV writes it: numbers unrounded, empty when
+// missing, a team's text kept from being read as a formula.
+func exportCSV(col models.LeaderboardColumn, v models.LeaderboardValue, link func(models.LeaderboardValue) string) string {
+	if v.Missing {
 		return ""
 	}
-	return text
+	switch col.Kind {
+	case models.KindNumber:
+		return strconv.FormatFloat(v.Number, 'f', -1, 64)
+	case models.KindInteger:
+		return strconv.FormatInt(v.Integer, 10)
+	case models.KindFlag:
+		return strconv.FormatBool(v.Flag)
+	case models.KindTime:
+		return v.Time.UTC().Format(time.RFC3339)
+	case models.KindLink:
+		return link(v)
+	case models.KindFreeText:
+		return csvText(v.Text)
+	}
+	return v.Text
+}
+
+// boardLink is a run's address a link column names, as an absolute URL.
+func (s *Server) boardLink(c echo.Context) func(models.LeaderboardValue) string {
+	return func(v models.LeaderboardValue) string {
+		if v.Text == models.LinkRunAPI {
+			return s.absoluteURL(c, apiRunPath(v.Integer))
+		}
+		return s.absoluteURL(c, runPath(v.Integer))
+	}
 }
 
 // absoluteURL makes a path absolute with the configured base URL (or, when
@@ -240,74 +292,38 @@ func (s *Server) toAPILeaderboard(c echo.Context, lb *models.Leaderboard) apiLea
 			out.Filters[k] = lb.Query.Values().Get(k)
 		}
 	}
+	cols, link := models.LeaderboardExports(), s.boardLink(c)
 	for i, r := range lb.Rows {
-		out.Entries[i] = apiLeaderboardItem{
-			Rank: r.Rank, RankRange: r.RankText(), RankBest: r.RankBest, RankWorst: r.RankWorst,
-			RunID: r.RunID, URL: s.absoluteURL(c, runPath(r.RunID)), APIURL: s.absoluteURL(c, apiRunPath(r.RunID)),
-			Agent: r.AgentName, AgentSlug: r.AgentSlug, Team: r.TeamName, TeamSlug: r.TeamSlug, Model: r.Model,
-			OpenSource: r.OpenSource, Origin: r.Origin, Verified: r.Verified, RunSubset: r.RunSubset, Restricted: r.Restricted,
-			Tasks: r.Tasks, Successes: r.Successes, SuccessRate: r.SuccessRate, CI95Low: r.CILow, CI95High: r.CIHigh,
-			JudgeScore: r.JudgeScore, Judged: r.Judged, RubricScore: r.RubricScore, PerfectRate: r.PerfectRate,
-			Efficiency: r.Efficiency, MeanSteps: unlessUnknown(r.Unknown.Steps, r.MeanSteps), CostPerTask: unlessUnknown(r.Unknown.Cost, r.CostPerTask),
-			Tokens: unlessUnknown(r.Unknown.Tokens, r.Tokens), FinishedAt: r.FinishedAt,
-			HiddenOverall: r.HiddenOverall, HiddenRequest: r.HiddenRequest, HiddenBrowser: r.HiddenBrowser, HiddenSystem: r.HiddenSystem,
-			HiddenPassed: r.HiddenPassed, HiddenRan: r.HiddenRan,
-		}
+		out.Entries[i] = apiLeaderboardItem{row: r, cols: cols, link: link}
 	}
 	return out
 }
 
-// leaderboardCSVHeader names the CSV export's columns, as in the JSON export.
-func leaderboardCSVHeader() []string {
-	return []string{
-		"rank", "rank_best", "rank_worst", "run_id", "url", "agent", "agent_slug", "team", "team_slug", "model",
-		"open_source", "origin", "verified", "run_subset", "restricted", "tasks", "successes", "success_rate",
-		"ci95_low", "ci95_high", "judge_score", "judged", "rubric_score", "perfect_rate", "efficiency",
-		"mean_steps", "cost_per_task", "tokens", "finished_at",
-		"hidden_overall", "hidden_request", "hidden_browser", "hidden_system", "hidden_passed", "hidden_ran",
-	}
-}
-
-// writeLeaderboardCSV answers the CSV export: one header line, one line per
-// row, numbers unrounded and empty where a metric is missing.
+// writeLeaderboardCSV answers the CSV export: one header line of the
+// exported columns' field names (those of the JSON but its JSON-only ones),
+// one line per row.
 func (s *Server) writeLeaderboardCSV(c echo.Context, lb *models.Leaderboard) error {
 	name := lb.BenchmarkSlug + "-" + lb.Subset + "-leaderboard.csv"
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	c.Response().WriteHeader(http.StatusOK)
+	var cols []models.LeaderboardColumn
+	var header []string
+	for _, col := range models.LeaderboardExports() {
+		if !col.JSONOnly {
+			cols, header = append(cols, col), append(header, col.Field)
+		}
+	}
 	w := csv.NewWriter(c.Response())
-	if err := w.Write(leaderboardCSVHeader()); err != nil {
+	if err := w.Write(header); err != nil {
 		return err
 	}
-	num := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
-	opt := func(x *float64) string {
-		if x == nil {
-			return ""
-		}
-		return num(*x)
-	}
-	count := func(n *int) string {
-		if n == nil {
-			return ""
-		}
-		return strconv.Itoa(*n)
-	}
+	link := s.boardLink(c)
+	rec := make([]string, len(cols))
 	for _, r := range lb.Rows {
-		finished := ""
-		if r.FinishedAt != nil {
-			finished = r.FinishedAt.UTC().Format(time.RFC3339)
-		}
-		rec := []string{
-			strconv.Itoa(r.Rank), strconv.Itoa(r.RankBest), strconv.Itoa(r.RankWorst), strconv.FormatInt(r.RunID, 10),
-			s.absoluteURL(c, runPath(r.RunID)), csvText(r.AgentName), r.AgentSlug, csvText(r.TeamName), r.TeamSlug, csvText(r.Model),
-			strconv.FormatBool(r.OpenSource), r.Origin, strconv.FormatBool(r.Verified), r.RunSubset, strconv.FormatBool(r.Restricted),
-			strconv.Itoa(r.Tasks), strconv.Itoa(r.Successes), num(r.SuccessRate), num(r.CILow), num(r.CIHigh),
-			opt(r.JudgeScore), strconv.Itoa(r.Judged), opt(r.RubricScore), opt(r.PerfectRate), opt(r.Efficiency),
-			opt(unlessUnknown(r.Unknown.Steps, r.MeanSteps)), opt(unlessUnknown(r.Unknown.Cost, r.CostPerTask)),
-			unknownOrText(r.Unknown.Tokens, strconv.FormatInt(r.Tokens, 10)), finished,
-			opt(r.HiddenOverall), opt(r.HiddenRequest), opt(r.HiddenBrowser), opt(r.HiddenSystem),
-			count(r.HiddenPassed), count(r.HiddenRan),
+		for i, col := range cols {
+			rec[i] = exportCSV(col, col.Value(r), link)
 		}
 		if err := w.Write(rec); err != nil {
 			return err

@@ -1114,6 +1114,8 @@ func (r *schemaRegistry) schema(t reflect.Type, input bool) *jsonSchema {
 		return &jsonSchema{Type: "string", Format: "date-time"}
 	case t == reflect.TypeFor[json.RawMessage]():
 		return anyJSONSchema()
+	case t.Implements(reflect.TypeFor[jsonObject]()):
+		// Described by its fields, as a struct (below).
 	case t.Implements(marshaler) || reflect.PointerTo(t).Implements(marshaler) ||
 		t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(textMarshaler):
 		r.errs = append(r.errs, fmt.Sprintf("%s marshals itself: describe it by hand", t))
@@ -1193,10 +1195,20 @@ type structField struct {
 	index     int
 }
 
+// jsonObject is a struct that writes itself as a JSON object (MarshalJSON)
+// and lists the fields it writes, in order, for the documentation.
+type jsonObject interface {
+	jsonFields() []structField
+}
+
 // jsonFields lists the fields encoding/json writes for t, in order, applying
 // its rules for embedded structs: the shallowest field of a name wins, a
-// tagged one among equals, and ambiguous names are dropped.
+// tagged one among equals, and ambiguous names are dropped. A jsonObject
+// lists its own.
 func jsonFields(t reflect.Type) []structField {
+	if t.Implements(reflect.TypeFor[jsonObject]()) {
+		return reflect.Zero(t).Interface().(jsonObject).jsonFields()
+	}
 	var all []structField
 	var walk func(t reflect.Type, depth int, seen map[reflect.Type]bool)
 	walk = func(t reflect.Type, depth int, seen map[reflect.Type]bool) {

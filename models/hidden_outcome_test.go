@@ -99,7 +99,7 @@ func TestShownOrigin(t *testing.T) {
 	q, err := models.ParseLeaderboardQuery(url.Values{"origin": {models.OriginCandidates}})
 	require.NoError(t, err)
 	require.Equal(t, models.OriginCandidates, q.Origin)
-	rows := []models.LeaderboardRow{{RunID: 1, Origin: models.OriginCandidates}, {RunID: 2, Origin: models.OriginUploaded}}
+	rows := []models.LeaderboardRow{{LeaderboardEntry: models.LeaderboardEntry{RunID: 1}, Origin: models.OriginCandidates}, {LeaderboardEntry: models.LeaderboardEntry{RunID: 2}, Origin: models.OriginUploaded}}
 	kept := q.Apply(rows)
 	require.Len(t, kept, 1)
 	require.EqualValues(t, 1, kept[0].RunID)
@@ -110,14 +110,14 @@ func TestShownOrigin(t *testing.T) {
 func TestLeaderboard_PassRateRows(t *testing.T) {
 	t.Parallel()
 	n := func(x int) *int { return &x }
-	copyRow := models.LeaderboardRow{RunID: 2, Tasks: 1, Successes: 1, SuccessRate: 1, CILow: 0.916, CIHigh: 1, HiddenPassed: n(42), HiddenRan: n(42)}
-	broken := models.LeaderboardRow{RunID: 1, Tasks: 1, SuccessRate: 31.0 / 42, CILow: 0.589, CIHigh: 0.847, HiddenPassed: n(31), HiddenRan: n(42)}
+	copyRow := models.LeaderboardRow{LeaderboardEntry: models.LeaderboardEntry{RunID: 2, Tasks: 1, Successes: 1, SuccessRate: 1, CILow: 0.916, CIHigh: 1, HiddenPassed: n(42), HiddenRan: n(42)}}
+	broken := models.LeaderboardRow{LeaderboardEntry: models.LeaderboardEntry{RunID: 1, Tasks: 1, SuccessRate: 31.0 / 42, CILow: 0.589, CIHigh: 0.847, HiddenPassed: n(31), HiddenRan: n(42)}}
 	lb := &models.Leaderboard{HiddenTests: true}
 	lb.SetRows([]models.LeaderboardRow{broken, copyRow})
 	require.Equal(t, []int64{2, 1}, []int64{lb.Rows[0].RunID, lb.Rows[1].RunID}, "the higher pass rate first")
 	require.Equal(t, []string{"1", "2"}, []string{lb.Rows[0].RankText(), lb.Rows[1].RankText()}, "apart intervals: a place each")
 	require.Equal(t, "Pass rate", lb.RateLabel())
 	require.Equal(t, "31 of 42 tests", lb.Rows[1].CountsText())
-	require.Equal(t, "1 of 1 task", models.LeaderboardRow{Tasks: 1, Successes: 1}.CountsText())
+	require.Equal(t, "1 of 1 task", models.LeaderboardRow{LeaderboardEntry: models.LeaderboardEntry{Tasks: 1, Successes: 1}}.CountsText())
 	require.Equal(t, "Success rate", (&models.Leaderboard{}).RateLabel())
 }

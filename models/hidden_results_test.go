@@ -82,9 +82,9 @@ func TestLeaderboardQuery_HiddenSorts(t *testing.T) {
 	t.Parallel()
 	rate := func(x float64) *float64 { return &x }
 	rows := []models.LeaderboardRow{
-		{RunID: 1, Tasks: 2, Tokens: 100, HiddenOverall: rate(0.5), HiddenSystem: rate(0.9)},
-		{RunID: 2, Tasks: 1, Tokens: 80, HiddenOverall: rate(0.8), HiddenSystem: nil},
-		{RunID: 3, Tasks: 4, Tokens: 120, HiddenOverall: rate(0.2), HiddenSystem: rate(0.1)},
+		{LeaderboardEntry: models.LeaderboardEntry{RunID: 1, Tasks: 2, Tokens: 100, HiddenOverall: rate(0.5), HiddenSystem: rate(0.9)}},
+		{LeaderboardEntry: models.LeaderboardEntry{RunID: 2, Tasks: 1, Tokens: 80, HiddenOverall: rate(0.8), HiddenSystem: nil}},
+		{LeaderboardEntry: models.LeaderboardEntry{RunID: 3, Tasks: 4, Tokens: 120, HiddenOverall: rate(0.2), HiddenSystem: rate(0.1)}},
 	}
 	ids := func(q models.LeaderboardQuery) []int64 {
 		var out []int64

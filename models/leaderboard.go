@@ -55,50 +55,6 @@ const maxModelFilter = 200
 // LeaderboardDateLayout is the layout of the from and to filters.
 const LeaderboardDateLayout = "2006-01-02"
 
-// LeaderboardSortKey describes one sortable column: which direction is better
-// ("" when neither is, as for names) and the direction a first click sorts by.
-type LeaderboardSortKey struct {
-	Key        string
-	Better     string // SortAsc, SortDesc or ""
-	DefaultDir string
-}
-
-// LeaderboardSortKeys lists every sortable column in table order.
-func LeaderboardSortKeys() []LeaderboardSortKey {
-	return []LeaderboardSortKey{
-		{SortRank, SortAsc, SortAsc},
-		{SortAgent, "", SortAsc},
-		{SortTeam, "", SortAsc},
-		{SortModel, "", SortAsc},
-		{SortOrigin, "", SortAsc},
-		{SortSuccessRate, SortDesc, SortDesc},
-		{SortJudgeScore, SortDesc, SortDesc},
-		{SortRubricScore, SortDesc, SortDesc},
-		{SortPerfectRate, SortDesc, SortDesc},
-		{SortEfficiency, SortDesc, SortDesc},
-		{SortMeanSteps, SortAsc, SortAsc},
-		{SortCostPerTask, SortAsc, SortAsc},
-		{SortTokens, SortAsc, SortAsc},
-		{SortHiddenOverall, SortDesc, SortDesc},
-		{SortHiddenRequest, SortDesc, SortDesc},
-		{SortHiddenBrowser, SortDesc, SortDesc},
-		{SortHiddenSystem, SortDesc, SortDesc},
-		{SortTokensPerTask, SortAsc, SortAsc},
-		{SortDate, "", SortDesc}, // newest first; neither end is better
-	}
-}
-
-// LeaderboardSort returns the description of a sort key; ok is false for an
-// unknown key.
-func LeaderboardSort(key string) (LeaderboardSortKey, bool) {
-	for _, k := range LeaderboardSortKeys() {
-		if k.Key == key {
-			return k, true
-		}
-	}
-	return LeaderboardSortKey{}, false
-}
-
 // LeaderboardQuery is what a visitor asks of a board: sort, filters and the
 // best-per-agent toggle. The zero value (after Normalized) is the default
 // board: every published run, best success rate first.
@@ -131,7 +87,7 @@ func (q LeaderboardQuery) Normalized() LeaderboardQuery {
 	}
 	if q.Dir == "" {
 		if k, ok := LeaderboardSort(q.Sort); ok {
-			q.Dir = k.DefaultDir
+			q.Dir = k.DefaultDir()
 		} else {
 			q.Dir = SortDesc
 		}
@@ -156,11 +112,7 @@ func ParseLeaderboardQuery(v url.Values) (LeaderboardQuery, error) {
 	q.Sort = strings.TrimSpace(v.Get("sort"))
 	if q.Sort != "" {
 		if _, ok := LeaderboardSort(q.Sort); !ok {
-			keys := make([]string, 0, len(LeaderboardSortKeys()))
-			for _, k := range LeaderboardSortKeys() {
-				keys = append(keys, k.Key)
-			}
-			return q, FieldError("sort", "sort: %q is not a column of the leaderboard; use one of %s", cut(q.Sort), strings.Join(keys, ", "))
+			return q, FieldError("sort", "sort: %q is not a column of the leaderboard; use one of %s", cut(q.Sort), strings.Join(sortKeys(), ", "))
 		}
 	}
 	switch q.Dir = strings.TrimSpace(v.Get("dir")); q.Dir {
@@ -236,7 +188,7 @@ func cut(s string) string {
 func (q LeaderboardQuery) Values() url.Values {
 	q = q.Normalized()
 	v := url.Values{}
-	if k, _ := LeaderboardSort(q.Sort); q.Sort != SortSuccessRate || q.Dir != k.DefaultDir {
+	if k, _ := LeaderboardSort(q.Sort); q.Sort != SortSuccessRate || q.Dir != k.DefaultDir() {
 		v.Set("sort", q.Sort)
 		v.Set("dir", q.Dir)
 	}
@@ -275,15 +227,23 @@ func (q LeaderboardQuery) SortedBy(key string) LeaderboardQuery {
 	if q.Sort == key {
 		q.Dir = map[string]string{SortAsc: SortDesc, SortDesc: SortAsc}[q.Dir]
 	} else {
-		q.Sort, q.Dir = key, k.DefaultDir
+		q.Sort, q.Dir = key, k.DefaultDir()
 	}
 	return q
 }
 
-// LeaderboardRow is one run's precomputed numbers on one board, with what the
-// board shows about the run. Rank, RankBest, RankWorst and OverlapsAbove are set by Apply.
+// LeaderboardRow is one run's precomputed numbers on one board (its
+// leaderboard entry), with what the board shows about the run. Rank,
+// RankBest, RankWorst and OverlapsAbove are set by Apply. The board's columns
+// (LeaderboardColumns) read their values from it.
 type LeaderboardRow struct {
-	RunID      int64
+	// LeaderboardEntry is the run's entry on the board's subset: every
+	// figure the metrics job stored for it (not its Metrics, which boards
+	// do not read). Restricted marks a full run shown on a named subset's
+	// board with its numbers on that subset's tasks only; on a hidden-tests
+	// board SuccessRate and its interval are the run's overall pass rate
+	// (HiddenPassed of HiddenRan tests), what the board ranks by.
+	LeaderboardEntry
 	AgentID    int64
 	AgentName  string
 	AgentSlug  string
@@ -293,44 +253,9 @@ type LeaderboardRow struct {
 	OpenSource bool
 	Origin     string
 	Verified   bool
-	// RunSubset is the subset the run ran; Restricted marks a full run shown
-	// on a named subset's board with its numbers on that subset's tasks only.
+	// RunSubset is the subset the run ran.
 	RunSubset  string
-	Restricted bool
-
-	Tasks     int
-	Successes int
-	// SuccessRate is the share of the board's tasks the run succeeded on,
-	// and CILow and CIHigh its Wilson 95% interval; on a hidden-tests
-	// board it is the run's overall pass rate (HiddenPassed of HiddenRan
-	// tests, models.HiddenPassRate) and its interval, what the board ranks
-	// by.
-	SuccessRate float64
-	CILow       float64
-	CIHigh      float64
-	JudgeScore  *float64
-	Judged      int
-	RubricScore *float64
-	PerfectRate *float64
-	Efficiency  *float64
-	MeanSteps   float64
-	CostPerTask float64
-	Tokens      int64
-	// Unknown marks MeanSteps, Tokens, CostPerTask as not known (an upload
-	// did not state them): shown "—", sorted last, left empty in exports.
-	Unknown    Unknown
 	FinishedAt *time.Time
-	// Hidden-tests boards: the mean over the board's tasks of each task's
-	// pass rate, overall and per group (R, B, S); nil on other boards.
-	HiddenOverall *float64
-	HiddenRequest *float64
-	HiddenBrowser *float64
-	HiddenSystem  *float64
-	// HiddenPassed and HiddenRan count the tests behind a hidden-tests
-	// board's pass rate: passed, and run (tests not run on this platform
-	// left out); nil on other boards.
-	HiddenPassed *int
-	HiddenRan    *int
 
 	// Rescore is what the run's last re-scoring changed about the whole run
 	// (not only this board's tasks); not Known for a run never re-scored.
@@ -422,18 +347,22 @@ type Leaderboard struct {
 	Rows []LeaderboardRow
 	// Published counts every published run on the board before filters.
 	Published int
-	// HasJudge, HasRubric, HasPerfect and HasEfficiency say whether any
-	// published run on the board has the metric; columns that none has are hidden.
-	HasJudge, HasRubric, HasPerfect, HasEfficiency bool
+	// Columns are the columns of the board's table, in order: those of its
+	// kind of board (LeaderboardColumn.Boards), leaving out the optional
+	// ones no published run on the board has a value in. Set by SetRows.
+	Columns []LeaderboardColumn
 }
 
 // RateLabel names the column boards rank by: "Pass rate" on a hidden-tests
 // board (tests passed of tests run), "Success rate" on the others.
 func (lb *Leaderboard) RateLabel() string {
-	if lb.HiddenTests {
-		return "Pass rate"
-	}
-	return "Success rate"
+	c, _ := LeaderboardSort(SortSuccessRate)
+	return c.LabelOn(lb.HiddenTests)
+}
+
+// Shows reports whether the board's table has the column of a sort key.
+func (lb *Leaderboard) Shows(key string) bool {
+	return slices.ContainsFunc(lb.Columns, func(c LeaderboardColumn) bool { return c.Key == key })
 }
 
 // Lenient reports a board of a benchmark graded by the lenient reading of
@@ -442,14 +371,19 @@ func (lb *Leaderboard) Lenient() bool { return lb.Evaluator == EvaluatorWebArena
 
 // SetRows applies the board's query to every published row of the board (the
 // filters, the best-per-agent toggle, ranks and bands by success rate, then
-// the requested order) and sets the column flags and count from all of them.
+// the requested order) and sets the table's columns and the count from all
+// of them. HiddenTests must be set first: it picks the columns.
 func (lb *Leaderboard) SetRows(all []LeaderboardRow) {
 	lb.Published = len(all)
-	for _, r := range all {
-		lb.HasJudge = lb.HasJudge || r.JudgeScore != nil
-		lb.HasRubric = lb.HasRubric || r.RubricScore != nil
-		lb.HasPerfect = lb.HasPerfect || r.PerfectRate != nil
-		lb.HasEfficiency = lb.HasEfficiency || r.Efficiency != nil
+	lb.Columns = nil
+	for _, c := range LeaderboardColumns() {
+		if !c.ShownOn(lb.HiddenTests) {
+			continue
+		}
+		if c.IfAny && !slices.ContainsFunc(all, func(r LeaderboardRow) bool { return !c.Value(r).Missing }) {
+			continue
+		}
+		lb.Columns = append(lb.Columns, c)
 	}
 	lb.Rows = lb.Query.Apply(all)
 }
@@ -570,15 +504,20 @@ func overlaps(a, b LeaderboardRow) bool {
 	return a.CILow <= b.CIHigh && b.CILow <= a.CIHigh
 }
 
-// sortRows orders ranked rows by a column: missing values (no judge score,
-// no finish date) last in either direction, ties by standing.
+// sortRows orders ranked rows by the column of a sort key (the success rate
+// for an unknown key): missing values (no judge score, a figure an upload did
+// not state, no finish date) last in either direction, ties by standing.
 func sortRows(rows []LeaderboardRow, key, dir string) {
+	col, ok := LeaderboardSort(key)
+	if !ok {
+		col, _ = LeaderboardSort(SortSuccessRate)
+	}
 	sign := 1
 	if dir == SortDesc {
 		sign = -1
 	}
 	slices.SortStableFunc(rows, func(a, b LeaderboardRow) int {
-		c, missing := compareColumn(a, b, key)
+		c, missing := col.Compare(a, b)
 		if missing == 0 {
 			c *= sign
 		} else {
@@ -586,86 +525,4 @@ func sortRows(rows []LeaderboardRow, key, dir string) {
 		}
 		return cmp.Or(c, byStanding(a, b))
 	})
-}
-
-// compareColumn compares two rows by a column. missing is non-zero when
-// exactly one of them lacks the value: -1 when b lacks it, 1 when a does.
-func compareColumn(a, b LeaderboardRow, key string) (c, missing int) {
-	switch key {
-	case SortRank:
-		return cmp.Compare(a.Rank, b.Rank), 0
-	case SortAgent:
-		return compareText(a.AgentName, b.AgentName), 0
-	case SortTeam:
-		return compareText(a.TeamName, b.TeamName), 0
-	case SortModel:
-		return compareText(a.Model, b.Model), 0
-	case SortOrigin:
-		return compareText(a.Origin, b.Origin), 0
-	case SortJudgeScore:
-		return compareOptional(a.JudgeScore, b.JudgeScore)
-	case SortRubricScore:
-		return compareOptional(a.RubricScore, b.RubricScore)
-	case SortPerfectRate:
-		return compareOptional(a.PerfectRate, b.PerfectRate)
-	case SortEfficiency:
-		return compareOptional(a.Efficiency, b.Efficiency)
-	case SortMeanSteps:
-		return compareUnlessUnknown(a.Unknown.Steps, b.Unknown.Steps, cmp.Compare(a.MeanSteps, b.MeanSteps))
-	case SortCostPerTask:
-		return compareUnlessUnknown(a.Unknown.Cost, b.Unknown.Cost, cmp.Compare(a.CostPerTask, b.CostPerTask))
-	case SortTokens:
-		return compareUnlessUnknown(a.Unknown.Tokens, b.Unknown.Tokens, cmp.Compare(a.Tokens, b.Tokens))
-	case SortTokensPerTask:
-		return compareUnlessUnknown(a.Unknown.Tokens, b.Unknown.Tokens, cmp.Compare(a.TokensPerTask(), b.TokensPerTask()))
-	case SortHiddenOverall:
-		return compareOptional(a.HiddenOverall, b.HiddenOverall)
-	case SortHiddenRequest:
-		return compareOptional(a.HiddenRequest, b.HiddenRequest)
-	case SortHiddenBrowser:
-		return compareOptional(a.HiddenBrowser, b.HiddenBrowser)
-	case SortHiddenSystem:
-		return compareOptional(a.HiddenSystem, b.HiddenSystem)
-	case SortDate:
-		switch {
-		case a.FinishedAt == nil && b.FinishedAt == nil:
-			return 0, 0
-		case a.FinishedAt == nil:
-			return 0, 1
-		case b.FinishedAt == nil:
-			return 0, -1
-		}
-		return a.FinishedAt.Compare(*b.FinishedAt), 0
-	}
-	return cmp.Compare(a.SuccessRate, b.SuccessRate), 0
-}
-
-func compareText(a, b string) int {
-	return cmp.Or(cmp.Compare(strings.ToLower(a), strings.ToLower(b)), cmp.Compare(a, b))
-}
-
-// compareUnlessUnknown orders by c, with unknown values last whichever the
-// direction (as compareOptional orders missing ones).
-func compareUnlessUnknown(aUnknown, bUnknown bool, c int) (int, int) {
-	switch {
-	case aUnknown && bUnknown:
-		return 0, 0
-	case aUnknown:
-		return 0, 1
-	case bUnknown:
-		return 0, -1
-	}
-	return c, 0
-}
-
-func compareOptional(a, b *float64) (int, int) {
-	switch {
-	case a == nil && b == nil:
-		return 0, 0
-	case a == nil:
-		return 0, 1
-	case b == nil:
-		return 0, -1
-	}
-	return cmp.Compare(*a, *b), 0
 }

@@ -83,7 +83,7 @@ func TestParseLeaderboardQuery(t *testing.T) {
 
 // row is a board row with a success rate and its interval.
 func row(id, agent int64, rate, low, high float64) models.LeaderboardRow {
-	return models.LeaderboardRow{RunID: id, AgentID: agent, AgentName: "agent", SuccessRate: rate, CILow: low, CIHigh: high, Tasks: 100}
+	return models.LeaderboardRow{LeaderboardEntry: models.LeaderboardEntry{RunID: id, SuccessRate: rate, CILow: low, CIHigh: high, Tasks: 100}, AgentID: agent, AgentName: "agent"}
 }
 
 func ids(rows []models.LeaderboardRow) []int64 {
@@ -167,9 +167,9 @@ func TestLeaderboardQuery_Apply(t *testing.T) {
 		jan := time.Date(2026, 1, 31, 23, 30, 0, 0, time.UTC)
 		feb := time.Date(2026, 2, 1, 0, 30, 0, 0, time.UTC)
 		rows := []models.LeaderboardRow{
-			{RunID: 1, AgentID: 1, Origin: models.OriginExecuted, Model: "gpt-4o-mini", OpenSource: false, FinishedAt: &jan},
-			{RunID: 2, AgentID: 2, Origin: models.OriginUploaded, Model: "Qwen2.5-VL", OpenSource: true, FinishedAt: &feb},
-			{RunID: 3, AgentID: 3, Origin: models.OriginReproduced, Model: "gpt-4o", OpenSource: true},
+			{LeaderboardEntry: models.LeaderboardEntry{RunID: 1}, AgentID: 1, Origin: models.OriginExecuted, Model: "gpt-4o-mini", OpenSource: false, FinishedAt: &jan},
+			{LeaderboardEntry: models.LeaderboardEntry{RunID: 2}, AgentID: 2, Origin: models.OriginUploaded, Model: "Qwen2.5-VL", OpenSource: true, FinishedAt: &feb},
+			{LeaderboardEntry: models.LeaderboardEntry{RunID: 3}, AgentID: 3, Origin: models.OriginReproduced, Model: "gpt-4o", OpenSource: true},
 		}
 		day := func(s string) *time.Time { d, _ := time.Parse(time.DateOnly, s); return &d }
 		yes, no := true, false
@@ -195,9 +195,9 @@ func TestLeaderboardQuery_Apply(t *testing.T) {
 	t.Run("SortMissingLast", func(t *testing.T) {
 		j := func(v float64) *float64 { return &v }
 		rows := []models.LeaderboardRow{
-			{RunID: 1, AgentID: 1, SuccessRate: 0.9, JudgeScore: nil, CostPerTask: 0.3},
-			{RunID: 2, AgentID: 2, SuccessRate: 0.5, JudgeScore: j(4.5), CostPerTask: 0.1},
-			{RunID: 3, AgentID: 3, SuccessRate: 0.1, JudgeScore: j(2), CostPerTask: 0.2},
+			{LeaderboardEntry: models.LeaderboardEntry{RunID: 1, SuccessRate: 0.9, JudgeScore: nil, CostPerTask: 0.3}, AgentID: 1},
+			{LeaderboardEntry: models.LeaderboardEntry{RunID: 2, SuccessRate: 0.5, JudgeScore: j(4.5), CostPerTask: 0.1}, AgentID: 2},
+			{LeaderboardEntry: models.LeaderboardEntry{RunID: 3, SuccessRate: 0.1, JudgeScore: j(2), CostPerTask: 0.2}, AgentID: 3},
 		}
 		require.Equal(t, []int64{2, 3, 1}, ids(models.LeaderboardQuery{Sort: models.SortJudgeScore}.Apply(rows)))
 		require.Equal(t, []int64{3, 2, 1}, ids(models.LeaderboardQuery{Sort: models.SortJudgeScore, Dir: models.SortAsc}.Apply(rows)))
@@ -208,9 +208,9 @@ func TestLeaderboardQuery_Apply(t *testing.T) {
 		// Run 4 was uploaded without its cost, tokens or steps: its zeros
 		// mean nothing, and it sorts after every known value either way.
 		rows := []models.LeaderboardRow{
-			{RunID: 1, AgentID: 1, CostPerTask: 0.3, Tokens: 300, MeanSteps: 9, Tasks: 1},
-			{RunID: 4, AgentID: 4, Unknown: models.Unknown{Steps: true, Tokens: true, Cost: true}, Tasks: 1},
-			{RunID: 2, AgentID: 2, CostPerTask: 0.1, Tokens: 100, MeanSteps: 3, Tasks: 1},
+			{LeaderboardEntry: models.LeaderboardEntry{RunID: 1, CostPerTask: 0.3, Tokens: 300, MeanSteps: 9, Tasks: 1}, AgentID: 1},
+			{LeaderboardEntry: models.LeaderboardEntry{RunID: 4, Unknown: models.Unknown{Steps: true, Tokens: true, Cost: true}, Tasks: 1}, AgentID: 4},
+			{LeaderboardEntry: models.LeaderboardEntry{RunID: 2, CostPerTask: 0.1, Tokens: 100, MeanSteps: 3, Tasks: 1}, AgentID: 2},
 		}
 		for _, sort := range []string{models.SortCostPerTask, models.SortTokens, models.SortTokensPerTask, models.SortMeanSteps} {
 			require.Equal(t, []int64{2, 1, 4}, ids(models.LeaderboardQuery{Sort: sort, Dir: models.SortAsc}.Apply(rows)), sort)

@@ -285,6 +285,9 @@ type LeaderboardEntry struct {
 	Restricted  bool // a full run shown on a subset board, restricted to its tasks
 	Tasks       int
 	Successes   int
+	// SuccessRate is the share of the run's graded attempts on the subset
+	// that succeeded, and CILow and CIHigh its Wilson 95% interval (on a
+	// hidden-tests benchmark, the pass rate of HiddenPassed of HiddenRan).
 	SuccessRate float64
 	CILow       float64
 	CIHigh      float64
@@ -310,6 +313,6 @@ type LeaderboardEntry struct {
 	// (models.HiddenPassRate); nil on other benchmarks.
 	HiddenPassed *int
 	HiddenRan    *int
-	Metrics      string // stats.Metrics with breakdowns, JSON
+	Metrics      string // the MetricsReport, JSON
 	ComputedAt   time.Time
 }

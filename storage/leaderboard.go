@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -13,29 +14,8 @@ import (
 // boardRow is one leaderboard entry joined to its run, agent and team, as the
 // board's single query returns it.
 type boardRow struct {
-	RunID           int64
+	models.LeaderboardEntry
 	AgentID         int64
-	Restricted      bool
-	Tasks           int
-	Successes       int
-	SuccessRate     float64
-	CILow           float64 `gorm:"column:ci_low"`
-	CIHigh          float64 `gorm:"column:ci_high"`
-	JudgeScore      *float64
-	Judged          int
-	RubricScore     *float64
-	PerfectRate     *float64
-	Efficiency      *float64
-	MeanSteps       float64
-	CostPerTask     float64
-	Tokens          int64
-	Unknown         models.Unknown `gorm:"embedded"`
-	HiddenOverall   *float64
-	HiddenRequest   *float64
-	HiddenBrowser   *float64
-	HiddenSystem    *float64
-	HiddenPassed    *int
-	HiddenRan       *int
 	Origin          string
 	Verified        bool
 	RunSubset       string
@@ -55,21 +35,42 @@ type boardRow struct {
 	RescoredWith           string
 }
 
-// boardColumns are the columns of a boardRow over boardFrom.
-const boardColumns = `le.run_id, r.agent_id, le.restricted, le.tasks, le.successes, le.success_rate, le.ci_low, le.ci_high,
-	le.judge_score, le.judged, le.rubric_score, le.perfect_rate, le.efficiency, le.mean_steps, le.cost_per_task, le.tokens,
-	le.hidden_overall, le.hidden_request, le.hidden_browser, le.hidden_system, le.hidden_passed, le.hidden_ran,
-	r.origin, r.verified, r.subset_name AS run_subset, r.agent_snapshot, r.finished_at,
+// boardJoinColumns are the columns of a boardRow beside its entry's, over
+// boardFrom.
+const boardJoinColumns = `r.agent_id, r.origin, r.verified, r.subset_name AS run_subset, r.agent_snapshot, r.finished_at,
 	a.name AS agent_name, a.slug AS agent_slug, a.model AS agent_model, a.open_source AS agent_open_source,
 	t.slug AS team_slug, t.name AS team_name,
 	r.rescore_successes_before, r.successes AS run_successes, r.tasks_total AS run_tasks, r.rescore_changed, r.rescored_with`
+
+// entryColumns are the columns of leaderboard_entries a board reads: every
+// field of models.LeaderboardEntry but its metrics JSON (large, and no board
+// shows it), so that a figure added to the entry reaches the board's rows
+// without a change here.
+func entryColumns(q *gorm.DB) (string, error) {
+	stmt := &gorm.Statement{DB: q}
+	if err := stmt.Parse(&models.LeaderboardEntry{}); err != nil {
+		return "", wrap(err, "leaderboard entry columns")
+	}
+	skip := stmt.Schema.LookUpField("Metrics").DBName
+	cols := make([]string, 0, len(stmt.Schema.DBNames))
+	for _, name := range stmt.Schema.DBNames {
+		if name != skip {
+			cols = append(cols, "le."+name)
+		}
+	}
+	return strings.Join(cols, ", "), nil
+}
 
 // boardRows loads the entry of every run on one board in one query: the
 // precomputed numbers with the run, agent and team they belong to. A run is on
 // the board when it is published and administrators have not hidden it.
 func boardRows(q *gorm.DB, versionID int64, subset string) ([]models.LeaderboardRow, error) {
+	cols, err := entryColumns(q)
+	if err != nil {
+		return nil, err
+	}
 	var rows []boardRow
-	err := q.Table("leaderboard_entries le").Select(boardColumns).
+	err = q.Table("leaderboard_entries le").Select(cols+", "+boardJoinColumns).
 		Joins("JOIN runs r ON r.id = le.run_id").
 		Joins("JOIN agents a ON a.id = r.agent_id").
 		Joins("JOIN teams t ON t.id = r.team_id").
@@ -104,14 +105,9 @@ func (r boardRow) toModel() models.LeaderboardRow {
 		model = r.AgentModel
 	}
 	return models.LeaderboardRow{
-		RunID: r.RunID, AgentID: r.AgentID, AgentName: name, AgentSlug: r.AgentSlug, TeamSlug: r.TeamSlug, TeamName: r.TeamName,
-		Model: model, OpenSource: snap.OpenSource || r.AgentOpenSource, Origin: r.Origin, Verified: r.Verified,
-		RunSubset: r.RunSubset, Restricted: r.Restricted,
-		Tasks: r.Tasks, Successes: r.Successes, SuccessRate: r.SuccessRate, CILow: r.CILow, CIHigh: r.CIHigh,
-		JudgeScore: r.JudgeScore, Judged: r.Judged, RubricScore: r.RubricScore, PerfectRate: r.PerfectRate,
-		Efficiency: r.Efficiency, MeanSteps: r.MeanSteps, CostPerTask: r.CostPerTask, Tokens: r.Tokens, Unknown: r.Unknown,
-		HiddenOverall: r.HiddenOverall, HiddenRequest: r.HiddenRequest, HiddenBrowser: r.HiddenBrowser, HiddenSystem: r.HiddenSystem,
-		HiddenPassed: r.HiddenPassed, HiddenRan: r.HiddenRan, FinishedAt: r.FinishedAt,
+		LeaderboardEntry: r.LeaderboardEntry, AgentID: r.AgentID, AgentName: name, AgentSlug: r.AgentSlug,
+		TeamSlug: r.TeamSlug, TeamName: r.TeamName, Model: model, OpenSource: snap.OpenSource || r.AgentOpenSource,
+		Origin: r.Origin, Verified: r.Verified, RunSubset: r.RunSubset, FinishedAt: r.FinishedAt,
 		Rescore: models.RescoreChange{SuccessesBefore: r.RescoreSuccessesBefore, SuccessesAfter: &r.RunSuccesses, Tasks: &r.RunTasks,
 			ChangedAttempts: r.RescoreChanged, Evaluators: r.RescoredWith},
 	}

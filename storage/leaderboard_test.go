@@ -2,6 +2,8 @@ package storage_test
 
 import (
 	"context"
+	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -76,7 +78,27 @@ func TestStore_Leaderboard(t *testing.T) {
 			require.Equal(t, "1–2", a.RankText(), "three or four graded tasks cannot tell 50% from 67%")
 			require.Equal(t, 1, b.RankBest)
 			require.Equal(t, 2, b.RankWorst)
-			require.False(t, lb.HasJudge, "nothing is judged: the column is hidden")
+			require.False(t, lb.Shows(models.SortJudgeScore), "nothing is judged: the column is hidden")
+		})
+
+		t.Run("EveryEntryFigureReachesTheRow", func(t *testing.T) {
+			// Every figure of an entry, each given a value of its own, is on
+			// the board's row: a figure added to models.LeaderboardEntry (and
+			// its column) reaches the board with no change to the query.
+			var e models.LeaderboardEntry
+			require.NoError(t, db.Gorm().Where("run_id = ? AND subset_name = ?", f.a.ID, models.SubsetFull).Take(&e).Error)
+			saved := e
+			t.Cleanup(func() { require.NoError(t, db.Gorm().Save(&saved).Error) })
+			figures := fillEntryFigures(t, &e)
+			require.NoError(t, db.Gorm().Save(&e).Error)
+			lb := board(f.anon, models.SubsetFull, models.LeaderboardQuery{})
+			i := slices.IndexFunc(lb.Rows, func(r models.LeaderboardRow) bool { return r.RunID == f.a.ID })
+			require.GreaterOrEqual(t, i, 0)
+			got := reflect.ValueOf(lb.Rows[i].LeaderboardEntry)
+			for _, name := range figures {
+				require.Equal(t, reflect.ValueOf(e).FieldByName(name).Interface(), got.FieldByName(name).Interface(), name)
+			}
+			require.Empty(t, lb.Rows[i].Metrics, "the metrics JSON is not read")
 		})
 
 		t.Run("RestrictedRowsOnSubsetBoard", func(t *testing.T) {
@@ -182,6 +204,45 @@ func TestStore_Leaderboard(t *testing.T) {
 			require.NotEmpty(t, lb.Rows, "admins review the board before publishing")
 		})
 	})
+}
+
+// fillEntryFigures gives every figure of an entry (every field but its keys,
+// its metrics JSON and its time) a distinct value that survives a round trip
+// through either database, and returns the fields' names.
+func fillEntryFigures(t *testing.T, e *models.LeaderboardEntry) []string {
+	t.Helper()
+	keys := map[string]bool{"ID": true, "RunID": true, "BenchmarkID": true, "VersionID": true, "SubsetName": true, "Metrics": true, "ComputedAt": true}
+	v := reflect.ValueOf(e).Elem()
+	var names []string
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Name
+		if keys[name] {
+			continue
+		}
+		f := v.Field(i)
+		n := i + 1 // distinct per field, exact as a float of any width
+		switch {
+		case f.Kind() == reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+			f = f.Elem()
+		case f.Type() == reflect.TypeFor[models.Unknown]():
+			f.Set(reflect.ValueOf(models.Unknown{Steps: true, Tokens: true, Cost: true}))
+			names = append(names, name)
+			continue
+		}
+		switch f.Kind() {
+		case reflect.Int, reflect.Int64:
+			f.SetInt(int64(100 + n))
+		case reflect.Float64:
+			f.SetFloat(float64(n) / 64)
+		case reflect.Bool:
+			f.SetBool(true)
+		default:
+			t.Fatalf("no test value for the entry's %s (%s): give it one here", name, f.Type())
+		}
+		names = append(names, name)
+	}
+	return names
 }
 
 // TestStore_LeaderboardVersions: a board is of one version; a new version
