@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"proctor/api"
 	"proctor/models"
 )
 
@@ -30,7 +31,7 @@ func (s *Server) apiRoutes(g *echo.Group) {
 }
 
 func (s *Server) apiIndex(c echo.Context) error {
-	return c.JSON(http.StatusOK, apiIndexInfo{Name: "proctor", Version: apiVersion, Docs: apiDocsPath, OpenAPI: openAPIPath})
+	return c.JSON(http.StatusOK, api.IndexInfo{Name: "proctor", Version: apiVersion, Docs: apiDocsPath, OpenAPI: openAPIPath})
 }
 
 // maxJSONBody caps API request bodies that are decoded as JSON.
@@ -88,13 +89,4 @@ func pageParams(c echo.Context) (page, perPage int, err error) {
 		}
 	}
 	return page, perPage, nil
-}
-
-// listResponse is the envelope of every API listing.
-type listResponse struct {
-	Items   any  `json:"items"`
-	Page    int  `json:"page"`
-	PerPage int  `json:"per_page"`
-	Total   int  `json:"total"`
-	HasMore bool `json:"has_more"`
 }
