@@ -7,41 +7,43 @@ import (
 	"proctor/models"
 )
 
-// RunInput is the body of POST /api/v1/runs. Budgets left at zero take the
-// server's defaults; subset "" is every task.
+// RunBudgets are what a run may spend and how it runs, as queued: steps and
+// seconds per episode, seconds per agent call, cost (null: no limit),
+// episodes at once, and the notes shown on its page. In a request, zero
+// budgets take the server's defaults.
+type RunBudgets struct {
+	MaxSteps            int      `json:"max_steps"`
+	MaxEpisodeSeconds   int      `json:"max_episode_seconds"`
+	MaxAgentCallSeconds int      `json:"max_agent_call_seconds"`
+	MaxCost             *float64 `json:"max_cost"`
+	Parallelism         int      `json:"parallelism"`
+	Notes               string   `json:"notes"`
+}
+
+// RunInput is the body of POST /api/v1/runs; subset "" is every task.
 type RunInput struct {
-	Team                string   `json:"team"`
-	Agent               string   `json:"agent"`
-	Benchmark           string   `json:"benchmark"`
-	Subset              string   `json:"subset,omitempty"`
-	MaxSteps            int      `json:"max_steps,omitempty"`
-	MaxEpisodeSeconds   int      `json:"max_episode_seconds,omitempty"`
-	MaxAgentCallSeconds int      `json:"max_agent_call_seconds,omitempty"`
-	MaxCost             *float64 `json:"max_cost,omitempty"`
-	Parallelism         int      `json:"parallelism,omitempty"`
-	Notes               string   `json:"notes,omitempty"`
+	Team      string `json:"team"`
+	Agent     string `json:"agent"`
+	Benchmark string `json:"benchmark"`
+	Subset    string `json:"subset,omitempty"`
+	RunBudgets
 }
 
 // Run is a run as queued: the answer of POST /api/v1/runs, of a re-run and
 // of a candidate run.
 type Run struct {
-	ID                  int64     `json:"id"`
-	Team                string    `json:"team,omitempty"`
-	Agent               string    `json:"agent,omitempty"`
-	Benchmark           string    `json:"benchmark,omitempty"`
-	Subset              string    `json:"subset"`
-	Status              string    `json:"status"`
-	Origin              string    `json:"origin"`
-	MaxSteps            int       `json:"max_steps"`
-	MaxEpisodeSeconds   int       `json:"max_episode_seconds"`
-	MaxAgentCallSeconds int       `json:"max_agent_call_seconds"`
-	MaxCost             *float64  `json:"max_cost"`
-	Parallelism         int       `json:"parallelism"`
-	Notes               string    `json:"notes"`
-	TasksTotal          int       `json:"tasks_total"`
-	CreatedAt           time.Time `json:"created_at"`
-	URL                 string    `json:"url"`
-	APIURL              string    `json:"api_url"`
+	ID        int64  `json:"id"`
+	Team      string `json:"team,omitempty"`
+	Agent     string `json:"agent,omitempty"`
+	Benchmark string `json:"benchmark,omitempty"`
+	Subset    string `json:"subset"`
+	Status    string `json:"status"`
+	Origin    string `json:"origin"`
+	RunBudgets
+	TasksTotal int       `json:"tasks_total"`
+	CreatedAt  time.Time `json:"created_at"`
+	URL        string    `json:"url"`
+	APIURL     string    `json:"api_url"`
 }
 
 // RunItem is a run in listings (GET /api/v1/runs) and in a timeline.
@@ -72,32 +74,27 @@ type RunItem struct {
 
 // RunState is a run's live state (GET /api/v1/runs/{id}).
 type RunState struct {
-	ID                  int64          `json:"id"`
-	Status              string         `json:"status"`
-	Finished            bool           `json:"finished"`
-	Origin              string         `json:"origin"`
-	Team                string         `json:"team"`
-	TeamName            string         `json:"team_name"`
-	Agent               string         `json:"agent"`
-	AgentName           string         `json:"agent_name"`
-	Benchmark           string         `json:"benchmark"`
-	Subset              string         `json:"subset"`
-	MaxSteps            int            `json:"max_steps"`
-	MaxEpisodeSeconds   int            `json:"max_episode_seconds"`
-	MaxAgentCallSeconds int            `json:"max_agent_call_seconds"`
-	MaxCost             *float64       `json:"max_cost"`
-	Parallelism         int            `json:"parallelism"`
-	Notes               string         `json:"notes"`
-	Published           bool           `json:"published"`
-	TasksTotal          int            `json:"tasks_total"`
-	Pending             int            `json:"pending"`
-	Running             int            `json:"running"`
-	Done                int            `json:"done"`
-	Percent             int            `json:"percent"`
-	Successes           int            `json:"successes"`
-	Failures            int            `json:"failures"`
-	Errors              int            `json:"errors"`
-	ErrorsByClass       map[string]int `json:"errors_by_class"`
+	ID        int64  `json:"id"`
+	Status    string `json:"status"`
+	Finished  bool   `json:"finished"`
+	Origin    string `json:"origin"`
+	Team      string `json:"team"`
+	TeamName  string `json:"team_name"`
+	Agent     string `json:"agent"`
+	AgentName string `json:"agent_name"`
+	Benchmark string `json:"benchmark"`
+	Subset    string `json:"subset"`
+	RunBudgets
+	Published     bool           `json:"published"`
+	TasksTotal    int            `json:"tasks_total"`
+	Pending       int            `json:"pending"`
+	Running       int            `json:"running"`
+	Done          int            `json:"done"`
+	Percent       int            `json:"percent"`
+	Successes     int            `json:"successes"`
+	Failures      int            `json:"failures"`
+	Errors        int            `json:"errors"`
+	ErrorsByClass map[string]int `json:"errors_by_class"`
 	// ResultsWithheld: successes, failures and errors read 0 because the
 	// caller annotates some of the run's attempts in an open blind study.
 	ResultsWithheld bool       `json:"results_withheld,omitempty"`

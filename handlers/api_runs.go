@@ -31,11 +31,16 @@ func (s *Server) apiRunRoutes(g *echo.Group) {
 
 func apiRunPath(id int64) string { return "/api/v1/runs/" + strconv.FormatInt(id, 10) }
 
+// toAPIRunBudgets are a run's budgets as it was queued.
+func toAPIRunBudgets(r *models.Run) api.RunBudgets {
+	return api.RunBudgets{MaxSteps: r.MaxSteps, MaxEpisodeSeconds: r.MaxEpisodeSeconds, MaxAgentCallSeconds: r.MaxAgentCallSeconds,
+		MaxCost: r.MaxCost, Parallelism: r.Parallelism, Notes: r.Notes}
+}
+
 func toAPIRun(r *models.Run) api.Run {
 	return api.Run{
 		ID: r.ID, Agent: models.RunAgentSnapshot(r).Slug, Subset: r.SubsetName, Status: r.Status, Origin: r.Origin,
-		MaxSteps: r.MaxSteps, MaxEpisodeSeconds: r.MaxEpisodeSeconds, MaxAgentCallSeconds: r.MaxAgentCallSeconds,
-		MaxCost: r.MaxCost, Parallelism: r.Parallelism, Notes: r.Notes, TasksTotal: r.TasksTotal, CreatedAt: r.CreatedAt,
+		RunBudgets: toAPIRunBudgets(r), TasksTotal: r.TasksTotal, CreatedAt: r.CreatedAt,
 		URL: runPath(r.ID), APIURL: apiRunPath(r.ID),
 	}
 }
@@ -54,8 +59,7 @@ func toAPIProgress(p *models.RunProgress) api.RunState {
 	out := api.RunState{
 		ID: r.ID, Status: r.Status, Finished: r.Finished(), Origin: r.Origin, Team: p.TeamSlug, TeamName: p.TeamName,
 		Agent: models.RunAgentSnapshot(&r).Slug, AgentName: p.AgentName, Benchmark: p.Benchmark, Subset: r.SubsetName,
-		MaxSteps: r.MaxSteps, MaxEpisodeSeconds: r.MaxEpisodeSeconds, MaxAgentCallSeconds: r.MaxAgentCallSeconds,
-		MaxCost: r.MaxCost, Parallelism: r.Parallelism, Notes: r.Notes, Published: r.Published, TasksTotal: r.TasksTotal,
+		RunBudgets: toAPIRunBudgets(&r), Published: r.Published, TasksTotal: r.TasksTotal,
 		Pending: p.Pending, Running: p.Running, Done: p.Done, Percent: p.Percent(), Successes: r.Successes,
 		Failures: r.Failures, Errors: r.Errors, ErrorsByClass: p.ErrorsBy, ResultsWithheld: p.Blind, Steps: r.StepsSum, TokensIn: r.TokensIn,
 		TokensOut: r.TokensOut, Cost: r.Cost, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
