@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"proctor/api"
 	"proctor/models"
 )
 
@@ -30,7 +32,7 @@ func (s *Server) apiRoutes(g *echo.Group) {
 }
 
 func (s *Server) apiIndex(c echo.Context) error {
-	return c.JSON(http.StatusOK, apiIndexInfo{Name: "proctor", Version: apiVersion, Docs: apiDocsPath, OpenAPI: openAPIPath})
+	return c.JSON(http.StatusOK, api.IndexInfo{Name: "proctor", Version: apiVersion, Docs: apiDocsPath, OpenAPI: openAPIPath})
 }
 
 // maxJSONBody caps API request bodies that are decoded as JSON.
@@ -54,7 +56,8 @@ func bindJSON(c echo.Context, v any) error {
 		case errors.As(err, &syntax):
 			return models.Errorf(models.EINVALID, "The JSON body is malformed at byte %d.", syntax.Offset)
 		case errors.As(err, &typeErr):
-			return &models.Error{Code: models.EINVALID, Field: typeErr.Field, Message: fmt.Sprintf("field %q must be %s", typeErr.Field, typeErr.Type)}
+			field := bodyField(reflect.TypeOf(v), typeErr.Field)
+			return &models.Error{Code: models.EINVALID, Field: field, Message: fmt.Sprintf("field %q must be %s", field, typeErr.Type)}
 		}
 		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			return &models.Error{Code: models.EINVALID, Field: strings.Trim(field, `"`), Message: "unknown field " + field}
@@ -65,6 +68,39 @@ func bindJSON(c echo.Context, v any) error {
 		return models.Errorf(models.EINVALID, "The request body must hold exactly one JSON object.")
 	}
 	return nil
+}
+
+// bodyField is a decoding error's field path as the body has it:
+// encoding/json also names the embedded structs a field is promoted from
+// (RunBudgets.max_steps for max_steps), which the JSON does not show.
+func bodyField(t reflect.Type, path string) string {
+	embedded := map[string]bool{}
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); f.Anonymous && name == "" {
+				embedded[f.Name] = true
+			}
+			walk(f.Type)
+		}
+	}
+	walk(t)
+	var kept []string
+	for _, seg := range strings.Split(path, ".") {
+		if !embedded[seg] {
+			kept = append(kept, seg)
+		}
+	}
+	return strings.Join(kept, ".")
 }
 
 // Page bounds for listings; maxPage keeps offsets far from overflow.
@@ -88,13 +124,4 @@ func pageParams(c echo.Context) (page, perPage int, err error) {
 		}
 	}
 	return page, perPage, nil
-}
-
-// listResponse is the envelope of every API listing.
-type listResponse struct {
-	Items   any  `json:"items"`
-	Page    int  `json:"page"`
-	PerPage int  `json:"per_page"`
-	Total   int  `json:"total"`
-	HasMore bool `json:"has_more"`
 }

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"proctor/api"
 	"proctor/models"
 )
 
@@ -22,50 +22,9 @@ func (s *Server) apiAgentRoutes(g *echo.Group) {
 	g.DELETE("/teams/:slug/agents/:agent", s.apiDeleteAgent)
 }
 
-// apiAgent is an agent in API responses. Secrets appear only as name → "set" /
-// "not set"; the endpoint URL only for the team's members and admins.
-type apiAgent struct {
-	ID          int64             `json:"id"`
-	Team        string            `json:"team"`
-	Slug        string            `json:"slug"`
-	Name        string            `json:"name"`
-	Description string            `json:"description"`
-	Model       string            `json:"model"`
-	Framework   string            `json:"framework"`
-	OpenSource  bool              `json:"open_source"`
-	PaperURL    string            `json:"paper_url"`
-	CodeURL     string            `json:"code_url"`
-	Kind        string            `json:"kind"`
-	EndpointURL *string           `json:"endpoint_url,omitempty"`
-	Config      json.RawMessage   `json:"config,omitempty"`
-	Secrets     map[string]string `json:"secrets"`
-	CanManage   bool              `json:"can_manage"`
-	URL         string            `json:"url"`
-	CreatedAt   time.Time         `json:"created_at"`
-	UpdatedAt   time.Time         `json:"updated_at"`
-}
-
-// apiAgentInput is the body of POST (all fields) and PATCH (only the fields to
-// change). Secrets with an empty value keep the stored one on PATCH.
-type apiAgentInput struct {
-	Slug         *string           `json:"slug"`
-	Name         *string           `json:"name"`
-	Description  *string           `json:"description"`
-	Model        *string           `json:"model"`
-	Framework    *string           `json:"framework"`
-	OpenSource   *bool             `json:"open_source"`
-	PaperURL     *string           `json:"paper_url"`
-	CodeURL      *string           `json:"code_url"`
-	Kind         *string           `json:"kind"`
-	EndpointURL  *string           `json:"endpoint_url"`
-	Config       json.RawMessage   `json:"config"`
-	Secrets      map[string]string `json:"secrets"`
-	ClearSecrets []string          `json:"clear_secrets"`
-}
-
-// patch turns the input into an agent patch; config may be a JSON object or null
-// (to remove it).
-func (in *apiAgentInput) patch() *models.AgentPatch {
+// agentPatchOf turns an agent's API body into an agent patch; config may be
+// a JSON object or null (to remove it).
+func agentPatchOf(in *api.AgentInput) *models.AgentPatch {
 	p := &models.AgentPatch{
 		Slug: in.Slug, Name: in.Name, Description: in.Description, Model: in.Model,
 		Framework: in.Framework, OpenSource: in.OpenSource, PaperURL: in.PaperURL,
@@ -81,8 +40,8 @@ func (in *apiAgentInput) patch() *models.AgentPatch {
 	return p
 }
 
-func toAPIAgent(a models.Agent) apiAgent {
-	out := apiAgent{
+func toAPIAgent(a models.Agent) api.Agent {
+	out := api.Agent{
 		ID: a.ID, Slug: a.Slug, Name: a.Name, Description: a.Description, Model: a.Model,
 		Framework: a.Framework, OpenSource: a.OpenSource, PaperURL: a.PaperURL, CodeURL: a.CodeURL,
 		Kind: a.Kind, Secrets: a.SecretStatus(), CanManage: a.CanManage,
@@ -102,8 +61,8 @@ func toAPIAgent(a models.Agent) apiAgent {
 	return out
 }
 
-func toAPIAgents(list []models.Agent) []apiAgent {
-	out := make([]apiAgent, 0, len(list))
+func toAPIAgents(list []models.Agent) []api.Agent {
+	out := make([]api.Agent, 0, len(list))
 	for _, a := range list {
 		out = append(out, toAPIAgent(a))
 	}
@@ -119,7 +78,7 @@ func (s *Server) apiListAllAgents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, listResponse{Items: toAPIAgents(list), Page: page, PerPage: perPage, Total: total, HasMore: page*perPage < total})
+	return c.JSON(http.StatusOK, api.NewPage(toAPIAgents(list), page, perPage, total))
 }
 
 // apiListTeamAgents lists a whole team registry in one page: teams hold few agents.
@@ -129,7 +88,7 @@ func (s *Server) apiListTeamAgents(c echo.Context) error {
 		return err
 	}
 	n := len(res.Agents)
-	return c.JSON(http.StatusOK, listResponse{Items: toAPIAgents(res.Agents), Page: 1, PerPage: max(n, 1), Total: n})
+	return c.JSON(http.StatusOK, api.NewPage(toAPIAgents(res.Agents), 1, max(n, 1), n))
 }
 
 func (s *Server) apiShowAgent(c echo.Context) error {
@@ -141,7 +100,7 @@ func (s *Server) apiShowAgent(c echo.Context) error {
 }
 
 func (s *Server) apiCreateAgent(c echo.Context) error {
-	var in apiAgentInput
+	var in api.AgentInput
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
@@ -149,7 +108,7 @@ func (s *Server) apiCreateAgent(c echo.Context) error {
 		return models.FieldError("clear_secrets", "clear_secrets only applies when changing an agent (PATCH)")
 	}
 	a := &models.Agent{}
-	in.patch().Apply(a)
+	agentPatchOf(&in).Apply(a)
 	if err := s.store.CreateAgent(c.Request().Context(), c.Param("slug"), a, in.Secrets); err != nil {
 		return err
 	}
@@ -158,11 +117,11 @@ func (s *Server) apiCreateAgent(c echo.Context) error {
 }
 
 func (s *Server) apiPatchAgent(c echo.Context) error {
-	var in apiAgentInput
+	var in api.AgentInput
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	a, err := s.store.PatchAgent(c.Request().Context(), c.Param("slug"), c.Param("agent"), in.patch(), in.Secrets, in.ClearSecrets)
+	a, err := s.store.PatchAgent(c.Request().Context(), c.Param("slug"), c.Param("agent"), agentPatchOf(&in), in.Secrets, in.ClearSecrets)
 	if err != nil {
 		return err
 	}

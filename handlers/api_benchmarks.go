@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"proctor/api"
 	"proctor/models"
 )
 
@@ -19,66 +20,6 @@ func (s *Server) apiBenchmarkRoutes(g *echo.Group) {
 	g.GET("/benchmarks/:slug", s.apiShowBenchmark)
 	g.GET("/benchmarks/:slug/tasks", s.apiListTasks)
 	g.GET("/benchmarks/:slug/tasks/:taskID", s.apiShowTask)
-}
-
-// apiBenchmark is a benchmark in API listings.
-type apiBenchmark struct {
-	Slug        string `json:"slug"`
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	Format      string `json:"format"`
-	Version     int    `json:"version"`
-	Tasks       int    `json:"tasks"`
-	Subsets     int    `json:"subsets"`
-	Sites       int    `json:"sites"`
-	Published   bool   `json:"published"`
-}
-
-// apiRubricItem is one rubric item of a task; rubrics are public.
-type apiRubricItem struct {
-	Key          string  `json:"key"`
-	Requirement  string  `json:"requirement"`
-	Verification string  `json:"verification,omitempty"`
-	Weight       float64 `json:"weight"`
-}
-
-// apiTask is a task in the API. The hidden fields are set only for admins; for
-// everyone else they are absent from the JSON, not merely empty.
-type apiTask struct {
-	ID             string          `json:"id"`
-	Position       int             `json:"position"`
-	Intent         string          `json:"intent"`
-	IntentTemplate string          `json:"intent_template,omitempty"`
-	StartURLs      []string        `json:"start_urls"`
-	Sites          []string        `json:"sites"`
-	SiteKey        string          `json:"site_key"`
-	TaskType       string          `json:"task_type,omitempty"`
-	Difficulty     string          `json:"difficulty,omitempty"`
-	Domain         string          `json:"domain,omitempty"`
-	Attributes     []string        `json:"attributes"`
-	Revision       int             `json:"revision"`
-	Modality       string          `json:"modality,omitempty"`
-	FileFormat     string          `json:"file_format,omitempty"`
-	AccessType     string          `json:"access_type,omitempty"`
-	MaxToolCalls   int             `json:"max_tool_calls,omitempty"`
-	MaxSeconds     int             `json:"max_seconds,omitempty"`
-	Metadata       json.RawMessage `json:"metadata,omitempty"`
-	RubricItems    []apiRubricItem `json:"rubric_items"`
-
-	EvalSpec         json.RawMessage `json:"eval_spec,omitempty"`
-	ReferenceAnswers json.RawMessage `json:"reference_answers,omitempty"`
-	ReferenceActions json.RawMessage `json:"reference_actions,omitempty"`
-}
-
-// apiImportResult is the answer to an import.
-type apiImportResult struct {
-	Benchmark string `json:"benchmark"`
-	Version   int    `json:"version"`
-	Checksum  string `json:"checksum"`
-	Created   bool   `json:"created"`
-	Tasks     int    `json:"tasks"`
-	Subsets   int    `json:"subsets"`
-	URL       string `json:"url"`
 }
 
 // rawJSON passes stored JSON through; empty or invalid text is left out.
@@ -99,17 +40,17 @@ func orEmpty(xs []string) []string {
 
 // apiTaskOf converts a task for the API; the hidden fields only for admins and
 // the system (storage has already blanked them for anyone else).
-func apiTaskOf(ctx context.Context, t models.Task) apiTask {
-	out := apiTask{
+func apiTaskOf(ctx context.Context, t models.Task) api.Task {
+	out := api.Task{
 		ID: t.ExternalID, Position: t.Position, Intent: t.Intent, IntentTemplate: t.IntentTemplate,
 		StartURLs: orEmpty(t.StartURLs), Sites: orEmpty(t.Sites), SiteKey: t.SiteKey,
 		TaskType: t.TaskType, Difficulty: t.Difficulty, Domain: t.Domain, Attributes: orEmpty(t.Attributes),
 		Revision: t.Revision, Modality: t.Modality, FileFormat: t.FileFormat, AccessType: t.AccessType,
 		MaxToolCalls: t.MaxToolCalls, MaxSeconds: t.MaxSeconds, Metadata: rawJSON(t.Metadata),
-		RubricItems: make([]apiRubricItem, len(t.RubricItems)),
+		RubricItems: make([]api.RubricItem, len(t.RubricItems)),
 	}
 	for i, r := range t.RubricItems {
-		out.RubricItems[i] = apiRubricItem{Key: r.Key, Requirement: r.Requirement, Verification: r.Verification, Weight: r.Weight}
+		out.RubricItems[i] = api.RubricItem{Key: r.Key, Requirement: r.Requirement, Verification: r.Verification, Weight: r.Weight}
 	}
 	if models.ActorFrom(ctx).Privileged() {
 		out.EvalSpec, out.ReferenceAnswers, out.ReferenceActions = rawJSON(t.EvalSpec), rawJSON(t.ReferenceAnswers), rawJSON(t.ReferenceActions)
@@ -130,12 +71,12 @@ func (s *Server) apiListBenchmarks(c echo.Context) error {
 	}
 	from := min((page-1)*perPage, len(list))
 	to := min(from+perPage, len(list))
-	items := make([]apiBenchmark, 0, to-from)
+	items := make([]api.Benchmark, 0, to-from)
 	for _, b := range list[from:to] {
-		items = append(items, apiBenchmark{Slug: b.Slug, Name: b.Name, Description: b.Description, Format: b.Format,
+		items = append(items, api.Benchmark{Slug: b.Slug, Name: b.Name, Description: b.Description, Format: b.Format,
 			Version: b.Version, Tasks: b.Tasks, Subsets: b.Subsets, Sites: b.Sites, Published: b.Published})
 	}
-	return c.JSON(http.StatusOK, listResponse{Items: items, Page: page, PerPage: perPage, Total: len(list), HasMore: to < len(list)})
+	return c.JSON(http.StatusOK, api.NewPage(items, page, perPage, len(list)))
 }
 
 func (s *Server) apiShowBenchmark(c echo.Context) error {
@@ -156,12 +97,11 @@ func (s *Server) apiListTasks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	items := make([]apiTask, len(tasks))
+	items := make([]api.Task, len(tasks))
 	for i, t := range tasks {
 		items[i] = apiTaskOf(ctx, t)
 	}
-	return c.JSON(http.StatusOK, listResponse{Items: items, Page: f.Page, PerPage: f.PerPage, Total: total,
-		HasMore: f.Page*f.PerPage < total})
+	return c.JSON(http.StatusOK, api.NewPage(items, f.Page, f.PerPage, total))
 }
 
 func (s *Server) apiShowTask(c echo.Context) error {
@@ -189,7 +129,7 @@ func (s *Server) apiImportBenchmark(c echo.Context) error {
 	if res.Created {
 		status = http.StatusCreated
 	}
-	return c.JSON(status, apiImportResult{
+	return c.JSON(status, api.ImportResult{
 		Benchmark: res.Benchmark.Slug, Version: res.Version.Version, Checksum: res.Version.Checksum,
 		Created: res.Created, Tasks: res.Version.TaskCount, Subsets: len(up.dataset.Subsets),
 		URL: "/api/v1/benchmarks/" + url.PathEscape(res.Benchmark.Slug),

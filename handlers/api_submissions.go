@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"proctor/api"
 	"proctor/models"
 )
 
@@ -60,7 +61,7 @@ func (s *Server) submissionAndID(c echo.Context) (SubmissionService, int64, erro
 // publicSubmission is a submission as the API shows it: parts always a list.
 // (Storage keys, upload ids and the raw report never reach JSON: see the
 // model's tags.)
-func publicSubmission(v *models.SubmissionView) *models.SubmissionView {
+func publicSubmission(v *models.SubmissionView) *api.Submission {
 	if v.Parts != nil {
 		return v
 	}
@@ -81,11 +82,11 @@ func (s *Server) apiListSubmissions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	items := make([]*models.SubmissionView, 0, len(subs))
+	items := make([]*api.Submission, 0, len(subs))
 	for i := range subs {
 		items = append(items, publicSubmission(&subs[i]))
 	}
-	return c.JSON(http.StatusOK, listResponse{Items: items, Page: f.Page, PerPage: f.PerPage, Total: total, HasMore: f.Page*f.PerPage < total})
+	return c.JSON(http.StatusOK, api.NewPage(items, f.Page, f.PerPage, total))
 }
 
 // submissionFilterOf reads ?team=, ?status=, ?page= and ?per_page= (the
@@ -106,7 +107,7 @@ func (s *Server) apiCreateSubmission(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req models.SubmissionRequest
+	var req api.SubmissionRequest
 	if err := bindJSON(c, &req); err != nil {
 		return err
 	}
@@ -120,7 +121,7 @@ func (s *Server) apiCreateSubmission(c echo.Context) error {
 		status = http.StatusOK
 	}
 	c.Response().Header().Set(echo.HeaderLocation, apiSubmissionPath(sub.ID))
-	return c.JSON(status, map[string]any{"submission": publicSubmission(sub), "resumed": resumed})
+	return c.JSON(status, api.SubmissionCreated{Resumed: resumed, Submission: *publicSubmission(sub)})
 }
 
 func (s *Server) apiShowSubmission(c echo.Context) error {
@@ -202,7 +203,7 @@ func (s *Server) apiSubmissionPartURL(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"url": url, "method": http.MethodPut, "expires_at": expires})
+	return c.JSON(http.StatusOK, api.PresignedPart{ExpiresAt: expires, Method: http.MethodPut, URL: url})
 }
 
 func (s *Server) apiCompleteSubmission(c echo.Context) error {

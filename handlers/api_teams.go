@@ -2,10 +2,10 @@ package handlers
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"proctor/api"
 	"proctor/models"
 )
 
@@ -26,83 +26,12 @@ func (s *Server) apiTeamRoutes(g *echo.Group) {
 	g.DELETE("/teams/:slug/members/:userID", s.apiRemoveMember)
 }
 
-// Response shapes: explicit structs so that no hash or internal field can leak.
-
-type apiUser struct {
-	ID        int64     `json:"id"`
-	Email     string    `json:"email"`
-	Name      string    `json:"name"`
-	IsAdmin   bool      `json:"is_admin"`
-	CreatedAt time.Time `json:"created_at"`
+func toAPIToken(t models.APIToken) api.Token {
+	return api.Token{ID: t.ID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, RevokedAt: t.RevokedAt}
 }
 
-type apiUserTeam struct {
-	ID   int64  `json:"id"`
-	Slug string `json:"slug"`
-	Name string `json:"name"`
-	Role string `json:"role"`
-}
-
-type apiMeResponse struct {
-	apiUser
-	Teams []apiUserTeam `json:"teams"`
-}
-
-type apiToken struct {
-	ID         int64      `json:"id"`
-	Name       string     `json:"name"`
-	Prefix     string     `json:"prefix"`
-	CreatedAt  time.Time  `json:"created_at"`
-	LastUsedAt *time.Time `json:"last_used_at"`
-	RevokedAt  *time.Time `json:"revoked_at"`
-}
-
-type apiCreatedToken struct {
-	apiToken
-	// Token is the plaintext, present only in the creation response.
-	Token string `json:"token"`
-}
-
-type apiTeam struct {
-	ID          int64     `json:"id"`
-	Slug        string    `json:"slug"`
-	Name        string    `json:"name"`
-	Description string    `json:"description"`
-	CreatedAt   time.Time `json:"created_at"`
-}
-
-type apiTeamListItem struct {
-	apiTeam
-	MemberCount int `json:"member_count"`
-}
-
-type apiMember struct {
-	UserID   int64     `json:"user_id"`
-	Name     string    `json:"name"`
-	Email    string    `json:"email"`
-	Role     string    `json:"role"`
-	JoinedAt time.Time `json:"joined_at"`
-}
-
-type apiTeamDetail struct {
-	apiTeam
-	// Members is present only for the team's members and administrators.
-	Members *[]apiMember `json:"members,omitempty"`
-}
-
-type apiInvite struct {
-	URL       string    `json:"url"`
-	Team      string    `json:"team"`
-	Role      string    `json:"role"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
-func toAPIToken(t models.APIToken) apiToken {
-	return apiToken{ID: t.ID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, RevokedAt: t.RevokedAt}
-}
-
-func toAPITeam(t models.Team) apiTeam {
-	return apiTeam{ID: t.ID, Slug: t.Slug, Name: t.Name, Description: t.Description, CreatedAt: t.CreatedAt}
+func toAPITeam(t models.Team) api.Team {
+	return api.Team{ID: t.ID, Slug: t.Slug, Name: t.Name, Description: t.Description, CreatedAt: t.CreatedAt}
 }
 
 func (s *Server) apiMe(c echo.Context) error {
@@ -111,13 +40,13 @@ func (s *Server) apiMe(c echo.Context) error {
 		return err
 	}
 	u := acc.User
-	out := apiMeResponse{
-		apiUser: apiUser{ID: u.ID, Email: u.Email, Name: u.Name, IsAdmin: u.IsAdmin, CreatedAt: u.CreatedAt},
-		Teams:   []apiUserTeam{},
+	out := api.MeResponse{
+		User:  api.User{ID: u.ID, Email: u.Email, Name: u.Name, IsAdmin: u.IsAdmin, CreatedAt: u.CreatedAt},
+		Teams: []api.UserTeam{},
 	}
 	for _, m := range acc.Memberships {
 		if m.Team != nil {
-			out.Teams = append(out.Teams, apiUserTeam{ID: m.Team.ID, Slug: m.Team.Slug, Name: m.Team.Name, Role: m.Role})
+			out.Teams = append(out.Teams, api.UserTeam{ID: m.Team.ID, Slug: m.Team.Slug, Name: m.Team.Name, Role: m.Role})
 		}
 	}
 	return c.JSON(http.StatusOK, out)
@@ -128,17 +57,15 @@ func (s *Server) apiListTokens(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	items := make([]apiToken, 0, len(list))
+	out := api.TokenList{Items: make([]api.Token, 0, len(list))}
 	for _, t := range list {
-		items = append(items, toAPIToken(t))
+		out.Items = append(out.Items, toAPIToken(t))
 	}
-	return c.JSON(http.StatusOK, map[string]any{"items": items})
+	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) apiCreateToken(c echo.Context) error {
-	var in struct {
-		Name string `json:"name"`
-	}
+	var in api.TokenInput
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
@@ -147,7 +74,7 @@ func (s *Server) apiCreateToken(c echo.Context) error {
 		return err
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusCreated, apiCreatedToken{apiToken: toAPIToken(*t), Token: plain})
+	return c.JSON(http.StatusCreated, api.CreatedToken{Token: toAPIToken(*t), Value: plain})
 }
 
 func (s *Server) apiRevokeToken(c echo.Context) error {
@@ -171,19 +98,15 @@ func (s *Server) apiListTeams(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	items := make([]apiTeamListItem, 0, len(list))
+	items := make([]api.TeamListItem, 0, len(list))
 	for _, t := range list {
-		items = append(items, apiTeamListItem{apiTeam: toAPITeam(t.Team), MemberCount: t.MemberCount})
+		items = append(items, api.TeamListItem{Team: toAPITeam(t.Team), MemberCount: t.MemberCount})
 	}
-	return c.JSON(http.StatusOK, listResponse{Items: items, Page: page, PerPage: perPage, Total: total, HasMore: page*perPage < total})
+	return c.JSON(http.StatusOK, api.NewPage(items, page, perPage, total))
 }
 
 func (s *Server) apiCreateTeam(c echo.Context) error {
-	var in struct {
-		Name        string `json:"name"`
-		Slug        string `json:"slug"`
-		Description string `json:"description"`
-	}
+	var in api.TeamInput
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
@@ -202,12 +125,12 @@ func (s *Server) apiShowTeam(c echo.Context) error {
 	return c.JSON(http.StatusOK, toAPITeamDetail(d))
 }
 
-func toAPITeamDetail(d *models.TeamDetail) apiTeamDetail {
-	out := apiTeamDetail{apiTeam: toAPITeam(d.Team)}
+func toAPITeamDetail(d *models.TeamDetail) api.TeamDetail {
+	out := api.TeamDetail{Team: toAPITeam(d.Team)}
 	if d.MembersVisible {
-		members := make([]apiMember, 0, len(d.Members))
+		members := make([]api.Member, 0, len(d.Members))
 		for _, m := range d.Members {
-			am := apiMember{UserID: m.UserID, Role: m.Role, JoinedAt: m.CreatedAt}
+			am := api.Member{UserID: m.UserID, Role: m.Role, JoinedAt: m.CreatedAt}
 			if m.User != nil {
 				am.Name, am.Email = m.User.Name, m.User.Email
 			}
@@ -219,9 +142,7 @@ func toAPITeamDetail(d *models.TeamDetail) apiTeamDetail {
 }
 
 func (s *Server) apiCreateInvite(c echo.Context) error {
-	var in struct {
-		Role string `json:"role"`
-	}
+	var in api.InviteInput
 	if c.Request().ContentLength != 0 { // the body is optional: the role defaults to member
 		if err := bindJSON(c, &in); err != nil {
 			return err
@@ -232,7 +153,7 @@ func (s *Server) apiCreateInvite(c echo.Context) error {
 		return err
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusCreated, apiInvite{URL: s.inviteURL(c, token), Team: d.Team.Slug, Role: d.Invite.Role, ExpiresAt: d.Invite.ExpiresAt})
+	return c.JSON(http.StatusCreated, api.Invite{URL: s.inviteURL(c, token), Team: d.Team.Slug, Role: d.Invite.Role, ExpiresAt: d.Invite.ExpiresAt})
 }
 
 func (s *Server) apiRemoveMember(c echo.Context) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"proctor/api"
 	"proctor/models"
 	"proctor/storage"
 	"proctor/web"
@@ -268,16 +269,13 @@ func withFieldErrors(f web.Form, err error) web.Form {
 	return f
 }
 
-// apiCandidateRun is the body of POST /api/v1/candidate-runs.
-type apiCandidateRun = models.CandidateRunRequest
-
 // apiSubmitCandidates creates a candidate run from a JSON request and
 // answers 201 with it, like queuing a run.
 func (s *Server) apiSubmitCandidates(c echo.Context) error {
 	if s.deps.Candidates == nil {
 		return errNoCandidateQueue()
 	}
-	var req apiCandidateRun
+	var req api.CandidateRunRequest
 	if err := bindJSON(c, &req); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"proctor/api"
 	"proctor/models"
 	"proctor/web"
 )
@@ -57,53 +58,6 @@ func (s *Server) showComparison(c echo.Context) error {
 	return s.render(c, http.StatusOK, web.ComparePage(s.page(c, "Compare runs "+strings.ReplaceAll(v.Runs, ",", ", ")), v))
 }
 
-// apiComparison is GET /api/v1/compare: the compare page's content.
-type apiComparison struct {
-	Benchmark      apiCompareBenchmark       `json:"benchmark"`
-	Runs           []apiCompareRun           `json:"runs"`
-	VersionsDiffer bool                      `json:"versions_differ"`
-	MetricsSubset  string                    `json:"metrics_subset"`
-	Metrics        []models.CompareMetric    `json:"metrics"`
-	Breakdowns     []models.CompareBreakdown `json:"breakdowns"`
-	SharedTasks    int                       `json:"shared_tasks"`
-	DifferingTasks int                       `json:"differing_tasks"`
-	Tasks          []apiCompareTask          `json:"tasks"`
-	PairedTests    []models.PairedTest       `json:"paired_tests"`
-	URL            string                    `json:"url"`
-}
-
-type apiCompareBenchmark struct {
-	Slug string `json:"slug"`
-	Name string `json:"name"`
-}
-
-// apiCompareRun is a compared run: its listing plus what the comparison adds.
-type apiCompareRun struct {
-	apiRunItem
-	Label            string `json:"label"`
-	Baseline         bool   `json:"baseline"`
-	Model            string `json:"model"`
-	BenchmarkVersion int    `json:"benchmark_version"`
-	MetricsSubset    string `json:"metrics_subset"`
-	Restricted       bool   `json:"restricted"`
-}
-
-// apiCompareTask is a shared task with each run's attempt and timeline.
-type apiCompareTask struct {
-	ID         string           `json:"task_id"`
-	Intent     string           `json:"intent"`
-	Difficulty string           `json:"difficulty,omitempty"`
-	Site       string           `json:"site,omitempty"`
-	Differs    bool             `json:"differs"`
-	Group      string           `json:"group,omitempty"` // two runs only: first_only, second_only, both, neither, ungraded
-	Runs       []apiCompareCell `json:"runs"`
-}
-
-type apiCompareCell struct {
-	models.CompareCell
-	TimelineURL string `json:"timeline_url"`
-}
-
 // apiCompare answers the comparison as JSON; every error, a missing runs
 // parameter included, is the API's error object.
 func (s *Server) apiCompare(c echo.Context) error {
@@ -116,29 +70,29 @@ func (s *Server) apiCompare(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := apiComparison{
-		Benchmark:      apiCompareBenchmark{Slug: cmp.BenchmarkSlug, Name: cmp.BenchmarkName},
+	out := api.Comparison{
+		Benchmark:      api.CompareBenchmark{Slug: cmp.BenchmarkSlug, Name: cmp.BenchmarkName},
 		VersionsDiffer: cmp.VersionsDiffer, MetricsSubset: cmp.MetricsSubset,
 		Metrics: cmp.Metrics, Breakdowns: cmp.Breakdowns, PairedTests: cmp.Paired,
-		SharedTasks: len(cmp.Tasks), Tasks: make([]apiCompareTask, 0, len(cmp.Tasks)),
+		SharedTasks: len(cmp.Tasks), Tasks: make([]api.CompareTask, 0, len(cmp.Tasks)),
 		URL: web.ComparePath(cmp.RunIDs()),
 	}
 	if out.Breakdowns == nil {
 		out.Breakdowns = []models.CompareBreakdown{}
 	}
 	for i, r := range cmp.Runs {
-		out.Runs = append(out.Runs, apiCompareRun{
-			apiRunItem: toAPIRunItem(r.RunListItem), Label: string(rune('A' + i)), Baseline: i == 0,
+		out.Runs = append(out.Runs, api.CompareRun{
+			RunItem: toAPIRunItem(r.RunListItem), Label: string(rune('A' + i)), Baseline: i == 0,
 			Model: r.Model, BenchmarkVersion: r.BenchmarkVersion, MetricsSubset: r.MetricsSubset, Restricted: r.Restricted,
 		})
 	}
 	for _, t := range cmp.Tasks {
-		at := apiCompareTask{ID: t.ExternalID, Intent: t.Intent, Difficulty: t.Difficulty, Site: t.Site, Differs: t.Differs()}
+		at := api.CompareTask{ID: t.ExternalID, Intent: t.Intent, Difficulty: t.Difficulty, Site: t.Site, Differs: t.Differs()}
 		if len(cmp.Runs) == 2 {
 			at.Group = t.PairGroup(0, 1)
 		}
 		for _, cell := range t.Cells {
-			at.Runs = append(at.Runs, apiCompareCell{CompareCell: cell, TimelineURL: compareTimelinePath(cell.RunID, cell.AttemptID)})
+			at.Runs = append(at.Runs, api.CompareCell{CompareCell: cell, TimelineURL: compareTimelinePath(cell.RunID, cell.AttemptID)})
 		}
 		if at.Differs {
 			out.DifferingTasks++

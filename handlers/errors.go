@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"proctor/api"
 	"proctor/models"
 	"proctor/web"
 )
@@ -83,19 +84,15 @@ func (s *Server) handleError(err error, c echo.Context) {
 	case c.Request().Method == http.MethodHead:
 		renderErr = c.NoContent(status)
 	case isAPI(c):
-		body := map[string]any{"code": code, "message": msg}
-		if field := models.ErrorField(err); field != "" {
-			body["field"] = field
-		}
+		body := api.ErrorBody{Code: code, Field: models.ErrorField(err), Message: msg}
 		if problems := models.ErrorProblems(err); len(problems) > 1 {
 			// Input checked whole: every field at fault, the first also above.
-			list := make([]map[string]string, len(problems))
+			body.Problems = make([]api.Problem, len(problems))
 			for i, p := range problems {
-				list[i] = map[string]string{"field": p.Field, "message": p.Message}
+				body.Problems[i] = api.Problem{Field: p.Field, Message: p.Message}
 			}
-			body["problems"] = list
 		}
-		renderErr = c.JSON(status, map[string]any{"error": body})
+		renderErr = c.JSON(status, api.ErrorResponse{Error: body})
 	case isHTMX(c):
 		renderErr = s.render(c, status, web.ErrorFragment(msg))
 	default:

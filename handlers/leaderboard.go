@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"proctor/api"
 	"proctor/models"
 	"proctor/web"
 )
@@ -127,33 +128,12 @@ func jsonExportError(c echo.Context, err error) error {
 	if code == models.EINTERNAL {
 		return err
 	}
-	body := map[string]string{"code": code, "message": models.ErrorMessage(err)}
-	if field := models.ErrorField(err); field != "" {
-		body["field"] = field
-	}
-	return c.JSON(statusOf(code), map[string]any{"error": body})
+	return c.JSON(statusOf(code), api.ErrorResponse{Error: api.ErrorBody{Code: code, Field: models.ErrorField(err), Message: models.ErrorMessage(err)}})
 }
 
-// apiLeaderboard is a board in JSON exports and the API.
-type apiLeaderboard struct {
-	Benchmark      string `json:"benchmark"`
-	Name           string `json:"name"`
-	Version        int    `json:"version"`
-	CurrentVersion int    `json:"current_version"`
-	Subset         string `json:"subset"`
-	SubsetTasks    int    `json:"subset_tasks"`
-	// Evaluator is the benchmark's evaluator kind; "webarena-verified-lenient"
-	// marks scores that are not official WebArena-Verified scores.
-	Evaluator string `json:"evaluator"`
-	Sort      string `json:"sort"`
-	Dir       string `json:"dir"`
-	// Filters are the query's filters as URL parameters (best, origin,
-	// open_source, model, model_match, from, to, version).
-	Filters       map[string]string    `json:"filters"`
-	PublishedRuns int                  `json:"published_runs"`
-	URL           string               `json:"url"`
-	Entries       []apiLeaderboardItem `json:"entries"`
-}
+// apiLeaderboard is a board in JSON exports and the API: the API's envelope
+// with this server's rows.
+type apiLeaderboard = api.Leaderboard[apiLeaderboardItem]
 
 // apiLeaderboardItem is one row of a board as the JSON exports and the API
 // write it: an object of the board's exported columns

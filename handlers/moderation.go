@@ -4,10 +4,10 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"proctor/api"
 	"proctor/models"
 	"proctor/web"
 )
@@ -39,15 +39,15 @@ func (s *Server) moderationRoutes(e *echo.Echo) {
 	e.GET("/runs/:id/results.jsonl", s.exportRunResults)
 	e.GET("/benchmarks/:slug/leaderboard/changes", s.showLeaderboardChanges)
 
-	api := e.Group("/api/v1")
-	api.POST("/runs/:id/publish", s.apiModerate(ModerationStore.PublishRun))
-	api.POST("/runs/:id/withdraw", s.apiModerate(ModerationStore.WithdrawRun))
-	api.POST("/runs/:id/verify", s.apiModerate(ModerationStore.VerifyRun))
-	api.POST("/runs/:id/hide", s.apiHideRun)
-	api.POST("/runs/:id/unhide", s.apiModerate(ModerationStore.UnhideRun))
-	api.POST("/runs/:id/reproduce", s.apiModerate(ModerationStore.MarkRunReproduced))
-	api.GET("/runs/:id/results.jsonl", s.exportRunResults)
-	api.GET("/benchmarks/:slug/leaderboard/changes", s.apiLeaderboardChanges)
+	v1 := e.Group("/api/v1")
+	v1.POST("/runs/:id/publish", s.apiModerate(ModerationStore.PublishRun))
+	v1.POST("/runs/:id/withdraw", s.apiModerate(ModerationStore.WithdrawRun))
+	v1.POST("/runs/:id/verify", s.apiModerate(ModerationStore.VerifyRun))
+	v1.POST("/runs/:id/hide", s.apiHideRun)
+	v1.POST("/runs/:id/unhide", s.apiModerate(ModerationStore.UnhideRun))
+	v1.POST("/runs/:id/reproduce", s.apiModerate(ModerationStore.MarkRunReproduced))
+	v1.GET("/runs/:id/results.jsonl", s.exportRunResults)
+	v1.GET("/benchmarks/:slug/leaderboard/changes", s.apiLeaderboardChanges)
 }
 
 // moderationAction is one of ModerationStore's run actions, as a method
@@ -114,23 +114,8 @@ func (s *Server) reproduceRun(c echo.Context) error {
 	return s.moderatePage(c, "reproduced", ModerationStore.MarkRunReproduced)
 }
 
-// apiModeration is a run's publication state in the API.
-type apiModeration struct {
-	ID            int64      `json:"id"`
-	Status        string     `json:"status"`
-	Origin        string     `json:"origin"`
-	Published     bool       `json:"published"`
-	Verified      bool       `json:"verified"`
-	Hidden        bool       `json:"hidden"`
-	HiddenAt      *time.Time `json:"hidden_at"`
-	HiddenReason  string     `json:"hidden_reason"`
-	OnLeaderboard bool       `json:"on_leaderboard"`
-	URL           string     `json:"url"`
-	APIURL        string     `json:"api_url"`
-}
-
-func toAPIModeration(m *models.RunModeration) apiModeration {
-	return apiModeration{
+func toAPIModeration(m *models.RunModeration) api.Moderation {
+	return api.Moderation{
 		ID: m.RunID, Status: m.Status, Origin: m.Origin, Published: m.Published, Verified: m.Verified,
 		Hidden: m.Hidden(), HiddenAt: m.HiddenAt, HiddenReason: m.HiddenReason, OnLeaderboard: m.OnLeaderboard(),
 		URL: runPath(m.RunID), APIURL: apiRunPath(m.RunID),
@@ -152,17 +137,12 @@ func (s *Server) apiModerate(act moderationAction) echo.HandlerFunc {
 	}
 }
 
-// apiHideInput is the body of POST /api/v1/runs/:id/hide.
-type apiHideInput struct {
-	Reason string `json:"reason"`
-}
-
 func (s *Server) apiHideRun(c echo.Context) error {
 	id, err := int64Param(c, "id")
 	if err != nil {
 		return err
 	}
-	var in apiHideInput
+	var in api.HideInput
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
@@ -195,34 +175,6 @@ func (s *Server) showLeaderboardChanges(c echo.Context) error {
 	return s.render(c, http.StatusOK, web.LeaderboardChangesPage(s.page(c, "Leaderboard changes of "+v.BenchmarkName), *v))
 }
 
-// apiChange is one line of a leaderboard's change log in the API.
-type apiChange struct {
-	ID        int64     `json:"id"`
-	RunID     int64     `json:"run_id"`
-	Subset    string    `json:"subset"`
-	Kind      string    `json:"kind"`
-	Reason    string    `json:"reason,omitempty"`
-	Actor     string    `json:"actor"`
-	Agent     string    `json:"agent"`
-	Team      string    `json:"team"`
-	TeamName  string    `json:"team_name"`
-	CreatedAt time.Time `json:"created_at"`
-	// RunURL is the run's page while it is public; "" once withdrawn.
-	RunURL string `json:"run_url,omitempty"`
-	// Rescore is what a "rescored" change did to the run; absent on other
-	// kinds and on re-scorings logged before Proctor kept the numbers.
-	Rescore *apiRescoreChange `json:"rescore,omitempty"`
-}
-
-// apiRescoreChange is what a re-scoring changed about a run.
-type apiRescoreChange struct {
-	SuccessesBefore int    `json:"successes_before"`
-	SuccessesAfter  int    `json:"successes_after"`
-	Tasks           int    `json:"tasks"`
-	ChangedAttempts int    `json:"changed_attempts"`
-	Evaluators      string `json:"evaluators"`
-}
-
 func (s *Server) apiLeaderboardChanges(c echo.Context) error {
 	f, err := changeFilterOf(c)
 	if err != nil {
@@ -232,9 +184,9 @@ func (s *Server) apiLeaderboardChanges(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	items := make([]apiChange, len(v.Changes))
+	items := make([]api.Change, len(v.Changes))
 	for i, ch := range v.Changes {
-		items[i] = apiChange{
+		items[i] = api.Change{
 			ID: ch.ID, RunID: ch.RunID, Subset: ch.SubsetName, Kind: ch.Kind, Reason: ch.Reason, Actor: ch.ActorRole,
 			Agent: ch.AgentName, Team: ch.TeamSlug, TeamName: ch.TeamName, CreatedAt: ch.CreatedAt,
 		}
@@ -242,9 +194,9 @@ func (s *Server) apiLeaderboardChanges(c echo.Context) error {
 			items[i].RunURL = runPath(ch.RunID)
 		}
 		if ch.Kind == models.EventRescored && ch.Known() {
-			items[i].Rescore = &apiRescoreChange{SuccessesBefore: *ch.SuccessesBefore, SuccessesAfter: *ch.SuccessesAfter,
+			items[i].Rescore = &api.RescoreChange{SuccessesBefore: *ch.SuccessesBefore, SuccessesAfter: *ch.SuccessesAfter,
 				Tasks: *ch.Tasks, ChangedAttempts: ch.ChangedAttempts, Evaluators: ch.Evaluators}
 		}
 	}
-	return c.JSON(http.StatusOK, listResponse{Items: items, Page: v.Page, PerPage: v.PerPage, Total: v.Total, HasMore: v.HasMore()})
+	return c.JSON(http.StatusOK, api.NewPage(items, v.Page, v.PerPage, v.Total))
 }

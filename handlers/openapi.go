@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -17,8 +18,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"proctor/agreement"
+	"proctor/api"
 	"proctor/models"
-	"proctor/stats"
 	"proctor/web"
 )
 
@@ -26,8 +27,9 @@ import (
 // OpenAPI document at /api/v1/openapi.json and the page at /api are both built
 // from it, and a test compares it with the routes the server registers. Response
 // and request schemas are read by reflection from the very Go types the
-// handlers encode and decode, so a field added to a response shows up in the
-// documentation without anyone remembering to write it down.
+// handlers encode and decode and the client decodes (package api), so a field
+// added to a response shows up in the documentation without anyone
+// remembering to write it down.
 
 // Where the documentation lives.
 const (
@@ -140,49 +142,9 @@ func noContent(desc string) apiReply {
 	return apiReply{Status: http.StatusNoContent, Description: desc}
 }
 
-// Documentation-only mirrors of answers and bodies that handlers build inline
-// (a map or an anonymous struct); the response test checks them against the
-// real answers.
-type (
-	// apiIndexInfo is GET /api/v1.
-	apiIndexInfo struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-		Docs    string `json:"docs"`    // the human-readable page
-		OpenAPI string `json:"openapi"` // the OpenAPI document
-	}
-	apiTokenList struct {
-		Items []apiToken `json:"items"`
-	}
-	apiTokenInput struct {
-		Name string `json:"name"`
-	}
-	apiTeamInput struct {
-		Name        string `json:"name"`
-		Slug        string `json:"slug"`
-		Description string `json:"description"`
-	}
-	apiInviteInput struct {
-		Role string `json:"role"`
-	}
-	apiRunMetrics struct {
-		RunID   int64          `json:"run_id"`
-		Subsets []stats.Report `json:"subsets"`
-	}
-	// apiSubmissionCreated is POST /api/v1/submissions.
-	apiSubmissionCreated struct {
-		Submission models.SubmissionView `json:"submission"`
-		Resumed    bool                  `json:"resumed"`
-	}
-	// apiPresignedPart is a presigned direct upload of one part.
-	apiPresignedPart struct {
-		URL       string    `json:"url"`
-		Method    string    `json:"method"` // always PUT
-		ExpiresAt time.Time `json:"expires_at"`
-	}
-	// apiOpenAPIDocument stands for the document itself in its own listing.
-	apiOpenAPIDocument map[string]any
-)
+// apiOpenAPIDocument stands for the OpenAPI document itself in its own
+// listing: it is served as built, not encoded from a Go value.
+type apiOpenAPIDocument map[string]any
 
 // apiTags are the groups of the documentation, in page order.
 func apiTags() []struct{ Name, Description string } {
@@ -224,7 +186,7 @@ func apiOperations() []apiOp {
 		return apiOp{
 			Method: http.MethodPost, Path: "/runs/{id}/" + action, ID: id, Tag: "Moderation", Summary: summary,
 			Description: desc, Access: accessSignedIn, Who: who, Params: runOnly,
-			Replies: []apiReply{ok[apiModeration]("The run's publication state after the change.")},
+			Replies: []apiReply{ok[api.Moderation]("The run's publication state after the change.")},
 			Errors:  []int{http.StatusConflict},
 		}
 	}
@@ -232,7 +194,7 @@ func apiOperations() []apiOp {
 		// Meta
 		{Method: http.MethodGet, Path: "", ID: "getIndex", Tag: "Meta", Summary: "API name and version",
 			Description: "Names the API and links to this documentation.", Access: accessAnyone, Who: "anyone",
-			Replies: []apiReply{ok[apiIndexInfo]("The API's name, version and documentation.")}},
+			Replies: []apiReply{ok[api.IndexInfo]("The API's name, version and documentation.")}},
 		{Method: http.MethodGet, Path: "/openapi.json", ID: "getOpenAPI", Tag: "Meta", Summary: "This OpenAPI document",
 			Description: "The OpenAPI 3.1 description of every route of /api/v1. Cacheable: send If-None-Match with the last ETag to get 304 when it has not changed.",
 			Access:      accessAnyone, Who: "anyone",
@@ -244,35 +206,35 @@ func apiOperations() []apiOp {
 
 		// Account
 		{Method: http.MethodGet, Path: "/me", ID: "getMe", Tag: "Account", Summary: "Your user and teams",
-			Access: accessSignedIn, Who: "signed in", Replies: []apiReply{ok[apiMeResponse]("The signed-in user with their teams and roles.")}},
+			Access: accessSignedIn, Who: "signed in", Replies: []apiReply{ok[api.MeResponse]("The signed-in user with their teams and roles.")}},
 		{Method: http.MethodGet, Path: "/tokens", ID: "listTokens", Tag: "Account", Summary: "Your API tokens",
 			Description: "Every token of yours, revoked ones included; never their values.",
-			Access:      accessSignedIn, Who: "signed in", Replies: []apiReply{ok[apiTokenList]("Your tokens: active ones first, each group newest first.")}},
+			Access:      accessSignedIn, Who: "signed in", Replies: []apiReply{ok[api.TokenList]("Your tokens: active ones first, each group newest first.")}},
 		{Method: http.MethodPost, Path: "/tokens", ID: "createToken", Tag: "Account", Summary: "Create an API token",
 			Description: "The only answer that carries the token's value (prt_…): Proctor keeps only its SHA-256.",
-			Access:      accessSignedIn, Who: "signed in", Body: jsonBody[apiTokenInput](`{"name":"ci"}`, "name"),
-			Replies: []apiReply{created[apiCreatedToken]("The new token with its value, shown once.", "Cache-Control")},
+			Access:      accessSignedIn, Who: "signed in", Body: jsonBody[api.TokenInput](`{"name":"ci"}`, "name"),
+			Replies: []apiReply{created[api.CreatedToken]("The new token with its value, shown once.", "Cache-Control")},
 			Errors:  []int{http.StatusConflict}},
 		{Method: http.MethodDelete, Path: "/tokens/{id}", ID: "revokeToken", Tag: "Account", Summary: "Revoke an API token",
 			Access: accessSignedIn, Who: "the token's owner",
 			Params:  []apiParam{inPath("id", "integer", "The token's id.", "3")},
-			Replies: []apiReply{ok[apiToken]("The revoked token.")}},
+			Replies: []apiReply{ok[api.Token]("The revoked token.")}},
 
 		// Teams
 		{Method: http.MethodGet, Path: "/teams", ID: "listTeams", Tag: "Teams", Summary: "Teams with member counts",
-			Access: accessAnyone, Who: "anyone", Params: paging(), Replies: []apiReply{page[apiTeamListItem]("A page of teams.")}},
+			Access: accessAnyone, Who: "anyone", Params: paging(), Replies: []apiReply{page[api.TeamListItem]("A page of teams.")}},
 		{Method: http.MethodPost, Path: "/teams", ID: "createTeam", Tag: "Teams", Summary: "Create a team",
 			Description: "You become its owner. The slug is derived from the name when left out.",
-			Access:      accessSignedIn, Who: "signed in", Body: jsonBody[apiTeamInput](`{"name":"Browser Lab"}`, "name"),
-			Replies: []apiReply{created[apiTeam]("The new team.")}, Errors: []int{http.StatusConflict}},
+			Access:      accessSignedIn, Who: "signed in", Body: jsonBody[api.TeamInput](`{"name":"Browser Lab"}`, "name"),
+			Replies: []apiReply{created[api.Team]("The new team.")}, Errors: []int{http.StatusConflict}},
 		{Method: http.MethodGet, Path: "/teams/{slug}", ID: "getTeam", Tag: "Teams", Summary: "A team",
 			Description: "members is present only for the team's members and administrators.",
-			Access:      accessAnyone, Who: "anyone", Params: []apiParam{slug}, Replies: []apiReply{ok[apiTeamDetail]("The team.")}},
+			Access:      accessAnyone, Who: "anyone", Params: []apiParam{slug}, Replies: []apiReply{ok[api.TeamDetail]("The team.")}},
 		{Method: http.MethodPost, Path: "/teams/{slug}/invites", ID: "createInvite", Tag: "Teams", Summary: "Invite someone to a team",
 			Description: "A single-use invitation link, valid 7 days. The body is optional: the role defaults to member.",
 			Access:      accessSignedIn, Who: "team owner, admin", Params: []apiParam{slug},
-			Body:    &apiBody{ContentType: jsonMIME, Type: typeOf[apiInviteInput](), Optional: true, Example: `{"role":"member"}`},
-			Replies: []apiReply{created[apiInvite]("The invitation link.", "Cache-Control")}},
+			Body:    &apiBody{ContentType: jsonMIME, Type: typeOf[api.InviteInput](), Optional: true, Example: `{"role":"member"}`},
+			Replies: []apiReply{created[api.Invite]("The invitation link.", "Cache-Control")}},
 		{Method: http.MethodDelete, Path: "/teams/{slug}/members/{user_id}", ID: "removeMember", Tag: "Teams", Summary: "Remove a member",
 			Description: "Never the team's last owner (409).",
 			Access:      accessSignedIn, Who: "team owner, admin",
@@ -281,23 +243,23 @@ func apiOperations() []apiOp {
 
 		// Agents
 		{Method: http.MethodGet, Path: "/agents", ID: "listAgents", Tag: "Agents", Summary: "Every registered agent",
-			Access: accessAnyone, Who: "anyone", Params: paging(), Replies: []apiReply{page[apiAgent]("A page of agents.")}},
+			Access: accessAnyone, Who: "anyone", Params: paging(), Replies: []apiReply{page[api.Agent]("A page of agents.")}},
 		{Method: http.MethodGet, Path: "/teams/{slug}/agents", ID: "listTeamAgents", Tag: "Agents", Summary: "A team's agents",
 			Description: "The whole registry of the team in one page.",
-			Access:      accessAnyone, Who: "anyone", Params: []apiParam{slug}, Replies: []apiReply{page[apiAgent]("The team's agents.")}},
+			Access:      accessAnyone, Who: "anyone", Params: []apiParam{slug}, Replies: []apiReply{page[api.Agent]("The team's agents.")}},
 		{Method: http.MethodPost, Path: "/teams/{slug}/agents", ID: "createAgent", Tag: "Agents", Summary: "Register an agent",
 			Description: "Secrets are write-only: answers say only whether each is set. An endpoint on a private network is refused unless an admin allow-lists its host.",
 			Access:      accessSignedIn, Who: teamMember, Params: []apiParam{slug},
-			Body:    jsonBody[apiAgentInput](`{"name":"Walker","kind":"http","endpoint_url":"https://agent.example.org/step","model":"gpt-4o","secrets":{"OPENAI_API_KEY":"sk-..."}}`, "name", "kind"),
-			Replies: []apiReply{created[apiAgent]("The new agent.", "Location")}, Errors: []int{http.StatusConflict}},
+			Body:    jsonBody[api.AgentInput](`{"name":"Walker","kind":"http","endpoint_url":"https://agent.example.org/step","model":"gpt-4o","secrets":{"OPENAI_API_KEY":"sk-..."}}`, "name", "kind"),
+			Replies: []apiReply{created[api.Agent]("The new agent.", "Location")}, Errors: []int{http.StatusConflict}},
 		{Method: http.MethodGet, Path: "/teams/{slug}/agents/{agent}", ID: "getAgent", Tag: "Agents", Summary: "An agent",
 			Description: "endpoint_url is present only for the team's members and admins.",
-			Access:      accessAnyone, Who: "anyone", Params: []apiParam{slug, agent}, Replies: []apiReply{ok[apiAgent]("The agent.")}},
+			Access:      accessAnyone, Who: "anyone", Params: []apiParam{slug, agent}, Replies: []apiReply{ok[api.Agent]("The agent.")}},
 		{Method: http.MethodPatch, Path: "/teams/{slug}/agents/{agent}", ID: "updateAgent", Tag: "Agents", Summary: "Change some of an agent's fields or secrets",
 			Description: "Only the fields sent change. An empty secret value keeps the stored one; clear_secrets removes secrets by name; config null removes the configuration.",
 			Access:      accessSignedIn, Who: teamMember, Params: []apiParam{slug, agent},
-			Body:    jsonBody[apiAgentInput](`{"description":"Now with retries","clear_secrets":["OPENAI_API_KEY"]}`),
-			Replies: []apiReply{ok[apiAgent]("The agent after the change.")}, Errors: []int{http.StatusConflict}},
+			Body:    jsonBody[api.AgentInput](`{"description":"Now with retries","clear_secrets":["OPENAI_API_KEY"]}`),
+			Replies: []apiReply{ok[api.Agent]("The agent after the change.")}, Errors: []int{http.StatusConflict}},
 		{Method: http.MethodDelete, Path: "/teams/{slug}/agents/{agent}", ID: "deleteAgent", Tag: "Agents", Summary: "Delete an agent no run has used",
 			Access: accessSignedIn, Who: teamMember, Params: []apiParam{slug, agent},
 			Replies: []apiReply{noContent("The agent was deleted.")}, Errors: []int{http.StatusConflict}},
@@ -305,7 +267,7 @@ func apiOperations() []apiOp {
 		// Benchmarks
 		{Method: http.MethodGet, Path: "/benchmarks", ID: "listBenchmarks", Tag: "Benchmarks", Summary: "Benchmarks",
 			Description: "Published benchmarks; administrators also see unpublished ones.",
-			Access:      accessAnyone, Who: "anyone", Params: paging(), Replies: []apiReply{page[apiBenchmark]("A page of benchmarks.")}},
+			Access:      accessAnyone, Who: "anyone", Params: paging(), Replies: []apiReply{page[api.Benchmark]("A page of benchmarks.")}},
 		{Method: http.MethodPost, Path: "/benchmarks/import", ID: "importBenchmark", Tag: "Benchmarks", Summary: "Import a benchmark version",
 			Description: "A multipart upload, the same as `proctor import`. 201 for a new version, 200 when the same data was imported before. A malformed file answers 400 naming the task and the field, and nothing is written.",
 			Access:      accessSignedIn, Who: "admin",
@@ -317,13 +279,13 @@ func apiOperations() []apiOp {
 				{Name: "subset_file_1", Type: "file", Description: "The task ids of subset N.", Example: "subsets/webarena-verified-hard.json"},
 			}},
 			Replies: []apiReply{
-				created[apiImportResult]("A new version was imported."),
-				{Status: http.StatusOK, Description: "The same data was imported before; nothing changed.", Type: typeOf[apiImportResult]()},
+				created[api.ImportResult]("A new version was imported."),
+				{Status: http.StatusOK, Description: "The same data was imported before; nothing changed.", Type: typeOf[api.ImportResult]()},
 			},
 			Errors: []int{http.StatusRequestEntityTooLarge}},
 		{Method: http.MethodGet, Path: "/benchmarks/{slug}", ID: "getBenchmark", Tag: "Benchmarks", Summary: "A benchmark's summary",
 			Description: "The same JSON as `proctor benchmark show --json`. Unpublished benchmarks answer 404 to non-admins.",
-			Access:      accessAnyone, Who: "anyone", Params: []apiParam{benchmark}, Replies: []apiReply{ok[models.BenchmarkSummary]("The summary of the current version.")}},
+			Access:      accessAnyone, Who: "anyone", Params: []apiParam{benchmark}, Replies: []apiReply{ok[api.BenchmarkSummary]("The summary of the current version.")}},
 		{Method: http.MethodGet, Path: "/benchmarks/{slug}/tasks", ID: "listTasks", Tag: "Benchmarks", Summary: "A benchmark's tasks",
 			Description: "The site filter matches every task that touches the site, multi-site tasks included.",
 			Access:      accessAnyone, Who: "anyone",
@@ -336,12 +298,12 @@ func apiOperations() []apiOp {
 				inQuery("subset", "string", "Tasks of this subset."),
 				inQuery("q", "string", "Tasks whose intent contains this text."),
 			}, paging()...),
-			Replies: []apiReply{page[apiTask]("A page of tasks; eval_spec, reference_answers and reference_actions only for admins.")}},
+			Replies: []apiReply{page[api.Task]("A page of tasks; eval_spec, reference_answers and reference_actions only for admins.")}},
 		{Method: http.MethodGet, Path: "/benchmarks/{slug}/tasks/{task_id}", ID: "getTask", Tag: "Benchmarks", Summary: "A task",
 			Description: "eval_spec, reference_answers and reference_actions are present only for admins.",
 			Access:      accessAnyone, Who: "anyone",
 			Params:  []apiParam{benchmark, inPath("task_id", "string", "The task's id in the benchmark.", "44")},
-			Replies: []apiReply{ok[apiTask]("The task.")}},
+			Replies: []apiReply{ok[api.Task]("The task.")}},
 
 		// Leaderboards
 		{Method: http.MethodGet, Path: "/benchmarks/{slug}/leaderboard", ID: "getLeaderboard", Tag: "Leaderboards", Summary: "A benchmark's leaderboard",
@@ -365,38 +327,38 @@ func apiOperations() []apiOp {
 			Description: "Added, withdrawn, hidden, unhidden, verified, reproduced and rescored runs, newest first.",
 			Access:      accessAnyone, Who: "anyone (published benchmarks)",
 			Params:  append([]apiParam{benchmark, inQuery("subset", "string", "Only changes of this subset's board.")}, paging()...),
-			Replies: []apiReply{page[apiChange]("A page of changes.")}},
+			Replies: []apiReply{page[api.Change]("A page of changes.")}},
 
 		// Runs
 		{Method: http.MethodGet, Path: "/runs", ID: "listRuns", Tag: "Runs", Summary: "Runs you may see",
 			Description: "Your teams' runs and published runs; administrators see all.",
 			Access:      accessAnyone, Who: "anyone",
 			Params:  append([]apiParam{inQuery("team", "string", "Only this team's runs (its slug).")}, paging()...),
-			Replies: []apiReply{page[apiRunItem]("A page of runs, newest first.")}},
+			Replies: []apiReply{page[api.RunItem]("A page of runs, newest first.")}},
 		{Method: http.MethodPost, Path: "/runs", ID: "queueRun", Tag: "Runs", Summary: "Queue a run",
 			Description: "Budgets left at zero take their defaults; subset defaults to full. 429 over the team's daily quota; 503 when this server has no queue.",
 			Access:      accessSignedIn, Who: teamMember,
-			Body:    jsonBody[apiRunInput](`{"team":"browser-lab","agent":"walker","benchmark":"sandbox","subset":"hard","parallelism":4}`, "team", "agent", "benchmark"),
-			Replies: []apiReply{created[apiRun]("The queued run.", "Location")},
+			Body:    jsonBody[api.RunInput](`{"team":"browser-lab","agent":"walker","benchmark":"sandbox","subset":"hard","parallelism":4}`, "team", "agent", "benchmark"),
+			Replies: []apiReply{created[api.Run]("The queued run.", "Location")},
 			Errors:  []int{http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable}},
 		{Method: http.MethodGet, Path: "/runs/{id}", ID: "getRun", Tag: "Runs", Summary: "A run's progress",
 			Description: "Status, done / total, successes, errors by class and ETA. " + storeAnswers,
-			Access:      accessAnyone, Who: seesRun, Params: runOnly, Replies: []apiReply{ok[apiProgress]("The run's live state.")}},
+			Access:      accessAnyone, Who: seesRun, Params: runOnly, Replies: []apiReply{ok[api.RunState]("The run's live state.")}},
 		{Method: http.MethodGet, Path: "/runs/{id}/metrics", ID: "getRunMetrics", Tag: "Runs", Summary: "A run's metrics and breakdowns",
 			Description: "Per subset (the run's own first; for a full run also each named subset, restricted: true): success rate with its interval, judge and rubric scores, efficiency, steps, tokens, cost, error classes, and breakdowns by site, domain, difficulty, attribute, task type and intent template.",
 			Access:      accessAnyone, Who: seesRun, Params: runOnly, Replies: []apiReply{ok[apiRunMetrics]("The metrics.")}},
 		{Method: http.MethodGet, Path: "/runs/{id}/attempts", ID: "listAttempts", Tag: "Runs", Summary: "A run's attempts",
 			Access: accessAnyone, Who: seesRun, Params: append(runOnly, paging()...),
-			Replies: []apiReply{page[apiAttempt]("A page of attempts in task order.")}},
+			Replies: []apiReply{page[api.Attempt]("A page of attempts in task order.")}},
 		{Method: http.MethodGet, Path: "/runs/{id}/attempts/{attempt_id}", ID: "getAttempt", Tag: "Runs", Summary: "An attempt's timeline",
 			Description: "The task (public fields only), final answer, the primary verdict and every verdict (what an evaluator expected is removed for non-admins), and the steps with signed screenshot URLs.",
 			Access:      accessAnyone, Who: seesRun,
 			Params:  []apiParam{runID, inPath("attempt_id", "integer", "The attempt's id.", "345")},
-			Replies: []apiReply{ok[apiTimeline]("The timeline.")}},
+			Replies: []apiReply{ok[api.Timeline]("The timeline.")}},
 		{Method: http.MethodGet, Path: "/runs/{id}/hidden-tests", ID: "getRunHiddenTests", Tag: "Runs", Summary: "A hidden-tests run's pass rates",
 			Description: "For a run of a hidden-tests benchmark (404 for other runs): each task's tally of tests per group (request, browser, system) and browser level with its pass rates (null until its tests have run), the mean over the tasks (each weighs the same; a task without results counts 0) and the mean per website. tests_visible says whether the caller may list the tests themselves (tests_api_url): administrators, and everyone who may see the run on a benchmark that reveals its references. 403 while the run is in a blind study.",
 			Access:      accessAnyone, Who: seesRun, Params: runOnly,
-			Replies: []apiReply{ok[apiHiddenRunResults]("The run's hidden-test results.")},
+			Replies: []apiReply{ok[api.HiddenRunResults]("The run's hidden-test results.")},
 			Errors:  []int{http.StatusForbidden}},
 		{Method: http.MethodGet, Path: "/runs/{id}/attempts/{attempt_id}/tests", ID: "listAttemptHiddenTests", Tag: "Runs", Summary: "An attempt's hidden tests",
 			Description: "The attempt's tally and, in suite order, its tests that pass the filter with their titles, results and reasons. The tests belong to the benchmark's hidden suite: who may see the run but not the tests gets 401 (signed out) or 403.",
@@ -405,13 +367,13 @@ func apiOperations() []apiOp {
 				inQuery("result", "string", "Only tests with this result; not_run: those this platform cannot carry out (an offline build), left out of pass rates; flaky: those that passed only when run again.", models.HiddenResultFilters()...),
 				inQuery("group", "string", "Only tests of this group.", models.HiddenGroupRequest, models.HiddenGroupBrowser, models.HiddenGroupSystem),
 				inQuery("level", "integer", "Only browser tests of this level, 1 to 3.")},
-			Replies: []apiReply{ok[apiHiddenTests]("The attempt's tests.")},
+			Replies: []apiReply{ok[api.HiddenTests]("The attempt's tests.")},
 			Errors:  []int{http.StatusForbidden}},
 		{Method: http.MethodGet, Path: "/runs/{id}/attempts/{attempt_id}/tests/{test_id}", ID: "getAttemptHiddenTest", Tag: "Runs", Summary: "One hidden test with its runs",
 			Description: "Both runs of a test that was run again (the second decides): their steps with results, reasons and signed screenshot links, and every visual checkpoint with its SSIM score against the threshold and signed links to the candidate's and the reference's regions and the SSIM map. Who may call it as for the attempt's tests.",
 			Access:      accessAnyone, Who: "admin; who may see the run when the benchmark reveals its references",
 			Params:  []apiParam{runID, inPath("attempt_id", "integer", "The attempt's id.", "345"), inPath("test_id", "string", "The test's id in the suite.", "b1-home-page")},
-			Replies: []apiReply{ok[apiHiddenTest]("The test with its runs.")},
+			Replies: []apiReply{ok[api.HiddenTest]("The test with its runs.")},
 			Errors:  []int{http.StatusForbidden}},
 		{Method: http.MethodPost, Path: "/runs/{id}/cancel", ID: "cancelRun", Tag: "Runs", Summary: "Cancel a run",
 			Description: "Running episodes stop within seconds.",
@@ -419,17 +381,17 @@ func apiOperations() []apiOp {
 			Replies: []apiReply{noContent("The run is canceled.")}, Errors: []int{http.StatusConflict}},
 		{Method: http.MethodPost, Path: "/runs/{id}/retry", ID: "retryRun", Tag: "Runs", Summary: "Re-queue the attempts that ended in error",
 			Access: accessSignedIn, Who: teamMember, Params: runOnly,
-			Replies: []apiReply{ok[apiRetried]("How many attempts were re-queued.")},
+			Replies: []apiReply{ok[api.Retried]("How many attempts were re-queued.")},
 			Errors:  []int{http.StatusConflict, http.StatusServiceUnavailable}},
 		{Method: http.MethodPost, Path: "/runs/{id}/rerun", ID: "rerunRun", Tag: "Runs", Summary: "Run again with the same configuration",
 			Description: "A new run with the same configuration and agent snapshot.",
 			Access:      accessSignedIn, Who: teamMember, Params: runOnly,
-			Replies: []apiReply{created[apiRun]("The new run.", "Location")},
+			Replies: []apiReply{created[api.Run]("The new run.", "Location")},
 			Errors:  []int{http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable}},
 		{Method: http.MethodGet, Path: "/runs/{id}/results.jsonl", ID: "exportRunResults", Tag: "Runs", Summary: "A run's results as JSON Lines",
 			Description: "One line per attempt in task order: the WebArena-Verified result shape (task_id, status, score, evaluators_results; the public view for non-admins) plus outcome, steps, tokens, cost, duration and judge score. Each line is a ResultLine.",
 			Access:      accessAnyone, Who: "who may see the run's attempts", Params: runOnly,
-			Replies: []apiReply{{Status: http.StatusOK, Description: "One JSON object per line.", ContentType: "application/jsonl", Type: typeOf[resultLine]()}}},
+			Replies: []apiReply{{Status: http.StatusOK, Description: "One JSON object per line.", ContentType: "application/jsonl", Type: typeOf[api.ResultLine]()}}},
 
 		// Moderation
 		moderation("publishRun", "publish", "Publish a run on its leaderboards", teamMember, "Puts a completed run on its benchmark's public leaderboards; 409 when the run's state does not allow it."),
@@ -438,8 +400,8 @@ func apiOperations() []apiOp {
 		{Method: http.MethodPost, Path: "/runs/{id}/hide", ID: "hideRun", Tag: "Moderation", Summary: "Hide a run from the leaderboards",
 			Description: "The reason is public: the run page and the change log show it.",
 			Access:      accessSignedIn, Who: "admin", Params: runOnly,
-			Body:    jsonBody[apiHideInput](`{"reason":"Answers were read from a leaked file."}`, "reason"),
-			Replies: []apiReply{ok[apiModeration]("The run's publication state after the change.")},
+			Body:    jsonBody[api.HideInput](`{"reason":"Answers were read from a leaked file."}`, "reason"),
+			Replies: []apiReply{ok[api.Moderation]("The run's publication state after the change.")},
 			Errors:  []int{http.StatusConflict}},
 		moderation("unhideRun", "unhide", "Show a hidden run again", "admin", "Written to the leaderboard's public change log."),
 		moderation("reproduceRun", "reproduce", "Mark an uploaded run reproduced", "admin", "Admins reproduced the run's results; its origin becomes reproduced."),
@@ -450,7 +412,7 @@ func apiOperations() []apiOp {
 			Access:      accessAnyone, Who: "who may see every run",
 			Params: []apiParam{{Name: models.CompareParam, In: "query", Type: "string", Required: true, Example: "12,15",
 				Description: fmt.Sprintf("%d to %d run ids separated by commas, the baseline first.", models.MinCompareRuns, models.MaxCompareRuns)}},
-			Replies: []apiReply{ok[apiComparison]("The comparison.")}},
+			Replies: []apiReply{ok[api.Comparison]("The comparison.")}},
 
 		// Submissions
 		{Method: http.MethodGet, Path: "/submissions", ID: "listSubmissions", Tag: "Submissions", Summary: "Submissions",
@@ -460,20 +422,20 @@ func apiOperations() []apiOp {
 				inQuery("team", "string", "Only this team's submissions (its slug)."),
 				inQuery("status", "string", "Only submissions in this status.", submissionStatusEnum()...),
 			}, paging()...),
-			Replies: []apiReply{page[models.SubmissionView]("A page of submissions, newest first.")}},
+			Replies: []apiReply{page[api.Submission]("A page of submissions, newest first.")}},
 		{Method: http.MethodPost, Path: "/submissions", ID: "createSubmission", Tag: "Submissions", Summary: "Start (or resume) an upload",
 			Description: "Declares the bundle: agent (\"team/agent\" or a slug of one of your teams' agents), benchmark, subset (default full), file name (.zip, .tar.gz or .tgz), size and SHA-256. 201 with a new submission; 200 with resumed: true when an unfinished upload of the same bundle exists. 409 when the same bundle was already ingested; 413 over the size limit; 429 over the team's daily quota.",
 			Access:      accessSignedIn, Who: teamMember,
-			Body: jsonBody[models.SubmissionRequest](`{"agent":"browser-lab/walker","benchmark":"webarena-verified","subset":"hard","filename":"results.zip","size":73400320,"sha256":"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}`, "agent", "benchmark", "filename", "size"),
+			Body: jsonBody[api.SubmissionRequest](`{"agent":"browser-lab/walker","benchmark":"webarena-verified","subset":"hard","filename":"results.zip","size":73400320,"sha256":"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}`, "agent", "benchmark", "filename", "size"),
 			Replies: []apiReply{
-				created[apiSubmissionCreated]("A new submission: upload its parts.", "Location"),
-				{Status: http.StatusOK, Description: "Your unfinished upload of the same bundle (resumed: true): compare its parts with your file and send the missing ones.", Type: typeOf[apiSubmissionCreated](), Headers: []string{"Location"}},
+				created[api.SubmissionCreated]("A new submission: upload its parts.", "Location"),
+				{Status: http.StatusOK, Description: "Your unfinished upload of the same bundle (resumed: true): compare its parts with your file and send the missing ones.", Type: typeOf[api.SubmissionCreated](), Headers: []string{"Location"}},
 			},
 			Errors: []int{http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusTooManyRequests, http.StatusServiceUnavailable}},
 		{Method: http.MethodGet, Path: "/submissions/{id}", ID: "getSubmission", Tag: "Submissions", Summary: "A submission",
 			Description: "Status, the parts the store holds (md5 is each part's digest, to compare with your chunks when resuming), the validation report, progress and, once ingested, run_id.",
 			Access:      accessSignedIn, Who: teamMember, Params: []apiParam{subID},
-			Replies: []apiReply{ok[models.SubmissionView]("The submission.")}},
+			Replies: []apiReply{ok[api.Submission]("The submission.")}},
 		{Method: http.MethodPut, Path: "/submissions/{id}/parts/{n}", ID: "putSubmissionPart", Tag: "Submissions", Summary: "Upload one part",
 			Description: "The raw bytes of part n. Every part but the last has the submission's part size; Content-Length must equal the part's length. Re-sending a part replaces it.",
 			Access:      accessSignedIn, Who: teamMember,
@@ -482,22 +444,22 @@ func apiOperations() []apiOp {
 				{Name: "Content-MD5", In: "header", Type: "string", Description: "The base64 MD5 of the part (RFC 1864); a mismatch is refused."},
 			},
 			Body:    &apiBody{ContentType: binaryMIME, Description: "The part's bytes.", Example: "@part-0001"},
-			Replies: []apiReply{ok[models.SubmissionPart]("The stored part with its MD5 (hex).")},
+			Replies: []apiReply{ok[api.SubmissionPart]("The stored part with its MD5 (hex).")},
 			Errors:  []int{http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusServiceUnavailable}},
 		{Method: http.MethodGet, Path: "/submissions/{id}/parts/{n}/url", ID: "getSubmissionPartURL", Tag: "Submissions", Summary: "A presigned URL for one part",
 			Description: "With S3 storage (direct_upload: true), a URL to PUT the part straight to the store. With local storage it answers 409: PUT parts to the API instead.",
 			Access:      accessSignedIn, Who: teamMember, Params: []apiParam{subID, partN},
-			Replies: []apiReply{ok[apiPresignedPart]("Where and how to send the part.")},
+			Replies: []apiReply{ok[api.PresignedPart]("Where and how to send the part.")},
 			Errors:  []int{http.StatusConflict, http.StatusServiceUnavailable}},
 		{Method: http.MethodPost, Path: "/submissions/{id}/complete", ID: "completeSubmission", Tag: "Submissions", Summary: "Finish the upload",
 			Description: "Every part must be present with its length (409 names the missing or short parts). The bundle is assembled and its validation queued.",
 			Access:      accessSignedIn, Who: teamMember, Params: []apiParam{subID},
-			Replies: []apiReply{{Status: http.StatusAccepted, Description: "Assembled; validation is queued.", Type: typeOf[models.SubmissionView]()}},
+			Replies: []apiReply{{Status: http.StatusAccepted, Description: "Assembled; validation is queued.", Type: typeOf[api.Submission]()}},
 			Errors:  []int{http.StatusConflict, http.StatusServiceUnavailable}},
 		{Method: http.MethodPost, Path: "/submissions/{id}/ingest", ID: "ingestSubmission", Tag: "Submissions", Summary: "Ingest a validated submission",
 			Description: "Creates the run (origin uploaded) in one step with every attempt, then evaluates it. Refused (409) unless the submission is validated with no blocking problem.",
 			Access:      accessSignedIn, Who: teamMember, Params: []apiParam{subID},
-			Replies: []apiReply{{Status: http.StatusAccepted, Description: "The ingest is queued.", Type: typeOf[models.SubmissionView]()}},
+			Replies: []apiReply{{Status: http.StatusAccepted, Description: "The ingest is queued.", Type: typeOf[api.Submission]()}},
 			Errors:  []int{http.StatusConflict, http.StatusServiceUnavailable}},
 		{Method: http.MethodDelete, Path: "/submissions/{id}", ID: "discardSubmission", Tag: "Submissions", Summary: "Discard an unfinished submission",
 			Description: "Deletes its bytes; a finished submission cannot be discarded (409).",
@@ -507,45 +469,45 @@ func apiOperations() []apiOp {
 		{Method: http.MethodPost, Path: "/candidate-runs", ID: "submitCandidates", Tag: "Submissions", Summary: "Submit candidate websites",
 			Description: "For a hidden-tests benchmark: one candidate per task of the subset (default full), each with the base URL its website answers at (reachable from Proctor's workers; private addresses are refused unless the server allows them), optional restart and health hooks, and what building it cost (cost_usd, tokens_in, tokens_out, turns). Creates a run (origin candidates: stored as uploaded, shown as candidate websites its team submitted and Proctor tested) whose hidden tests are queued at once. A refusal names its field, e.g. candidates[2].base_url. 429 over the team's daily run quota; 503 when this server has no queue.",
 			Access:      accessSignedIn, Who: teamMember,
-			Body:    jsonBody[apiCandidateRun](`{"team":"browser-lab","agent":"builder","benchmark":"sandbox-rebuild","candidates":[{"task_id":"shop-rebuild","base_url":"https://rebuild.example.org/shop","restart_url":"https://rebuild.example.org/restart","cost_usd":1.2,"tokens_in":50000,"tokens_out":8000,"turns":40}]}`, "team", "agent", "benchmark", "candidates"),
-			Replies: []apiReply{created[apiRun]("The created run, its hidden tests queued.", "Location")},
+			Body:    jsonBody[api.CandidateRunRequest](`{"team":"browser-lab","agent":"builder","benchmark":"sandbox-rebuild","candidates":[{"task_id":"shop-rebuild","base_url":"https://rebuild.example.org/shop","restart_url":"https://rebuild.example.org/restart","cost_usd":1.2,"tokens_in":50000,"tokens_out":8000,"turns":40}]}`, "team", "agent", "benchmark", "candidates"),
+			Replies: []apiReply{created[api.Run]("The created run, its hidden tests queued.", "Location")},
 			Errors:  []int{http.StatusTooManyRequests, http.StatusServiceUnavailable}},
 
 		// Studies
 		{Method: http.MethodGet, Path: "/studies", ID: "listStudies", Tag: "Studies", Summary: "Your studies",
 			Description: "The studies you own or annotate, with your role and your own progress; administrators see all.",
 			Access:      accessSignedIn, Who: "signed in",
-			Replies: []apiReply{ok[apiStudyList]("Your studies, newest first.")}},
+			Replies: []apiReply{ok[api.StudyList]("Your studies, newest first.")}},
 		{Method: http.MethodPost, Path: "/studies", ID: "createStudy", Tag: "Studies", Summary: "Create a study and draw its sample",
 			Description: fmt.Sprintf("Samples up to sample_size finished attempts (success, failure or error) of the runs (run_ids) and of every completed run of the benchmarks (slugs) you may see: random, or stratified by %s. The same sources and seed draw the same sample. "+
 				"overlap_fraction of the items go to overlap_annotators annotators each (default 2) when the study is opened, the rest to one. labels are among %s; judges name the LLM judge configurations to compare (prompt among %s). annotators are the emails of users to invite. The study starts as a draft.",
 				strings.Join(models.StudyStrata(), ", "), strings.Join(models.StudyLabelNames(), ", "), strings.Join(models.StudyPrompts(), ", ")),
 			Access: accessSignedIn, Who: "signed in",
-			Body:    jsonBody[apiStudyInput](`{"name":"Judge check","run_ids":[12,15],"sampling":"stratified","stratify_by":"outcome","seed":7,"sample_size":100,"overlap_fraction":0.2,"labels":["success","side_effect"],"judges":[{"name":"gpt-4o labels","model":"gpt-4o","prompt":"labels-v1","screenshots":true}],"annotators":["ann@example.org"]}`, "name", "sample_size", "labels"),
-			Replies: []apiReply{created[apiStudy]("The new study, a draft with its sample drawn.", "Location")},
+			Body:    jsonBody[api.StudyInput](`{"name":"Judge check","run_ids":[12,15],"sampling":"stratified","stratify_by":"outcome","seed":7,"sample_size":100,"overlap_fraction":0.2,"labels":["success","side_effect"],"judges":[{"name":"gpt-4o labels","model":"gpt-4o","prompt":"labels-v1","screenshots":true}],"annotators":["ann@example.org"]}`, "name", "sample_size", "labels"),
+			Replies: []apiReply{created[api.Study]("The new study, a draft with its sample drawn.", "Location")},
 			Errors:  []int{http.StatusConflict}},
 		{Method: http.MethodGet, Path: "/studies/{id}", ID: "getStudy", Tag: "Studies", Summary: "A study's settings and progress",
 			Description: "Managers get the whole study's progress, the annotators with theirs and what each judge configuration has judged; an annotator gets the settings and their own progress.",
 			Access:      accessSignedIn, Who: studyMember, Params: []apiParam{studyID},
-			Replies: []apiReply{ok[apiStudyOverview]("The study.")}},
+			Replies: []apiReply{ok[api.StudyOverview]("The study.")}},
 		{Method: http.MethodGet, Path: "/studies/{id}/queue", ID: "getStudyQueue", Tag: "Studies", Summary: "Your queue in a study",
 			Description: "Your assignments in queue order with their status; next_item_id is the first pending one (0 when you are done).",
 			Access:      accessSignedIn, Who: studyMember, Params: []apiParam{studyID},
-			Replies: []apiReply{ok[apiStudyQueue]("Your queue.")}},
+			Replies: []apiReply{ok[api.StudyQueue]("Your queue.")}},
 		{Method: http.MethodGet, Path: "/studies/{id}/items/{item_id}", ID: "getStudyItem", Tag: "Studies", Summary: "A study item to annotate",
 			Description: "The attempt's timeline with signed screenshot URLs, your labels so far and the rubric items to answer. Annotators see only the items assigned to them; in a blind study they get no evaluation, outcome, score or run success counts, and reveal is null. Managers and annotators of studies that are not blind get reveal: the evaluations, the judges' verdicts and every annotator's labels.",
 			Access:      accessSignedIn, Who: studyMember, Params: studyItem,
-			Replies: []apiReply{ok[apiStudyItem]("The item.")}},
+			Replies: []apiReply{ok[api.StudyItem]("The item.")}},
 		{Method: http.MethodPut, Path: "/studies/{id}/items/{item_id}/labels", ID: "saveStudyLabels", Tag: "Studies", Summary: "Save your labels for an item",
 			Description: "While the study is open (409 once closed), for an item assigned to you (403 otherwise). action save keeps the status (autosave), submit needs every asked label (and every rubric item when rubric is asked), skip and flag need a reason. Values may be spelled as the CSV files spell them; rubric items are answered pass or fail under rubric:<rubric item id>. A label left out keeps its saved value; \"\" clears it. time_spent_ms adds up.",
 			Access:      accessSignedIn, Who: "an annotator the item is assigned to", Params: studyItem,
-			Body:    jsonBody[models.StudyLabelInput](`{"labels":{"success":"successful","side_effect":"no"},"action":"submit","time_spent_ms":45000}`, "action"),
-			Replies: []apiReply{ok[apiStudyAssignment]("Your assignment after the change.")},
+			Body:    jsonBody[api.StudyLabelInput](`{"labels":{"success":"successful","side_effect":"no"},"action":"submit","time_spent_ms":45000}`, "action"),
+			Replies: []apiReply{ok[api.StudyAssignment]("Your assignment after the change.")},
 			Errors:  []int{http.StatusConflict}},
 		{Method: http.MethodGet, Path: "/studies/{id}/verdicts", ID: "listStudyVerdicts", Tag: "Studies", Summary: "The judges' verdicts",
 			Description: "Every verdict of the study's judge configurations and imported judges. Annotators of a blind study get 403.",
 			Access:      accessSignedIn, Who: "the study's owner, admin, annotators of studies that are not blind", Params: []apiParam{studyID},
-			Replies: []apiReply{ok[apiStudyVerdictList]("The verdicts.")}},
+			Replies: []apiReply{ok[api.StudyVerdictList]("The verdicts.")}},
 		{Method: http.MethodGet, Path: "/studies/{id}/report", ID: "getStudyReport", Tag: "Studies", Summary: "A study's agreement report",
 			Description: "Per label, human-vs-human agreement and each judge against the human majority (agreement, Cohen's and quadratic kappa, Krippendorff's alpha, precision, recall, F1, accuracy, NPV, TNR, 95% bootstrap intervals, confusion matrices), the same per benchmark, agent, site and difficulty (breakdowns without intervals), the judge leaderboard with cost per judgment, and every disagreement. A study without labels yet has a report of zero items. The same JSON as the report.json export.",
 			Access:      accessSignedIn, Who: studyManager, Params: []apiParam{studyID},
@@ -730,7 +692,7 @@ type apiDocs struct {
 	json   []byte
 	etag   string
 	fields map[string][]schemaField // component name -> fields in declaration order
-	names  map[reflect.Type]string  // Go type -> component name
+	names  map[schemaKey]string     // Go type as a body or an answer -> component name
 }
 
 // buildAPIDocs builds the documentation; an error names a type or an operation
@@ -762,6 +724,9 @@ func buildAPIDocs() (*apiDocs, error) {
 	}
 	reg.extra[schemaError] = errorSchema()
 	reg.extra[schemaPage] = pageSchema()
+	if err := checkHandWritten(reg.extra[schemaError], reg.extra[schemaPage]); err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
 	for _, status := range []int{400, 401, 403, 404, 409, 413, 429, 503} {
 		spec.Components.Responses[errorResponseName(status)] = &openAPIResponse{
 			Description: http.StatusText(status),
@@ -804,7 +769,8 @@ func errorResponseName(status int) string { return "Error" + strconv.Itoa(status
 
 func refTo(name string) *jsonSchema { return &jsonSchema{Ref: componentsPrefix + name} }
 
-// errorSchema is the one error shape of the API (handleError).
+// errorSchema is the one error shape of the API (api.ErrorResponse, which
+// handleError encodes).
 func errorSchema() *jsonSchema {
 	codes := []string{models.EINVALID, models.EUNAUTHORIZED, models.EFORBIDDEN, models.ENOTFOUND, models.ECONFLICT,
 		models.ETOOLARGE, models.ERATELIMIT, models.EUNAVAILABLE, models.EINTERNAL}
@@ -826,7 +792,7 @@ func errorSchema() *jsonSchema {
 	}
 }
 
-// pageSchema is the envelope of paginated listings (listResponse) without items.
+// pageSchema is the envelope of paginated listings (api.Page) without items.
 func pageSchema() *jsonSchema {
 	one := 1
 	return &jsonSchema{
@@ -840,6 +806,56 @@ func pageSchema() *jsonSchema {
 			"has_more": {Type: "boolean", Description: "Whether a next page exists."},
 		},
 	}
+}
+
+// checkHandWritten checks the hand-written Error and Page components (they
+// carry the words and bounds reflection cannot give) against the wire types
+// their answers are encoded from.
+func checkHandWritten(errorSchema, pageSchema *jsonSchema) error {
+	body := errorSchema.Properties["error"]
+	var problem *jsonSchema
+	if body != nil && body.Properties["problems"] != nil {
+		problem = body.Properties["problems"].Items
+	}
+	for _, c := range []struct {
+		name   string
+		schema *jsonSchema
+		typ    reflect.Type
+	}{
+		{schemaError, errorSchema, reflect.TypeFor[api.ErrorResponse]()},
+		{schemaError + ".error", body, reflect.TypeFor[api.ErrorBody]()},
+		{schemaError + ".error.problems[]", problem, reflect.TypeFor[api.Problem]()},
+		{schemaPage, pageSchema, reflect.TypeFor[api.Page[struct{}]]()},
+	} {
+		if err := matchesType(c.schema, c.typ); err != nil {
+			return fmt.Errorf("the schema %s does not describe %s: %w", c.name, c.typ, err)
+		}
+	}
+	return nil
+}
+
+// matchesType checks that an object schema has the JSON fields of t as its
+// properties, requiring exactly those that are always encoded.
+func matchesType(s *jsonSchema, t reflect.Type) error {
+	if s == nil {
+		return fmt.Errorf("no schema")
+	}
+	var props, required []string
+	for _, f := range jsonFields(t) {
+		props = append(props, f.name)
+		if !f.omitEmpty {
+			required = append(required, f.name)
+		}
+	}
+	slices.Sort(props)
+	slices.Sort(required)
+	if have := slices.Sorted(maps.Keys(s.Properties)); !slices.Equal(have, props) {
+		return fmt.Errorf("properties %v, but the type encodes %v", have, props)
+	}
+	if have := slices.Sorted(slices.Values(s.Required)); !slices.Equal(have, required) {
+		return fmt.Errorf("required %v, but the type always encodes %v", have, required)
+	}
+	return nil
 }
 
 // operation builds an operation's OpenAPI form.
@@ -985,10 +1001,19 @@ type schemaField struct {
 
 // component is a struct type's schema while the document is built.
 type component struct {
-	typ    reflect.Type
-	input  bool // a request body's
+	schemaKey
 	schema *jsonSchema
 	fields []pendingField
+}
+
+// schemaKey is a struct type as an answer or as (part of) a request body:
+// the two are different schemas (a body allows no other property and
+// requires nothing by itself), so a type that is both has two components,
+// the body's named with "Input" after the answer's (models.StudyJudge is
+// StudyJudge in answers and StudyJudgeInput in a study's request).
+type schemaKey struct {
+	typ   reflect.Type
+	input bool // a request body's
 }
 
 // pendingField is a field whose words wait for the components' names.
@@ -1005,63 +1030,84 @@ type pendingField struct {
 // way whatever the order of the table.
 type schemaRegistry struct {
 	order []*component
-	byTyp map[reflect.Type]*component
-	refs  map[*jsonSchema]reflect.Type // references to fill in with the final names
-	names map[reflect.Type]string      // set by finish
-	extra map[string]*jsonSchema       // hand-written components: Error, Page
+	byKey map[schemaKey]*component
+	refs  map[*jsonSchema]schemaKey // references to fill in with the final names
+	names map[schemaKey]string      // set by finish
+	extra map[string]*jsonSchema    // hand-written components: Error, Page
 	errs  []string
 }
 
 func newSchemaRegistry() *schemaRegistry {
-	return &schemaRegistry{byTyp: map[reflect.Type]*component{}, refs: map[*jsonSchema]reflect.Type{},
-		names: map[reflect.Type]string{}, extra: map[string]*jsonSchema{}}
+	return &schemaRegistry{byKey: map[schemaKey]*component{}, refs: map[*jsonSchema]schemaKey{},
+		names: map[schemaKey]string{}, extra: map[string]*jsonSchema{}}
 }
 
-// bareName is a struct type's preferred component name: handler types lose
-// their api prefix (apiTeam is Team), other packages' types keep their name.
+// bareName is a struct type's preferred component name: a wire type's own
+// name without its type arguments (api.Leaderboard[row] is Leaderboard),
+// handler types without their api prefix (apiLeaderboardItem is
+// LeaderboardItem), other packages' types their name.
 func bareName(t reflect.Type) string {
-	name := t.Name()
-	if isHandlerType(t) {
+	name, _, _ := strings.Cut(t.Name(), "[")
+	if t.PkgPath() == handlersPkg {
 		name = strings.TrimPrefix(name, "api")
 		name = strings.ToUpper(name[:1]) + name[1:]
 	}
 	return name
 }
 
-func isHandlerType(t reflect.Type) bool { return t.PkgPath() == reflect.TypeFor[Server]().PkgPath() }
+// bareName is a component's preferred name: its type's, with "Input" after
+// it for the body's component of a type that is also an answer.
+func (r *schemaRegistry) bareName(k schemaKey) string {
+	name := bareName(k.typ)
+	if k.input && r.byKey[schemaKey{k.typ, false}] != nil {
+		name += "Input"
+	}
+	return name
+}
 
-// finish names the components and fills in every reference. A handler type
+// Where the API's own types live: the wire types, and the few answers
+// handlers encode beside them.
+var (
+	wirePkg     = reflect.TypeFor[api.ErrorResponse]().PkgPath()
+	handlersPkg = reflect.TypeFor[Server]().PkgPath()
+)
+
+// isOwnType reports whether t is one of the API's own types, whose names the
+// document keeps as they are.
+func isOwnType(t reflect.Type) bool { return t.PkgPath() == wirePkg || t.PkgPath() == handlersPkg }
+
+// finish names the components and fills in every reference. An own type
 // keeps the bare name; another package's type sharing it is prefixed with its
-// package (models.Team beside apiTeam is ModelsTeam).
+// package (models.Team beside api.Team is ModelsTeam).
 func (r *schemaRegistry) finish() (map[string]*jsonSchema, map[string][]schemaField) {
 	count := map[string]int{}
 	for name := range r.extra {
 		count[name]++
 	}
 	for _, c := range r.order {
-		count[bareName(c.typ)]++
+		count[r.bareName(c.schemaKey)]++
 	}
 	taken := map[string]reflect.Type{}
 	for _, c := range r.order {
-		name := bareName(c.typ)
-		if count[name] > 1 && !isHandlerType(c.typ) {
+		name := r.bareName(c.schemaKey)
+		if count[name] > 1 && !isOwnType(c.typ) {
 			pkg := c.typ.PkgPath()[strings.LastIndex(c.typ.PkgPath(), "/")+1:]
 			name = strings.ToUpper(pkg[:1]) + pkg[1:] + name
 		}
 		if other, dup := taken[name]; dup || r.extra[name] != nil {
 			r.errs = append(r.errs, fmt.Sprintf("%s and %v would both be the schema %q: rename one", c.typ, other, name))
 		}
-		taken[name], r.names[c.typ] = c.typ, name
+		taken[name], r.names[c.schemaKey] = c.typ, name
 	}
-	for ref, t := range r.refs {
-		ref.Ref = componentsPrefix + r.names[t]
+	for ref, k := range r.refs {
+		ref.Ref = componentsPrefix + r.names[k]
 	}
 	schemas, fields := map[string]*jsonSchema{}, map[string][]schemaField{}
 	for name, s := range r.extra {
 		schemas[name] = s
 	}
 	for _, c := range r.order {
-		name := r.names[c.typ]
+		name := r.names[c.schemaKey]
 		schemas[name] = c.schema
 		for _, f := range c.fields {
 			words, ref := describeSchema(f.schema)
@@ -1084,7 +1130,7 @@ func (r *schemaRegistry) input(t reflect.Type, required []string) (*jsonSchema, 
 		return nil, fmt.Errorf("a JSON body must be a named struct, not %s", t)
 	}
 	s := r.schema(t, true)
-	props := r.byTyp[t].schema.Properties
+	props := r.byKey[schemaKey{t, true}].schema.Properties
 	for _, f := range required {
 		if props[f] == nil {
 			return nil, fmt.Errorf("required field %q is not a field of %s", f, t)
@@ -1097,9 +1143,9 @@ func (r *schemaRegistry) input(t reflect.Type, required []string) (*jsonSchema, 
 }
 
 // ref is a reference to a struct type's component, named by finish.
-func (r *schemaRegistry) ref(t reflect.Type) *jsonSchema {
-	s := &jsonSchema{Ref: "pending " + t.String()}
-	r.refs[s] = t
+func (r *schemaRegistry) ref(k schemaKey) *jsonSchema {
+	s := &jsonSchema{Ref: "pending " + k.typ.String()}
+	r.refs[s] = k
 	return s
 }
 
@@ -1145,17 +1191,15 @@ func (r *schemaRegistry) schema(t reflect.Type, input bool) *jsonSchema {
 			s, _ := r.object(t, input)
 			return s
 		}
-		if c, known := r.byTyp[t]; known {
-			if c.input != input {
-				r.errs = append(r.errs, fmt.Sprintf("%s is both a request body and an answer: give each its own type", t))
-			}
-			return r.ref(t)
+		k := schemaKey{t, input}
+		if _, known := r.byKey[k]; known {
+			return r.ref(k)
 		}
-		c := &component{typ: t, input: input}
-		r.byTyp[t] = c // before its fields, which may refer back to it
+		c := &component{schemaKey: k}
+		r.byKey[k] = c // before its fields, which may refer back to it
 		r.order = append(r.order, c)
 		c.schema, c.fields = r.object(t, input)
-		return r.ref(t)
+		return r.ref(k)
 	}
 	r.errs = append(r.errs, fmt.Sprintf("%s: no JSON form", t))
 	return &jsonSchema{}
@@ -1446,7 +1490,7 @@ func (d *apiDocs) operationView(op apiOp) web.APIOperation {
 	if b := op.Body; b != nil {
 		bv := &web.APIBody{ContentType: b.ContentType, Description: b.Description, Optional: b.Optional}
 		if b.Type != nil {
-			bv.Schema = d.names[b.Type]
+			bv.Schema = d.names[schemaKey{b.Type, true}]
 			bv.SchemaAnchor = schemaAnchor(bv.Schema)
 			if len(b.Required) > 0 {
 				bv.Description = strings.TrimSpace(bv.Description + " Required: " + strings.Join(b.Required, ", ") + ".")
@@ -1460,7 +1504,7 @@ func (d *apiDocs) operationView(op apiOp) web.APIOperation {
 	for _, rep := range op.Replies {
 		rv := web.APIResponse{Status: strconv.Itoa(rep.Status), Description: rep.Description}
 		if rep.Type != nil && rep.Type != typeOf[apiOpenAPIDocument]() {
-			rv.Schema = d.names[rep.Type]
+			rv.Schema = d.names[schemaKey{rep.Type, false}]
 			rv.SchemaAnchor = schemaAnchor(rv.Schema)
 			if _, ok := d.fields[rv.Schema]; !ok {
 				rv.SchemaAnchor = ""

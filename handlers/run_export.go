@@ -7,36 +7,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"proctor/api"
 	"proctor/models"
 )
-
-// resultLine is one line of a run's results export: the WebArena-Verified
-// evaluation result of the attempt's task (task_id, sites, task_revision,
-// status, score and, from the benchmark's deterministic check,
-// evaluators_results), then Proctor's own fields about the attempt.
-type resultLine struct {
-	TaskID            any             `json:"task_id"` // a number when the benchmark's task id is one, as in WebArena-Verified
-	Sites             []string        `json:"sites"`
-	TaskRevision      int             `json:"task_revision"`
-	Status            *string         `json:"status"` // the primary evaluation's verdict; null until evaluated
-	Score             *float64        `json:"score"`
-	EvaluatorsResults json.RawMessage `json:"evaluators_results,omitempty"`
-	ErrorMsg          *string         `json:"error_msg,omitempty"`
-	Evaluator         string          `json:"evaluator,omitempty"`
-	EvaluatorVersion  string          `json:"evaluator_version,omitempty"`
-
-	AttemptID     int64   `json:"attempt_id"`
-	AttemptStatus string  `json:"attempt_status"`
-	Outcome       *string `json:"outcome"` // success | failure | error; null without one
-	ErrorClass    string  `json:"error_class,omitempty"`
-	Steps         int     `json:"steps"`
-	TokensIn      int64   `json:"tokens_in"`
-	TokensOut     int64   `json:"tokens_out"`
-	Cost          float64 `json:"cost"`
-	DurationMS    int64   `json:"duration_ms"`
-	JudgeScore    *int    `json:"judge_score"`
-	TimelineURL   string  `json:"timeline_url"`
-}
 
 // checkDetails are the parts of a deterministic check's details an export line
 // carries over.
@@ -47,8 +20,8 @@ type checkDetails struct {
 
 // resultLineOf shapes one attempt's export line. Details were already reduced
 // to the public view by the store for anyone but administrators.
-func resultLineOf(runID int64, r models.RunResult) resultLine {
-	l := resultLine{
+func resultLineOf(runID int64, r models.RunResult) api.ResultLine {
+	l := api.ResultLine{
 		TaskID: r.TaskExternalID, Sites: []string(r.TaskSites), TaskRevision: r.TaskRevision, Score: r.Score,
 		Evaluator: r.Evaluator, EvaluatorVersion: r.EvaluatorVersion,
 		AttemptID: r.AttemptID, AttemptStatus: r.Status, ErrorClass: r.ErrorClass, Steps: r.Steps,

@@ -112,6 +112,9 @@ func (s *Submission) PartLength(n int) int64 {
 	return s.Size - int64(n-1)*s.PartSize
 }
 
+// PartOffset is where part n (from 1) starts in the bundle.
+func (s *Submission) PartOffset(n int) int64 { return int64(n-1) * s.PartSize }
+
 // SubmissionRequest starts a submission. Agent is "team/agent" or an agent slug
 // of one of the caller's teams (Team disambiguates); Subset "" is the full set.
 type SubmissionRequest struct {

@@ -27,3 +27,16 @@ func TestFormatSizeOverLimit(t *testing.T) {
 		require.NotEqual(t, size, limit)
 	}
 }
+
+func TestSubmission_Parts(t *testing.T) {
+	t.Parallel()
+	s := models.Submission{Size: 10, PartSize: 4}
+	require.Equal(t, 3, s.PartsTotal())
+	for n, want := range map[int][2]int64{1: {0, 4}, 2: {4, 4}, 3: {8, 2}} {
+		require.Equal(t, want[0], s.PartOffset(n), "offset of part %d", n)
+		require.Equal(t, want[1], s.PartLength(n), "length of part %d", n)
+	}
+	require.Zero(t, s.PartLength(4), "there is no part 4")
+	empty := models.Submission{}
+	require.Zero(t, empty.PartsTotal(), "no parts without a size")
+}

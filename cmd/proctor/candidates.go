@@ -11,7 +11,7 @@ import (
 	"os"
 	"strings"
 
-	"proctor/models"
+	"proctor/api"
 )
 
 // maxCandidatesFile caps the candidates file; the server takes JSON bodies
@@ -104,8 +104,8 @@ func (p *Program) candidatesSubmit(ctx context.Context, args []string) error {
 
 // readCandidates reads the candidates file strictly: unknown fields are
 // refused, so a misspelt hook is not silently dropped.
-func (p *Program) readCandidates(name string) (models.CandidateRunRequest, error) {
-	var req models.CandidateRunRequest
+func (p *Program) readCandidates(name string) (api.CandidateRunRequest, error) {
+	var req api.CandidateRunRequest
 	var r io.Reader
 	if name == "-" {
 		r = p.Stdin

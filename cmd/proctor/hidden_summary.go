@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"proctor/api"
 	"proctor/internal/apiclient"
 	"proctor/models"
 )
@@ -26,7 +27,7 @@ func (p *Program) printHiddenSummary(ctx context.Context, c *apiclient.Client, r
 }
 
 // writeHiddenSummary writes printHiddenSummary's lines.
-func writeHiddenSummary(w io.Writer, h *apiclient.HiddenResults) {
+func writeHiddenSummary(w io.Writer, h *api.HiddenRunResults) {
 	pr := h.PassRate
 	switch {
 	case pr.Total == 0:

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"proctor/internal/apiclient"
+	"proctor/api"
 	"proctor/internal/hiddenfixture"
 	"proctor/models"
 )
@@ -26,10 +26,10 @@ func TestWriteHiddenSummary(t *testing.T) {
 		System:  models.HiddenTally{Total: 8, Passed: 7, NotRun: 1},
 	}
 	var out bytes.Buffer
-	writeHiddenSummary(&out, &apiclient.HiddenResults{
-		PassRate:      apiclient.HiddenPassRate{Rate: &rate, CI95: [2]float64{0.5893, 0.8470}, Passed: 31, Ran: 42, NotRun: 1, Total: 43},
+	writeHiddenSummary(&out, &api.HiddenRunResults{
+		PassRate:      api.HiddenPassRate{Rate: &rate, CI95: [2]float64{0.5893, 0.8470}, Passed: 31, Ran: 42, NotRun: 1, Total: 43},
 		PassThreshold: 1,
-		Tasks:         []apiclient.HiddenTask{{TaskID: "shop-rebuild", Outcome: models.OutcomeFailure, Summary: summary}, {TaskID: "forum-rebuild", Status: models.AttemptPending}},
+		Tasks:         []api.HiddenTask{{TaskID: "shop-rebuild", Outcome: models.OutcomeFailure, Summary: summary}, {TaskID: "forum-rebuild", Status: models.AttemptPending}},
 	})
 	require.Equal(t, `pass rate 73.8% (31 of 42 tests run; 95% CI 58.9–84.7%); 1 test not run on this platform
 a task succeeds when every test that ran passed
@@ -39,7 +39,7 @@ forum-rebuild  pending  —              —              —              —  
 `, out.String())
 
 	out.Reset()
-	writeHiddenSummary(&out, &apiclient.HiddenResults{PassThreshold: 0.75})
+	writeHiddenSummary(&out, &api.HiddenRunResults{PassThreshold: 0.75})
 	require.Equal(t, "pass rate: no test results yet\na task succeeds when at least 75% of the tests that ran passed\n", out.String())
 }
 

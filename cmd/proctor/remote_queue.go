@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"proctor/api"
 	"proctor/internal/apiclient"
 	"proctor/web"
 )
@@ -16,7 +17,7 @@ import (
 func (p *Program) queue(ctx context.Context, args []string) error {
 	const usage = "queue --team T --agent A --benchmark B [--subset S] [--max-steps N] [--max-episode-seconds N] [--max-agent-call-seconds N] [--max-cost X] [--parallelism N] [--notes TEXT] [--wait] [--timeout D] [--json]"
 	fs, rf := p.remoteFlagSet("queue")
-	var req apiclient.RunRequest
+	var req api.RunInput
 	fs.StringVar(&req.Team, "team", "", "the team that runs the agent (its slug)")
 	fs.StringVar(&req.Agent, "agent", "", "the agent's slug, or TEAM/AGENT")
 	fs.StringVar(&req.Benchmark, "benchmark", "", "the benchmark's slug")
@@ -75,7 +76,7 @@ func (p *Program) queue(ctx context.Context, args []string) error {
 // announceRun says what was created (the run as JSON with --json) and its
 // address; with wait it says so on stderr instead and waits for the run
 // like `proctor runs wait`.
-func (p *Program) announceRun(ctx context.Context, c *apiclient.Client, run *apiclient.QueuedRun, what string, wait, asJSON bool, wo waitOptions) error {
+func (p *Program) announceRun(ctx context.Context, c *apiclient.Client, run *api.Run, what string, wait, asJSON bool, wo waitOptions) error {
 	url := c.URL(cmpOr(run.URL, fmt.Sprintf("/runs/%d", run.ID)))
 	if !wait {
 		if asJSON {

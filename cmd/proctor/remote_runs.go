@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"proctor/api"
 	"proctor/internal/apiclient"
 	"proctor/models"
 )
@@ -129,7 +130,7 @@ func (p *Program) runsList(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	items := []apiclient.RunItem{}
+	items := []api.RunItem{}
 	for page := 1; ; page++ {
 		res, err := c.ListRuns(ctx, apiclient.RunFilter{Team: *team, Page: page, PerPage: 200})
 		if err != nil {
@@ -200,7 +201,7 @@ func (p *Program) runsShow(ctx context.Context, args []string) error {
 }
 
 // printRun writes a run's state as aligned lines.
-func (p *Program) printRun(c *apiclient.Client, r *apiclient.Run) {
+func (p *Program) printRun(c *apiclient.Client, r *api.RunState) {
 	tw := tabwriter.NewWriter(p.Stdout, 0, 4, 2, ' ', 0)
 	published := ""
 	if r.Published {
@@ -231,7 +232,7 @@ func (p *Program) printRun(c *apiclient.Client, r *apiclient.Run) {
 }
 
 // runProgressLine is a run's progress in one line.
-func runProgressLine(r *apiclient.Run) string {
+func runProgressLine(r *api.RunState) string {
 	return fmt.Sprintf("%d of %d done, %d successes, %d failures, %d errors", r.Done, r.TasksTotal, r.Successes, r.Failures, r.Errors)
 }
 
@@ -296,7 +297,7 @@ func (p *Program) runsWait(ctx context.Context, args []string) error {
 // reportWaited prints the run a wait ended with (its JSON, or its status,
 // progress, for a hidden-tests run its pass rates, and URL) when it finished
 // or the wait timed out, and passes err on.
-func (p *Program) reportWaited(ctx context.Context, c *apiclient.Client, r *apiclient.Run, err error, asJSON bool) error {
+func (p *Program) reportWaited(ctx context.Context, c *apiclient.Client, r *api.RunState, err error, asJSON bool) error {
 	if r == nil || (err != nil && !errors.As(err, new(*codedError))) {
 		return err
 	}
@@ -320,8 +321,8 @@ func (p *Program) reportWaited(ctx context.Context, c *apiclient.Client, r *apic
 // progress. ctx is the command's (an interruption), waitCtx adds --timeout.
 // The run comes back with exit code 6 when it failed or was canceled, and
 // the last state seen with exit code 7 at the timeout.
-func (p *Program) waitRun(ctx, waitCtx context.Context, c *apiclient.Client, id int64, wo waitOptions) (*apiclient.Run, error) {
-	var last *apiclient.Run
+func (p *Program) waitRun(ctx, waitCtx context.Context, c *apiclient.Client, id int64, wo waitOptions) (*api.RunState, error) {
+	var last *api.RunState
 	lastLine := ""
 	for {
 		r, err := c.Run(waitCtx, id)
@@ -420,7 +421,7 @@ func oneRunID(positional []string, usage string) (int64, error) {
 
 // timedOut is the error of a wait that ran out of time, whether the time ran
 // out between two polls or during one; last is the run as last seen, if ever.
-func timedOut(id int64, last *apiclient.Run, timeout time.Duration) error {
+func timedOut(id int64, last *api.RunState, timeout time.Duration) error {
 	if last == nil {
 		return withExitCode(exitTimedOut, fmt.Errorf("run %d did not finish within %s", id, timeout))
 	}

@@ -16,8 +16,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"proctor/api"
 	"proctor/internal/apiclient"
 	"proctor/models"
+	"proctor/web"
 )
 
 // submit is `proctor submit`: it uploads a results bundle to a server in
@@ -78,7 +80,7 @@ func (p *Program) submit(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	req := models.SubmissionRequest{Agent: strings.TrimSpace(*agent), Benchmark: strings.TrimSpace(*benchmark),
+	req := api.SubmissionRequest{Agent: strings.TrimSpace(*agent), Benchmark: strings.TrimSpace(*benchmark),
 		Subset: strings.TrimSpace(*subset), Filename: up.name, Size: up.size, SHA256: sum}
 	sub, err := up.upload(ctx, req)
 	if err != nil {
@@ -114,7 +116,7 @@ type submissionFollower struct {
 
 // follow returns what it saw last, with exit code 5 for a refused or blocked
 // bundle, 6 for a run that failed, 7 at the timeout.
-func (f submissionFollower) follow(sub *apiclient.Submission, ingest, wait bool) (submitResult, error) {
+func (f submissionFollower) follow(sub *api.Submission, ingest, wait bool) (submitResult, error) {
 	result := submitResult{Submission: sub}
 	sub, err := f.p.waitSubmission(f.ctx, f.waitCtx, f.c, sub, f.wo, "validating", models.SubmissionUploaded, models.SubmissionValidating)
 	result.Submission = sub
@@ -128,7 +130,7 @@ func (f submissionFollower) follow(sub *apiclient.Submission, ingest, wait bool)
 	case sub.Status == models.SubmissionValidated && sub.ParsedReport != nil && len(sub.ParsedReport.Blocking) > 0:
 		return result, withExitCode(exitRefused, fmt.Errorf("the bundle cannot be ingested: %s", strings.Join(sub.ParsedReport.Blocking, "; ")))
 	case sub.Status == models.SubmissionValidated && !ingest:
-		fmt.Fprintf(f.out, "validated; ingest it on %s\n", f.c.URL(sub.PageURL()))
+		fmt.Fprintf(f.out, "validated; ingest it on %s\n", f.c.URL(web.SubmissionPath(sub.ID)))
 		return result, nil
 	case sub.Status == models.SubmissionValidated:
 		if sub, err = f.c.IngestSubmission(f.ctx, sub.ID); err != nil {
@@ -157,8 +159,8 @@ func (f submissionFollower) follow(sub *apiclient.Submission, ingest, wait bool)
 
 // submitResult is what `proctor submit --json` prints.
 type submitResult struct {
-	Submission *apiclient.Submission `json:"submission"`
-	Run        *apiclient.Run        `json:"run,omitempty"`
+	Submission *api.Submission `json:"submission"`
+	Run        *api.RunState   `json:"run,omitempty"`
 }
 
 // uploader sends one bundle file in parts.
@@ -203,7 +205,7 @@ func (u *uploader) hash(ctx context.Context) (string, error) {
 // lacks or holds corrupted, and completes it. Once the submission exists, a
 // lost connection or an interruption ends with exit code 9: running the
 // same command again resumes the upload.
-func (u *uploader) upload(ctx context.Context, req models.SubmissionRequest) (*apiclient.Submission, error) {
+func (u *uploader) upload(ctx context.Context, req api.SubmissionRequest) (*api.Submission, error) {
 	sub, resumed, err := u.c.CreateSubmission(ctx, req)
 	if err != nil {
 		if apiclient.IsConnectionError(err) {
@@ -275,7 +277,7 @@ func isInterruption(err error) bool {
 // compareParts lists the parts to send: those the server lacks, and those it
 // holds with another size or MD5 than the local file's (a file changed since,
 // or a corrupted part), saying so for each. held is the bytes kept.
-func (u *uploader) compareParts(sub *apiclient.Submission) (missing []int, held int64, err error) {
+func (u *uploader) compareParts(sub *api.Submission) (missing []int, held int64, err error) {
 	good := map[int]bool{}
 	for _, part := range sub.Parts {
 		n := part.Number
@@ -307,7 +309,7 @@ func (u *uploader) compareParts(sub *apiclient.Submission) (missing []int, held 
 
 // sendParts uploads parts with u.parallel at once and returns how many
 // arrived. The first failure stops the others.
-func (u *uploader) sendParts(ctx context.Context, sub *apiclient.Submission, parts []int, bar *progressBar) (int, error) {
+func (u *uploader) sendParts(ctx context.Context, sub *api.Submission, parts []int, bar *progressBar) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -353,7 +355,7 @@ feed:
 
 // sendPart uploads part n: straight to storage through a presigned URL when
 // the server offers it, else through the API, with its MD5 either way.
-func (u *uploader) sendPart(ctx context.Context, sub *apiclient.Submission, n int, direct *atomic.Bool, bar *progressBar) error {
+func (u *uploader) sendPart(ctx context.Context, sub *api.Submission, n int, direct *atomic.Bool, bar *progressBar) error {
 	section := io.NewSectionReader(u.file, sub.PartOffset(n), sub.PartLength(n))
 	sum, err := md5Of(section)
 	if err != nil {
@@ -367,7 +369,7 @@ func (u *uploader) sendPart(ctx context.Context, sub *apiclient.Submission, n in
 	return nil
 }
 
-func (u *uploader) putPart(ctx context.Context, sub *apiclient.Submission, n int, section *io.SectionReader, sum []byte, direct *atomic.Bool, report func(int64)) error {
+func (u *uploader) putPart(ctx context.Context, sub *api.Submission, n int, section *io.SectionReader, sum []byte, direct *atomic.Bool, report func(int64)) error {
 	if direct.Load() {
 		target, err := u.c.PartURL(ctx, sub.ID, n)
 		switch {
@@ -409,7 +411,7 @@ func md5Of(r io.Reader) ([]byte, error) {
 // waitSubmission polls a submission while its status is one of waiting,
 // showing the server's progress (bytes read by the validation or ingest job)
 // under label. A timeout ends with exit code 7.
-func (p *Program) waitSubmission(ctx, waitCtx context.Context, c *apiclient.Client, sub *apiclient.Submission, wo waitOptions, label string, waiting ...string) (*apiclient.Submission, error) {
+func (p *Program) waitSubmission(ctx, waitCtx context.Context, c *apiclient.Client, sub *api.Submission, wo waitOptions, label string, waiting ...string) (*api.Submission, error) {
 	var bar *progressBar
 	for slices.Contains(waiting, sub.Status) {
 		if sub.ProgressTotal > 0 {
@@ -420,9 +422,9 @@ func (p *Program) waitSubmission(ctx, waitCtx context.Context, c *apiclient.Clie
 		}
 		stopped := func() error {
 			if ctx.Err() != nil {
-				return fmt.Errorf("interrupted while submission %d is %s: follow it on %s", sub.ID, sub.Status, c.URL(sub.PageURL()))
+				return fmt.Errorf("interrupted while submission %d is %s: follow it on %s", sub.ID, sub.Status, c.URL(web.SubmissionPath(sub.ID)))
 			}
-			return withExitCode(exitTimedOut, fmt.Errorf("submission %d is still %s after %s: follow it on %s", sub.ID, sub.Status, wo.timeout, c.URL(sub.PageURL())))
+			return withExitCode(exitTimedOut, fmt.Errorf("submission %d is still %s after %s: follow it on %s", sub.ID, sub.Status, wo.timeout, c.URL(web.SubmissionPath(sub.ID))))
 		}
 		select {
 		case <-waitCtx.Done():
@@ -450,7 +452,7 @@ func (p *Program) waitSubmission(ctx, waitCtx context.Context, c *apiclient.Clie
 // printReport writes a submission's validation report: format, tasks found,
 // missing, unknown and duplicated, invalid files with reasons, blocking
 // reasons and warnings.
-func printReport(w io.Writer, sub *apiclient.Submission) {
+func printReport(w io.Writer, sub *api.Submission) {
 	r := sub.ParsedReport
 	if r == nil {
 		fmt.Fprintf(w, "submission %d %s\n", sub.ID, sub.Status)

@@ -20,8 +20,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"proctor/api"
 	"proctor/bundle/bundletest"
-	"proctor/internal/apiclient"
 	"proctor/internal/testenv"
 	"proctor/models"
 	"proctor/sandbox"
@@ -441,7 +441,7 @@ func TestPrintReport(t *testing.T) {
 		ids = append(ids, fmt.Sprint(i))
 		invalid = append(invalid, models.FileProblem{Path: fmt.Sprintf("%d/network.har", i), Problem: "not a HAR log"})
 	}
-	sub := &apiclient.Submission{}
+	sub := &api.Submission{}
 	sub.ID, sub.Status = 4, models.SubmissionValidated
 	sub.ParsedReport = &models.SubmissionReport{
 		Format: models.BundleWebArenaVerified, TasksFound: ids[:3], TasksMissing: ids, TasksDuplicated: []string{"7"},

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"proctor/api"
 	"proctor/models"
 )
 
@@ -27,18 +28,13 @@ type Error struct {
 	Message string // client-safe message
 	// Problems are every problem of input the server checked whole, each
 	// with its field; the first is also Field and Message. Nil for one.
-	Problems   []Problem
+	Problems   []api.Problem
 	RequestID  string // X-Request-Id, to quote when reporting a problem
 	RetryAfter time.Duration
 }
 
-// Problem is one problem of input the server checked whole.
-type Problem struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
-
-func (p Problem) String() string {
+// problemText is a problem as a line: its field, then its message.
+func problemText(p api.Problem) string {
 	if p.Field == "" {
 		return p.Message
 	}
@@ -49,11 +45,11 @@ func (p Problem) String() string {
 // there are several), and the status and request id when the server gave no
 // message of its own.
 func (e *Error) Error() string {
-	msg := Problem{Field: e.Field, Message: e.Message}.String()
+	msg := problemText(api.Problem{Field: e.Field, Message: e.Message})
 	if len(e.Problems) > 1 {
 		lines := make([]string, len(e.Problems))
 		for i, p := range e.Problems {
-			lines[i] = p.String()
+			lines[i] = problemText(p)
 		}
 		msg = fmt.Sprintf("%d problems:\n  %s", len(lines), strings.Join(lines, "\n  "))
 	}
@@ -127,26 +123,19 @@ func decodeError(res *http.Response) *Error {
 		e.RetryAfter = time.Duration(s) * time.Second
 	}
 	body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-	var api struct {
-		Error struct {
-			Code     string    `json:"code"`
-			Field    string    `json:"field"`
-			Message  string    `json:"message"`
-			Problems []Problem `json:"problems"`
-		} `json:"error"`
-	}
+	var answer api.ErrorResponse
 	var s3 struct {
 		Code    string `xml:"Code"`
 		Message string `xml:"Message"`
 	}
 	switch {
-	case json.Unmarshal(body, &api) == nil && api.Error.Message != "":
-		if api.Error.Code != "" {
-			e.Code = api.Error.Code
+	case json.Unmarshal(body, &answer) == nil && answer.Error.Message != "":
+		if answer.Error.Code != "" {
+			e.Code = answer.Error.Code
 		}
-		e.Field, e.Message = api.Error.Field, api.Error.Message
-		if len(api.Error.Problems) > 1 {
-			e.Problems = api.Error.Problems
+		e.Field, e.Message = answer.Error.Field, answer.Error.Message
+		if len(answer.Error.Problems) > 1 {
+			e.Problems = answer.Error.Problems
 		}
 	case xml.Unmarshal(body, &s3) == nil && (s3.Code != "" || s3.Message != ""):
 		e.Message = fmt.Sprintf("storage answered %d %s: %s", res.StatusCode, s3.Code, s3.Message)

@@ -9,41 +9,17 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
-	"proctor/models"
+	"proctor/api"
 )
-
-// Submission is a submission as the API shows it (GET /api/v1/submissions/{id}):
-// the server's view, with its status, the parts the store holds, the parsed
-// validation report (ParsedReport) and, once ingested, the run.
-type Submission struct {
-	models.SubmissionView
-}
-
-// PartOffset is where part n (from 1) starts in the bundle.
-func (s *Submission) PartOffset(n int) int64 { return int64(n-1) * s.PartSize }
-
-// PageURL is the submission's page on the server, relative to its root.
-func (s *Submission) PageURL() string { return "/submissions/" + strconv.FormatInt(s.ID, 10) }
-
-// PartURL is a presigned direct upload of one part to storage.
-type PartURL struct {
-	URL       string    `json:"url"`
-	Method    string    `json:"method"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
 
 // CreateSubmission starts an upload, or resumes the caller's unfinished
 // upload of the same bundle (resumed is true). EINVALID (with the field),
 // ENOTFOUND for an unknown agent, benchmark or subset, EFORBIDDEN for
 // non-members, ECONFLICT when the bundle was already ingested, ETOOLARGE over
 // the size limit, ERATELIMIT over the team's daily quota.
-func (c *Client) CreateSubmission(ctx context.Context, req models.SubmissionRequest) (sub *Submission, resumed bool, err error) {
-	var out struct {
-		Submission *Submission `json:"submission"`
-		Resumed    bool        `json:"resumed"`
-	}
+func (c *Client) CreateSubmission(ctx context.Context, req api.SubmissionRequest) (sub *api.Submission, resumed bool, err error) {
+	var out api.SubmissionCreated
 	// Creating is safe to repeat: the server resumes an unfinished upload of
 	// the same bundle instead of starting another, so a lost answer is retried.
 	r, err := jsonRequest(http.MethodPost, c.apiURL("/submissions", nil), req)
@@ -58,16 +34,16 @@ func (c *Client) CreateSubmission(ctx context.Context, req models.SubmissionRequ
 	if err != nil {
 		return nil, false, fmt.Errorf("create submission: %w", err)
 	}
-	if out.Submission == nil || out.Submission.ID == 0 {
+	if out.Submission.ID == 0 {
 		return nil, false, fmt.Errorf("create submission: the answer holds no submission")
 	}
-	return out.Submission, out.Resumed, nil
+	return &out.Submission, out.Resumed, nil
 }
 
 // Submission returns a submission with its received parts and report.
 // ENOTFOUND when it does not exist or is not visible to the caller.
-func (c *Client) Submission(ctx context.Context, id int64) (*Submission, error) {
-	var out Submission
+func (c *Client) Submission(ctx context.Context, id int64) (*api.Submission, error) {
+	var out api.Submission
 	if err := c.Get(ctx, submissionPath(id), nil, &out); err != nil {
 		return nil, fmt.Errorf("submission %d: %w", id, err)
 	}
@@ -78,11 +54,11 @@ func (c *Client) Submission(ctx context.Context, id int64) (*Submission, error) 
 // Content-MD5 so the server checks it arrived intact. part is read again on
 // every try; progress (may be nil) is told the bytes sent so far of this try.
 // Retried on connection errors: re-sending a part replaces it.
-func (c *Client) PutPart(ctx context.Context, id int64, n int, part *io.SectionReader, md5sum []byte, progress func(sent int64)) (*models.SubmissionPart, error) {
+func (c *Client) PutPart(ctx context.Context, id int64, n int, part *io.SectionReader, md5sum []byte, progress func(sent int64)) (*api.SubmissionPart, error) {
 	r := partRequest(http.MethodPut, c.apiURL(submissionPath(id)+"/parts/"+strconv.Itoa(n), nil), part, md5sum, progress)
 	r.bearer = true
 	res, err := c.do(ctx, r)
-	var out models.SubmissionPart
+	var out api.SubmissionPart
 	if err == nil {
 		err = decodeJSON(res, &out)
 	}
@@ -97,8 +73,8 @@ func (c *Client) PutPart(ctx context.Context, id int64, n int, part *io.SectionR
 
 // PartURL presigns a direct upload of part n to the server's storage.
 // ECONFLICT when the server stores parts itself (send them with PutPart).
-func (c *Client) PartURL(ctx context.Context, id int64, n int) (*PartURL, error) {
-	var out PartURL
+func (c *Client) PartURL(ctx context.Context, id int64, n int) (*api.PresignedPart, error) {
+	var out api.PresignedPart
 	if err := c.Get(ctx, submissionPath(id)+"/parts/"+strconv.Itoa(n)+"/url", nil, &out); err != nil {
 		return nil, fmt.Errorf("part %d URL: %w", n, err)
 	}
@@ -110,7 +86,7 @@ func (c *Client) PartURL(ctx context.Context, id int64, n int) (*PartURL, error)
 
 // PutPresigned sends part n to a presigned storage URL, without the API
 // token (it must never reach storage). The part's ETag must be its MD5.
-func (c *Client) PutPresigned(ctx context.Context, n int, u *PartURL, part *io.SectionReader, md5sum []byte, progress func(sent int64)) error {
+func (c *Client) PutPresigned(ctx context.Context, n int, u *api.PresignedPart, part *io.SectionReader, md5sum []byte, progress func(sent int64)) error {
 	method := u.Method
 	if method == "" {
 		method = http.MethodPut
@@ -129,8 +105,8 @@ func (c *Client) PutPresigned(ctx context.Context, n int, u *PartURL, part *io.S
 
 // CompleteSubmission assembles the uploaded parts and queues validation.
 // ECONFLICT naming the missing or short parts.
-func (c *Client) CompleteSubmission(ctx context.Context, id int64) (*Submission, error) {
-	var out Submission
+func (c *Client) CompleteSubmission(ctx context.Context, id int64) (*api.Submission, error) {
+	var out api.Submission
 	if err := c.postJSON(ctx, submissionPath(id)+"/complete", nil, &out); err != nil {
 		return nil, fmt.Errorf("complete submission %d: %w", id, err)
 	}
@@ -139,8 +115,8 @@ func (c *Client) CompleteSubmission(ctx context.Context, id int64) (*Submission,
 
 // IngestSubmission queues the ingest of a validated submission: it becomes a
 // run. ECONFLICT when the report blocks it or the status does not allow it.
-func (c *Client) IngestSubmission(ctx context.Context, id int64) (*Submission, error) {
-	var out Submission
+func (c *Client) IngestSubmission(ctx context.Context, id int64) (*api.Submission, error) {
+	var out api.Submission
 	if err := c.postJSON(ctx, submissionPath(id)+"/ingest", nil, &out); err != nil {
 		return nil, fmt.Errorf("ingest submission %d: %w", id, err)
 	}

@@ -37,6 +37,8 @@ var layerRules = []layerRule{
 	{pkg: "models", only: []string{}, why: "models is the domain's vocabulary and imports nothing of the project"},
 	{pkg: "storage", only: []string{"models", "migrations"}, why: "storage holds queries and transactions only"},
 	{pkg: "web", only: []string{"models"}, why: "templates render models; numbers are computed before they reach them"},
+	{pkg: "api", only: []string{"models"}, why: "wire types are plain shapes that the server and its clients share"},
+	{pkg: "internal/apiclient", only: []string{"api", "models"}, why: "the API's client knows the wire types, nothing of the server"},
 	{pkg: "config", never: []string{"storage/...", "handlers", "runner/...", "service/...", "web"}, why: "configuration is read before anything is opened"},
 	{pkg: "handlers", never: []string{"storage", "runner/...", "migrations"}, why: "handlers call the application services"},
 	{pkg: "runner/...", never: []string{"storage", "migrations", "handlers", "web"}, why: "the runner calls the application services"},
