@@ -410,7 +410,7 @@ func TestInspect_InvalidFiles(t *testing.T) {
 			}},
 		{"HAR without entries", wav(bundletest.WAVTask{ID: "2", HAR: []byte(`{"log": {"version": "1.2"}}`)}), "2/network.har", `"log" has no "entries" array`, nil},
 		{"HAR without log", wav(bundletest.WAVTask{ID: "2", HAR: []byte(`{"entries": []}`)}), "2/network.har", `no "log" object`, nil},
-		{"HAR that is an array", wav(bundletest.WAVTask{ID: "2", HAR: []byte(`[{"log": {}}]`)}), "2/network.har", "an array where an object was expected", nil},
+		{"HAR that is an array", wav(bundletest.WAVTask{ID: "2", HAR: []byte(`[{"log": {}}]`)}), "2/network.har", "the document is an array, not an object", nil},
 		{"HAR not UTF-8", wav(bundletest.WAVTask{ID: "2", HAR: []byte("{\"log\": {\"entries\": [\"\xff\"]}}")}), "2/network.har", "invalid UTF-8", nil},
 		{"HAR over its limit", wav(bundletest.WAVTask{ID: "2", HAR: readAll(t, bundletest.LargeHAR(lim.MaxHARBytes))}), "2/network.har", "over the limit of 512 KiB", nil},
 		{"HAR truncated", wav(bundletest.WAVTask{ID: "2", HAR: bundletest.HAR(2)[:100]}), "2/network.har", "ends", nil},

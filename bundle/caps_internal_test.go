@@ -10,10 +10,8 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
-	"io"
 	"strings"
 	"testing"
-	"testing/iotest"
 
 	"github.com/stretchr/testify/require"
 
@@ -81,39 +79,6 @@ func TestAssembly_StopsWhenCanceled(t *testing.T) {
 			require.NoError(t, a.read())
 			require.Len(t, a.tasks, tasks)
 		})
-	}
-}
-
-// TestScanHAR_ReplacementCharAtBufferEdge puts a correctly encoded U+FFFD,
-// and broken sequences, at every offset around the end of the scanner's
-// 64 KiB buffer, and reads documents through readers that return one byte
-// or half a buffer at a time, so characters straddle every read.
-func TestScanHAR_ReplacementCharAtBufferEdge(t *testing.T) {
-	t.Parallel()
-	const prefix = `{"log":{"entries":[{"response":{"content":{"text":"`
-	doc := func(start int, char string) string {
-		return prefix + strings.Repeat("a", start-len(prefix)) + char + `"}}}]}}`
-	}
-	for start := 64<<10 - 4; start <= 64<<10+1; start++ {
-		for _, char := range []string{"\uFFFD", "é", "日", "😀", "\uFFFD\uFFFD"} {
-			_, problem, err := scanHAR(strings.NewReader(doc(start, char)), 1<<20)
-			require.NoError(t, err)
-			require.Empty(t, problem, "%q at byte %d", char, start)
-		}
-		for _, broken := range []string{"\xEF\xBF", "\xEF\xBF\xBF\xBF", "\xED\xA0\x80", "\xC0\xAF", "\xFF"} {
-			_, problem, err := scanHAR(strings.NewReader(doc(start, broken)), 1<<20)
-			require.NoError(t, err)
-			require.Contains(t, problem, "invalid UTF-8", "%q at byte %d", broken, start)
-		}
-	}
-	small := doc(len(prefix)+10, strings.Repeat("a\uFFFDé日😀", 20))
-	for name, reader := range map[string]io.Reader{
-		"one byte": iotest.OneByteReader(strings.NewReader(small)),
-		"half":     iotest.HalfReader(strings.NewReader(small)),
-	} {
-		_, problem, err := scanHAR(reader, 1<<20)
-		require.NoError(t, err)
-		require.Empty(t, problem, name)
 	}
 }
 

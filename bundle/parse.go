@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"proctor/har"
 	"proctor/models"
 )
 
@@ -130,11 +131,14 @@ func (in *inspector) parse(rec *record, r io.Reader) error {
 		in.images.check(rec, r)
 		return nil
 	case roleHAR:
-		_, problem, err := scanHAR(r, in.lim.MaxHARBytes)
-		if err != nil {
+		_, err := har.Validate(r, in.lim.MaxHARBytes)
+		if err != nil && har.KindOf(err) == 0 {
 			return err
 		}
-		rec.problem, rec.contentType = problem, "application/json"
+		if err != nil {
+			rec.problem = err.Error()
+		}
+		rec.contentType = "application/json"
 		return nil
 	}
 	b, err := io.ReadAll(io.LimitReader(r, in.lim.MaxJSONBytes+1))

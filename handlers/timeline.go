@@ -15,8 +15,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"proctor/har"
 	"proctor/models"
-	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/web"
 )
@@ -212,7 +212,7 @@ func (s *Server) stepNetwork(ctx context.Context, as *models.AttemptSteps, i int
 		return nil, fmt.Errorf("open HAR of attempt %d: %w", as.Attempt.ID, err)
 	}
 	defer rc.Close()
-	reqs, err := storage.ReadHARRequests(rc)
+	reqs, err := har.Requests(rc)
 	if err != nil {
 		return nil, fmt.Errorf("read HAR of attempt %d: %w", as.Attempt.ID, err)
 	}
@@ -446,7 +446,7 @@ func (a *attemptArchive) har(ctx context.Context, as *models.AttemptSteps) (stri
 		return "", "", fmt.Errorf("zip %s: %w", name, err)
 	}
 	windows := models.StepWindows(as.Steps)
-	dropped, err := storage.FilterHAR(w, rc, func(t time.Time) bool { return models.StepOfTime(windows, t) >= 0 })
+	dropped, err := har.Filter(w, rc, func(t time.Time) bool { return models.StepOfTime(windows, t) >= 0 })
 	if err != nil {
 		return "", "", fmt.Errorf("zip %s: %w", name, err)
 	}

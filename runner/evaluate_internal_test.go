@@ -1,12 +1,9 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -99,14 +96,4 @@ func TestEvaluationTimeout(t *testing.T) {
 	require.Equal(t, 15*time.Minute, evaluationTimeout(20*time.Minute), "capped")
 	require.Equal(t, 45*time.Second, evaluationTimeout(time.Minute), "always under the rescue delay")
 	require.Equal(t, 15*time.Second, judgeTimeout(time.Minute))
-}
-
-func TestLimitedReader(t *testing.T) {
-	t.Parallel()
-	data := strings.Repeat("x", 100)
-	got, err := io.ReadAll(&limitedReader{r: strings.NewReader(data), left: 100})
-	require.NoError(t, err)
-	require.Equal(t, data, string(got), "exactly the limit reads whole")
-	_, err = io.ReadAll(&limitedReader{r: bytes.NewReader([]byte(data + "y")), left: 100})
-	require.ErrorContains(t, err, "the HAR is larger than")
 }

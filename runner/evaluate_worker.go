@@ -17,6 +17,7 @@ import (
 	"proctor/eval"
 	"proctor/eval/verified"
 	"proctor/eval/webarena"
+	"proctor/har"
 	"proctor/models"
 	"proctor/storage"
 	"proctor/storage/artifact"
@@ -243,10 +244,6 @@ type evaluationInput struct {
 	harSum []byte    // SHA-256 of the HAR, once read to its end
 }
 
-// maxEvaluatedHAR bounds the HAR a check reads; a larger one is graded as
-// unreadable rather than retried.
-const maxEvaluatedHAR = 512 << 20
-
 // evaluationInput gathers the evaluators' inputs: the task with its site
 // placeholders resolved, the final answer, the live-page state and the
 // trajectory (its screenshots loaded on demand), and starts the SHA-256 of
@@ -325,7 +322,8 @@ func (in *evaluationInput) openHAR(ctx context.Context) (io.Reader, func(), erro
 		return nil, nil, fmt.Errorf("read HAR %s: %w", in.harKey, err)
 	}
 	h := sha256.New()
-	limited := &limitedReader{r: io.TeeReader(rc, h), left: maxEvaluatedHAR}
+	// Over the limit, the HAR is graded as unreadable rather than retried.
+	limited := har.LimitReader(io.TeeReader(rc, h), har.MaxBytes)
 	done := func() {
 		_, err := io.Copy(io.Discard, limited)
 		switch {
@@ -352,33 +350,6 @@ func (in *evaluationInput) checksum(ctx context.Context) (string, error) {
 	}
 	hashPart(in.sum, "har", in.harSum)
 	return hex.EncodeToString(in.sum.Sum(nil)), nil
-}
-
-// limitedReader fails, rather than stopping silently, past its limit.
-type limitedReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		// At the limit: only the end of the stream is fine.
-		var probe [1]byte
-		n, err := l.r.Read(probe[:])
-		if n == 0 && err != nil {
-			return 0, err
-		}
-		if n == 0 {
-			return 0, nil
-		}
-		return 0, fmt.Errorf("the HAR is larger than %d MiB", maxEvaluatedHAR>>20)
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	return n, err
 }
 
 // maxAccessibilityText is how much of a step's accessibility text a judge

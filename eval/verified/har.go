@@ -1,302 +1,58 @@
 package verified
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"strings"
+
+	"proctor/har"
 )
 
-// DefaultMaxHARBytes caps how much of a HAR the evaluator reads; a larger one
-// is an error verdict rather than an unbounded read.
-const DefaultMaxHARBytes = 512 << 20
-
-// harEvent is the part of one HAR entry the network checks read. Response
-// bodies and cookies are kept only when a spec compares them.
+// harEvent is the part of one HAR entry the network checks read, as
+// WebArena-Verified compares it. Response bodies are read only when a spec
+// compares response content, request bodies only when a spec compares post
+// data; either is decoded (postData, responseData) only when compared.
 type harEvent struct {
 	method       string // as recorded: the official evaluator compares it case-sensitively
 	url          string
 	status       int
-	headers      []harNameValue // request headers as recorded
-	postMime     string         // as recorded: a multipart boundary is case-sensitive
+	headers      []har.NameValue // request headers as recorded
+	postMime     string          // as recorded: a multipart boundary is case-sensitive
 	postText     string
-	postParams   []harNameValue
+	postParams   []har.NameValue
 	respMime     string
 	respText     string
 	respEncoding string
-	cookies      []harNameValue
+	cookies      []har.NameValue
 	resourceType string // Chromium's _resourceType, when recorded
 	pageref      string // the page (browser tab) that made the request, when recorded
 	isStatic     bool
 }
 
-type harNameValue struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
-
-// harEntryLean decodes what every check needs; harEntryFull adds the response
-// body and cookies. Fields not named here are skipped by the decoder without
-// being kept.
-type harEntryLean struct {
-	ResourceType string `json:"_resourceType"`
-	Pageref      string `json:"pageref"`
-	Request      struct {
-		Method   string         `json:"method"`
-		URL      string         `json:"url"`
-		Headers  []harNameValue `json:"headers"`
-		PostData *struct {
-			MimeType string         `json:"mimeType"`
-			Text     string         `json:"text"`
-			Params   []harNameValue `json:"params"`
-		} `json:"postData"`
-	} `json:"request"`
-	Response *harResponseLean `json:"response"`
-}
-
-type harResponseLean struct {
-	Status  int `json:"status"`
-	Content struct {
-		MimeType string `json:"mimeType"`
-	} `json:"content"`
-}
-
-type harEntryFull struct {
-	harEntryLean
-	Response *struct {
-		Status  int            `json:"status"`
-		Cookies []harNameValue `json:"cookies"`
-		Content struct {
-			MimeType string `json:"mimeType"`
-			Text     string `json:"text"`
-			Encoding string `json:"encoding"`
-		} `json:"content"`
-	} `json:"response"`
-}
-
-// harReadOptions say what to keep and how much to read.
-type harReadOptions struct {
-	maxBytes int64
-	bodies   bool // keep response bodies and cookies
-}
-
-// readHAR stream-decodes a HAR's log.entries one entry at a time. A file that
-// is not JSON, not a HAR, truncated or larger than the limit is an error that
-// says which.
-func readHAR(r io.Reader, o harReadOptions) ([]harEvent, error) {
-	if o.maxBytes <= 0 {
-		o.maxBytes = DefaultMaxHARBytes
-	}
-	lim := &limitedReader{r: r, left: o.maxBytes}
-	var head [2]byte
-	n, _ := io.ReadFull(lim, head[:])
-	if n == 2 && head[0] == 0x1f && head[1] == 0x8b {
-		return nil, errors.New("the HAR is gzip-compressed: decompress it first")
-	}
-	dec := json.NewDecoder(io.MultiReader(bytes.NewReader(head[:n]), lim))
-	events, err := decodeHAR(dec, o)
-	if lim.exceeded {
-		return nil, fmt.Errorf("the HAR is larger than the %d MiB limit", o.maxBytes>>20)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return events, nil
-}
-
-func decodeHAR(dec *json.Decoder, o harReadOptions) ([]harEvent, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("the HAR is empty")
-		}
-		return nil, harSyntax(err, 0)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("not a HAR: expected a JSON object with log.entries, found %s", tokenKind(tok))
-	}
-	foundLog := false
+// readEvents reads a HAR's entries, one at a time, as events. A file that is
+// not a HAR, or an entry without a request URL or a response, is an error
+// that says which.
+func readEvents(r io.Reader, o har.Options) ([]harEvent, error) {
 	var events []harEvent
-	for dec.More() {
-		key, err := dec.Token()
+	for e, err := range har.Entries(r, o) {
 		if err != nil {
-			return nil, harSyntax(err, len(events))
-		}
-		if key != "log" {
-			if err := skipValue(dec); err != nil {
-				return nil, harSyntax(err, len(events))
-			}
-			continue
-		}
-		foundLog = true
-		if events, err = decodeLog(dec, o); err != nil {
 			return nil, err
 		}
-	}
-	if !foundLog {
-		return nil, errors.New("not a HAR: the JSON object has no log")
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, harSyntax(err, len(events))
+		if e.Request.URL == "" || e.Response == nil {
+			return nil, &har.Error{Kind: har.BadEntry, Entry: e.Index, Detail: "has no request URL or no response"}
+		}
+		ev := harEvent{
+			method: e.Request.Method, url: e.Request.URL, status: e.Response.Status, headers: e.Request.Headers,
+			respMime: strings.ToLower(e.Response.Content.MimeType), respText: e.Response.Content.Text,
+			respEncoding: e.Response.Content.Encoding, cookies: e.Response.Cookies,
+			resourceType: strings.ToLower(e.ResourceType), pageref: e.Pageref,
+		}
+		if p := e.Request.PostData; p != nil {
+			ev.postMime, ev.postText, ev.postParams = p.MimeType, p.Text, p.Params
+		}
+		ev.isStatic = ev.staticAsset()
+		events = append(events, ev)
 	}
 	return events, nil
-}
-
-func decodeLog(dec *json.Decoder, o harReadOptions) ([]harEvent, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, harSyntax(err, 0)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("not a HAR: log is %s, not an object", tokenKind(tok))
-	}
-	var events []harEvent
-	foundEntries := false
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return nil, harSyntax(err, len(events))
-		}
-		if key != "entries" {
-			if err := skipValue(dec); err != nil {
-				return nil, harSyntax(err, len(events))
-			}
-			continue
-		}
-		foundEntries = true
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, harSyntax(err, 0)
-		}
-		if d, ok := tok.(json.Delim); !ok || d != '[' {
-			return nil, fmt.Errorf("not a HAR: log.entries is %s, not a list", tokenKind(tok))
-		}
-		for dec.More() {
-			ev, err := decodeEntry(dec, o, len(events))
-			if err != nil {
-				return nil, err
-			}
-			events = append(events, ev)
-		}
-		if _, err := dec.Token(); err != nil {
-			return nil, harSyntax(err, len(events))
-		}
-	}
-	if !foundEntries {
-		return nil, errors.New("not a HAR: log has no entries")
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, harSyntax(err, len(events))
-	}
-	return events, nil
-}
-
-func decodeEntry(dec *json.Decoder, o harReadOptions, i int) (harEvent, error) {
-	var lean harEntryLean
-	var ev harEvent
-	if o.bodies {
-		var full harEntryFull
-		if err := dec.Decode(&full); err != nil {
-			return ev, harEntryErr(err, i)
-		}
-		lean = full.harEntryLean
-		if full.Response != nil {
-			ev.status = full.Response.Status
-			ev.cookies = full.Response.Cookies
-			ev.respMime = strings.ToLower(full.Response.Content.MimeType)
-			ev.respText = full.Response.Content.Text
-			ev.respEncoding = full.Response.Content.Encoding
-		}
-		lean.Response = nil
-		if full.Response != nil {
-			lean.Response = &harResponseLean{Status: full.Response.Status}
-			lean.Response.Content.MimeType = full.Response.Content.MimeType
-		}
-	} else if err := dec.Decode(&lean); err != nil {
-		return ev, harEntryErr(err, i)
-	}
-	if lean.Request.URL == "" || lean.Response == nil {
-		return ev, fmt.Errorf("not a HAR: entry %d has no request URL or no response", i)
-	}
-	ev.method = lean.Request.Method
-	ev.url = lean.Request.URL
-	ev.status = lean.Response.Status
-	ev.respMime = strings.ToLower(lean.Response.Content.MimeType)
-	ev.headers = lean.Request.Headers
-	ev.resourceType = strings.ToLower(lean.ResourceType)
-	ev.pageref = lean.Pageref
-	ev.isStatic = ev.staticAsset()
-	if p := lean.Request.PostData; p != nil {
-		ev.postMime, ev.postText, ev.postParams = p.MimeType, p.Text, p.Params
-	}
-	return ev, nil
-}
-
-func harEntryErr(err error, i int) error {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		return fmt.Errorf("not a HAR: entry %d has a %s where the HAR format has a %s (%s)", i, typeErr.Value, typeErr.Type, typeErr.Field)
-	}
-	return harSyntax(err, i)
-}
-
-// harSyntax explains a decoding failure: a file cut short, or not JSON.
-func harSyntax(err error, entries int) error {
-	var syn *json.SyntaxError
-	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		return fmt.Errorf("the HAR is truncated: it ends after %d complete entries", entries)
-	case errors.As(err, &syn):
-		return fmt.Errorf("the HAR is not valid JSON (byte %d): %v", syn.Offset, err)
-	}
-	return fmt.Errorf("read HAR: %w", err)
-}
-
-func skipValue(dec *json.Decoder) error {
-	var skip json.RawMessage
-	return dec.Decode(&skip)
-}
-
-func tokenKind(tok json.Token) string {
-	switch t := tok.(type) {
-	case json.Delim:
-		if t == '[' {
-			return "a list"
-		}
-		return "an object"
-	case string:
-		return "a string"
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	}
-	return "a number"
-}
-
-// limitedReader stops after left bytes and remembers that the input was longer.
-type limitedReader struct {
-	r        io.Reader
-	left     int64
-	exceeded bool
-}
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		var one [1]byte
-		if n, _ := l.r.Read(one[:]); n > 0 {
-			l.exceeded = true
-		}
-		return 0, io.EOF
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	return n, err
 }
 
 // header returns the last request header of that name (case-insensitive).
@@ -377,7 +133,7 @@ func (e *harEvent) responseData() map[string]any {
 
 // contentData decodes a body by its MIME type (compared in lower case; the
 // multipart boundary is read as written).
-func contentData(rawMime, text string, params []harNameValue) map[string]any {
+func contentData(rawMime, text string, params []har.NameValue) map[string]any {
 	mime := strings.ToLower(rawMime)
 	if text == "" {
 		if len(params) == 0 || !strings.Contains(mime, "application/x-www-form-urlencoded") {

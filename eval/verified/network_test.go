@@ -178,13 +178,13 @@ func TestHAR_Problems(t *testing.T) {
 		{"Empty", strings.NewReader(""), nil, "empty"},
 		{"NotJSON", strings.NewReader("<html>oops</html>"), nil, "not valid JSON"},
 		{"NotAnObject", strings.NewReader(`[{"request":{}}]`), nil, "not a HAR"},
-		{"NoLog", strings.NewReader(`{"entries":[]}`), nil, "no log"},
-		{"NoEntries", strings.NewReader(`{"log":{"version":"1.2"}}`), nil, "no entries"},
+		{"NoLog", strings.NewReader(`{"entries":[]}`), nil, `no "log"`},
+		{"NoEntries", strings.NewReader(`{"log":{"version":"1.2"}}`), nil, `no "entries"`},
 		{"EntryWithoutRequest", strings.NewReader(`{"log":{"entries":[{"response":{"status":200}}]}}`), nil, "entry 0"},
 		{"WrongFieldType", strings.NewReader(`{"log":{"entries":[{"request":{"method":"GET","url":5},"response":{"status":200}}]}}`), nil, "entry 0"},
 		{"Truncated", strings.NewReader(big[:len(big)/2]), nil, "truncated"},
 		{"Gzip", bytes.NewReader(gz.Bytes()), nil, "gzip"},
-		{"TooLarge", strings.NewReader(big), verified.New().WithSites(testSites()).WithMaxHARBytes(1024), "larger than"},
+		{"TooLarge", strings.NewReader(big), verified.New().WithSites(testSites()).WithMaxHARBytes(1024), "over the limit of 1 KiB"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"proctor/eval"
+	"proctor/har"
 	"proctor/models"
 )
 
@@ -163,8 +164,8 @@ func siteName(key string) string { return strings.ToLower(strings.Trim(key, "_")
 // static asset (for a multi-site task, the n-th distinct such origin for the
 // n-th site), with /admin appended for shopping_admin. It is a guess: a
 // config file or site flags are better.
-func InferSites(har io.Reader, taskSites []string) (Sites, error) {
-	events, err := readHAR(har, harReadOptions{})
+func InferSites(network io.Reader, taskSites []string) (Sites, error) {
+	events, err := readEvents(network, har.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"proctor/eval"
+	"proctor/har"
 	"proctor/models"
 )
 
@@ -39,7 +40,7 @@ type Evaluator struct {
 
 // New returns the evaluator that grades as the official webarena-verified
 // package does.
-func New() *Evaluator { return &Evaluator{maxHAR: DefaultMaxHARBytes, re: newRegexCache()} }
+func New() *Evaluator { return &Evaluator{maxHAR: har.MaxBytes, re: newRegexCache()} }
 
 // NewLenient returns the lenient evaluator, which an administrator may choose
 // for a benchmark instead of the official reading: it also accepts answers
@@ -131,14 +132,17 @@ func (e *Evaluator) Evaluate(ctx context.Context, in eval.Input) (*eval.Result, 
 		return eval.Finish(e.ID(), e.version(), det)
 	}
 	r := &run{ev: e, sites: newSiteMap(e.sites, in.Task.Sites)}
-	needHAR, needBodies := false, false
+	// Bodies are read only when a spec compares them: the rest of the HAR
+	// streams past without them.
+	needHAR, read := false, har.Options{MaxBytes: e.maxHAR}
 	for _, s := range specs {
 		if s.agent != nil {
 			r.taskType = s.agent.taskType
 		}
 		if s.network != nil {
 			needHAR = true
-			needBodies = needBodies || s.network.responseContent != nil || s.network.responseCookies != nil
+			read.RequestBodies = read.RequestBodies || s.network.postData != nil
+			read.ResponseBodies = read.ResponseBodies || s.network.responseContent != nil
 		}
 	}
 	var events []harEvent
@@ -148,7 +152,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, in eval.Input) (*eval.Result, 
 		case in.HAR == nil:
 			harErr = "the episode recorded no HAR (network log), which the network checks need"
 		default:
-			events, err = readHAR(ctxReader{ctx, in.HAR}, harReadOptions{maxBytes: e.maxHAR, bodies: needBodies})
+			events, err = readEvents(ctxReader{ctx, in.HAR}, read)
 			if cerr := ctx.Err(); cerr != nil {
 				return nil, cerr
 			}
