@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -156,28 +158,94 @@ func TestEntries_OmittedLength(t *testing.T) {
 // decodes the whole document, with or without bodies.
 func TestEntries_AgreeWithEncodingJSON(t *testing.T) {
 	t.Parallel()
+	fixture, err := os.ReadFile("testdata/timeline.har")
+	require.NoError(t, err)
 	doc := testHAR(200, 3000)
+	for _, doc := range [][]byte{fixture, doc} {
+		var whole struct {
+			Log struct {
+				Entries []*Entry `json:"entries"`
+			} `json:"log"`
+		}
+		require.NoError(t, json.Unmarshal(doc, &whole))
+		i := 0
+		for e, err := range Entries(bytes.NewReader(doc), Options{RequestBodies: true, ResponseBodies: true}) {
+			require.NoError(t, err)
+			want := whole.Log.Entries[i]
+			want.Index = i
+			require.Equal(t, want, e)
+			i++
+		}
+		require.Len(t, whole.Log.Entries, i)
+		i = 0
+		for e, err := range Entries(bytes.NewReader(doc), Options{}) {
+			require.NoError(t, err)
+			want := whole.Log.Entries[i]
+			if p := want.Request.PostData; p != nil {
+				p.Omitted, p.Text = int64(len(p.Text)), ""
+			}
+			if r := want.Response; r != nil {
+				r.Content.Omitted, r.Content.Text = int64(len(r.Content.Text)), ""
+			}
+			require.Equal(t, want, e, fmt.Sprint(i))
+			i++
+		}
+	}
+}
+
+// TestEntries_Pruned: the members no Entry field reads are left out of an
+// entry before it is decoded, wherever they stand among the others, and
+// every member an Entry field reads is kept.
+func TestEntries_Pruned(t *testing.T) {
+	t.Parallel()
+	// Every JSON member an Entry reads, by the place it is read at.
+	fields := func(v any) []string {
+		var out []string
+		typ := reflect.TypeOf(v)
+		for i := range typ.NumField() {
+			if name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ","); name != "-" {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	for at, v := range map[int]any{atEntry: Entry{}, atRequest: Request{}, atPostData: PostData{}, atResponse: Response{}, atContent: Content{}} {
+		for _, name := range fields(v) {
+			require.True(t, entryReads(at, name), "%T.%s is read", v, name)
+		}
+		require.False(t, entryReads(at, "timings"))
+	}
+
+	const doc = `{"log": {"entries": [
+	  {"cache": {}, "request": {"cookies": [{"name": "a", "value": "b"}], "url": "http://s/1", "queryString": [] },
+	   "response": {"headers": [{"name": "X", "value": "y"}], "status": 200, "content": {"size": 3, "mimeType": "text/plain", "compression": 0}, "redirectURL": ""},
+	   "timings": {"wait": 1}},
+	  {"timings": {}, "cache": {}},
+	  {"request": {"url": "http://s/2"}, "serverIPAddress": "10.0.0.1" ,
+	   "_initiator": {"type": "script", "stack": {"callFrames": [{"url": "http://s/app.js"}]}}}
+	]}}`
 	var whole struct {
 		Log struct {
 			Entries []*Entry `json:"entries"`
 		} `json:"log"`
 	}
-	require.NoError(t, json.Unmarshal(doc, &whole))
-	i := 0
-	for e, err := range Entries(bytes.NewReader(doc), Options{RequestBodies: true, ResponseBodies: true}) {
-		require.NoError(t, err)
-		want := whole.Log.Entries[i]
-		want.Index = i
-		require.Equal(t, want, e)
-		i++
-	}
-	require.Equal(t, 200, i)
-	i = 0
-	for e, err := range Entries(bytes.NewReader(doc), Options{}) {
-		require.NoError(t, err)
-		want := *whole.Log.Entries[i].Response
-		want.Content.Omitted, want.Content.Text = int64(len(want.Content.Text)), ""
-		require.Equal(t, &want, e.Response, fmt.Sprint(i))
-		i++
-	}
+	require.NoError(t, json.Unmarshal([]byte(doc), &whole))
+	var raws []string
+	_, err := walk(strings.NewReader(doc), Options{}, nil, func(e *rawEntry) error {
+		raws = append(raws, string(e.json))
+		var got Entry
+		require.NoError(t, json.Unmarshal(e.json, &got), string(e.json))
+		got.Index = e.index
+		want := whole.Log.Entries[e.index]
+		want.Index = e.index
+		require.Equal(t, want, &got)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		`{ "request": { "url": "http://s/1"},
+	   "response": { "status": 200, "content": { "mimeType": "text/plain"}}}`,
+		`{}`,
+		`{"request": {"url": "http://s/2"}}`,
+	}, raws)
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"proctor/models"
 )
 
 // Kind says what is wrong with a HAR.
@@ -49,7 +51,7 @@ type Error struct {
 func (e *Error) Error() string {
 	switch e.Kind {
 	case TooLarge:
-		return "the HAR is over the limit of " + sizeText(e.Limit)
+		return "the HAR is over the limit of " + models.FormatBytes(e.Limit)
 	case Empty:
 		return "the HAR is empty"
 	case Gzip:
@@ -87,17 +89,6 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// sizeText writes a limit for people: "512 MiB", "64 KiB", "1000 bytes".
-func sizeText(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // LimitReader returns a reader of r's first n bytes that, rather than

@@ -149,10 +149,11 @@ func (raw *rawEntry) decode() (*Entry, error) {
 // unmarshal decodes the entry into v, a problem being a BadEntry *Error.
 func (raw *rawEntry) unmarshal(v any) error {
 	err := json.Unmarshal(raw.json, v)
+	if err == nil {
+		return nil
+	}
 	var typeErr *json.UnmarshalTypeError
 	switch {
-	case err == nil:
-		return nil
 	case errors.As(err, &typeErr) && typeErr.Field == "":
 		return &Error{Kind: BadEntry, Entry: raw.index, Offset: raw.offset,
 			Detail: "is " + kind(raw.json[0]) + ", not an object"}

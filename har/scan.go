@@ -2,6 +2,7 @@ package har
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -56,6 +57,30 @@ func child(at int, key string) int {
 	return elsewhere
 }
 
+// entryReads reports whether Entry (or Requests, which reads less) reads the
+// member key of an object at place at in an entry. The members it does not
+// read (response headers, timings, cache, request cookies and query string,
+// and so on) are left out when an entry is captured to be decoded, so that
+// decoding does not go over them again.
+func entryReads(at int, key string) bool {
+	var read []string
+	switch at {
+	case atEntry:
+		read = []string{"pageref", "startedDateTime", "time", "request", "response", "_resourceType"}
+	case atRequest:
+		read = []string{"method", "url", "headers", "postData"}
+	case atPostData:
+		read = []string{"mimeType", "text", "params"}
+	case atResponse:
+		read = []string{"status", "cookies", "content"}
+	case atContent:
+		read = []string{"mimeType", "text", "encoding"}
+	default:
+		return true
+	}
+	return slices.Contains(read, key)
+}
+
 // rawEntry is one element of log.entries as written, with each body the
 // options leave out written as null.
 type rawEntry struct {
@@ -89,6 +114,7 @@ type scanner struct {
 	each      func(*rawEntry) error // nil: entries are only validated
 	entry     rawEntry
 	capturing bool // bytes read go to entry.json
+	prune     bool // members no Entry field reads are left out of the capture
 
 	// The string being read: its decoded length, and how much of it may be
 	// captured before it is left out (-1: all of it).
@@ -103,10 +129,13 @@ type scanner struct {
 
 // walk reads a HAR document from r and calls each with every entry of its
 // log.entries in order (none with each nil: the document is only checked).
+// With tee, each entry is captured whole, as written, and everything else is
+// copied to tee; without, an entry is captured with only the members an
+// Entry reads.
 // A problem with the document is an *Error; an error of r or of each is
 // returned as it is, r's wrapped with "read HAR".
 func walk(r io.Reader, o Options, tee *bufio.Writer, each func(*rawEntry) error) (*scanner, error) {
-	s := &scanner{r: bufio.NewReaderSize(r, 64<<10), limit: cmp.Or(o.MaxBytes, MaxBytes), opts: o, each: each, tee: tee, cut: -1}
+	s := &scanner{r: bufio.NewReaderSize(r, 64<<10), limit: cmp.Or(o.MaxBytes, MaxBytes), opts: o, each: each, tee: tee, cut: -1, prune: tee == nil}
 	err := s.document()
 	switch {
 	case errors.Is(err, errStop):
@@ -321,12 +350,18 @@ func (s *scanner) object(depth, at int) error {
 			return s.syntax("unexpected %q where a key was expected", c)
 		}
 		track := at != elsewhere && at != atEntries
+		keyAt := len(s.entry.json) - 1 // where the key's quote was captured
 		if err := s.str(track); err != nil {
 			return err
 		}
-		next := elsewhere
+		next, drop := elsewhere, false
 		if track {
 			next = child(at, string(s.key))
+			drop = s.prune && s.capturing && !entryReads(at, string(s.key))
+		}
+		if drop { // left out of the capture from its key to the next member
+			s.entry.json = s.entry.json[:keyAt]
+			s.capturing = false
 		}
 		if c, err = s.skipSpace(); err != nil {
 			return err
@@ -342,6 +377,13 @@ func (s *scanner) object(depth, at int) error {
 		}
 		if c, err = s.skipSpace(); err != nil {
 			return err
+		}
+		if drop {
+			s.capturing = true
+			if c == '}' { // the last member: the comma before it goes too
+				s.entry.json = bytes.TrimRight(s.entry.json, " \t\r\n")
+				s.entry.json = append(bytes.TrimSuffix(s.entry.json, []byte(",")), '}')
+			}
 		}
 		switch c {
 		case '}':

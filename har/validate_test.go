@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"proctor/models"
 )
 
 // testHAR is a HAR of n entries whose responses hold size bytes of page
@@ -98,7 +100,7 @@ func TestValidate(t *testing.T) {
 		require.NoError(t, err, "exactly at the limit is accepted")
 		_, err = Validate(bytes.NewReader(doc), int64(len(doc)-1))
 		require.Equal(t, TooLarge, KindOf(err))
-		require.EqualError(t, err, "the HAR is over the limit of "+sizeText(int64(len(doc)-1)))
+		require.EqualError(t, err, "the HAR is over the limit of "+models.FormatBytes(int64(len(doc)-1)))
 		_, err = Validate(bytes.NewReader(doc), 1<<10)
 		require.EqualError(t, err, "the HAR is over the limit of 1 KiB")
 	})

@@ -16,6 +16,10 @@
 #                              (skips without ../shared/data)
 #   BenchmarkTimeline200Steps  the timeline page of a 200-step attempt: time
 #                              and HTML size
+#   BenchmarkEntriesMemory     HARs of 4, 64 and 256 MiB (1 MiB response bodies)
+#                              read entry by entry without their bodies: MB/s
+#                              and the peak live heap while reading, against
+#                              the 4 MiB HAR's in the same run
 #   BenchmarkLeaderboardPage   the leaderboard page of 200 published runs,
 #                              each with its 812 attempts, against serving a
 #                              static file of the page's size, in the same run
@@ -148,6 +152,18 @@ awk '
 			print "Timeline page of a 200-step attempt, served in-process:"
 			printf "  %-46s %8.2f\n", "page, router to last byte (ms)", v[tl, "ns/op"] / 1e6
 			printf "  %-46s %8.1f\n", "HTML size (KiB)", v[tl, "html-bytes"] / 1024
+		}
+		h = "BenchmarkEntriesMemory/"
+		if (has(h "4MiB", "peak-heap-MiB")) {
+			print ""
+			print "HAR read entry by entry without its bodies (1 MiB response bodies):"
+			printf "  %-10s %10s %18s %12s\n", "HAR", "MB/s", "peak heap (MiB)", "÷ 4 MiB HAR"
+			split("4MiB 64MiB 256MiB", sizes, " ")
+			for (k = 1; k <= 3; k++) {
+				n = h sizes[k]
+				if (has(n, "peak-heap-MiB"))
+					printf "  %-10s %10.1f %18.2f %11.2fx\n", sizes[k], v[n, "MB/s"], v[n, "peak-heap-MiB"], v[n, "x-4MiB"]
+			}
 		}
 		g = "BenchmarkIngest"
 		if (has(g, "copy-MB/s")) {

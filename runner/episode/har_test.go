@@ -2,7 +2,6 @@ package episode
 
 import (
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +25,7 @@ func TestStoreHAR(t *testing.T) {
 	  {"request":{"method":"GET","url":"http://s/a"},"response":{"status":200,"content":{"mimeType":"text/html","text":"<p>hi"}}},
 	  {"request":{"method":"GET","url":"http://s/big"},"response":{"status":200,"content":{"mimeType":"text/html","text":"`+big+`"}}}]}}`), 0o644))
 	require.NoError(t, storeHAR(t.Context(), store, "e/network.har", path))
-	stored := readStored(t, store, "e/network.har")
+	stored := readArtifact(t, &bundle{store: store}, "e/network.har")
 	var doc struct {
 		Log struct {
 			Entries []struct {
@@ -44,18 +43,8 @@ func TestStoreHAR(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(path, []byte("{not json"), 0o644))
 	require.NoError(t, storeHAR(t.Context(), store, "e/network.har", path))
-	require.Equal(t, "{not json", string(readStored(t, store, "e/network.har")))
+	require.Equal(t, "{not json", string(readArtifact(t, &bundle{store: store}, "e/network.har")))
 	left, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, left, 2, "the HAR and the artifacts, no slimmed copy")
-}
-
-func readStored(t *testing.T, store artifact.Store, key string) []byte {
-	t.Helper()
-	rc, _, err := store.Get(t.Context(), key)
-	require.NoError(t, err)
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	require.NoError(t, err)
-	return b
 }
