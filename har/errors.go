@@ -39,8 +39,9 @@ type Error struct {
 	// outside the entries, how many had been read whole); -1 when that says
 	// nothing.
 	Entry int
-	// Offset is how many bytes of the document had been read when the
-	// problem was found: the problem is at or just before that byte.
+	// Offset is where in the document the problem is: how many bytes had
+	// been read when it was found (the problem is at or just before that
+	// byte); for BadEntry, where the entry begins.
 	Offset int64
 	// Limit is the size limit a TooLarge document went over.
 	Limit int64

@@ -67,7 +67,8 @@ func startTime(s string) (time.Time, bool) {
 // bytes, each replaced by a comment saying what was left out. Everything else
 // (requests with their post data, statuses, headers, timings) is kept as
 // written; an entry that loses a body is written anew with its members in
-// key order. Bodies over maxText are never held.
+// key order. Bodies over maxText are never held; maxText 0 keeps text bodies
+// of any length.
 func Slim(w io.Writer, r io.Reader, maxText int64) error {
 	o := Options{RequestBodies: true, ResponseBodies: true, MaxResponseBody: maxText}
 	return rewrite(w, r, o, func(e *rawEntry) ([]byte, error) {
