@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"proctor/har"
 	"proctor/models"
 )
 
@@ -43,7 +44,7 @@ func DefaultLimits() Limits {
 		MaxTotalBytes:  32 << 30,
 		MaxRatio:       100,
 		MaxJSONBytes:   16 << 20,
-		MaxHARBytes:    512 << 20,
+		MaxHARBytes:    har.MaxBytes,
 		MaxImagePixels: 40_000_000,
 		// Far above a full WebArena-Verified run with long thoughts (812
 		// tasks × 30 steps × 4 KB ≈ 100 MB), far below the server's memory.
