@@ -64,6 +64,12 @@ func (a Access) BlindRuns(ctx context.Context, runIDs []int64) (map[int64]bool, 
 	return blind, nil
 }
 
+// BlindRun reports whether the run's results are withheld from the caller.
+func (a Access) BlindRun(ctx context.Context, runID int64) (bool, error) {
+	blind, err := a.BlindRuns(ctx, []int64{runID})
+	return blind[runID], err
+}
+
 // ReadRuns is EFORBIDDEN (BlindRunMessage) when any of runIDs has results
 // withheld from the caller.
 func (a Access) ReadRuns(ctx context.Context, runIDs ...int64) error {

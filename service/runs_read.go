@@ -74,6 +74,16 @@ func (s *Runs) withholdListed(ctx context.Context, list []models.RunListItem) er
 	return nil
 }
 
+// readRun is nil when the caller may read a run's results: ENOTFOUND for a
+// run they may not see, as every run read answers, then EFORBIDDEN when the
+// blind-study rule withholds them. Streamed reads check before the first row.
+func (s *Runs) readRun(ctx context.Context, runID int64) error {
+	if _, err := s.store.VisibleRun(ctx, runID); err != nil {
+		return err
+	}
+	return s.access.ReadRuns(ctx, runID)
+}
+
 // RunProgress returns a run's live state, its results withheld from an
 // annotator of a blind study over its attempts.
 func (s *Runs) RunProgress(ctx context.Context, runID int64) (*models.RunProgress, error) {
@@ -81,11 +91,9 @@ func (s *Runs) RunProgress(ctx context.Context, runID int64) (*models.RunProgres
 	if err != nil {
 		return nil, err
 	}
-	blind, err := s.access.BlindRuns(ctx, []int64{runID})
-	if err != nil {
+	if blind, err := s.access.BlindRun(ctx, runID); err != nil {
 		return nil, err
-	}
-	if blind[runID] {
+	} else if blind {
 		p.WithholdResults()
 	}
 	return p, nil
@@ -99,11 +107,9 @@ func (s *Runs) RunOverview(ctx context.Context, runID int64, f models.AttemptFil
 	if err != nil {
 		return nil, err
 	}
-	blind, err := s.access.BlindRuns(ctx, []int64{runID})
-	if err != nil {
+	if blind, err := s.access.BlindRun(ctx, runID); err != nil {
 		return nil, err
-	}
-	if blind[runID] {
+	} else if blind {
 		out.WithholdBlind()
 	}
 	return out, nil
@@ -112,20 +118,16 @@ func (s *Runs) RunOverview(ctx context.Context, runID int64, f models.AttemptFil
 // RunAttempts returns one page of a run's attempts; EFORBIDDEN for an
 // annotator of a blind study over them.
 func (s *Runs) RunAttempts(ctx context.Context, runID int64, page, perPage int) ([]models.AttemptListItem, int, error) {
-	list, total, err := s.store.RunAttempts(ctx, runID, page, perPage)
-	if err != nil {
+	if err := s.readRun(ctx, runID); err != nil {
 		return nil, 0, err
 	}
-	if err := s.access.ReadRuns(ctx, runID); err != nil {
-		return nil, 0, err
-	}
-	return list, total, nil
+	return s.store.RunAttempts(ctx, runID, page, perPage)
 }
 
 // RunResults streams a run's per-task results (the export); EFORBIDDEN for
 // an annotator of a blind study over its attempts, before anything is sent.
 func (s *Runs) RunResults(ctx context.Context, runID int64, emit func([]models.RunResult) error) error {
-	if err := s.access.ReadRuns(ctx, runID); err != nil {
+	if err := s.readRun(ctx, runID); err != nil {
 		return err
 	}
 	return s.store.RunResults(ctx, runID, emit)
@@ -134,7 +136,7 @@ func (s *Runs) RunResults(ctx context.Context, runID int64, emit func([]models.R
 // RunMetrics returns a run's metrics; EFORBIDDEN for an annotator of a blind
 // study over its attempts.
 func (s *Runs) RunMetrics(ctx context.Context, runID int64) ([]stats.Report, error) {
-	if err := s.access.ReadRuns(ctx, runID); err != nil {
+	if err := s.readRun(ctx, runID); err != nil {
 		return nil, err
 	}
 	return s.store.RunMetrics(ctx, runID)
@@ -143,7 +145,7 @@ func (s *Runs) RunMetrics(ctx context.Context, runID int64) ([]stats.Report, err
 // RunHiddenResults returns a hidden-tests run's results; EFORBIDDEN for an
 // annotator of a blind study over its attempts.
 func (s *Runs) RunHiddenResults(ctx context.Context, runID int64) (*models.RunHiddenResults, error) {
-	if err := s.access.ReadRuns(ctx, runID); err != nil {
+	if err := s.readRun(ctx, runID); err != nil {
 		return nil, err
 	}
 	return s.store.RunHiddenResults(ctx, runID)
@@ -160,11 +162,9 @@ func (s *Runs) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Ti
 	if err := s.access.ReadAttempt(ctx, tl.Attempt.ID); err != nil {
 		return nil, err
 	}
-	blind, err := s.access.BlindRuns(ctx, []int64{tl.Attempt.RunID})
-	if err != nil {
+	if blind, err := s.access.BlindRun(ctx, tl.Attempt.RunID); err != nil {
 		return nil, err
-	}
-	if blind[tl.Attempt.RunID] {
+	} else if blind {
 		tl.Hidden = nil
 	}
 	return tl, nil
@@ -183,10 +183,11 @@ func (s *Runs) AttemptSteps(ctx context.Context, attemptID int64) (*models.Attem
 	return as, nil
 }
 
-// AttemptExpectedAnswer returns the expected answer of an attempt's task;
-// EFORBIDDEN when the caller annotates the attempt blind.
+// AttemptExpectedAnswer returns the expected answer of an attempt's task
+// (administrators only, who see every run); EFORBIDDEN when the caller
+// annotates the attempt blind.
 func (s *Runs) AttemptExpectedAnswer(ctx context.Context, attemptID int64) (*models.ExpectedAnswer, error) {
-	if _, err := s.AttemptSteps(ctx, attemptID); err != nil {
+	if err := s.access.ReadAttempt(ctx, attemptID); err != nil {
 		return nil, err
 	}
 	return s.store.AttemptExpectedAnswer(ctx, attemptID)
