@@ -269,7 +269,7 @@ func TestAnnotate_BlindStudy(t *testing.T) {
 		require.NotContains(t, readBody(t, f.outsider.get(path)), `data-testid="blind-cell"`, path)
 	}
 	// The board's breakdowns withhold the run's groups and per-task outcomes.
-	require.NoError(t, f.b.db.RefreshRunMetrics(f.sys, f.runID))
+	require.NoError(t, service.NewMetrics(f.b.db).RefreshRunMetrics(f.sys, f.runID))
 	breakdowns := "/benchmarks/mini/leaderboard/breakdowns"
 	body = readBody(t, f.ann.get(breakdowns))
 	require.Contains(t, body, `data-testid="blind-cell"`)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"proctor/service"
 	"proctor/web"
 )
 
@@ -24,7 +25,7 @@ import (
 func TestBlindAnnotator_EveryReadPath(t *testing.T) {
 	t.Parallel()
 	f := newStudyFixture(t, true)
-	require.NoError(t, f.b.db.RefreshRunMetrics(f.sys, f.runID))
+	require.NoError(t, service.NewMetrics(f.b.db).RefreshRunMetrics(f.sys, f.runID))
 	token := withToken(t, f.b, f.ann)
 	var subsets []string
 	require.NoError(t, f.b.db.Gorm().Table("subsets").Distinct("name").Pluck("name", &subsets).Error)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service"
 	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
@@ -89,7 +90,7 @@ func (f *breakdownsFixture) gradedRun(t *testing.T, member *client, team, agent,
 		_, err = db.RecordEvaluation(f.sys, id, &models.Evaluation{Evaluator: "webarena-verified", Verdict: verdicts[i], Score: &score})
 		require.NoError(t, err)
 	}
-	require.NoError(t, db.RefreshRunMetrics(f.sys, run.ID))
+	require.NoError(t, service.NewMetrics(db).RefreshRunMetrics(f.sys, run.ID))
 	return run
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service"
 	"proctor/storage"
 )
 
@@ -476,7 +477,7 @@ func TestModeration_RescoreChanges(t *testing.T) {
 	f := newRunsFixture(t, runsOptions{})
 	run, ids := f.runIn(t, statePublished)
 	id := strconv.FormatInt(run.ID, 10)
-	require.NoError(t, f.b.db.RefreshRunMetrics(f.sys, run.ID))
+	require.NoError(t, service.NewMetrics(f.b.db).RefreshRunMetrics(f.sys, run.ID))
 	check := func(verdict string) storage.EvaluationBatch {
 		s := 0.0
 		if verdict == models.OutcomeSuccess {
@@ -493,7 +494,7 @@ func TestModeration_RescoreChanges(t *testing.T) {
 		_, err := f.b.db.RecordEvaluations(f.sys, a.id, check(a.verdict), nil)
 		require.NoError(t, err)
 	}
-	require.NoError(t, f.b.db.RefreshRunMetrics(f.sys, run.ID))
+	require.NoError(t, service.NewMetrics(f.b.db).RefreshRunMetrics(f.sys, run.ID))
 	const want = "with webarena-verified@2: 50.0% → 0.0% of 4 tasks (−50.0 points), 2 attempts changed outcome"
 
 	anon := f.b.anonymous(t)

@@ -27,6 +27,7 @@ import (
 	"proctor/handlers"
 	"proctor/models"
 	"proctor/netguard"
+	"proctor/service"
 	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/stats"
@@ -816,7 +817,7 @@ func TestRuns_Evaluations(t *testing.T) {
 		RescoreID: "rescore-1",
 	}, nil)
 	require.NoError(t, err)
-	require.NoError(t, db.RefreshRunMetrics(f.sys, run.ID))
+	require.NoError(t, service.NewMetrics(db).RefreshRunMetrics(f.sys, run.ID))
 
 	body = readBody(t, f.b.admin.get(fmt.Sprintf("/runs/%d", run.ID)))
 	require.Contains(t, body, `data-testid="run-rescored"`)

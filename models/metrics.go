@@ -136,3 +136,56 @@ type MetricsReport struct {
 	Metrics    Metrics                      `json:"metrics"`
 	Breakdowns map[Dimension][]MetricsGroup `json:"breakdowns"`
 }
+
+// MetricsAttempt is one attempt as the metrics see it: its grading, what it cost, and the
+// task labels breakdowns group by.
+type MetricsAttempt struct {
+	TaskID int64
+	// Outcome is OutcomeSuccess, OutcomeFailure or OutcomeError; "" (or any
+	// other value) means not graded yet, and the attempt is left out of success
+	// counts.
+	Outcome string
+	// JudgeScore is the LLM judge's 1–5 score; nil when not judged.
+	JudgeScore *float64
+	// RubricScore is the weighted share of rubric items passed (0–1); nil when the
+	// attempt has no rubric judgment.
+	RubricScore *float64
+	// Perfect says every rubric item passed; nil when no rubric judgment.
+	Perfect   *bool
+	Steps     int
+	TokensIn  int64
+	TokensOut int64
+	Cost      float64
+	// Unknown marks the usage figures the attempt's upload did not state.
+	Unknown    Unknown
+	DurationMS int64
+	// ErrorClass is "" or one of the ErrorClass* values.
+	ErrorClass string
+
+	Site           string
+	Domain         string
+	Difficulty     string
+	TaskType       string
+	IntentTemplate string
+	// Attributes are multi-valued: an attempt counts in every attribute group it
+	// names (each distinct name once).
+	Attributes []string
+}
+
+// AttemptScope is a run's attempts on one subset: its own, or for a full
+// run one named subset of its version (Restricted). Metrics are computed
+// from it.
+type AttemptScope struct {
+	Subset     string
+	Restricted bool
+	Attempts   []MetricsAttempt
+}
+
+// TaskIDs are the tasks of the scope's attempts, in order.
+func (s AttemptScope) TaskIDs() []int64 {
+	ids := make([]int64, len(s.Attempts))
+	for i, a := range s.Attempts {
+		ids[i] = a.TaskID
+	}
+	return ids
+}

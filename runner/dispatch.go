@@ -81,5 +81,5 @@ type metricsWorker struct {
 
 // Work refreshes the run's precomputed metrics when they are behind.
 func (w *metricsWorker) Work(ctx context.Context, job *river.Job[MetricsArgs]) error {
-	return w.r.db.RefreshRunMetrics(models.WithActor(ctx, models.SystemActor()), job.Args.RunID)
+	return w.r.metrics.RefreshRunMetrics(models.WithActor(ctx, models.SystemActor()), job.Args.RunID)
 }

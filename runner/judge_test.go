@@ -19,6 +19,7 @@ import (
 	"proctor/models"
 	"proctor/runner"
 	"proctor/sandbox"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -138,7 +139,7 @@ func TestRunner_SandboxJudged(t *testing.T) {
 			err := db.Gorm().Where("run_id = ? AND subset_name = ?", run.ID, "hard").Take(&e).Error
 			return err == nil && e.Judged == got.TasksTotal
 		}, 30*time.Second, 100*time.Millisecond)
-		reports, err := db.RunMetrics(b.member, run.ID)
+		reports, err := servicetest.Runs(db, 0).RunMetrics(b.member, run.ID)
 		require.NoError(t, err)
 		m := reports[0].Metrics
 		require.InDelta(t, 4, m.JudgeScore.Mean, 1e-9)

@@ -14,6 +14,7 @@ import (
 	"proctor/models"
 	"proctor/netguard"
 	"proctor/runner/episode"
+	"proctor/service"
 	"proctor/storage"
 	"proctor/storage/artifact"
 )
@@ -54,6 +55,8 @@ type Runner struct {
 	proxy *netguard.Proxy
 
 	judges judgeCache
+	// metrics computes runs' leaderboard rows for the metrics job.
+	metrics *service.Metrics
 }
 
 // New builds the runner and its queue.
@@ -66,7 +69,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r := &Runner{db: cfg.DB, artifacts: cfg.Artifacts, log: cfg.Logger, browserOp: cfg.Browser, agentClient: cfg.AgentClient,
 		guard:  cfg.Guard,
-		judges: judgeCache{factory: cfg.Judges}}
+		judges: judgeCache{factory: cfg.Judges}, metrics: service.NewMetrics(cfg.DB)}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &dispatchWorker{r: r})
 	river.AddWorker(workers, &episodeWorker{r: r})

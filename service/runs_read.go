@@ -18,14 +18,14 @@ type RunReadStore interface {
 	RunOverview(ctx context.Context, runID int64, f models.AttemptFilter) (*models.RunOverview, error)
 	RunAttempts(ctx context.Context, runID int64, page, perPage int) ([]models.AttemptListItem, int, error)
 	RunResults(ctx context.Context, runID int64, emit func([]models.RunResult) error) error
-	RunMetrics(ctx context.Context, runID int64) ([]stats.Report, error)
+	RunReports(ctx context.Context, runID int64) ([]models.MetricsReport, []models.AttemptScope, error)
 	RunHiddenResults(ctx context.Context, runID int64) (*models.RunHiddenResults, error)
 	AttemptTimeline(ctx context.Context, attemptID int64) (*models.Timeline, error)
 	AttemptSteps(ctx context.Context, attemptID int64) (*models.AttemptSteps, error)
 	AttemptExpectedAnswer(ctx context.Context, attemptID int64) (*models.ExpectedAnswer, error)
 	AttemptHiddenTests(ctx context.Context, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, error)
 	AttemptHiddenTest(ctx context.Context, attemptID int64, testID string) (*models.AttemptHiddenTest, error)
-	CompareRuns(ctx context.Context, ids []int64) (*models.Comparison, error)
+	CompareSource(ctx context.Context, ids []int64) (*storage.CompareSource, error)
 	BreakdownBoard(ctx context.Context, bq models.BreakdownQuery, withheld storage.Withheld) (*models.BreakdownBoard, error)
 	TaskMatrix(ctx context.Context, bq models.BreakdownQuery, withheld storage.Withheld) (*models.TaskMatrix, error)
 	CancelRun(ctx context.Context, runID int64) error
@@ -135,11 +135,15 @@ func (s *Runs) RunResults(ctx context.Context, runID int64, emit func([]models.R
 
 // RunMetrics returns a run's metrics; EFORBIDDEN for an annotator of a blind
 // study over its attempts.
-func (s *Runs) RunMetrics(ctx context.Context, runID int64) ([]stats.Report, error) {
+func (s *Runs) RunMetrics(ctx context.Context, runID int64) ([]models.MetricsReport, error) {
 	if err := s.readRun(ctx, runID); err != nil {
 		return nil, err
 	}
-	return s.store.RunMetrics(ctx, runID)
+	stored, scopes, err := s.store.RunReports(ctx, runID)
+	if err != nil || stored != nil {
+		return stored, err
+	}
+	return Reports(scopes), nil
 }
 
 // RunHiddenResults returns a hidden-tests run's results; EFORBIDDEN for an
@@ -148,7 +152,16 @@ func (s *Runs) RunHiddenResults(ctx context.Context, runID int64) (*models.RunHi
 	if err := s.readRun(ctx, runID); err != nil {
 		return nil, err
 	}
-	return s.store.RunHiddenResults(ctx, runID)
+	out, err := s.store.RunHiddenResults(ctx, runID)
+	if err != nil || out == nil {
+		return out, err
+	}
+	tasks := make([]*models.HiddenSummary, len(out.Tasks))
+	for i, t := range out.Tasks {
+		tasks[i] = t.Summary
+	}
+	out.PassRate = stats.HiddenPassRate(tasks)
+	return out, nil
 }
 
 // AttemptTimeline returns an attempt's timeline; EFORBIDDEN when the caller
@@ -214,19 +227,6 @@ func (s *Runs) AttemptHiddenTest(ctx context.Context, attemptID int64, testID st
 		return nil, err
 	}
 	if err := s.access.ReadRuns(ctx, out.RunID); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// CompareRuns compares 2–4 runs of one benchmark; EFORBIDDEN when any of them
-// is blind to the caller.
-func (s *Runs) CompareRuns(ctx context.Context, ids []int64) (*models.Comparison, error) {
-	out, err := s.store.CompareRuns(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.access.ReadRuns(ctx, ids...); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -14,40 +14,9 @@ type (
 	Metrics = models.Metrics
 )
 
-// Attempt is one attempt as the metrics see it: its grading, what it cost, and the
-// task labels breakdowns group by.
-type Attempt struct {
-	TaskID int64
-	// Outcome is models.OutcomeSuccess, OutcomeFailure or OutcomeError; "" (or any
-	// other value) means not graded yet, and the attempt is left out of success
-	// counts.
-	Outcome string
-	// JudgeScore is the LLM judge's 1–5 score; nil when not judged.
-	JudgeScore *float64
-	// RubricScore is the weighted share of rubric items passed (0–1); nil when the
-	// attempt has no rubric judgment.
-	RubricScore *float64
-	// Perfect says every rubric item passed; nil when no rubric judgment.
-	Perfect   *bool
-	Steps     int
-	TokensIn  int64
-	TokensOut int64
-	Cost      float64
-	// Unknown marks the usage figures the attempt's upload did not state.
-	Unknown    models.Unknown
-	DurationMS int64
-	// ErrorClass is "" or one of the models.ErrorClass* values.
-	ErrorClass string
-
-	Site           string
-	Domain         string
-	Difficulty     string
-	TaskType       string
-	IntentTemplate string
-	// Attributes are multi-valued: an attempt counts in every attribute group it
-	// names (each distinct name once).
-	Attributes []string
-}
+// Attempt is one attempt as the metrics see it (models.MetricsAttempt,
+// which storage reads).
+type Attempt = models.MetricsAttempt
 
 // Summarize computes Metrics over attempts. Bootstrap intervals use
 // DefaultResamples and DefaultSeed, so equal inputs give equal results.

@@ -13,7 +13,6 @@ import (
 	"gorm.io/gorm"
 
 	"proctor/models"
-	"proctor/stats"
 )
 
 // breakdownScope is a resolved board: the benchmark version and, for a named
@@ -135,25 +134,25 @@ func (r breakdownRow) agentNameModel() (name, model string) {
 	return name, model
 }
 
-// storedRate is the part of a stored stats.Metrics a rate cell needs.
+// storedRate is the part of a stored models.Metrics a rate cell needs.
 type storedRate struct {
-	Graded      int            `json:"graded"`
-	Successes   int            `json:"successes"`
-	SuccessRate float64        `json:"success_rate"`
-	SuccessCI   stats.Interval `json:"success_ci"`
+	Graded      int             `json:"graded"`
+	Successes   int             `json:"successes"`
+	SuccessRate float64         `json:"success_rate"`
+	SuccessCI   models.Interval `json:"success_ci"`
 }
 
 func (m storedRate) cell() models.RateCell {
 	return models.RateCell{Successes: m.Successes, Graded: m.Graded, Rate: m.SuccessRate, Low: m.SuccessCI.Low, High: m.SuccessCI.High}
 }
 
-// storedGroup is the part of a stored stats.Group the breakdowns read.
+// storedGroup is the part of a stored models.MetricsGroup the breakdowns read.
 type storedGroup struct {
 	Key     string     `json:"key"`
 	Metrics storedRate `json:"metrics"`
 }
 
-// storedReport is what the breakdowns read of a stored stats.Report: the
+// storedReport is what the breakdowns read of a stored models.MetricsReport: the
 // overall success rate and the groups of two dimensions.
 type storedReport struct {
 	metrics    storedRate

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service"
 	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
@@ -68,7 +69,7 @@ func (f *breakdownFixture) grade(t *testing.T, run *models.Run, verdicts []strin
 		}
 		f.finish(t, id, out, &models.Evaluation{Evaluator: "check", Verdict: verdicts[i], Score: score(0)})
 	}
-	require.NoError(t, f.db.RefreshRunMetrics(f.system, run.ID))
+	require.NoError(t, service.NewMetrics(f.db).RefreshRunMetrics(f.system, run.ID))
 }
 
 func entryRuns(entries []models.BreakdownEntry) []int64 {

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"proctor/models"
+	"proctor/service"
 	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
@@ -43,7 +44,7 @@ func newCompareFixture(t *testing.T, db *storage.DB) *compareFixture {
 	f.play(t, f.b, models.OutcomeSuccess, models.OutcomeSuccess, models.OutcomeFailure, "")
 	f.play(t, f.smoke, models.OutcomeFailure, models.OutcomeSuccess)
 	f.play(t, f.their, models.OutcomeSuccess, models.OutcomeSuccess)
-	require.NoError(t, db.RefreshRunMetrics(f.system, f.a.ID))
+	require.NoError(t, service.NewMetrics(db).RefreshRunMetrics(f.system, f.a.ID))
 	return f
 }
 
@@ -309,7 +310,7 @@ func TestStore_CompareRuns(t *testing.T) {
 
 		t.Run("OneQueryForOutcomes", func(t *testing.T) {
 			for _, r := range []*models.Run{f.b, f.smoke, f.their} {
-				require.NoError(t, db.RefreshRunMetrics(f.system, r.ID))
+				require.NoError(t, service.NewMetrics(db).RefreshRunMetrics(f.system, r.ID))
 			}
 			counter := countStatements(t, db.Gorm())
 			counter.reset()

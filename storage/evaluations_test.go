@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"proctor/models"
+	"proctor/service"
 	"proctor/service/servicetest"
 	"proctor/stats"
 	"proctor/storage"
@@ -220,9 +221,9 @@ func TestStore_RunMetrics(t *testing.T) {
 		live, err := servicetest.Runs(db, 0).RunMetrics(f.member, f.run.ID)
 		require.NoError(t, err, "computed on the fly before the first refresh")
 
-		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(db.RefreshRunMetrics(f.member, f.run.ID)))
-		require.NoError(t, db.RefreshRunMetrics(f.system, f.run.ID))
-		require.NoError(t, db.RefreshRunMetrics(f.system, f.run.ID), "refreshing twice replaces the rows")
+		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(service.NewMetrics(db).RefreshRunMetrics(f.member, f.run.ID)))
+		require.NoError(t, service.NewMetrics(db).RefreshRunMetrics(f.system, f.run.ID))
+		require.NoError(t, service.NewMetrics(db).RefreshRunMetrics(f.system, f.run.ID), "refreshing twice replaces the rows")
 		all, err := servicetest.Runs(db, 0).RunMetrics(f.member, f.run.ID)
 		require.NoError(t, err)
 		require.Equal(t, live, all, "the precomputed rows match the live computation")
@@ -265,7 +266,7 @@ func TestStore_RunMetrics(t *testing.T) {
 		// entry's cost unknown, not a smaller sum.
 		require.NoError(t, db.Gorm().Model(&models.Attempt{}).Where("id = ?", ids[0]).Update("cost_unknown", true).Error)
 		require.NoError(t, db.Gorm().Model(&models.Run{}).Where("id = ?", f.run.ID).Update("evaluations_version", gorm.Expr("evaluations_version + 1")).Error)
-		require.NoError(t, db.RefreshRunMetrics(f.system, f.run.ID))
+		require.NoError(t, service.NewMetrics(db).RefreshRunMetrics(f.system, f.run.ID))
 		require.NoError(t, db.Gorm().Where("run_id = ?", f.run.ID).Order("subset_name").Find(&entries).Error)
 		require.Equal(t, models.Unknown{Cost: true}, entries[0].Unknown)
 		rows, err := servicetest.Runs(db, 0).RunMetrics(f.member, f.run.ID)

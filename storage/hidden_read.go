@@ -10,7 +10,6 @@ import (
 
 	"proctor/hiddentest"
 	"proctor/models"
-	"proctor/stats"
 )
 
 // Who sees what of hidden tests: whoever may see a run sees each attempt's
@@ -101,10 +100,10 @@ func runHiddenSummaries(q *gorm.DB, runID int64) (map[int64]*models.HiddenSummar
 }
 
 // RunHiddenResults returns a hidden-tests run's results for its page: every
-// task's tally and pass rates, the run's overall pass rate with its interval
-// and the version's pass threshold, the mean over the tasks and per website
-// (site key), in a fixed number of queries however many tasks and tests
-// there are.
+// task's tally and pass rates, the version's pass threshold, the mean over
+// the tasks and per website (site key), in a fixed number of queries however
+// many tasks and tests there are. The run's overall pass rate is left to the
+// caller, computed from the tasks' tallies.
 // It returns nil without an error for a run of another kind of benchmark.
 // ENOTFOUND when the caller may not see the run's attempts; EFORBIDDEN while
 // the run is in a blind study.
@@ -149,7 +148,6 @@ func (db *DB) RunHiddenResults(ctx context.Context, runID int64) (*models.RunHid
 		bySite[r.SiteKey] = append(bySite[r.SiteKey], s)
 	}
 	out.Mean = models.MeanHiddenRates(all)
-	out.PassRate = stats.HiddenPassRate(all)
 	if out.PassThreshold, err = passThresholdOf(q, run.VersionID); err != nil {
 		return nil, err
 	}

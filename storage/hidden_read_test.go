@@ -10,6 +10,7 @@ import (
 
 	"proctor/internal/hiddenfixture"
 	"proctor/models"
+	"proctor/service"
 	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
@@ -384,7 +385,7 @@ func TestStore_HiddenLeaderboard(t *testing.T) {
 		for _, id := range ids {
 			f.finish(t, id, storage.EpisodeOutcome{Steps: 2}, &models.Evaluation{Evaluator: "check", Verdict: models.OutcomeSuccess, Score: score(1)})
 		}
-		require.NoError(t, db.RefreshRunMetrics(f.system, f.run.ID))
+		require.NoError(t, service.NewMetrics(db).RefreshRunMetrics(f.system, f.run.ID))
 		mini, err := db.Leaderboard(f.anon, "mini", models.SubsetFull, models.LeaderboardQuery{})
 		require.NoError(t, err)
 		require.False(t, mini.HiddenTests)

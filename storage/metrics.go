@@ -3,13 +3,13 @@ package storage
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
 	"gorm.io/gorm"
 
 	"proctor/models"
-	"proctor/stats"
 )
 
 // metricsRow is one attempt with its task's labels and its current judge and
@@ -36,7 +36,7 @@ type metricsRow struct {
 }
 
 // runMetricsAttempts loads a run's attempts as the metrics see them, in one query.
-func runMetricsAttempts(q *gorm.DB, runID int64) ([]stats.Attempt, error) {
+func runMetricsAttempts(q *gorm.DB, runID int64) ([]models.MetricsAttempt, error) {
 	var rows []metricsRow
 	err := q.Table("attempts a").Select(`a.task_id, a.outcome, a.steps, a.tokens_in, a.tokens_out, a.cost, a.duration_ms, a.error_class,
 		a.steps_unknown, a.tokens_unknown, a.cost_unknown,
@@ -49,9 +49,9 @@ func runMetricsAttempts(q *gorm.DB, runID int64) ([]stats.Attempt, error) {
 	if err != nil {
 		return nil, wrap(err, "run attempts")
 	}
-	out := make([]stats.Attempt, len(rows))
+	out := make([]models.MetricsAttempt, len(rows))
 	for i, r := range rows {
-		a := stats.Attempt{
+		a := models.MetricsAttempt{
 			TaskID: r.TaskID, Outcome: r.Outcome, JudgeScore: r.JudgeScore, RubricScore: r.RubricScore,
 			Steps: r.Steps, TokensIn: r.TokensIn, TokensOut: r.TokensOut, Cost: r.Cost, Unknown: r.Unknown, DurationMS: r.DurationMS,
 			ErrorClass: r.ErrorClass, Site: r.SiteKey, Domain: r.Domain, Difficulty: r.Difficulty,
@@ -89,41 +89,14 @@ func subsetTasks(q *gorm.DB, versionID int64) (map[string]map[int64]bool, []stri
 	return sets, names, nil
 }
 
-// computeRunMetrics computes a run's metrics on its own subset and, for a
-// full run, on every named subset of its version.
-func computeRunMetrics(q *gorm.DB, run *models.Run) ([]stats.Report, error) {
-	scoped, err := runReports(q, run)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]stats.Report, len(scoped))
-	for i, s := range scoped {
-		out[i] = s.Report
-	}
-	return out, nil
-}
-
-// scopedReport is a run's metrics on one subset with the tasks they cover.
-type scopedReport struct {
-	stats.Report
-	TaskIDs []int64
-}
-
-// runReports computes a run's metrics on its own subset and, for a full
-// run, on every named subset of its version, each with its tasks.
-func runReports(q *gorm.DB, run *models.Run) ([]scopedReport, error) {
+// runScopes returns a run's attempts on its own subset and, for a full run,
+// on every named subset of its version: what its metrics are computed from.
+func runScopes(q *gorm.DB, run *models.Run) ([]models.AttemptScope, error) {
 	attempts, err := runMetricsAttempts(q, run.ID)
 	if err != nil {
 		return nil, err
 	}
-	taskIDs := func(in []stats.Attempt) []int64 {
-		ids := make([]int64, len(in))
-		for i, a := range in {
-			ids[i] = a.TaskID
-		}
-		return ids
-	}
-	out := []scopedReport{{stats.NewReport(run.SubsetName, false, attempts), taskIDs(attempts)}}
+	out := []models.AttemptScope{{Subset: run.SubsetName, Attempts: attempts}}
 	if run.SubsetName != models.SubsetFull {
 		return out, nil
 	}
@@ -132,13 +105,13 @@ func runReports(q *gorm.DB, run *models.Run) ([]scopedReport, error) {
 		return nil, err
 	}
 	for _, name := range names {
-		var in []stats.Attempt
+		var in []models.MetricsAttempt
 		for _, a := range attempts {
 			if sets[name][a.TaskID] {
 				in = append(in, a)
 			}
 		}
-		out = append(out, scopedReport{stats.NewReport(name, true, in), taskIDs(in)})
+		out = append(out, models.AttemptScope{Subset: name, Restricted: true, Attempts: in})
 	}
 	return out, nil
 }
@@ -166,33 +139,28 @@ func runHiddenByTask(q *gorm.DB, runID int64) (map[int64]*models.HiddenSummary, 
 	return out, nil
 }
 
-// setHiddenRates fills an entry's hidden-tests columns: the mean over the
-// entry's tasks of each task's pass rate (models.MeanHiddenRates), and the
-// overall pass rate the board ranks by (stats.HiddenPassRate), which stands
-// in the entry's success rate and interval with the counts behind it.
-func setHiddenRates(e *models.LeaderboardEntry, taskIDs []int64, byTask map[int64]*models.HiddenSummary) {
-	tasks := make([]*models.HiddenSummary, len(taskIDs))
-	for i, id := range taskIDs {
-		tasks[i] = byTask[id]
-	}
-	m := models.MeanHiddenRates(tasks)
-	e.HiddenOverall, e.HiddenRequest, e.HiddenBrowser, e.HiddenSystem = m.Overall, m.Request, m.Browser, m.System
-	p := stats.HiddenPassRate(tasks)
-	passed, ran := p.Tests.Passed, p.Tests.Ran()
-	e.HiddenPassed, e.HiddenRan = &passed, &ran
-	e.SuccessRate, e.CILow, e.CIHigh = 0, p.Low, p.High
-	if p.Rate != nil {
-		e.SuccessRate = *p.Rate
-	}
+// RunMetricsSource is what a run's metrics are computed from.
+type RunMetricsSource struct {
+	Run         models.Run
+	BenchmarkID int64
+	// Scopes are the run's attempts on its own subset, then on each named
+	// subset for a full run.
+	Scopes []models.AttemptScope
+	// HiddenByTask is each task's hidden-tests tally for a hidden-tests
+	// run (tasks without results absent); nil for other runs.
+	HiddenByTask map[int64]*models.HiddenSummary
+	// Now is when the rows are computed.
+	Now time.Time
 }
 
-// RefreshRunMetrics recomputes a run's metrics and writes its leaderboard
-// rows (one per subset it has numbers for) in one transaction, unless they
-// already reflect every evaluation recorded for the run. System only.
-func (db *DB) RefreshRunMetrics(ctx context.Context, runID int64) error {
-	if !models.ActorFrom(ctx).System {
-		return models.Errorf(models.EFORBIDDEN, "Only the queue computes metrics.")
-	}
+// LeaderboardRows computes a run's precomputed leaderboard rows, one per
+// subset it has numbers for.
+type LeaderboardRows func(src RunMetricsSource) ([]*models.LeaderboardEntry, error)
+
+// RefreshRunMetrics replaces a run's leaderboard rows with those rows
+// computes from its attempts, in one transaction, unless they already
+// reflect every evaluation recorded for the run.
+func (db *DB) RefreshRunMetrics(ctx context.Context, runID int64, rows LeaderboardRows) error {
 	return db.tx(ctx, func(tx *gorm.DB) error {
 		var run models.Run
 		if err := tx.First(&run, runID).Error; err != nil {
@@ -207,7 +175,7 @@ func (db *DB) RefreshRunMetrics(ctx context.Context, runID int64) error {
 		if err := tx.Model(&models.BenchmarkVersion{}).Where("id = ?", run.VersionID).Pluck("benchmark_id", &benchmarkIDs).Error; err != nil || len(benchmarkIDs) == 0 {
 			return wrap(err, "benchmark version")
 		}
-		all, err := runReports(tx, &run)
+		scopes, err := runScopes(tx, &run)
 		if err != nil {
 			return err
 		}
@@ -215,24 +183,20 @@ func (db *DB) RefreshRunMetrics(ctx context.Context, runID int64) error {
 		if err != nil {
 			return err
 		}
-		var hiddenByTask map[int64]*models.HiddenSummary
+		src := RunMetricsSource{Run: run, BenchmarkID: benchmarkIDs[0], Scopes: scopes, Now: db.now()}
 		if b.Evaluator == models.EvaluatorHiddenTests {
-			if hiddenByTask, err = runHiddenByTask(tx, runID); err != nil {
+			if src.HiddenByTask, err = runHiddenByTask(tx, runID); err != nil {
 				return err
 			}
+		}
+		entries, err := rows(src)
+		if err != nil {
+			return err
 		}
 		if err := tx.Where("run_id = ?", runID).Delete(&models.LeaderboardEntry{}).Error; err != nil {
 			return wrap(err, "leaderboard entries")
 		}
-		now := db.now()
-		for _, rm := range all {
-			e, err := leaderboardEntry(&run, benchmarkIDs[0], rm.Report, now)
-			if err != nil {
-				return err
-			}
-			if hiddenByTask != nil {
-				setHiddenRates(e, rm.TaskIDs, hiddenByTask)
-			}
+		for _, e := range entries {
 			if err := tx.Create(e).Error; err != nil {
 				return wrap(err, "leaderboard entry")
 			}
@@ -241,72 +205,59 @@ func (db *DB) RefreshRunMetrics(ctx context.Context, runID int64) error {
 	})
 }
 
-// leaderboardEntry is the precomputed row of a run's metrics on one subset.
-func leaderboardEntry(run *models.Run, benchmarkID int64, rm stats.Report, now time.Time) (*models.LeaderboardEntry, error) {
-	m := rm.Metrics
-	raw, err := json.Marshal(rm)
-	if err != nil {
-		return nil, err
-	}
-	e := &models.LeaderboardEntry{
-		RunID: run.ID, BenchmarkID: benchmarkID, VersionID: run.VersionID, SubsetName: rm.Subset, Restricted: rm.Restricted,
-		Tasks: m.N, Successes: m.Successes, SuccessRate: m.SuccessRate, CILow: m.SuccessCI.Low, CIHigh: m.SuccessCI.High,
-		PerfectRate: m.PerfectRate, Efficiency: m.Efficiency, MeanSteps: m.MeanSteps, CostPerTask: m.CostPerTask,
-		Tokens: m.TokensIn + m.TokensOut, Unknown: m.Unknown, Metrics: string(raw), ComputedAt: now,
-	}
-	if m.JudgeScore != nil {
-		e.JudgeScore, e.Judged = &m.JudgeScore.Mean, m.JudgeScore.N
-	}
-	if m.RubricScore != nil {
-		e.RubricScore = &m.RubricScore.Mean
-	}
-	return e, nil
-}
-
-// RunMetrics returns a run's metrics on its own subset first, then on every
-// named subset for a full run: the precomputed rows when they reflect every
-// verdict, else computed now. ENOTFOUND when the caller may not see
-// the run.
-func (db *DB) RunMetrics(ctx context.Context, runID int64) ([]stats.Report, error) {
+// RunReports returns a run's stored metrics on its own subset first, then on
+// every named subset for a full run, when its precomputed rows reflect every
+// verdict; otherwise it returns nil reports and the attempts to compute them
+// from now. ENOTFOUND when the caller may not see the run.
+func (db *DB) RunReports(ctx context.Context, runID int64) ([]models.MetricsReport, []models.AttemptScope, error) {
 	q := db.q(ctx)
 	run, _, err := db.runAccess(ctx, q, runID, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if run.MetricsVersion != run.EvaluationsVersion {
-		// The metrics job has not caught up with the latest verdicts yet (it
-		// runs a second after them): compute this one run's numbers now rather
-		// than show stale ones.
-		return computeRunMetrics(q, run)
+	if run.MetricsVersion == run.EvaluationsVersion {
+		// Otherwise the metrics job has not caught up with the latest verdicts
+		// yet (it runs a second after them): this one run's numbers are
+		// computed now rather than shown stale.
+		var entries []models.LeaderboardEntry
+		if err := q.Where("run_id = ?", runID).Find(&entries).Error; err != nil {
+			return nil, nil, wrap(err, "leaderboard entries")
+		}
+		if len(entries) > 0 {
+			out, err := storedReports(entries)
+			if err != nil {
+				return nil, nil, err
+			}
+			slices.SortStableFunc(out, func(a, b models.MetricsReport) int {
+				switch {
+				case a.Restricted != b.Restricted:
+					if !a.Restricted {
+						return -1
+					}
+					return 1
+				case a.Subset < b.Subset:
+					return -1
+				case a.Subset > b.Subset:
+					return 1
+				}
+				return 0
+			})
+			return out, nil, nil
+		}
 	}
-	var entries []models.LeaderboardEntry
-	if err := q.Where("run_id = ?", runID).Find(&entries).Error; err != nil {
-		return nil, wrap(err, "leaderboard entries")
-	}
-	if len(entries) == 0 {
-		return computeRunMetrics(q, run)
-	}
-	out := make([]stats.Report, 0, len(entries))
+	scopes, err := runScopes(q, run)
+	return nil, scopes, err
+}
+
+// storedReports decodes the metrics stored with leaderboard rows.
+func storedReports(entries []models.LeaderboardEntry) ([]models.MetricsReport, error) {
+	out := make([]models.MetricsReport, 0, len(entries))
 	for _, e := range entries {
-		var rm stats.Report
+		var rm models.MetricsReport
 		if err := json.Unmarshal([]byte(e.Metrics), &rm); err != nil {
-			return nil, wrap(err, "leaderboard metrics")
+			return nil, wrap(err, fmt.Sprintf("leaderboard metrics of run %d", e.RunID))
 		}
 		out = append(out, rm)
 	}
-	slices.SortStableFunc(out, func(a, b stats.Report) int {
-		switch {
-		case a.Restricted != b.Restricted:
-			if !a.Restricted {
-				return -1
-			}
-			return 1
-		case a.Subset < b.Subset:
-			return -1
-		case a.Subset > b.Subset:
-			return 1
-		}
-		return 0
-	})
 	return out, nil
 }

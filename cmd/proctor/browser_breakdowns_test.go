@@ -14,6 +14,7 @@ import (
 
 	"proctor/models"
 	"proctor/sandbox"
+	"proctor/service"
 	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
@@ -72,7 +73,7 @@ func seedBreakdownBoard(t *testing.T, app *App, agents []breakdownAgent) {
 			_, err = app.DB.RecordEvaluation(system, id, &models.Evaluation{Evaluator: "webarena-verified", Verdict: breakdownVerdict(a.skill, tasks[i].Difficulty, i, ai), Score: &score})
 			require.NoError(t, err)
 		}
-		require.NoError(t, app.DB.RefreshRunMetrics(system, run.ID))
+		require.NoError(t, service.NewMetrics(app.DB).RefreshRunMetrics(system, run.ID))
 		if a.published {
 			require.NoError(t, app.DB.Gorm().Model(&models.Run{}).Where("id = ?", run.ID).Update("published", true).Error)
 		}

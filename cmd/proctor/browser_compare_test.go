@@ -19,6 +19,7 @@ import (
 
 	"proctor/importer"
 	"proctor/models"
+	"proctor/service"
 	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
@@ -101,7 +102,7 @@ func seedComparedRuns(t *testing.T, env testEnv) (navigator, pathfinder, scout c
 			require.NoError(t, err)
 		}
 		require.NoError(t, db.Gorm().Model(&models.Run{}).Where("id = ?", run.ID).Update("published", true).Error)
-		require.NoError(t, db.RefreshRunMetrics(sys, run.ID))
+		require.NoError(t, service.NewMetrics(db).RefreshRunMetrics(sys, run.ID))
 		return out
 	}
 	// Navigator solves the shop well; Pathfinder the forum.

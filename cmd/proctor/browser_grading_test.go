@@ -11,6 +11,7 @@ import (
 
 	"proctor/importer"
 	"proctor/models"
+	"proctor/service"
 	"proctor/storage"
 )
 
@@ -47,7 +48,7 @@ func TestBrowser_GradingAndRescoreChanges(t *testing.T) {
 			Primary: &models.Evaluation{Evaluator: "webarena-verified", EvaluatorVersion: "webarena-verified@2", Verdict: models.OutcomeFailure, Score: &zero}}, nil)
 		require.NoError(t, err)
 	}
-	require.NoError(t, app.DB.RefreshRunMetrics(sys, runID))
+	require.NoError(t, service.NewMetrics(app.DB).RefreshRunMetrics(sys, runID))
 	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(defectiveBenchmark), nil)
 	require.NoError(t, err)
 	_, err = app.DB.ImportBenchmark(sys, "verified-bench", ds, "verified-bench.jsonl")

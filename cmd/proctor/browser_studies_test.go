@@ -17,6 +17,7 @@ import (
 	"proctor/internal/jpegscale"
 	"proctor/models"
 	"proctor/sandbox"
+	"proctor/service"
 )
 
 // studyRunTasks are the sandbox tasks of the study's run, with how each
@@ -225,7 +226,7 @@ func TestBrowser_AnnotateBlindStudy(t *testing.T) {
 	// The run's page, the run list and the board's breakdowns keep the run's
 	// results from Ann, saying why, and fit at 1280 and 390 px.
 	system := models.WithActor(context.Background(), models.SystemActor())
-	require.NoError(t, app.DB.RefreshRunMetrics(system, runID))
+	require.NoError(t, service.NewMetrics(app.DB).RefreshRunMetrics(system, runID))
 	for _, width := range []int{1280, 390} {
 		annPage := newBrowserPage(t, b, width, 900)
 		signIn(t, annPage, base, ann.Email, password)

@@ -52,7 +52,6 @@ var knownViolations = map[string]bool{
 	"storage -> agreement":  true,
 	"storage -> hiddentest": true,
 	"storage -> importer":   true,
-	"storage -> stats":      true,
 	"storage -> study":      true,
 	"handlers -> storage":   true,
 	"runner -> storage":     true,

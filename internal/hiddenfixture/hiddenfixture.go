@@ -31,6 +31,7 @@ import (
 	"proctor/hiddentest"
 	"proctor/importer"
 	"proctor/models"
+	"proctor/service"
 	"proctor/storage"
 	"proctor/visual"
 )
@@ -229,7 +230,7 @@ func Write(ctx context.Context, db *storage.DB, opt Options) (*Seed, error) {
 			return nil, fmt.Errorf("create evaluation: %w", err)
 		}
 	}
-	if err := db.RefreshRunMetrics(sys, run.ID); err != nil {
+	if err := service.NewMetrics(db).RefreshRunMetrics(sys, run.ID); err != nil {
 		return nil, fmt.Errorf("refresh metrics: %w", err)
 	}
 	return seed, nil

@@ -14,6 +14,7 @@ import (
 	"proctor/importer"
 	"proctor/models"
 	"proctor/runner/hidden"
+	"proctor/service"
 	"proctor/storage"
 )
 
@@ -128,7 +129,7 @@ func WriteRebuilds(ctx context.Context, db *storage.DB, opt RebuildsOptions) (*R
 		if _, err := db.SaveHiddenResults(sys, attemptID, storage.HiddenOutcome{Try: 1, Results: results, Duration: 3 * time.Minute}, nil); err != nil {
 			return nil, fmt.Errorf("grade the %s: %w", c.name, err)
 		}
-		if err := db.RefreshRunMetrics(sys, runID); err != nil {
+		if err := service.NewMetrics(db).RefreshRunMetrics(sys, runID); err != nil {
 			return nil, fmt.Errorf("refresh the metrics of the %s: %w", c.name, err)
 		}
 		*c.dst = runID
