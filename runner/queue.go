@@ -17,7 +17,6 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"proctor/bundle"
-	"proctor/migrations"
 	"proctor/models"
 	"proctor/storage"
 )
@@ -199,24 +198,21 @@ func NewQueue(db *storage.DB, workers *river.Workers, opts Options) (*Queue, err
 				func() (river.JobArgs, *river.InsertOpts) {
 					return ExpireUploadsArgs{}, &river.InsertOpts{Queue: QueueSubmissions}
 				}, &river.PeriodicJobOpts{RunOnStart: true})}
-		if db.Dialect() == migrations.SQLite {
+		if db.PgxPool() == nil { // SQLite
 			cfg.FetchPollInterval = 200 * time.Millisecond
 		}
 	}
 	var err error
-	switch db.Dialect() {
-	case migrations.SQLite:
+	if pool := db.PgxPool(); pool == nil { // SQLite: River shares the one writer connection
 		q.inserter, err = river.NewClient(riversqlite.New(db.SQL()), cfg)
 		if err == nil && opts.Episodes > 0 {
 			q.worker = q.inserter
 		}
-	case migrations.Postgres:
+	} else {
 		q.inserter, err = river.NewClient(riverdatabasesql.New(db.SQL()), &river.Config{Logger: cfg.Logger})
 		if err == nil && opts.Episodes > 0 {
-			q.worker, err = river.NewClient(riverpgxv5.New(db.PgxPool()), cfg)
+			q.worker, err = river.NewClient(riverpgxv5.New(pool), cfg)
 		}
-	default:
-		err = fmt.Errorf("no queue driver for dialect %q", db.Dialect())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)

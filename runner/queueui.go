@@ -9,8 +9,6 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"riverqueue.com/riverui"
-
-	"proctor/migrations"
 )
 
 // QueueUI returns River UI, a ready admin view of the queue's jobs and queues,
@@ -20,20 +18,18 @@ import (
 func (r *Runner) QueueUI(ctx context.Context, prefix string) (http.Handler, error) {
 	log := r.log.With("component", "riverui")
 	q := r.queue
-	switch q.db.Dialect() {
-	case migrations.SQLite:
+	pool := q.db.PgxPool()
+	if pool == nil { // SQLite
 		return startQueueUI(ctx, q.inserter, prefix, log)
-	case migrations.Postgres:
-		// River UI runs its queries through its client's driver and is built on
-		// pgx, while this process's pgx client exists only when it works jobs: a
-		// client of its own, never started, so it fetches no jobs.
-		client, err := river.NewClient(riverpgxv5.New(q.db.PgxPool()), &river.Config{Logger: log})
-		if err != nil {
-			return nil, fmt.Errorf("queue ui: %w", err)
-		}
-		return startQueueUI(ctx, client, prefix, log)
 	}
-	return nil, fmt.Errorf("queue ui: no driver for dialect %q", q.db.Dialect())
+	// River UI runs its queries through its client's driver and is built on
+	// pgx, while this process's pgx client exists only when it works jobs: a
+	// client of its own, never started, so it fetches no jobs.
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("queue ui: %w", err)
+	}
+	return startQueueUI(ctx, client, prefix, log)
 }
 
 // startQueueUI builds River UI on client's driver and starts its background

@@ -55,7 +55,6 @@ var knownViolations = map[string]bool{
 	"storage -> study":      true,
 	"handlers -> storage":   true,
 	"runner -> storage":     true,
-	"runner -> migrations":  true,
 }
 
 // listedPackage is the part of `go list -json` the test reads.
