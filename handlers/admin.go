@@ -318,15 +318,15 @@ func (s *Server) rescoreBenchmark(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.rescore(c, storage.RescoreScope{BenchmarkID: b.ID})
+	return s.rescore(c, models.RescoreScope{BenchmarkID: b.ID})
 }
 
 // rescoreAll queues a new evaluation of every finished attempt.
 func (s *Server) rescoreAll(c echo.Context) error {
-	return s.rescore(c, storage.RescoreScope{})
+	return s.rescore(c, models.RescoreScope{})
 }
 
-func (s *Server) rescore(c echo.Context, scope storage.RescoreScope) error {
+func (s *Server) rescore(c echo.Context, scope models.RescoreScope) error {
 	if err := s.deps.Runs.RequireQueue(); err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 
 	"proctor/models"
 	"proctor/stats"
-	"proctor/storage"
 	"proctor/web"
 )
 
@@ -26,7 +25,7 @@ type RunService interface {
 	RerunRun(ctx context.Context, runID int64) (*models.Run, error) // a new run with the same configuration and agent snapshot
 	RetryAttempts(ctx context.Context, runID int64) (int, error)    // re-enqueue attempts that ended in error; returns how many
 	// Rescore queues a new evaluation of finished attempts in scope (admins only); returns how many.
-	Rescore(ctx context.Context, scope storage.RescoreScope) (int, error)
+	Rescore(ctx context.Context, scope models.RescoreScope) (int, error)
 	CancelRun(ctx context.Context, runID int64) error
 
 	ListRuns(ctx context.Context, f models.RunFilter) ([]models.RunListItem, int, error)
@@ -270,7 +269,7 @@ func (s *Server) rescoreRun(c echo.Context) error {
 	if err := s.deps.Runs.RequireQueue(); err != nil {
 		return err
 	}
-	n, err := s.deps.Runs.Rescore(c.Request().Context(), storage.RescoreScope{RunID: id})
+	n, err := s.deps.Runs.Rescore(c.Request().Context(), models.RescoreScope{RunID: id})
 	if err != nil {
 		return s.runActionError(c, err)
 	}

@@ -316,3 +316,10 @@ type LeaderboardEntry struct {
 	Metrics      string // the MetricsReport, JSON
 	ComputedAt   time.Time
 }
+
+// RescoreScope selects the attempts a re-scoring grades again: one run, every
+// run of one benchmark, or (both zero) everything.
+type RescoreScope struct {
+	RunID       int64
+	BenchmarkID int64
+}

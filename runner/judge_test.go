@@ -147,7 +147,7 @@ func TestRunner_SandboxJudged(t *testing.T) {
 		require.InDelta(t, 1, *m.PerfectRate, 1e-9)
 
 		// Re-scoring adds a new verdict of each kind and keeps the old ones.
-		n, err := runService(b.db, b.runner).Rescore(b.system, storage.RescoreScope{RunID: run.ID})
+		n, err := runService(b.db, b.runner).Rescore(b.system, models.RescoreScope{RunID: run.ID})
 		require.NoError(t, err)
 		require.Equal(t, got.TasksTotal, n)
 		require.Eventually(t, func() bool {

@@ -19,7 +19,6 @@ import (
 	"proctor/internal/testenv"
 	"proctor/models"
 	"proctor/runner"
-	"proctor/storage"
 	"proctor/storage/storagetest"
 )
 
@@ -46,7 +45,7 @@ func TestSubmission_RescoreWithTheOfficialReading(t *testing.T) {
 		require.Equal(t, 3, run.Successes, "the lenient reading passes all three")
 
 		require.NoError(t, p.db.SetBenchmarkEvaluator(p.admin, "webarena-verified", models.EvaluatorWebArenaVerified))
-		n, err := runService(p.db, p.runner).Rescore(p.admin, storage.RescoreScope{RunID: run.ID})
+		n, err := runService(p.db, p.runner).Rescore(p.admin, models.RescoreScope{RunID: run.ID})
 		require.NoError(t, err)
 		require.Equal(t, 3, n, "the bundle's three answers are graded again; its 809 absent tasks stay failures by rule")
 		require.Eventually(t, func() bool {

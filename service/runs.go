@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"proctor/models"
-	"proctor/storage"
 )
 
 // RunStore is what the run service needs from storage.
@@ -33,7 +32,7 @@ type RunStore interface {
 		enqueue func(ctx context.Context, tx *sql.Tx, runID int64) error) error
 	ResetErroredAttempts(ctx context.Context, runID int64,
 		enqueue func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error) (int, error)
-	RescoreAttempts(ctx context.Context, scope storage.RescoreScope,
+	RescoreAttempts(ctx context.Context, scope models.RescoreScope,
 		enqueue func(ctx context.Context, tx *sql.Tx, attemptIDs []int64, rescoreID string) error) (int, error)
 }
 
@@ -238,9 +237,12 @@ func (s *Runs) RetryAttempts(ctx context.Context, runID int64) (int, error) {
 
 // Rescore queues a new evaluation of the finished attempts in scope and
 // returns how many (administrators only).
-func (s *Runs) Rescore(ctx context.Context, scope storage.RescoreScope) (int, error) {
+func (s *Runs) Rescore(ctx context.Context, scope models.RescoreScope) (int, error) {
 	if s.jobs == nil {
 		return 0, noQueue()
+	}
+	if _, err := models.RequireAdmin(ctx); err != nil {
+		return 0, err
 	}
 	return s.store.RescoreAttempts(ctx, scope, s.jobs.Rescore)
 }

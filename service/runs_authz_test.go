@@ -146,7 +146,7 @@ func TestRuns_Authorization(t *testing.T) {
 			{"RetryAttempts", func(ctx context.Context) (any, error) { return f.runs.RetryAttempts(ctx, f.b.ID) },
 				actors{unauthorized, ok, forbidden, ok, forbidden}},
 			{"Rescore", func(ctx context.Context) (any, error) {
-				return f.runs.Rescore(ctx, storage.RescoreScope{RunID: f.b.ID})
+				return f.runs.Rescore(ctx, models.RescoreScope{RunID: f.b.ID})
 			}, actors{unauthorized, forbidden, forbidden, ok, forbidden}},
 			{"CancelRun", func(ctx context.Context) (any, error) {
 				run, err := f.runs.QueueRun(f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini"})

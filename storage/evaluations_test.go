@@ -119,15 +119,15 @@ func TestStore_Rescore(t *testing.T) {
 			return nil
 		}
 		for _, ctx := range []context.Context{f.anon, f.member} {
-			_, err := db.RescoreAttempts(ctx, storage.RescoreScope{RunID: f.run.ID}, enqueue)
+			_, err := servicetest.Runs(db, 0).Rescore(ctx, models.RescoreScope{RunID: f.run.ID})
 			require.Contains(t, []string{models.EUNAUTHORIZED, models.EFORBIDDEN}, models.ErrorCode(err))
 		}
-		_, err := db.RescoreAttempts(f.admin, storage.RescoreScope{RunID: 999999}, enqueue)
+		_, err := db.RescoreAttempts(f.admin, models.RescoreScope{RunID: 999999}, enqueue)
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-		_, err = db.RescoreAttempts(f.admin, storage.RescoreScope{BenchmarkID: 999999}, enqueue)
+		_, err = db.RescoreAttempts(f.admin, models.RescoreScope{BenchmarkID: 999999}, enqueue)
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 
-		n, err := db.RescoreAttempts(f.admin, storage.RescoreScope{}, enqueue)
+		n, err := db.RescoreAttempts(f.admin, models.RescoreScope{}, enqueue)
 		require.NoError(t, err)
 		require.Equal(t, 2, n, "only finished attempts are re-scored")
 		require.Equal(t, ids[:2], queued)

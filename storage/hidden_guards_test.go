@@ -37,15 +37,15 @@ func TestStore_HiddenTestsBenchmarkGuards(t *testing.T) {
 			queued = append(queued, ids...)
 			return nil
 		}
-		n, err := db.RescoreAttempts(f.admin, storage.RescoreScope{RunID: f.seed.RunID}, enqueue)
+		n, err := db.RescoreAttempts(f.admin, models.RescoreScope{RunID: f.seed.RunID}, enqueue)
 		require.NoError(t, err)
 		require.Zero(t, n)
 		var bench models.Benchmark
 		require.NoError(t, db.Gorm().Where("slug = ?", f.seed.BenchmarkSlug).Take(&bench).Error)
-		n, err = db.RescoreAttempts(f.admin, storage.RescoreScope{BenchmarkID: bench.ID}, enqueue)
+		n, err = db.RescoreAttempts(f.admin, models.RescoreScope{BenchmarkID: bench.ID}, enqueue)
 		require.NoError(t, err)
 		require.Zero(t, n)
-		_, err = db.RescoreAttempts(f.admin, storage.RescoreScope{}, enqueue)
+		_, err = db.RescoreAttempts(f.admin, models.RescoreScope{}, enqueue)
 		require.NoError(t, err)
 		for _, id := range f.seed.Attempts {
 			require.NotContains(t, queued, id)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"proctor/models"
-	"proctor/storage"
 	"proctor/web"
 )
 
@@ -44,7 +43,7 @@ func (p *Program) rescore(ctx context.Context, args []string) error {
 	}
 	defer app.Close()
 	ctx = models.WithActor(ctx, models.SystemActor())
-	scope := storage.RescoreScope{RunID: *runID}
+	scope := models.RescoreScope{RunID: *runID}
 	what := fmt.Sprintf("run %d", *runID)
 	switch {
 	case *slug != "":
