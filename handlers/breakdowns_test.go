@@ -18,7 +18,6 @@ import (
 	"proctor/models"
 	"proctor/service"
 	"proctor/service/servicetest"
-	"proctor/storage"
 	"proctor/storage/storagetest"
 )
 
@@ -84,8 +83,8 @@ func (f *breakdownsFixture) gradedRun(t *testing.T, member *client, team, agent,
 	for i, id := range ids {
 		status, spec, err := db.ClaimAttempt(f.sys, id, storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
-		require.NoError(t, db.FinishEpisode(f.sys, id, spec.Try, storage.EpisodeOutcome{Steps: steps, Cost: cost}, func(context.Context, *sql.Tx) error { return nil }))
+		require.Equal(t, models.ClaimOK, status)
+		require.NoError(t, db.FinishEpisode(f.sys, id, spec.Try, models.EpisodeOutcome{Steps: steps, Cost: cost}, func(context.Context, *sql.Tx) error { return nil }))
 		score := 0.0
 		_, err = db.RecordEvaluation(f.sys, id, &models.Evaluation{Evaluator: "webarena-verified", Verdict: verdicts[i], Score: &score})
 		require.NoError(t, err)

@@ -16,7 +16,6 @@ import (
 
 	"proctor/models"
 	"proctor/service"
-	"proctor/storage"
 )
 
 // Run states a moderation test starts from.
@@ -478,12 +477,12 @@ func TestModeration_RescoreChanges(t *testing.T) {
 	run, ids := f.runIn(t, statePublished)
 	id := strconv.FormatInt(run.ID, 10)
 	require.NoError(t, service.NewMetrics(f.b.db).RefreshRunMetrics(f.sys, run.ID))
-	check := func(verdict string) storage.EvaluationBatch {
+	check := func(verdict string) models.EvaluationBatch {
 		s := 0.0
 		if verdict == models.OutcomeSuccess {
 			s = 1
 		}
-		return storage.EvaluationBatch{RescoreID: "rescore-parity",
+		return models.EvaluationBatch{RescoreID: "rescore-parity",
 			Primary: &models.Evaluation{Evaluator: "webarena-verified", EvaluatorVersion: "webarena-verified@2", Verdict: verdict, Score: &s}}
 	}
 	// The official reading fails the two answers the lenient one passed.

@@ -31,7 +31,6 @@ import (
 	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/stats"
-	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/storage/storagetest"
 	"proctor/vault"
@@ -110,7 +109,7 @@ func (f *runsFixture) play(t *testing.T, attemptID int64, verdict, errorClass st
 	db := f.b.db
 	status, spec, err := db.ClaimAttempt(f.sys, attemptID, storagetest.Claimant(time.Hour))
 	require.NoError(t, err)
-	require.Equal(t, storage.ClaimOK, status)
+	require.Equal(t, models.ClaimOK, status)
 	prefix := fmt.Sprintf("runs/%d/attempts/%d/try-%d/steps/", spec.Run.ID, attemptID, spec.Try)
 	shot, thumb := prefix+"000.jpg", prefix+"000-thumb.jpg"
 	for key, size := range map[string]int{shot: 64, thumb: 16} {
@@ -124,7 +123,7 @@ func (f *runsFixture) play(t *testing.T, attemptID int64, verdict, errorClass st
 	}, 1))
 	require.NoError(t, db.RecordStep(f.sys, &models.Step{AttemptID: attemptID, Index: 1, Action: `{"type":"answer","text":"USB-C cable, 4.99"}`, Title: "Cart"}, 1))
 	final := `{"type":"answer","text":"USB-C cable, 4.99"}`
-	require.NoError(t, db.FinishEpisode(f.sys, attemptID, spec.Try, storage.EpisodeOutcome{
+	require.NoError(t, db.FinishEpisode(f.sys, attemptID, spec.Try, models.EpisodeOutcome{
 		Steps: 2, FinalAnswer: final, Duration: 3 * time.Second, ErrorClass: errorClass, ErrorMessage: errorMessageFor(errorClass),
 	}, func(context.Context, *sql.Tx) error { return nil }))
 	score := 0.0
@@ -805,7 +804,7 @@ func TestRuns_Evaluations(t *testing.T) {
 	var items []models.RubricItem
 	require.NoError(t, db.Gorm().Where("task_id = (SELECT task_id FROM attempts WHERE id = ?)", ids[0]).Order("position").Find(&items).Error)
 	judge := 4
-	_, err := db.RecordEvaluations(f.sys, ids[0], storage.EvaluationBatch{
+	_, err := db.RecordEvaluations(f.sys, ids[0], models.EvaluationBatch{
 		Primary: &models.Evaluation{Evaluator: "llm-judge:test-model:rubric-v1", EvaluatorVersion: "rubric-v1", Kind: models.EvaluationRubric,
 			Verdict: models.OutcomeFailure, Score: ptr(0.6), TokensIn: 900, TokensOut: 40, Cost: 0.0031,
 			RubricJudgments: []models.RubricJudgment{
@@ -836,7 +835,7 @@ func TestRuns_Evaluations(t *testing.T) {
 
 	// A second re-scoring by the judge keeps the first judgment as history.
 	judge = 5
-	_, err = db.RecordEvaluations(f.sys, ids[0], storage.EvaluationBatch{
+	_, err = db.RecordEvaluations(f.sys, ids[0], models.EvaluationBatch{
 		Others: []*models.Evaluation{{Evaluator: "llm-judge:test-model:trajectory-v2", EvaluatorVersion: "trajectory-v2", Kind: models.EvaluationJudge,
 			Verdict: models.OutcomeSuccess, Score: ptr(1.0), JudgeScore: &judge}},
 		RescoreID: "rescore-2",

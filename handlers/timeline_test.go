@@ -30,7 +30,6 @@ import (
 	"proctor/netguard"
 	"proctor/service/servicetest"
 	"proctor/static"
-	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/storage/storagetest"
 	"proctor/vault"
@@ -60,7 +59,7 @@ func (f *runsFixture) playTimeline(t testing.TB, attemptID int64, ep timelineEpi
 	db := f.b.db
 	status, spec, err := db.ClaimAttempt(f.sys, attemptID, storagetest.Claimant(time.Hour))
 	require.NoError(t, err)
-	require.Equal(t, storage.ClaimOK, status)
+	require.Equal(t, models.ClaimOK, status)
 	prefix := fmt.Sprintf("runs/%d/attempts/%d/try-%d", spec.Run.ID, attemptID, spec.Try)
 	put := func(key, contentType string, data []byte) {
 		require.NoError(t, f.store.Put(context.Background(), key, bytes.NewReader(data), int64(len(data)), contentType))
@@ -110,7 +109,7 @@ func (f *runsFixture) playTimeline(t testing.TB, attemptID int64, ep timelineEpi
 	put(harKey, "application/json", testHAR(t, t0, reqs))
 	stateKey := prefix + "/page_state.json"
 	put(stateKey, "application/json", []byte(`{"final_url":"http://shop.test/cart","probes":[{"url":"http://shop.test/admin/SECRET-PATH/probe","locator":"#SECRET-SKU-7","value":"1"}]}`))
-	require.NoError(t, db.FinishEpisode(f.sys, attemptID, spec.Try, storage.EpisodeOutcome{
+	require.NoError(t, db.FinishEpisode(f.sys, attemptID, spec.Try, models.EpisodeOutcome{
 		Steps: ep.steps, FinalAnswer: `{"type":"answer","text":"USB-C cable, 4.99"}`, Duration: 8 * time.Second,
 		HARKey: harKey, PageStateKey: stateKey,
 	}, func(context.Context, *sql.Tx) error { return nil }))
@@ -349,7 +348,7 @@ func TestTimeline_Viewer(t *testing.T) {
 		var items []models.RubricItem
 		require.NoError(t, f.b.db.Gorm().Where("task_id = (SELECT task_id FROM attempts WHERE id = ?)", ids[0]).Order("position").Find(&items).Error)
 		judge := 2
-		_, err := f.b.db.RecordEvaluations(f.sys, ids[0], storage.EvaluationBatch{
+		_, err := f.b.db.RecordEvaluations(f.sys, ids[0], models.EvaluationBatch{
 			Primary: &models.Evaluation{Evaluator: "llm-judge:m:rubric-v1", EvaluatorVersion: "rubric-v1", Kind: models.EvaluationRubric,
 				Verdict: models.OutcomeFailure, Score: ptr(0.6),
 				RubricJudgments: []models.RubricJudgment{

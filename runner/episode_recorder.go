@@ -6,7 +6,6 @@ import (
 	"log/slog"
 
 	"proctor/models"
-	"proctor/storage"
 	"proctor/vault"
 )
 
@@ -16,13 +15,13 @@ import (
 // that is not JSON, an error page, a thought, an action, a redirect) never
 // has it published with the run, whichever error path quoted it.
 type episodeRecorder struct {
-	db        *storage.DB
+	db        EpisodeStore
 	attemptID int64
 	try       int
 	redact    *vault.Redactor
 }
 
-func newEpisodeRecorder(db *storage.DB, attemptID int64, try int, secrets map[string]string) *episodeRecorder {
+func newEpisodeRecorder(db EpisodeStore, attemptID int64, try int, secrets map[string]string) *episodeRecorder {
 	return &episodeRecorder{db: db, attemptID: attemptID, try: try, redact: secretsRedactor(secrets)}
 }
 
@@ -38,7 +37,7 @@ func secretsRedactor(secrets map[string]string, extra ...string) *vault.Redactor
 // redactEvaluations removes secrets from what evaluators wrote before it is
 // recorded: a judge's rationale or error may quote its endpoint's reply
 // (an API key refused) or the agent's words.
-func redactEvaluations(red *vault.Redactor, b *storage.EvaluationBatch) {
+func redactEvaluations(red *vault.Redactor, b *models.EvaluationBatch) {
 	for _, ev := range append([]*models.Evaluation{b.Primary}, b.Others...) {
 		if ev == nil {
 			continue
@@ -51,7 +50,7 @@ func redactEvaluations(red *vault.Redactor, b *storage.EvaluationBatch) {
 }
 
 // SaveStep writes the step row of this attempt's try (episode.StepSink); a
-// superseded try writes nothing and stops (storage.ErrTrySuperseded).
+// superseded try writes nothing and stops (models.ErrTrySuperseded).
 func (e *episodeRecorder) SaveStep(ctx context.Context, step *models.Step) error {
 	step.AttemptID = e.attemptID
 	for _, field := range []*string{&step.Action, &step.Thought, &step.URL, &step.Title, &step.Tabs, &step.Error, &step.BlockedRequests} {
@@ -61,7 +60,7 @@ func (e *episodeRecorder) SaveStep(ctx context.Context, step *models.Step) error
 }
 
 // finish records the episode's outcome and enqueues its evaluation.
-func (e *episodeRecorder) finish(ctx context.Context, out storage.EpisodeOutcome, enqueue func(ctx context.Context, tx *sql.Tx) error) error {
+func (e *episodeRecorder) finish(ctx context.Context, out models.EpisodeOutcome, enqueue func(ctx context.Context, tx *sql.Tx) error) error {
 	out.ErrorMessage = e.redact.Text(out.ErrorMessage)
 	out.FinalAnswer = e.redact.Text(out.FinalAnswer)
 	return e.db.FinishEpisode(ctx, e.attemptID, e.try, out, enqueue)

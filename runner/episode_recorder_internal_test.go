@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
-	"proctor/storage"
 )
 
 // TestRedactEvaluations shows the judge's key and the agent's secrets
@@ -16,7 +15,7 @@ func TestRedactEvaluations(t *testing.T) {
 	t.Parallel()
 	const judgeKey, token = "sk-judge-0123456789", "tok-agent-98765"
 	red := secretsRedactor(map[string]string{"AGENT_TOKEN": token}, judgeKey)
-	batch := storage.EvaluationBatch{
+	batch := models.EvaluationBatch{
 		Primary: &models.Evaluation{Details: `{"error_msg": "401: Incorrect API key provided: ` + judgeKey + `"}`},
 		Others: []*models.Evaluation{nil, {
 			Details:         `{"rationale": "the agent typed ` + token + ` into the search box"}`,

@@ -21,7 +21,6 @@ import (
 	"proctor/models"
 	"proctor/runner/agent"
 	"proctor/runner/episode"
-	"proctor/storage"
 )
 
 // episodeWorker runs one attempt's try in the browser.
@@ -53,9 +52,9 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 		return err
 	}
 	switch status {
-	case storage.ClaimWait:
+	case models.ClaimWait:
 		return river.JobSnooze(time.Second)
-	case storage.ClaimFinished:
+	case models.ClaimFinished:
 		return nil
 	}
 	defer r.queue.holdAttempt(spec.Attempt.ID)()
@@ -92,16 +91,16 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 
 // runEpisode prepares the agent and the sites, runs the browser episode while
 // watching for the run's cancellation, and summarises the result.
-func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, secrets map[string]string, rec *episodeRecorder, log *slog.Logger) (storage.EpisodeOutcome, error) {
+func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, secrets map[string]string, rec *episodeRecorder, log *slog.Logger) (models.EpisodeOutcome, error) {
 	sites, err := resolveSites(spec.Sites, spec.Namespace)
 	if err != nil {
-		return storage.EpisodeOutcome{ErrorClass: models.ErrorClassEnvironment, ErrorMessage: err.Error()}, nil
+		return models.EpisodeOutcome{ErrorClass: models.ErrorClassEnvironment, ErrorMessage: err.Error()}, nil
 	}
 	if err := resetSites(ctx, spec); err != nil {
 		if ctx.Err() != nil {
-			return storage.EpisodeOutcome{}, ctx.Err()
+			return models.EpisodeOutcome{}, ctx.Err()
 		}
-		return storage.EpisodeOutcome{ErrorClass: models.ErrorClassEnvironment, ErrorMessage: err.Error()}, nil
+		return models.EpisodeOutcome{ErrorClass: models.ErrorClassEnvironment, ErrorMessage: err.Error()}, nil
 	}
 	callTimeout := time.Duration(spec.Run.MaxAgentCallSeconds) * time.Second
 	ag, err := agent.New(agent.Config{
@@ -111,11 +110,11 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, secre
 		HTTPClient:       r.agentClient(callTimeout), CallTimeout: callTimeout,
 	})
 	if err != nil {
-		return storage.EpisodeOutcome{ErrorClass: models.ErrorClassAgent, ErrorMessage: models.ErrorMessage(err)}, nil
+		return models.EpisodeOutcome{ErrorClass: models.ErrorClassAgent, ErrorMessage: models.ErrorMessage(err)}, nil
 	}
 	b, err := r.sharedBrowser()
 	if err != nil {
-		return storage.EpisodeOutcome{}, err
+		return models.EpisodeOutcome{}, err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -143,12 +142,12 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, secre
 	})
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, errRunCanceled) {
-			return storage.EpisodeOutcome{}, cause
+			return models.EpisodeOutcome{}, cause
 		}
 		// Keep what the episode did record, so the attempt's counts match its steps.
-		var partial storage.EpisodeOutcome
+		var partial models.EpisodeOutcome
 		if res != nil {
-			partial = storage.EpisodeOutcome{Steps: res.Steps, TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens,
+			partial = models.EpisodeOutcome{Steps: res.Steps, TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens,
 				Cost: res.Usage.Cost, HARKey: res.HARKey, Duration: res.Duration}
 		}
 		return partial, err
@@ -158,7 +157,7 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, secre
 		b, _ := json.Marshal(res.Final)
 		final = string(b)
 	}
-	out := storage.EpisodeOutcome{
+	out := models.EpisodeOutcome{
 		Steps: res.Steps, TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, Cost: res.Usage.Cost,
 		ErrorClass: res.ErrorClass, ErrorMessage: res.ErrorMessage, FinalAnswer: final, HARKey: res.HARKey,
 		Duration: res.Duration,

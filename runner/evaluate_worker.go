@@ -19,7 +19,6 @@ import (
 	"proctor/eval/webarena"
 	"proctor/har"
 	"proctor/models"
-	"proctor/storage"
 	"proctor/storage/artifact"
 )
 
@@ -82,7 +81,7 @@ func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs])
 	batch, err := r.evaluate(ctx, spec, log)
 	if err != nil && ctx.Err() == nil && job.Attempt >= job.MaxAttempts {
 		log.Error("evaluation failed on its last try", "attempt_id", spec.Attempt.ID, "error", err.Error())
-		batch = storage.EvaluationBatch{Primary: platformErrorEvaluation(spec, err)}
+		batch = models.EvaluationBatch{Primary: platformErrorEvaluation(spec, err)}
 	} else if err != nil {
 		return err
 	}
@@ -155,8 +154,8 @@ func plan(spec *models.EpisodeSpec, judges Judges) []planned {
 // evaluate runs the attempt's evaluators and gathers their verdicts. A Go
 // error means the platform failed (an artifact it could not read) and the job
 // is retried; every problem with the attempt itself is a verdict.
-func (r *Runner) evaluate(ctx context.Context, spec *models.EpisodeSpec, log *slog.Logger) (storage.EvaluationBatch, error) {
-	var batch storage.EvaluationBatch
+func (r *Runner) evaluate(ctx context.Context, spec *models.EpisodeSpec, log *slog.Logger) (models.EvaluationBatch, error) {
+	var batch models.EvaluationBatch
 	judges, err := r.judgesFor(spec.Judge)
 	if err != nil && !errors.Is(err, errNoJudge) {
 		log.Warn("judge unavailable", "run_id", spec.Run.ID, "err", err)

@@ -23,7 +23,6 @@ import (
 	"proctor/hiddentest"
 	"proctor/models"
 	"proctor/runner/hidden"
-	"proctor/storage"
 )
 
 // hiddenTestsWorker runs one hidden-tests attempt (HiddenTestsArgs): the
@@ -109,9 +108,9 @@ func (w *hiddenTestsWorker) Work(ctx context.Context, job *river.Job[HiddenTests
 	switch {
 	case err != nil:
 		return err
-	case status == storage.ClaimWait:
+	case status == models.ClaimWait:
 		return river.JobSnooze(2 * time.Second) // the team runs its share
-	case status != storage.ClaimOK:
+	case status != models.ClaimOK:
 		return nil
 	}
 	defer r.queue.holdAttempt(spec.Attempt.ID)()
@@ -142,7 +141,7 @@ func (w *hiddenTestsWorker) Work(ctx context.Context, job *river.Job[HiddenTests
 		}
 		return r.platformFailure(ctx, job, spec.Attempt.ID, try, err, log)
 	}
-	finished, err := r.db.SaveHiddenResults(ctx, spec.Attempt.ID, storage.HiddenOutcome{
+	finished, err := r.db.SaveHiddenResults(ctx, spec.Attempt.ID, models.HiddenOutcome{
 		Try: try, Results: results, InputsChecksum: hiddenInputsChecksum(spec), Duration: time.Since(start),
 	}, r.queue.insertMetricsRefresh)
 	if err != nil {
@@ -159,8 +158,8 @@ func (w *hiddenTestsWorker) Work(ctx context.Context, job *river.Job[HiddenTests
 
 // endHiddenAttempt ends an attempt none of whose tests can run in error,
 // with why.
-func (r *Runner) endHiddenAttempt(ctx context.Context, spec *storage.HiddenTaskSpec, why string) error {
-	_, err := r.db.SaveHiddenResults(ctx, spec.Attempt.ID, storage.HiddenOutcome{Try: spec.Attempt.Tries, Error: why},
+func (r *Runner) endHiddenAttempt(ctx context.Context, spec *models.HiddenTaskSpec, why string) error {
+	_, err := r.db.SaveHiddenResults(ctx, spec.Attempt.ID, models.HiddenOutcome{Try: spec.Attempt.Tries, Error: why},
 		r.queue.insertMetricsRefresh)
 	return err
 }
@@ -180,7 +179,7 @@ func (r *Runner) platformFailure(ctx context.Context, job *river.Job[HiddenTests
 		}
 		return err
 	}
-	_, serr := r.db.SaveHiddenResults(ctx, attemptID, storage.HiddenOutcome{Try: try, Error: hiddenPlatformError}, r.queue.insertMetricsRefresh)
+	_, serr := r.db.SaveHiddenResults(ctx, attemptID, models.HiddenOutcome{Try: try, Error: hiddenPlatformError}, r.queue.insertMetricsRefresh)
 	return serr
 }
 
@@ -192,7 +191,7 @@ func attemptPrefix(runID, attemptID int64, try int) string {
 // removeEarlierHiddenTries deletes the images an interrupted earlier try of
 // the attempt stored: its result rows are replaced, so nothing points at
 // them any more. Best effort: a leftover image is only wasted space.
-func (r *Runner) removeEarlierHiddenTries(ctx context.Context, spec *storage.HiddenTaskSpec, current string, log *slog.Logger) {
+func (r *Runner) removeEarlierHiddenTries(ctx context.Context, spec *models.HiddenTaskSpec, current string, log *slog.Logger) {
 	if spec.Attempt.Tries == 0 {
 		return
 	}
@@ -228,7 +227,7 @@ func decodeCaptures(caps []models.ReferenceCapture, log *slog.Logger) map[string
 
 // hiddenInputsChecksum is the SHA-256 of what the tests read: the suite,
 // each reference capture's digest and the candidate's URLs.
-func hiddenInputsChecksum(spec *storage.HiddenTaskSpec) string {
+func hiddenInputsChecksum(spec *models.HiddenTaskSpec) string {
 	h := sha256.New()
 	hashPart(h, "suite", []byte(spec.Task.EvalSpec))
 	for _, c := range spec.Captures {

@@ -20,7 +20,6 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"proctor/models"
-	"proctor/storage"
 )
 
 // DefaultLeaseTTL is how long a worker process's lease lasts unrenewed
@@ -66,8 +65,8 @@ func processSpace(hostname string) string {
 }
 
 // claimant is this process claiming attempts.
-func (q *Queue) claimant() storage.Claimant {
-	return storage.Claimant{Lease: q.lease, TTL: q.opts.LeaseTTL, TeamEpisodes: q.opts.TeamEpisodes, TeamHiddenJobs: q.opts.TeamHiddenJobs}
+func (q *Queue) claimant() models.Claimant {
+	return models.Claimant{Lease: q.lease, TTL: q.opts.LeaseTTL, TeamEpisodes: q.opts.TeamEpisodes, TeamHiddenJobs: q.opts.TeamHiddenJobs}
 }
 
 // keepLease renews this process's lease every sixth of its period and,
@@ -151,16 +150,16 @@ func (q *Queue) releaseDead(ctx context.Context, judgeLapses bool) error {
 		return err
 	}
 	lapsedBefore := time.Now().UTC().Add(-q.opts.LeaseTTL)
-	var dead []storage.DeadWorker
+	var dead []models.DeadWorker
 	known := map[string]bool{}
 	for _, l := range leases {
 		known[l.ID] = true
 		switch {
 		case l.ID == q.lease.ID:
 		case goneFromThisHost(q.lease, l):
-			dead = append(dead, storage.DeadWorker{ID: l.ID, Why: "its process is gone from this host"})
+			dead = append(dead, models.DeadWorker{ID: l.ID, Why: "its process is gone from this host"})
 		case judgeLapses && l.HeartbeatAt.Before(lapsedBefore):
-			dead = append(dead, storage.DeadWorker{ID: l.ID, LapsedBefore: &lapsedBefore,
+			dead = append(dead, models.DeadWorker{ID: l.ID, LapsedBefore: &lapsedBefore,
 				Why: fmt.Sprintf("its lease was last renewed %s ago", time.Since(l.HeartbeatAt).Round(time.Second))})
 		}
 	}
@@ -170,7 +169,7 @@ func (q *Queue) releaseDead(ctx context.Context, judgeLapses bool) error {
 	}
 	for _, id := range orphans {
 		if !known[id] && id != q.lease.ID {
-			dead = append(dead, storage.DeadWorker{ID: id, Orphan: true, Why: "it holds no lease"})
+			dead = append(dead, models.DeadWorker{ID: id, Orphan: true, Why: "it holds no lease"})
 		}
 	}
 	var errs []error

@@ -18,7 +18,6 @@ import (
 
 	"proctor/bundle"
 	"proctor/models"
-	"proctor/storage"
 )
 
 // Options configure the queue in this process.
@@ -122,7 +121,7 @@ type workClient interface {
 
 // Queue is Proctor's job queue: River on the app's own database.
 type Queue struct {
-	db       *storage.DB
+	db       Store
 	opts     Options
 	inserter *river.Client[*sql.Tx] // inserts jobs inside GORM's transactions
 	worker   workClient             // nil in insert-only processes
@@ -141,7 +140,7 @@ type Queue struct {
 // NewQueue builds the River clients for the database's dialect: the SQLite
 // driver in the embedded default, pgx on PostgreSQL (with a database/sql client
 // for transactional inserts through GORM's connection).
-func NewQueue(db *storage.DB, workers *river.Workers, opts Options) (*Queue, error) {
+func NewQueue(db Store, workers *river.Workers, opts Options) (*Queue, error) {
 	if opts.RescueAfter == 0 {
 		opts.RescueAfter = 20 * time.Minute
 	}

@@ -15,13 +15,13 @@ import (
 	"proctor/netguard"
 	"proctor/runner/episode"
 	"proctor/service"
-	"proctor/storage"
 	"proctor/storage/artifact"
 )
 
 // Config wires a Runner.
 type Config struct {
-	DB        *storage.DB
+	// DB is where the workers read and write (*storage.DB).
+	DB        Store
 	Artifacts artifact.Store
 	Options   Options
 	// Browser locates the Playwright driver and Chromium; the browser starts on
@@ -40,7 +40,7 @@ type Config struct {
 
 // Runner executes runs: it owns the queue, the workers and this process's browser.
 type Runner struct {
-	db          *storage.DB
+	db          Store
 	artifacts   artifact.Store
 	queue       *Queue
 	opts        Options

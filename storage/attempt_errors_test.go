@@ -26,7 +26,7 @@ func TestStore_PlatformErrorsHideServerPaths(t *testing.T) {
 			" (spooled in data/tmp/proctor-episode-123/har.json, page http://shop.test/products/42 kept)"
 		public := "save screenshot: open [server path]: no space left on device" +
 			" (spooled in [server path], page http://shop.test/products/42 kept)"
-		f.finish(t, ids[0], storage.EpisodeOutcome{Steps: 1, ErrorClass: models.ErrorClassPlatform, ErrorMessage: full},
+		f.finish(t, ids[0], models.EpisodeOutcome{Steps: 1, ErrorClass: models.ErrorClassPlatform, ErrorMessage: full},
 			&models.Evaluation{Evaluator: "check", Verdict: models.OutcomeError})
 		f.publish(t, f.run.ID, true)
 

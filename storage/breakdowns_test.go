@@ -59,11 +59,11 @@ func (f *breakdownFixture) grade(t *testing.T, run *models.Run, verdicts []strin
 	require.Len(t, ids, len(verdicts))
 	f.attempts[run.ID] = ids
 	for i, id := range ids {
-		out := storage.EpisodeOutcome{Steps: 2 + i, Cost: cost}
+		out := models.EpisodeOutcome{Steps: 2 + i, Cost: cost}
 		if verdicts[i] == "" {
 			status, spec, err := f.db.ClaimAttempt(f.system, id, storagetest.Claimant(time.Hour))
 			require.NoError(t, err)
-			require.Equal(t, storage.ClaimOK, status)
+			require.Equal(t, models.ClaimOK, status)
 			require.NoError(t, f.db.FinishEpisode(f.system, id, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }))
 			continue
 		}

@@ -62,7 +62,7 @@ func (f *compareFixture) play(t *testing.T, run *models.Run, verdicts ...string)
 		if v == models.OutcomeSuccess {
 			s = 1
 		}
-		f.finish(t, ids[i], storage.EpisodeOutcome{Steps: i + 1, TokensIn: 100, TokensOut: 10}, &models.Evaluation{Evaluator: "webarena-verified", Verdict: v, Score: &s})
+		f.finish(t, ids[i], models.EpisodeOutcome{Steps: i + 1, TokensIn: 100, TokensOut: 10}, &models.Evaluation{Evaluator: "webarena-verified", Verdict: v, Score: &s})
 	}
 	return ids
 }

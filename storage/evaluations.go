@@ -18,30 +18,6 @@ import (
 	"proctor/models"
 )
 
-// EvaluationBatch is what one evaluation job decided about one attempt: the
-// verdict of the benchmark's primary evaluator and the others kept beside it
-// (an LLM trajectory judge on a WebArena-Verified task, say).
-type EvaluationBatch struct {
-	// Primary sets the attempt's outcome and score. Nil means the attempt could
-	// not be graded by its primary evaluator (a rubric benchmark with no judge
-	// configured): the attempt is "not judged" and keeps no outcome.
-	Primary *models.Evaluation
-	Others  []*models.Evaluation
-	// RescoreID names the re-scoring request the batch belongs to ("" for
-	// the first evaluation): it is recorded only once per request (a
-	// redelivered job finds its rows and stops), and the run is marked rescored.
-	RescoreID string
-}
-
-// evaluations lists the batch's evaluations, primary first.
-func (b EvaluationBatch) evaluations() []*models.Evaluation {
-	var out []*models.Evaluation
-	if b.Primary != nil {
-		out = append(out, b.Primary)
-	}
-	return append(out, b.Others...)
-}
-
 // RecordEvaluations stores an attempt's evaluations in one transaction: each
 // becomes the current one of its kind (older rows stay as history), the
 // primary sets the attempt's outcome, the run's totals are refreshed and the
@@ -51,7 +27,7 @@ func (b EvaluationBatch) evaluations() []*models.Evaluation {
 //
 // A first evaluation needs the attempt to be evaluating and a re-scoring needs
 // it done; anything else is a redelivered job and records nothing.
-func (db *DB) RecordEvaluations(ctx context.Context, attemptID int64, b EvaluationBatch, refresh func(ctx context.Context, tx *sql.Tx, runID int64) error) (bool, error) {
+func (db *DB) RecordEvaluations(ctx context.Context, attemptID int64, b models.EvaluationBatch, refresh func(ctx context.Context, tx *sql.Tx, runID int64) error) (bool, error) {
 	if !models.ActorFrom(ctx).System {
 		return false, models.Errorf(models.EFORBIDDEN, "Only the queue records evaluations.")
 	}
@@ -126,8 +102,8 @@ func (db *DB) RecordEvaluations(ctx context.Context, attemptID int64, b Evaluati
 // request graded its first attempt, and how many attempts' outcomes it has
 // changed so far. run holds the run as it was before this attempt's new
 // verdict; its totals are already refreshed in tx.
-func recordRescore(tx *gorm.DB, run *models.Run, b EvaluationBatch, changed bool, now time.Time) error {
-	updates := map[string]any{"rescored_at": now, "rescored_with": evaluatorNames(b.evaluations())}
+func recordRescore(tx *gorm.DB, run *models.Run, b models.EvaluationBatch, changed bool, now time.Time) error {
+	updates := map[string]any{"rescored_at": now, "rescored_with": evaluatorNames(b.Evaluations())}
 	n := 0
 	if changed {
 		n = 1
@@ -152,14 +128,14 @@ func recordRescore(tx *gorm.DB, run *models.Run, b EvaluationBatch, changed bool
 
 // insertEvaluations writes the batch's rows: each replaces the current
 // evaluation of its kind, and a primary replaces the primary.
-func (db *DB) insertEvaluations(tx *gorm.DB, a *models.Attempt, b EvaluationBatch, now time.Time) error {
+func (db *DB) insertEvaluations(tx *gorm.DB, a *models.Attempt, b models.EvaluationBatch, now time.Time) error {
 	if b.Primary != nil {
 		if err := tx.Model(&models.Evaluation{}).Where("attempt_id = ? AND is_primary = ?", a.ID, true).
 			Update("is_primary", false).Error; err != nil {
 			return wrap(err, "evaluations")
 		}
 	}
-	for _, ev := range b.evaluations() {
+	for _, ev := range b.Evaluations() {
 		if ev.Kind == "" {
 			ev.Kind = models.EvaluationCheck
 		}

@@ -19,11 +19,11 @@ import (
 
 // evaluate finishes an attempt's episode and records batch for it, returning
 // the run ids the refresh callback was called with.
-func (f *readFixture) evaluate(t *testing.T, attemptID int64, out storage.EpisodeOutcome, batch storage.EvaluationBatch) []int64 {
+func (f *readFixture) evaluate(t *testing.T, attemptID int64, out models.EpisodeOutcome, batch models.EvaluationBatch) []int64 {
 	t.Helper()
 	status, spec, err := f.db.ClaimAttempt(f.system, attemptID, storagetest.Claimant(time.Hour))
 	require.NoError(t, err)
-	require.Equal(t, storage.ClaimOK, status)
+	require.Equal(t, models.ClaimOK, status)
 	require.NoError(t, f.db.FinishEpisode(f.system, attemptID, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }))
 	var refreshed []int64
 	_, err = f.db.RecordEvaluations(f.system, attemptID, batch, func(_ context.Context, _ *sql.Tx, runID int64) error {
@@ -61,7 +61,7 @@ func TestStore_RecordEvaluations(t *testing.T) {
 			}}
 		judge := &models.Evaluation{Evaluator: "llm-judge:m:trajectory-v1", EvaluatorVersion: "trajectory-v1", Kind: models.EvaluationJudge,
 			Verdict: models.OutcomeFailure, Score: score(0), JudgeScore: judgeScore(3)}
-		refreshed := f.evaluate(t, ids[0], storage.EpisodeOutcome{Steps: 4}, storage.EvaluationBatch{Primary: rubric, Others: []*models.Evaluation{judge}})
+		refreshed := f.evaluate(t, ids[0], models.EpisodeOutcome{Steps: 4}, models.EvaluationBatch{Primary: rubric, Others: []*models.Evaluation{judge}})
 		require.Equal(t, []int64{f.run.ID}, refreshed, "the metrics refresh is enqueued in the same transaction")
 
 		var evs []models.Evaluation
@@ -83,20 +83,20 @@ func TestStore_RecordEvaluations(t *testing.T) {
 		require.InDelta(t, 0.6, *a.Score, 1e-9)
 
 		// A redelivered job records nothing twice.
-		_, err := db.RecordEvaluations(f.system, ids[0], storage.EvaluationBatch{Primary: &models.Evaluation{Evaluator: "x", Verdict: models.OutcomeSuccess}}, nil)
+		_, err := db.RecordEvaluations(f.system, ids[0], models.EvaluationBatch{Primary: &models.Evaluation{Evaluator: "x", Verdict: models.OutcomeSuccess}}, nil)
 		require.NoError(t, err)
 		var n int64
 		require.NoError(t, db.Gorm().Model(&models.Evaluation{}).Where("attempt_id = ?", ids[0]).Count(&n).Error)
 		require.EqualValues(t, 2, n)
 
 		// No judge: the attempt is done but not judged, and keeps no outcome.
-		f.evaluate(t, ids[1], storage.EpisodeOutcome{Steps: 2}, storage.EvaluationBatch{})
+		f.evaluate(t, ids[1], models.EpisodeOutcome{Steps: 2}, models.EvaluationBatch{})
 		a = models.Attempt{}
 		require.NoError(t, db.Gorm().First(&a, ids[1]).Error)
 		require.Equal(t, models.AttemptDone, a.Status)
 		require.Empty(t, a.Outcome)
 
-		_, err = db.RecordEvaluations(f.member, ids[2], storage.EvaluationBatch{}, nil)
+		_, err = db.RecordEvaluations(f.member, ids[2], models.EvaluationBatch{}, nil)
 		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err), "only the queue records evaluations")
 	})
 }
@@ -109,8 +109,8 @@ func TestStore_Rescore(t *testing.T) {
 		check := func(verdict string, s float64) *models.Evaluation {
 			return &models.Evaluation{Evaluator: "webarena-verified", EvaluatorVersion: "webarena-verified@1", Verdict: verdict, Score: score(s)}
 		}
-		f.evaluate(t, ids[0], storage.EpisodeOutcome{Steps: 3}, storage.EvaluationBatch{Primary: check(models.OutcomeFailure, 0)})
-		f.evaluate(t, ids[1], storage.EpisodeOutcome{Steps: 3}, storage.EvaluationBatch{Primary: check(models.OutcomeSuccess, 1)})
+		f.evaluate(t, ids[0], models.EpisodeOutcome{Steps: 3}, models.EvaluationBatch{Primary: check(models.OutcomeFailure, 0)})
+		f.evaluate(t, ids[1], models.EpisodeOutcome{Steps: 3}, models.EvaluationBatch{Primary: check(models.OutcomeSuccess, 1)})
 
 		var queued []int64
 		var rescoreID string
@@ -135,14 +135,14 @@ func TestStore_Rescore(t *testing.T) {
 		// The run is on the public board, so its change log notes the re-scoring.
 		f.publish(t, f.run.ID, true)
 		// The new verdict flips the first attempt; the old one stays as history.
-		batch := storage.EvaluationBatch{Primary: check(models.OutcomeSuccess, 1), RescoreID: rescoreID}
+		batch := models.EvaluationBatch{Primary: check(models.OutcomeSuccess, 1), RescoreID: rescoreID}
 		_, err = db.RecordEvaluations(f.system, ids[0], batch, nil)
 		require.NoError(t, err)
 		batch.Primary = check(models.OutcomeSuccess, 1)
 		_, err = db.RecordEvaluations(f.system, ids[0], batch, nil)
 		require.NoError(t, err, "a redelivered re-scoring job")
 		// The second attempt keeps its verdict: graded again, not changed.
-		_, err = db.RecordEvaluations(f.system, ids[1], storage.EvaluationBatch{Primary: check(models.OutcomeSuccess, 1), RescoreID: rescoreID}, nil)
+		_, err = db.RecordEvaluations(f.system, ids[1], models.EvaluationBatch{Primary: check(models.OutcomeSuccess, 1), RescoreID: rescoreID}, nil)
 		require.NoError(t, err)
 
 		var evs []models.Evaluation
@@ -184,7 +184,7 @@ func TestStore_Rescore(t *testing.T) {
 		require.Equal(t, "webarena-verified@1", rescored.Evaluators)
 
 		// A later request starts its own count from the run's totals then.
-		second := storage.EvaluationBatch{Primary: check(models.OutcomeFailure, 0), RescoreID: rescoreID + "-2"}
+		second := models.EvaluationBatch{Primary: check(models.OutcomeFailure, 0), RescoreID: rescoreID + "-2"}
 		_, err = db.RecordEvaluations(f.system, ids[1], second, nil)
 		require.NoError(t, err)
 		require.NoError(t, db.Gorm().First(&run, f.run.ID).Error)
@@ -202,19 +202,19 @@ func TestStore_RunMetrics(t *testing.T) {
 		// t1 and t3 are the "smoke" subset. t1: perfect rubric, judge 5;
 		// t2: rubric 0.5, judge 2; t3: rubric 0, judge error (left out);
 		// t4: not judged at all.
-		grade := func(id int64, rubricScore float64, judge *int, judgeVerdict string) storage.EvaluationBatch {
+		grade := func(id int64, rubricScore float64, judge *int, judgeVerdict string) models.EvaluationBatch {
 			verdict := models.OutcomeFailure
 			if rubricScore == 1 {
 				verdict = models.OutcomeSuccess
 			}
-			b := storage.EvaluationBatch{Primary: &models.Evaluation{Evaluator: "r", Kind: models.EvaluationRubric, Verdict: verdict, Score: score(rubricScore)}}
+			b := models.EvaluationBatch{Primary: &models.Evaluation{Evaluator: "r", Kind: models.EvaluationRubric, Verdict: verdict, Score: score(rubricScore)}}
 			b.Others = append(b.Others, &models.Evaluation{Evaluator: "j", Kind: models.EvaluationJudge, Verdict: judgeVerdict, Score: score(0), JudgeScore: judge})
 			return b
 		}
-		f.evaluate(t, ids[0], storage.EpisodeOutcome{Steps: 4, Cost: 0.2}, grade(ids[0], 1, judgeScore(5), models.OutcomeSuccess))
-		f.evaluate(t, ids[1], storage.EpisodeOutcome{Steps: 2, Cost: 0.2}, grade(ids[1], 0.5, judgeScore(2), models.OutcomeFailure))
-		f.evaluate(t, ids[2], storage.EpisodeOutcome{Steps: 10, ErrorClass: models.ErrorClassBudget, ErrorMessage: "step budget"}, grade(ids[2], 0, nil, models.OutcomeFailure))
-		f.evaluate(t, ids[3], storage.EpisodeOutcome{Steps: 1}, storage.EvaluationBatch{})
+		f.evaluate(t, ids[0], models.EpisodeOutcome{Steps: 4, Cost: 0.2}, grade(ids[0], 1, judgeScore(5), models.OutcomeSuccess))
+		f.evaluate(t, ids[1], models.EpisodeOutcome{Steps: 2, Cost: 0.2}, grade(ids[1], 0.5, judgeScore(2), models.OutcomeFailure))
+		f.evaluate(t, ids[2], models.EpisodeOutcome{Steps: 10, ErrorClass: models.ErrorClassBudget, ErrorMessage: "step budget"}, grade(ids[2], 0, nil, models.OutcomeFailure))
+		f.evaluate(t, ids[3], models.EpisodeOutcome{Steps: 1}, models.EvaluationBatch{})
 
 		_, err := servicetest.Runs(db, 0).RunMetrics(f.anon, f.run.ID)
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "an unpublished run's metrics are the team's")
@@ -352,13 +352,13 @@ func TestStore_ConcurrentEvaluationsCompleteTheRun(t *testing.T) {
 			for _, id := range ids {
 				status, spec, err := db.ClaimAttempt(f.system, id, storagetest.Claimant(time.Hour))
 				require.NoError(t, err)
-				require.Equal(t, storage.ClaimOK, status)
-				require.NoError(t, db.FinishEpisode(f.system, id, spec.Try, storage.EpisodeOutcome{Steps: 1}, func(context.Context, *sql.Tx) error { return nil }))
+				require.Equal(t, models.ClaimOK, status)
+				require.NoError(t, db.FinishEpisode(f.system, id, spec.Try, models.EpisodeOutcome{Steps: 1}, func(context.Context, *sql.Tx) error { return nil }))
 			}
 			errs := make(chan error, len(ids))
 			for _, id := range ids {
 				go func() {
-					_, err := db.RecordEvaluations(f.system, id, storage.EvaluationBatch{Primary: &models.Evaluation{Evaluator: "x", Verdict: models.OutcomeSuccess, Score: score(1)}}, nil)
+					_, err := db.RecordEvaluations(f.system, id, models.EvaluationBatch{Primary: &models.Evaluation{Evaluator: "x", Verdict: models.OutcomeSuccess, Score: score(1)}}, nil)
 					errs <- err
 				}()
 			}
@@ -406,7 +406,7 @@ func (f *readFixture) claimedSpec(t *testing.T, attemptID int64) *models.Episode
 	t.Helper()
 	status, _, err := f.db.ClaimAttempt(f.system, attemptID, storagetest.Claimant(time.Hour))
 	require.NoError(t, err)
-	require.Equal(t, storage.ClaimOK, status)
+	require.Equal(t, models.ClaimOK, status)
 	spec, err := f.db.EvaluationSpec(f.system, attemptID)
 	require.NoError(t, err)
 	return spec

@@ -32,39 +32,39 @@ func TestStore_FairShare(t *testing.T) {
 			return episodes0(t, db, run.ID)
 		}
 		// Two workers of 2 episode slots each are live: a team's share is 2.
-		w1 := storage.Claimant{Lease: models.WorkerLease{ID: "w1", Host: "h1", PID: 1, EpisodeSlots: 2, HiddenSlots: 1}, TTL: time.Minute}
-		w2 := storage.Claimant{Lease: models.WorkerLease{ID: "w2", Host: "h2", PID: 1, EpisodeSlots: 2, HiddenSlots: 1}, TTL: time.Minute}
+		w1 := models.Claimant{Lease: models.WorkerLease{ID: "w1", Host: "h1", PID: 1, EpisodeSlots: 2, HiddenSlots: 1}, TTL: time.Minute}
+		w2 := models.Claimant{Lease: models.WorkerLease{ID: "w2", Host: "h2", PID: 1, EpisodeSlots: 2, HiddenSlots: 1}, TTL: time.Minute}
 		require.NoError(t, db.RegisterLease(f.system, w1.Lease))
 		require.NoError(t, db.RegisterLease(f.system, w2.Lease))
-		claim := func(by storage.Claimant, id int64) string {
+		claim := func(by models.Claimant, id int64) string {
 			status, _, err := db.ClaimAttempt(f.system, id, by)
 			require.NoError(t, err)
 			return status
 		}
 
 		lab := dispatch(f.member, "lab", "walker")
-		require.Equal(t, storage.ClaimOK, claim(w1, lab[0]))
-		require.Equal(t, storage.ClaimOK, claim(w1, lab[1]))
-		require.Equal(t, storage.ClaimOK, claim(w2, lab[2]), "no other team waits: the lab uses every slot")
+		require.Equal(t, models.ClaimOK, claim(w1, lab[0]))
+		require.Equal(t, models.ClaimOK, claim(w1, lab[1]))
+		require.Equal(t, models.ClaimOK, claim(w2, lab[2]), "no other team waits: the lab uses every slot")
 
 		other := dispatch(f.stranger, "other", "runner")
-		require.Equal(t, storage.ClaimWait, claim(w2, lab[3]), "the other team waits: the lab runs 3 of its share of 2")
-		require.Equal(t, storage.ClaimOK, claim(w2, other[0]))
+		require.Equal(t, models.ClaimWait, claim(w2, lab[3]), "the other team waits: the lab runs 3 of its share of 2")
+		require.Equal(t, models.ClaimOK, claim(w2, other[0]))
 		otherRun := db.Gorm().Model(&models.Run{}).Where("id = (SELECT run_id FROM attempts WHERE id = ?)", other[0])
 		require.NoError(t, otherRun.Update("parallelism", 1).Error)
-		require.Equal(t, storage.ClaimOK, claim(w2, lab[3]), "the other team's run is at its parallelism: none of it can start, so it does not wait")
+		require.Equal(t, models.ClaimOK, claim(w2, lab[3]), "the other team's run is at its parallelism: none of it can start, so it does not wait")
 		require.NoError(t, db.ReleaseAttempt(f.system, lab[3], 1))
 		require.NoError(t, db.Gorm().Model(&models.Run{}).Where("id = (SELECT run_id FROM attempts WHERE id = ?)", other[0]).Update("parallelism", 4).Error)
-		require.Equal(t, storage.ClaimWait, claim(w2, lab[3]), "room again in the other team's run: it waits")
+		require.Equal(t, models.ClaimWait, claim(w2, lab[3]), "room again in the other team's run: it waits")
 		require.NoError(t, db.ReleaseAttempt(f.system, lab[0], 1))
 		require.NoError(t, db.ReleaseAttempt(f.system, lab[1], 1))
-		require.Equal(t, storage.ClaimOK, claim(w1, lab[3]), "below its share again, the lab claims")
+		require.Equal(t, models.ClaimOK, claim(w1, lab[3]), "below its share again, the lab claims")
 
 		// A configured share holds whatever the slots.
 		capped := w1
 		capped.TeamEpisodes = 3
-		require.Equal(t, storage.ClaimOK, claim(capped, lab[0]))
-		require.Equal(t, storage.ClaimWait, claim(capped, lab[1]))
+		require.Equal(t, models.ClaimOK, claim(capped, lab[0]))
+		require.Equal(t, models.ClaimWait, claim(capped, lab[1]))
 
 		// Hidden-test jobs have a share of their own: half of 2 slots is 1.
 		var hidden [][]int64
@@ -84,9 +84,9 @@ func TestStore_FairShare(t *testing.T) {
 			require.NoError(t, err)
 			return status
 		}
-		require.Equal(t, storage.ClaimOK, start(hidden[0][0]), "the lab's episodes do not count against its hidden-test share")
-		require.Equal(t, storage.ClaimWait, start(hidden[0][1]), "the other team's hidden tests wait")
-		require.Equal(t, storage.ClaimOK, start(hidden[1][0]))
+		require.Equal(t, models.ClaimOK, start(hidden[0][0]), "the lab's episodes do not count against its hidden-test share")
+		require.Equal(t, models.ClaimWait, start(hidden[0][1]), "the other team's hidden tests wait")
+		require.Equal(t, models.ClaimOK, start(hidden[1][0]))
 		_, _, err := db.StartHiddenAttempt(f.member, hidden[0][1], w1)
 		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
 	})

@@ -126,7 +126,7 @@ func TestStore_HiddenOutcomeRule(t *testing.T) {
 			results := []models.HiddenTestResult{
 				{TestID: "sys-offline-build", Group: models.HiddenGroupSystem, Result: models.HiddenNotRun, Reason: "not run here"},
 			}
-			_, err := db.SaveHiddenResults(f.system, id, storage.HiddenOutcome{Try: 2, Results: results}, nil)
+			_, err := db.SaveHiddenResults(f.system, id, models.HiddenOutcome{Try: 2, Results: results}, nil)
 			require.NoError(t, err)
 			a, _, why := f.attempt(t, id)
 			require.Equal(t, models.OutcomeError, a.Outcome, "no test ran: nothing was learnt about the candidate")

@@ -383,7 +383,7 @@ func TestStore_HiddenLeaderboard(t *testing.T) {
 		f.publish(t, f.run.ID, true)
 		ids := f.dispatch(t, f.run.ID)
 		for _, id := range ids {
-			f.finish(t, id, storage.EpisodeOutcome{Steps: 2}, &models.Evaluation{Evaluator: "check", Verdict: models.OutcomeSuccess, Score: score(1)})
+			f.finish(t, id, models.EpisodeOutcome{Steps: 2}, &models.Evaluation{Evaluator: "check", Verdict: models.OutcomeSuccess, Score: score(1)})
 		}
 		require.NoError(t, service.NewMetrics(db).RefreshRunMetrics(f.system, f.run.ID))
 		mini, err := db.Leaderboard(f.anon, "mini", models.SubsetFull, models.LeaderboardQuery{})

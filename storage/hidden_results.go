@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"gorm.io/gorm"
 
@@ -18,34 +17,14 @@ import (
 // pass threshold (2: tests not run here are left out, a threshold decides).
 const hiddenEvaluatorVersion = "2"
 
-// HiddenTaskSpec is what a hidden-tests job needs about an attempt: the
-// task's suite (Task.EvalSpec) and reference captures, and the candidate
-// website the team submitted. Hidden fields included: system actor only.
-type HiddenTaskSpec struct {
-	Attempt models.Attempt
-	Run     models.Run
-	Task    models.Task
-	// Candidate is nil when the attempt has no candidate row.
-	Candidate *models.HiddenCandidate
-	// Captures are the task's reference captures, by name; not loaded when
-	// the attempt is Finished.
-	Captures []models.ReferenceCapture
-}
-
-// Finished reports whether there is nothing left to run: the attempt is done
-// (a redelivered job) or its run has ended (canceled, say).
-func (s *HiddenTaskSpec) Finished() bool {
-	return s.Attempt.Status == models.AttemptDone || s.Run.Finished()
-}
-
 // HiddenTask loads a hidden-tests attempt's spec. System actor only
 // (EFORBIDDEN otherwise); ENOTFOUND when the attempt, its run or its task is
 // gone.
-func (db *DB) HiddenTask(ctx context.Context, attemptID int64) (*HiddenTaskSpec, error) {
+func (db *DB) HiddenTask(ctx context.Context, attemptID int64) (*models.HiddenTaskSpec, error) {
 	if !models.ActorFrom(ctx).System {
 		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue runs hidden tests.")
 	}
-	var spec HiddenTaskSpec
+	var spec models.HiddenTaskSpec
 	q := db.q(ctx)
 	if err := q.First(&spec.Attempt, attemptID).Error; err != nil {
 		return nil, wrap(err, "attempt")
@@ -95,15 +74,15 @@ func (db *DB) HiddenSuite(ctx context.Context, attemptID int64) (string, error) 
 
 // StartHiddenAttempt marks a hidden-tests attempt running and counts a try
 // (its artifacts go under the try's prefix), starting the run if it was
-// queued. It reports the try and ClaimOK; ClaimWait, with no change, while
+// queued. It reports the try and models.ClaimOK; models.ClaimWait, with no change, while
 // the team runs its share of hidden-test jobs and another team's wait;
-// ClaimFinished, with no change, when the attempt is done or its run has
+// models.ClaimFinished, with no change, when the attempt is done or its run has
 // ended. System actor only; ENOTFOUND when the attempt is gone.
-func (db *DB) StartHiddenAttempt(ctx context.Context, attemptID int64, by Claimant) (int, string, error) {
+func (db *DB) StartHiddenAttempt(ctx context.Context, attemptID int64, by models.Claimant) (int, string, error) {
 	if !models.ActorFrom(ctx).System {
 		return 0, "", models.Errorf(models.EFORBIDDEN, "Only the queue runs hidden tests.")
 	}
-	try, status := 0, ClaimFinished
+	try, status := 0, models.ClaimFinished
 	err := db.tx(ctx, func(tx *gorm.DB) error {
 		var a models.Attempt
 		if err := lockRow(tx, db.dialect).First(&a, attemptID).Error; err != nil {
@@ -118,13 +97,13 @@ func (db *DB) StartHiddenAttempt(ctx context.Context, attemptID int64, by Claima
 		}
 		now := db.now()
 		if over, err := db.overShare(tx, run.TeamID, a.ID, true, by, now); err != nil || over {
-			status = ClaimWait
+			status = models.ClaimWait
 			return err
 		}
 		if err := holdLease(tx, by.Lease, now); err != nil {
 			return err
 		}
-		try, status = a.Tries+1, ClaimOK
+		try, status = a.Tries+1, models.ClaimOK
 		if err := tx.Model(&a).Updates(map[string]any{
 			"tries": try, "status": models.AttemptRunning, "started_at": now, "updated_at": now, "worker_id": by.Lease.ID,
 		}).Error; err != nil {
@@ -140,22 +119,6 @@ func (db *DB) StartHiddenAttempt(ctx context.Context, attemptID int64, by Claima
 		return wrap(tx.Model(&models.Run{}).Where("id = ?", run.ID).Updates(updates).Error, "run")
 	})
 	return try, status, err
-}
-
-// HiddenOutcome is what a hidden-tests job found about an attempt.
-type HiddenOutcome struct {
-	// Try is the try the results belong to (StartHiddenAttempt's); results
-	// of any other try are stale and not recorded.
-	Try int
-	// Results hold one row per test of the suite, images already stored.
-	Results []models.HiddenTestResult
-	// Error, when set, says why no test could run at all (the suite cannot be
-	// read, the attempt has no candidate): the attempt ends in error with it.
-	Error string
-	// InputsChecksum is the SHA-256 of what the tests read (the suite, the
-	// captures, the candidate's URLs).
-	InputsChecksum string
-	Duration       time.Duration
 }
 
 // hiddenDetails is a hidden-tests evaluation's details: the attempt's
@@ -177,7 +140,7 @@ type hiddenDetails struct {
 // team's reported cost, tokens and turns stay as submitted. An attempt that is
 // done already, or whose try is not out.Try, records nothing (a redelivered or
 // stale job). It reports whether the run finished. System actor only.
-func (db *DB) SaveHiddenResults(ctx context.Context, attemptID int64, out HiddenOutcome, refresh func(ctx context.Context, tx *sql.Tx, runID int64) error) (bool, error) {
+func (db *DB) SaveHiddenResults(ctx context.Context, attemptID int64, out models.HiddenOutcome, refresh func(ctx context.Context, tx *sql.Tx, runID int64) error) (bool, error) {
 	if !models.ActorFrom(ctx).System {
 		return false, models.Errorf(models.EFORBIDDEN, "Only the queue records hidden-test results.")
 	}
@@ -219,7 +182,7 @@ func (db *DB) SaveHiddenResults(ctx context.Context, attemptID int64, out Hidden
 				return wrap(err, "hidden test results")
 			}
 		}
-		if err := db.insertEvaluations(tx, &a, EvaluationBatch{Primary: ev}, now); err != nil {
+		if err := db.insertEvaluations(tx, &a, models.EvaluationBatch{Primary: ev}, now); err != nil {
 			return err
 		}
 		updates := map[string]any{
@@ -274,7 +237,7 @@ func passThresholdOf(q *gorm.DB, versionID int64) (float64, error) {
 // success when the pass rate over the tests that ran reaches it, failure
 // when it does not, error when no test ran or none could (out.Error). The
 // score is that pass rate (none when no test ran).
-func hiddenEvaluation(summary models.HiddenSummary, out HiddenOutcome, threshold float64) (*models.Evaluation, string) {
+func hiddenEvaluation(summary models.HiddenSummary, out models.HiddenOutcome, threshold float64) (*models.Evaluation, string) {
 	outcome := summary.Overall.Outcome(threshold)
 	rate := summary.Overall.Rate()
 	if out.Error != "" {

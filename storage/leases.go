@@ -47,20 +47,6 @@ func (db *DB) Leases(ctx context.Context) ([]models.WorkerLease, error) {
 	return out, wrap(db.q(ctx).Order("started_at").Find(&out).Error, "worker leases")
 }
 
-// DeadWorker is a process found dead, whose work is to be released.
-type DeadWorker struct {
-	ID string
-	// LapsedBefore, when set, is the heartbeat the lease must still be older
-	// than when it is released: a lease renewed in the meantime is alive.
-	LapsedBefore *time.Time
-	// Orphan marks a holder of running attempts that had no lease when it
-	// was looked for: it is released only if it still has none (a process
-	// registering meanwhile is alive).
-	Orphan bool
-	// Why says how it was found dead, for the log.
-	Why string
-}
-
 // OrphanHolders lists the workers named by running attempts that hold no
 // lease (it was released while their process was cut off from the
 // database): their attempts are released like a dead worker's.
@@ -77,7 +63,7 @@ func (db *DB) OrphanHolders(ctx context.Context) ([]string, error) {
 // (given the transaction) offers its running jobs again. It returns the
 // attempts released; nothing is done (and ok is false) when the lease was
 // renewed meanwhile or another process released it first.
-func (db *DB) ReleaseWorker(ctx context.Context, w DeadWorker, reoffer func(ctx context.Context, tx *sql.Tx) error) (attemptIDs []int64, ok bool, err error) {
+func (db *DB) ReleaseWorker(ctx context.Context, w models.DeadWorker, reoffer func(ctx context.Context, tx *sql.Tx) error) (attemptIDs []int64, ok bool, err error) {
 	if !models.ActorFrom(ctx).System {
 		return nil, false, models.Errorf(models.EFORBIDDEN, "Only the queue releases a worker's jobs.")
 	}
@@ -179,23 +165,11 @@ func releaseHeld(tx *gorm.DB, db *DB, worker string, ids []int64) ([]int64, erro
 	return held, wrap(err, "attempts")
 }
 
-// Claimant is the process claiming an attempt: its lease, how long a
-// holder's lease may go unrenewed before its attempts are taken over, and
-// the fair share of each team.
-type Claimant struct {
-	Lease models.WorkerLease
-	TTL   time.Duration
-	// TeamEpisodes and TeamHiddenJobs are how many episodes and hidden-test
-	// jobs one team may run at once while another team's wait; 0 means half
-	// of the live workers' slots (at least 1). A team alone uses every slot.
-	TeamEpisodes, TeamHiddenJobs int
-}
-
 // overShare reports whether a team already runs its share of episodes (or
 // of hidden-test jobs) while another team's wait: its claim then waits for
 // one of its own to end. The team's row is locked, so that concurrent claims
 // of one team are counted one after the other.
-func (db *DB) overShare(tx *gorm.DB, teamID, attemptID int64, hidden bool, by Claimant, now time.Time) (bool, error) {
+func (db *DB) overShare(tx *gorm.DB, teamID, attemptID int64, hidden bool, by models.Claimant, now time.Time) (bool, error) {
 	if err := lockRow(tx, db.dialect).Select("id").First(&models.Team{}, teamID).Error; err != nil {
 		return false, wrap(err, "team")
 	}

@@ -28,41 +28,41 @@ func TestStore_WorkerLeases(t *testing.T) {
 		require.NoError(t, db.DispatchRun(f.system, run.ID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil }))
 		ids := episodes0(t, db, run.ID)
 
-		a := storage.Claimant{Lease: models.WorkerLease{ID: "host-a-1-aa", Host: "host-a", PID: 1}, TTL: time.Minute}
-		b := storage.Claimant{Lease: models.WorkerLease{ID: "host-b-1-bb", Host: "host-b", PID: 1}, TTL: time.Minute}
+		a := models.Claimant{Lease: models.WorkerLease{ID: "host-a-1-aa", Host: "host-a", PID: 1}, TTL: time.Minute}
+		b := models.Claimant{Lease: models.WorkerLease{ID: "host-b-1-bb", Host: "host-b", PID: 1}, TTL: time.Minute}
 		require.NoError(t, db.RegisterLease(f.system, a.Lease))
 		require.NoError(t, db.RegisterLease(f.system, b.Lease))
 
 		status, spec, err := db.ClaimAttempt(f.system, ids[0], a)
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
+		require.Equal(t, models.ClaimOK, status)
 		require.Equal(t, 1, spec.Try)
 		require.NoError(t, db.RecordStep(f.system, &models.Step{AttemptID: ids[0], Index: 0, URL: "http://x"}, 1))
 
 		status, _, err = db.ClaimAttempt(f.system, ids[0], b)
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimWait, status, "the attempt's holder renews its lease: it is not taken over")
+		require.Equal(t, models.ClaimWait, status, "the attempt's holder renews its lease: it is not taken over")
 
 		// A release judged on a lapse the holder has since renewed does nothing.
 		long := time.Now().UTC().Add(-time.Hour)
 		called := false
-		_, ok, err := db.ReleaseWorker(f.system, storage.DeadWorker{ID: a.Lease.ID, LapsedBefore: &long},
+		_, ok, err := db.ReleaseWorker(f.system, models.DeadWorker{ID: a.Lease.ID, LapsedBefore: &long},
 			func(context.Context, *sql.Tx) error { called = true; return nil })
 		require.NoError(t, err)
 		require.False(t, ok)
 		require.False(t, called)
 
-		_, _, err = db.ReleaseWorker(f.member, storage.DeadWorker{ID: a.Lease.ID}, nil)
+		_, _, err = db.ReleaseWorker(f.member, models.DeadWorker{ID: a.Lease.ID}, nil)
 		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err), "only the queue releases workers")
 
 		// A failing re-offer leaves everything as it was.
-		_, _, err = db.ReleaseWorker(f.system, storage.DeadWorker{ID: a.Lease.ID},
+		_, _, err = db.ReleaseWorker(f.system, models.DeadWorker{ID: a.Lease.ID},
 			func(context.Context, *sql.Tx) error { return fmt.Errorf("the queue is unreachable") })
 		require.ErrorContains(t, err, "the queue is unreachable")
 		require.Equal(t, models.AttemptRunning, attemptOf(t, db, ids[0]).Status)
 
 		lapsed := time.Now().UTC().Add(time.Second)
-		released, ok, err := db.ReleaseWorker(f.system, storage.DeadWorker{ID: a.Lease.ID, LapsedBefore: &lapsed},
+		released, ok, err := db.ReleaseWorker(f.system, models.DeadWorker{ID: a.Lease.ID, LapsedBefore: &lapsed},
 			func(_ context.Context, tx *sql.Tx) error {
 				require.NotNil(t, tx, "jobs are offered again inside the release's transaction")
 				called = true
@@ -82,10 +82,10 @@ func TestStore_WorkerLeases(t *testing.T) {
 
 		status, spec, err = db.ClaimAttempt(f.system, ids[0], b)
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
+		require.Equal(t, models.ClaimOK, status)
 		require.Equal(t, 2, spec.Try)
 		require.Equal(t, b.Lease.ID, attemptOf(t, db, ids[0]).WorkerID)
-		require.ErrorIs(t, db.RecordStep(f.system, &models.Step{AttemptID: ids[0], Index: 1, URL: "http://late"}, 1), storage.ErrTrySuperseded,
+		require.ErrorIs(t, db.RecordStep(f.system, &models.Step{AttemptID: ids[0], Index: 1, URL: "http://late"}, 1), models.ErrTrySuperseded,
 			"the dead worker's try, still running somewhere, writes no step")
 		require.NoError(t, db.RecordStep(f.system, &models.Step{AttemptID: ids[0], Index: 0, URL: "http://y"}, 2))
 		var urls []string
@@ -109,11 +109,11 @@ func TestStore_WorkerLeases(t *testing.T) {
 		require.Equal(t, []string{b.Lease.ID}, orphans)
 		status, _, err = db.ClaimAttempt(f.system, ids[1], b)
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
+		require.Equal(t, models.ClaimOK, status)
 		orphans, err = db.OrphanHolders(f.system)
 		require.NoError(t, err)
 		require.Empty(t, orphans, "claiming registered the lease again")
-		_, ok, err = db.ReleaseWorker(f.system, storage.DeadWorker{ID: b.Lease.ID, Orphan: true},
+		_, ok, err = db.ReleaseWorker(f.system, models.DeadWorker{ID: b.Lease.ID, Orphan: true},
 			func(context.Context, *sql.Tx) error {
 				t.Fatal("a registered holder's jobs are not offered again")
 				return nil

@@ -28,10 +28,10 @@ func (f *readFixture) complete(t *testing.T, runID int64) []int64 {
 	t.Helper()
 	ids := f.dispatch(t, runID)
 	require.Len(t, ids, 4)
-	grade := func(id int64, out storage.EpisodeOutcome, b storage.EvaluationBatch) {
+	grade := func(id int64, out models.EpisodeOutcome, b models.EvaluationBatch) {
 		status, spec, err := f.db.ClaimAttempt(f.system, id, storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
+		require.Equal(t, models.ClaimOK, status)
 		require.NoError(t, f.db.FinishEpisode(f.system, id, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }))
 		_, err = f.db.RecordEvaluations(f.system, id, b, nil)
 		require.NoError(t, err)
@@ -43,14 +43,14 @@ func (f *readFixture) complete(t *testing.T, runID int64) []int64 {
 	four := 4
 	first := check(models.OutcomeSuccess, 1)
 	first.Details = secretDetails
-	grade(ids[0], storage.EpisodeOutcome{Steps: 3, Duration: 5 * time.Second}, storage.EvaluationBatch{Primary: first, Others: []*models.Evaluation{{
+	grade(ids[0], models.EpisodeOutcome{Steps: 3, Duration: 5 * time.Second}, models.EvaluationBatch{Primary: first, Others: []*models.Evaluation{{
 		Evaluator: "llm-judge:test:trajectory-v2", Kind: models.EvaluationJudge, Verdict: models.OutcomeSuccess, Score: score(0.75), JudgeScore: &four,
 		Details: `{"judge":"trajectory","success":true,"score":4,"rationale":"fine"}`,
 	}}})
-	grade(ids[1], storage.EpisodeOutcome{Steps: 2, Duration: time.Second}, storage.EvaluationBatch{Primary: check(models.OutcomeFailure, 0)})
-	grade(ids[2], storage.EpisodeOutcome{Steps: 1, Duration: time.Second, ErrorClass: models.ErrorClassAgent, ErrorMessage: "agent answered 500"},
-		storage.EvaluationBatch{Primary: check(models.OutcomeFailure, 0)})
-	grade(ids[3], storage.EpisodeOutcome{Steps: 4, Duration: 2 * time.Second}, storage.EvaluationBatch{Primary: check(models.OutcomeSuccess, 1)})
+	grade(ids[1], models.EpisodeOutcome{Steps: 2, Duration: time.Second}, models.EvaluationBatch{Primary: check(models.OutcomeFailure, 0)})
+	grade(ids[2], models.EpisodeOutcome{Steps: 1, Duration: time.Second, ErrorClass: models.ErrorClassAgent, ErrorMessage: "agent answered 500"},
+		models.EvaluationBatch{Primary: check(models.OutcomeFailure, 0)})
+	grade(ids[3], models.EpisodeOutcome{Steps: 4, Duration: 2 * time.Second}, models.EvaluationBatch{Primary: check(models.OutcomeSuccess, 1)})
 	var run models.Run
 	require.NoError(t, f.db.Gorm().First(&run, runID).Error)
 	require.Equal(t, models.RunCompleted, run.Status)
@@ -338,7 +338,7 @@ func TestStore_LeaderboardChanges(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, db.DispatchRun(f.system, smoke.ID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil }))
 		for _, id := range episodes0(t, db, smoke.ID) {
-			f.finish(t, id, storage.EpisodeOutcome{Steps: 1, Duration: time.Second}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeSuccess, Score: score(1)})
+			f.finish(t, id, models.EpisodeOutcome{Steps: 1, Duration: time.Second}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeSuccess, Score: score(1)})
 		}
 		_, err = db.PublishRun(f.member, f.run.ID)
 		require.NoError(t, err)

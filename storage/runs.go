@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -170,24 +169,17 @@ func lockRow(tx *gorm.DB, dialect string) *gorm.DB {
 	return tx
 }
 
-// Claim results.
-const (
-	ClaimOK       = "ok"       // the attempt is ours to run
-	ClaimWait     = "wait"     // the run's parallelism, a site's cap or the team's share is full: try again soon
-	ClaimFinished = "finished" // the attempt or run no longer needs an episode
-)
-
 // ClaimAttempt starts a try of an attempt if the run's parallelism and every
 // site's concurrency cap allow it (counted across all workers in the database).
 // A new try starts clean: steps of an earlier, interrupted try are deleted
 // and its artifacts left to housekeeping. An attempt another worker is
 // running waits while that worker's lease is renewed. It returns what the
 // worker needs, hidden task fields included. System actor only.
-func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by Claimant) (string, *models.EpisodeSpec, error) {
+func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by models.Claimant) (string, *models.EpisodeSpec, error) {
 	if !models.ActorFrom(ctx).System {
 		return "", nil, models.Errorf(models.EFORBIDDEN, "Only the queue runs episodes.")
 	}
-	status := ClaimFinished
+	status := models.ClaimFinished
 	var spec models.EpisodeSpec
 	err := db.tx(ctx, func(tx *gorm.DB) error {
 		var a models.Attempt
@@ -215,7 +207,7 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by Claimant) (s
 		if a.Status == models.AttemptRunning {
 			live, err := liveHolder(tx, a.WorkerID, now, by.TTL)
 			if err != nil || live {
-				status = ClaimWait
+				status = models.ClaimWait
 				return err
 			}
 		}
@@ -224,7 +216,7 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by Claimant) (s
 			return wrap(err, "attempts")
 		}
 		if running >= int64(run.Parallelism) {
-			status = ClaimWait
+			status = models.ClaimWait
 			return nil
 		}
 		for _, s := range sites {
@@ -240,12 +232,12 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by Claimant) (s
 				return wrap(err, "site load")
 			}
 			if busy >= int64(s.MaxConcurrency) {
-				status = ClaimWait
+				status = models.ClaimWait
 				return nil
 			}
 		}
 		if over, err := db.overShare(tx, run.TeamID, a.ID, false, by, now); err != nil || over {
-			status = ClaimWait
+			status = models.ClaimWait
 			return err
 		}
 		if err := holdLease(tx, by.Lease, now); err != nil {
@@ -283,13 +275,13 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by Claimant) (s
 		if len(evaluators) > 0 {
 			spec.Evaluator = evaluators[0] // episodes of original WebArena tasks read the live page at the end
 		}
-		status = ClaimOK
+		status = models.ClaimOK
 		return nil
 	})
 	if err != nil {
 		return "", nil, err
 	}
-	if status != ClaimOK {
+	if status != models.ClaimOK {
 		return status, nil, nil
 	}
 	return status, &spec, nil
@@ -304,13 +296,9 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// ErrTrySuperseded is returned to a try whose attempt has moved on: it was
-// released (its worker presumed dead) and restarted, or it ended.
-var ErrTrySuperseded = errors.New("this try of the attempt was superseded: its worker was presumed dead and the attempt restarted")
-
 // RecordStep writes one step row of the attempt's current try; the step's
 // artifacts are already stored. A try that is no longer current writes
-// nothing and gets ErrTrySuperseded, so a worker presumed dead never adds
+// nothing and gets models.ErrTrySuperseded, so a worker presumed dead never adds
 // steps to the try that replaced its own.
 func (db *DB) RecordStep(ctx context.Context, s *models.Step, try int) error {
 	if s.CreatedAt.IsZero() {
@@ -322,30 +310,16 @@ func (db *DB) RecordStep(ctx context.Context, s *models.Step, try int) error {
 			return wrap(err, "attempt")
 		}
 		if a.Tries != try || a.Status != models.AttemptRunning {
-			return ErrTrySuperseded
+			return models.ErrTrySuperseded
 		}
 		return wrap(tx.Create(s).Error, "step")
 	})
 }
 
-// EpisodeOutcome is what a finished episode reports.
-type EpisodeOutcome struct {
-	Steps        int
-	TokensIn     int64
-	TokensOut    int64
-	Cost         float64
-	ErrorClass   string
-	ErrorMessage string
-	FinalAnswer  string // JSON of the final action
-	HARKey       string
-	PageStateKey string // artifact key of the live-page state read at the end, if any
-	Duration     time.Duration
-}
-
 // FinishEpisode records an episode's result and, in the same transaction,
 // enqueues its evaluation. A try that is no longer current (the attempt was
 // restarted elsewhere) is ignored. System actor only.
-func (db *DB) FinishEpisode(ctx context.Context, attemptID int64, try int, out EpisodeOutcome, enqueue func(ctx context.Context, tx *sql.Tx) error) error {
+func (db *DB) FinishEpisode(ctx context.Context, attemptID int64, try int, out models.EpisodeOutcome, enqueue func(ctx context.Context, tx *sql.Tx) error) error {
 	if !models.ActorFrom(ctx).System {
 		return models.Errorf(models.EFORBIDDEN, "Only the queue finishes episodes.")
 	}
@@ -450,7 +424,7 @@ func (db *DB) RunStatus(ctx context.Context, runID int64) (string, error) {
 // RecordEvaluation stores one evaluation as the attempt's primary verdict
 // (RecordEvaluations with no other evaluations and no refresh).
 func (db *DB) RecordEvaluation(ctx context.Context, attemptID int64, ev *models.Evaluation) (bool, error) {
-	return db.RecordEvaluations(ctx, attemptID, EvaluationBatch{Primary: ev}, nil)
+	return db.RecordEvaluations(ctx, attemptID, models.EvaluationBatch{Primary: ev}, nil)
 }
 
 // refreshRunTotals recomputes a run's totals from its attempts and completes it

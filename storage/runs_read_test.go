@@ -41,11 +41,11 @@ func (f *readFixture) dispatch(t *testing.T, runID int64) []int64 {
 }
 
 // finish claims an attempt, records its steps and outcome and evaluates it.
-func (f *readFixture) finish(t *testing.T, attemptID int64, out storage.EpisodeOutcome, ev *models.Evaluation) {
+func (f *readFixture) finish(t *testing.T, attemptID int64, out models.EpisodeOutcome, ev *models.Evaluation) {
 	t.Helper()
 	status, spec, err := f.db.ClaimAttempt(f.system, attemptID, storagetest.Claimant(time.Hour))
 	require.NoError(t, err)
-	require.Equal(t, storage.ClaimOK, status)
+	require.Equal(t, models.ClaimOK, status)
 	require.NoError(t, f.db.FinishEpisode(f.system, attemptID, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }))
 	_, err = f.db.RecordEvaluation(f.system, attemptID, ev)
 	require.NoError(t, err)
@@ -183,12 +183,12 @@ func TestStore_RunProgress(t *testing.T) {
 
 		ids := f.dispatch(t, f.run.ID)
 		require.Len(t, ids, 4)
-		f.finish(t, ids[0], storage.EpisodeOutcome{Steps: 2, Duration: 4 * time.Second}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeSuccess, Score: score(1)})
-		f.finish(t, ids[1], storage.EpisodeOutcome{Steps: 1, Duration: 2 * time.Second, ErrorClass: models.ErrorClassAgent, ErrorMessage: "agent answered 500"},
+		f.finish(t, ids[0], models.EpisodeOutcome{Steps: 2, Duration: 4 * time.Second}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeSuccess, Score: score(1)})
+		f.finish(t, ids[1], models.EpisodeOutcome{Steps: 1, Duration: 2 * time.Second, ErrorClass: models.ErrorClassAgent, ErrorMessage: "agent answered 500"},
 			&models.Evaluation{Evaluator: "test", Verdict: models.OutcomeFailure, Score: score(0)})
 		status, _, err := db.ClaimAttempt(f.system, ids[2], storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
+		require.Equal(t, models.ClaimOK, status)
 
 		p, err = servicetest.Runs(db, 0).RunProgress(f.admin, f.run.ID)
 		require.NoError(t, err)
@@ -235,12 +235,12 @@ func TestStore_AttemptTimeline(t *testing.T) {
 		first := ids[0] // task t1, the one with hidden fields
 		status, spec, err := db.ClaimAttempt(f.system, first, storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
+		require.Equal(t, models.ClaimOK, status)
 		require.NoError(t, db.RecordStep(f.system, &models.Step{AttemptID: first, Index: 1, Action: `{"type":"answer","text":"cable"}`, Thought: "done"}, 1))
 		require.NoError(t, db.RecordStep(f.system, &models.Step{AttemptID: first, Index: 0, Action: `{"type":"click","target":{"x":640,"y":400}}`,
 			URL: "http://shop.test/", Title: "Shop", ScreenshotKey: "s/0.jpg", ThumbnailKey: "s/0-thumb.jpg",
 			BlockedRequests: `["http://evil.test/x"]`, ObserveMS: 12, AgentMS: 34, ActMS: 56}, 1))
-		require.NoError(t, db.FinishEpisode(f.system, first, spec.Try, storage.EpisodeOutcome{Steps: 2, FinalAnswer: `{"type":"answer","text":"cable"}`},
+		require.NoError(t, db.FinishEpisode(f.system, first, spec.Try, models.EpisodeOutcome{Steps: 2, FinalAnswer: `{"type":"answer","text":"cable"}`},
 			func(context.Context, *sql.Tx) error { return nil }))
 		_, err = db.RecordEvaluation(f.system, first, &models.Evaluation{Evaluator: "webarena-verified", EvaluatorVersion: "1", Verdict: models.OutcomeFailure, Score: score(0),
 			Details: `{"status":"failure","evaluators_results":[{"evaluator_name":"AgentResponseEvaluator","actual":"cable","expected":{"retrieved_data":["SECRET-ANSWER-42"]},"assertions":[{"name":"match","passed":false,"message":"Expected SECRET-ANSWER-42, got cable"}]}]}`})
@@ -303,10 +303,10 @@ func TestStore_CancelRun(t *testing.T) {
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newReadFixture(t, db)
 		ids := f.dispatch(t, f.run.ID)
-		f.finish(t, ids[0], storage.EpisodeOutcome{Steps: 1}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeSuccess, Score: score(1)})
+		f.finish(t, ids[0], models.EpisodeOutcome{Steps: 1}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeSuccess, Score: score(1)})
 		status, spec, err := db.ClaimAttempt(f.system, ids[1], storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
+		require.Equal(t, models.ClaimOK, status)
 
 		t.Run("Permissions", func(t *testing.T) {
 			for _, ctx := range []context.Context{f.anon, f.outsider} {
@@ -342,12 +342,12 @@ func TestStore_CancelRun(t *testing.T) {
 		require.Zero(t, p.ETA)
 
 		// The episode in flight finds nothing to record, and nothing is claimable.
-		require.NoError(t, db.FinishEpisode(f.system, ids[1], spec.Try, storage.EpisodeOutcome{Steps: 5}, func(context.Context, *sql.Tx) error {
+		require.NoError(t, db.FinishEpisode(f.system, ids[1], spec.Try, models.EpisodeOutcome{Steps: 5}, func(context.Context, *sql.Tx) error {
 			return errors.New("must not enqueue an evaluation")
 		}))
 		status, _, err = db.ClaimAttempt(f.system, ids[2], storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimFinished, status)
+		require.Equal(t, models.ClaimFinished, status)
 
 		err = db.CancelRun(f.admin, f.run.ID)
 		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
@@ -369,11 +369,11 @@ func TestStore_ResetErroredAttempts(t *testing.T) {
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newReadFixture(t, db)
 		ids := f.dispatch(t, f.run.ID)
-		f.finish(t, ids[0], storage.EpisodeOutcome{Steps: 1}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeSuccess, Score: score(1)})
-		f.finish(t, ids[1], storage.EpisodeOutcome{Steps: 1, ErrorClass: models.ErrorClassEnvironment, ErrorMessage: "site down"},
+		f.finish(t, ids[0], models.EpisodeOutcome{Steps: 1}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeSuccess, Score: score(1)})
+		f.finish(t, ids[1], models.EpisodeOutcome{Steps: 1, ErrorClass: models.ErrorClassEnvironment, ErrorMessage: "site down"},
 			&models.Evaluation{Evaluator: "test", Verdict: models.OutcomeFailure, Score: score(0)})
-		f.finish(t, ids[2], storage.EpisodeOutcome{Steps: 1}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeFailure, Score: score(0)})
-		f.finish(t, ids[3], storage.EpisodeOutcome{Steps: 1, ErrorClass: models.ErrorClassAgent, ErrorMessage: "garbage"},
+		f.finish(t, ids[2], models.EpisodeOutcome{Steps: 1}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeFailure, Score: score(0)})
+		f.finish(t, ids[3], models.EpisodeOutcome{Steps: 1, ErrorClass: models.ErrorClassAgent, ErrorMessage: "garbage"},
 			&models.Evaluation{Evaluator: "test", Verdict: models.OutcomeError, Score: score(0)})
 		var run models.Run
 		require.NoError(t, db.Gorm().First(&run, f.run.ID).Error)
@@ -438,8 +438,8 @@ func TestStore_ResetErroredAttempts(t *testing.T) {
 		require.Equal(t, 1, a.Tries, "tries are kept")
 
 		// The retried attempts run again as a new try and complete the run.
-		f.finish(t, ids[1], storage.EpisodeOutcome{Steps: 1}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeSuccess, Score: score(1)})
-		f.finish(t, ids[3], storage.EpisodeOutcome{Steps: 1}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeSuccess, Score: score(1)})
+		f.finish(t, ids[1], models.EpisodeOutcome{Steps: 1}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeSuccess, Score: score(1)})
+		f.finish(t, ids[3], models.EpisodeOutcome{Steps: 1}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeSuccess, Score: score(1)})
 		require.NoError(t, db.Gorm().First(&run, f.run.ID).Error)
 		require.Equal(t, models.RunCompleted, run.Status)
 		require.Equal(t, 3, run.Successes)

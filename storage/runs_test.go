@@ -63,23 +63,23 @@ func TestStore_RunLifecycle(t *testing.T) {
 		stale := time.Hour
 		status, spec, err := db.ClaimAttempt(f.system, episodes0(t, db, run.ID)[0], storagetest.Claimant(stale))
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
+		require.Equal(t, models.ClaimOK, status)
 		require.Equal(t, 1, spec.Try)
 		require.NotEmpty(t, spec.Namespace)
 		require.Equal(t, "walker", spec.Agent.Slug)
 		ids := episodes0(t, db, run.ID)
 		status, _, err = db.ClaimAttempt(f.system, ids[1], storagetest.Claimant(stale))
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
+		require.Equal(t, models.ClaimOK, status)
 		status, _, err = db.ClaimAttempt(f.system, ids[2], storagetest.Claimant(stale))
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimWait, status, "parallelism 2 is full")
+		require.Equal(t, models.ClaimWait, status, "parallelism 2 is full")
 
 		// A step of the first try, then a restart (stale claim) starts clean.
 		require.NoError(t, db.RecordStep(f.system, &models.Step{AttemptID: ids[0], Index: 0, URL: "http://x"}, 1))
 		status, spec, err = db.ClaimAttempt(f.system, ids[0], storagetest.Claimant(0))
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
+		require.Equal(t, models.ClaimOK, status)
 		require.Equal(t, 2, spec.Try)
 		var steps int64
 		require.NoError(t, db.Gorm().Model(&models.Step{}).Where("attempt_id = ?", ids[0]).Count(&steps).Error)
@@ -90,10 +90,10 @@ func TestStore_RunLifecycle(t *testing.T) {
 		enqueueEval := func(id int64) func(context.Context, *sql.Tx) error {
 			return func(context.Context, *sql.Tx) error { evals = append(evals, id); return nil }
 		}
-		require.NoError(t, db.FinishEpisode(f.system, ids[0], 1, storage.EpisodeOutcome{Steps: 9}, enqueueEval(ids[0])))
+		require.NoError(t, db.FinishEpisode(f.system, ids[0], 1, models.EpisodeOutcome{Steps: 9}, enqueueEval(ids[0])))
 		require.Empty(t, evals)
 		finishAll := func(id int64, try int, verdict string) bool {
-			require.NoError(t, db.FinishEpisode(f.system, id, try, storage.EpisodeOutcome{Steps: 3, Cost: 0.5}, enqueueEval(id)))
+			require.NoError(t, db.FinishEpisode(f.system, id, try, models.EpisodeOutcome{Steps: 3, Cost: 0.5}, enqueueEval(id)))
 			score := 0.0
 			if verdict == models.OutcomeSuccess {
 				score = 1
@@ -107,7 +107,7 @@ func TestStore_RunLifecycle(t *testing.T) {
 		for _, id := range ids[2:] {
 			status, spec, err := db.ClaimAttempt(f.system, id, storagetest.Claimant(stale))
 			require.NoError(t, err)
-			require.Equal(t, storage.ClaimOK, status)
+			require.Equal(t, models.ClaimOK, status)
 			last := finishAll(id, spec.Try, models.OutcomeSuccess)
 			require.Equal(t, id == ids[len(ids)-1], last)
 		}
@@ -161,15 +161,15 @@ func TestStore_ClaimHonoursSiteCaps(t *testing.T) {
 
 		status, _, err := db.ClaimAttempt(f.system, a1["t2"], storagetest.Claimant(time.Hour)) // gitlab
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
+		require.Equal(t, models.ClaimOK, status)
 		status, _, err = db.ClaimAttempt(f.system, a1["t3"], storagetest.Claimant(time.Hour)) // reddit + gitlab
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimWait, status, "gitlab allows one episode at a time")
+		require.Equal(t, models.ClaimWait, status, "gitlab allows one episode at a time")
 		status, _, err = db.ClaimAttempt(f.system, a2["t2"], storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimWait, status, "the cap holds across runs")
+		require.Equal(t, models.ClaimWait, status, "the cap holds across runs")
 		status, _, err = db.ClaimAttempt(f.system, a1["t1"], storagetest.Claimant(time.Hour)) // shopping: no cap
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
+		require.Equal(t, models.ClaimOK, status)
 	})
 }

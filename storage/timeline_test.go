@@ -25,11 +25,11 @@ func TestStore_AttemptSteps(t *testing.T) {
 		ids := f.dispatch(t, f.run.ID)
 		status, spec, err := db.ClaimAttempt(f.system, ids[0], storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
+		require.Equal(t, models.ClaimOK, status)
 		for i := 2; i >= 0; i-- { // saved out of order: read back in order
 			require.NoError(t, db.RecordStep(f.system, &models.Step{AttemptID: ids[0], Index: i, AXTreeKey: "ax" + itoa(i), Action: `{"type":"stop"}`}, 1))
 		}
-		require.NoError(t, db.FinishEpisode(f.system, ids[0], spec.Try, storage.EpisodeOutcome{Steps: 3, HARKey: "runs/x/network.har"},
+		require.NoError(t, db.FinishEpisode(f.system, ids[0], spec.Try, models.EpisodeOutcome{Steps: 3, HARKey: "runs/x/network.har"},
 			func(context.Context, *sql.Tx) error { return nil }))
 
 		for name, tc := range map[string]struct {

@@ -16,7 +16,6 @@ import (
 	"proctor/sandbox"
 	"proctor/service"
 	"proctor/service/servicetest"
-	"proctor/storage"
 	"proctor/storage/storagetest"
 )
 
@@ -66,9 +65,9 @@ func seedBreakdownBoard(t *testing.T, app *App, agents []breakdownAgent) {
 		for i, id := range ids {
 			status, spec, err := app.DB.ClaimAttempt(system, id, storagetest.Claimant(time.Hour))
 			require.NoError(t, err)
-			require.Equal(t, storage.ClaimOK, status)
+			require.Equal(t, models.ClaimOK, status)
 			steps := a.steps + i%5
-			require.NoError(t, app.DB.FinishEpisode(system, id, spec.Try, storage.EpisodeOutcome{Steps: steps, Cost: a.cost * (0.8 + 0.1*float64(i%5))}, func(context.Context, *sql.Tx) error { return nil }))
+			require.NoError(t, app.DB.FinishEpisode(system, id, spec.Try, models.EpisodeOutcome{Steps: steps, Cost: a.cost * (0.8 + 0.1*float64(i%5))}, func(context.Context, *sql.Tx) error { return nil }))
 			score := 0.0
 			_, err = app.DB.RecordEvaluation(system, id, &models.Evaluation{Evaluator: "webarena-verified", Verdict: breakdownVerdict(a.skill, tasks[i].Difficulty, i, ai), Score: &score})
 			require.NoError(t, err)

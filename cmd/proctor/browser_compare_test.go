@@ -21,7 +21,6 @@ import (
 	"proctor/models"
 	"proctor/service"
 	"proctor/service/servicetest"
-	"proctor/storage"
 	"proctor/storage/storagetest"
 )
 
@@ -79,7 +78,7 @@ func seedComparedRuns(t *testing.T, env testEnv) (navigator, pathfinder, scout c
 			out.attempts[task.ExternalID] = id
 			status, spec, err := db.ClaimAttempt(sys, id, storagetest.Claimant(time.Hour))
 			require.NoError(t, err)
-			require.Equal(t, storage.ClaimOK, status)
+			require.Equal(t, models.ClaimOK, status)
 			key := fmt.Sprintf("runs/%d/attempts/%d/try-%d/steps/000.jpg", run.ID, id, spec.Try)
 			shot := pageJPEG(t, shade, i)
 			require.NoError(t, app.Artifacts.Put(ctx, key, bytes.NewReader(shot), int64(len(shot)), "image/jpeg"))
@@ -88,14 +87,14 @@ func seedComparedRuns(t *testing.T, env testEnv) (navigator, pathfinder, scout c
 				TokensIn: 900, TokensOut: 40, Cost: 0.002}, 1))
 			answer := `{"type":"answer","text":"done"}`
 			require.NoError(t, db.RecordStep(sys, &models.Step{AttemptID: id, Index: 1, Action: answer, Title: task.Intent, TokensIn: 950, TokensOut: 30, Cost: 0.002}, 1))
-			require.NoError(t, db.FinishEpisode(sys, id, spec.Try, storage.EpisodeOutcome{Steps: 2, TokensIn: 1850, TokensOut: 70, Cost: 0.004,
+			require.NoError(t, db.FinishEpisode(sys, id, spec.Try, models.EpisodeOutcome{Steps: 2, TokensIn: 1850, TokensOut: 70, Cost: 0.004,
 				FinalAnswer: answer, Duration: 4 * time.Second}, func(context.Context, *sql.Tx) error { return nil }))
 			verdict, s := models.OutcomeFailure, 0.0
 			if solved[task.ExternalID] {
 				verdict, s = models.OutcomeSuccess, 1
 			}
 			score := judge[task.ExternalID]
-			_, err = db.RecordEvaluations(sys, id, storage.EvaluationBatch{
+			_, err = db.RecordEvaluations(sys, id, models.EvaluationBatch{
 				Primary: &models.Evaluation{Evaluator: "rubric-check", EvaluatorVersion: "1", Verdict: verdict, Score: &s},
 				Others:  []*models.Evaluation{{Evaluator: "llm-judge:m:trajectory-v2", EvaluatorVersion: "trajectory-v2", Kind: models.EvaluationJudge, Verdict: verdict, Score: &s, JudgeScore: &score}},
 			}, func(context.Context, *sql.Tx, int64) error { return nil })

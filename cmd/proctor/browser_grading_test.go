@@ -44,7 +44,7 @@ func TestBrowser_GradingAndRescoreChanges(t *testing.T) {
 	require.NoError(t, app.DB.Gorm().Model(&models.Attempt{}).Where("run_id = ?", runID).Order("id").Pluck("id", &ids).Error)
 	for _, id := range ids[2:4] {
 		zero := 0.0
-		_, err := app.DB.RecordEvaluations(sys, id, storage.EvaluationBatch{RescoreID: "upgrade",
+		_, err := app.DB.RecordEvaluations(sys, id, models.EvaluationBatch{RescoreID: "upgrade",
 			Primary: &models.Evaluation{Evaluator: "webarena-verified", EvaluatorVersion: "webarena-verified@2", Verdict: models.OutcomeFailure, Score: &zero}}, nil)
 		require.NoError(t, err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"proctor/models"
 	"proctor/service/servicetest"
-	"proctor/storage"
 	"proctor/storage/storagetest"
 )
 
@@ -45,8 +44,8 @@ func seedCompletedRun(t *testing.T, env testEnv) int64 {
 	for i, id := range ids {
 		status, spec, err := db.ClaimAttempt(sys, id, storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
-		require.Equal(t, storage.ClaimOK, status)
-		require.NoError(t, db.FinishEpisode(sys, id, spec.Try, storage.EpisodeOutcome{Steps: 3 + i, Duration: time.Duration(2+i) * time.Second},
+		require.Equal(t, models.ClaimOK, status)
+		require.NoError(t, db.FinishEpisode(sys, id, spec.Try, models.EpisodeOutcome{Steps: 3 + i, Duration: time.Duration(2+i) * time.Second},
 			func(context.Context, *sql.Tx) error { return nil }))
 		verdict, s := models.OutcomeSuccess, 1.0
 		if i < 2 {

@@ -13,7 +13,6 @@ import (
 	"proctor/models"
 	"proctor/sandbox"
 	"proctor/service/servicetest"
-	"proctor/storage"
 	"proctor/storage/storagetest"
 )
 
@@ -41,8 +40,8 @@ func TestProgram_Rescore(t *testing.T) {
 	require.NoError(t, app.DB.DispatchRun(system, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))
 	status, spec, err := app.DB.ClaimAttempt(system, ids[0], storagetest.Claimant(time.Hour))
 	require.NoError(t, err)
-	require.Equal(t, storage.ClaimOK, status)
-	require.NoError(t, app.DB.FinishEpisode(system, ids[0], spec.Try, storage.EpisodeOutcome{Steps: 1}, func(context.Context, *sql.Tx) error { return nil }))
+	require.Equal(t, models.ClaimOK, status)
+	require.NoError(t, app.DB.FinishEpisode(system, ids[0], spec.Try, models.EpisodeOutcome{Steps: 1}, func(context.Context, *sql.Tx) error { return nil }))
 	score := 1.0
 	_, err = app.DB.RecordEvaluation(system, ids[0], &models.Evaluation{Evaluator: "webarena-verified", Verdict: models.OutcomeSuccess, Score: &score})
 	require.NoError(t, err)

@@ -126,7 +126,7 @@ func WriteRebuilds(ctx context.Context, db *storage.DB, opt RebuildsOptions) (*R
 		if err != nil {
 			return nil, err
 		}
-		if _, err := db.SaveHiddenResults(sys, attemptID, storage.HiddenOutcome{Try: 1, Results: results, Duration: 3 * time.Minute}, nil); err != nil {
+		if _, err := db.SaveHiddenResults(sys, attemptID, models.HiddenOutcome{Try: 1, Results: results, Duration: 3 * time.Minute}, nil); err != nil {
 			return nil, fmt.Errorf("grade the %s: %w", c.name, err)
 		}
 		if err := service.NewMetrics(db).RefreshRunMetrics(sys, runID); err != nil {

@@ -98,6 +98,6 @@ func randomHex(t testing.TB, n int) string {
 // Claimant is a worker claiming attempts in a test, whose claims another
 // claimant takes over once they are older than ttl (0: at once), with a
 // team share no fixture reaches.
-func Claimant(ttl time.Duration) storage.Claimant {
-	return storage.Claimant{Lease: models.WorkerLease{ID: "test-worker", Host: "test"}, TTL: ttl, TeamEpisodes: 1000, TeamHiddenJobs: 1000}
+func Claimant(ttl time.Duration) models.Claimant {
+	return models.Claimant{Lease: models.WorkerLease{ID: "test-worker", Host: "test"}, TTL: ttl, TeamEpisodes: 1000, TeamHiddenJobs: 1000}
 }
