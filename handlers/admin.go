@@ -211,7 +211,10 @@ func (s *Server) readImport(c echo.Context) (*importUpload, error) {
 		fieldOf[name] = fileField
 		subsets = append(subsets, importer.SubsetFile{Name: name, R: file})
 	}
-	up.dataset, err = importer.Parse(format, dataset, subsets)
+	if s.deps.Evaluators == nil {
+		return nil, models.Errorf(models.EUNAVAILABLE, "This server cannot import benchmarks: it has no evaluator registry.")
+	}
+	up.dataset, err = importer.Parse(s.deps.Evaluators, format, dataset, subsets)
 	if err != nil {
 		return nil, importFieldError(err, fieldOf)
 	}

@@ -31,13 +31,6 @@ type BenchmarkStore interface {
 	SetBenchmarkEvaluator(ctx context.Context, slug, evaluator string) error
 }
 
-// TaskChecker finds upstream defects in a task's own evaluation spec (flaws
-// of the benchmark's published data that no output can pass) for the
-// administrators' view of the task; verified.Checker is one.
-type TaskChecker interface {
-	Defects(evaluator string, t *models.Task) []models.TaskDefect
-}
-
 // benchmarkRoutes registers the public benchmark pages (unpublished benchmarks
 // answer 404 to non-admins) and the admin pages.
 func (s *Server) benchmarkRoutes(e *echo.Echo) {
@@ -92,12 +85,12 @@ func (s *Server) showTask(c echo.Context) error {
 	}
 	p := s.page(c, "Task "+t.ExternalID)
 	var defects []models.TaskDefect
-	if p.Admin() && s.deps.TaskChecks != nil {
+	if p.Admin() && s.deps.Evaluators != nil {
 		b, err := s.store.BenchmarkBySlug(ctx, slug)
 		if err != nil {
 			return err
 		}
-		defects = s.deps.TaskChecks.Defects(b.Evaluator, t)
+		defects = s.deps.Evaluators.Defects(b.Evaluator, t)
 	}
 	return s.render(c, http.StatusOK, web.TaskDetailPage(p, slug, t, defects))
 }

@@ -31,6 +31,13 @@ const (
 	EvaluatorNone                    = "none"
 )
 
+// What a benchmark's evaluator grades (Benchmark.Grades), as its registry
+// record says: agents' runs, or candidate websites (hidden tests).
+const (
+	GradesAgents     = "agents"
+	GradesCandidates = "candidates"
+)
+
 // WebArenaVerifiedReadings lists the evaluator kinds an administrator may
 // choose between for a WebArena-Verified benchmark: the official reading
 // first, then the lenient one.
@@ -73,14 +80,22 @@ func ValidateSubsetName(name string) error {
 // MultiSite is the site key of a task that spans more than one site.
 const MultiSite = "multi-site"
 
+// GradesCandidates reports whether the benchmark grades candidate websites
+// (hidden tests) rather than agents' runs.
+func (b *Benchmark) GradesCandidates() bool { return b.Grades == GradesCandidates }
+
 // Benchmark is a named task set; its tasks live in immutable versions.
 type Benchmark struct {
-	ID               int64
-	Slug             string
-	Name             string
-	Description      string
-	Format           string
-	Evaluator        string
+	ID          int64
+	Slug        string
+	Name        string
+	Description string
+	Format      string
+	Evaluator   string
+	// Grades is what the evaluator grades (GradesAgents or
+	// GradesCandidates), recorded at import from the evaluator registry so
+	// that queries can filter on it.
+	Grades           string `gorm:"default:agents"`
 	CurrentVersionID *int64
 	Published        bool
 	// RevealReferences marks a benchmark whose reference action scripts are not

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/internal/testenv"
 	"proctor/models"
 	"proctor/netguard"
@@ -70,7 +71,7 @@ func setupRunWith(t *testing.T, db *storage.DB, episodes int, judges runner.Judg
 	box := sandbox.New(sandbox.Options{})
 	srv := httptest.NewServer(box)
 	t.Cleanup(srv.Close)
-	ds, err := importer.Parse(models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
 	require.NoError(t, err)
 	_, err = db.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl")
 	require.NoError(t, err)
@@ -89,7 +90,7 @@ func setupRunWith(t *testing.T, db *storage.DB, episodes int, judges runner.Judg
 
 	store, err := artifact.NewLocal(filepath.Join(t.TempDir(), "artifacts"), artifact.NewURLSigner([]byte(strings.Repeat("s", 32))), "http://proctor.test")
 	require.NoError(t, err)
-	r, err := runner.New(runner.Config{
+	r, err := runner.New(runner.Config{Evaluators: evaltest.Registry(),
 		DB: db, Artifacts: store, Browser: opts,
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 		Judges:      judges,

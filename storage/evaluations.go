@@ -220,7 +220,7 @@ func (db *DB) RescoreAttempts(ctx context.Context, scope RescoreScope, enqueue f
 		// grade, and keep their outcome.
 		q := tx.Table("attempts a").Where("a.status = ?", models.AttemptDone).
 			Joins("JOIN runs r ON r.id = a.run_id").Joins("JOIN benchmark_versions v ON v.id = r.version_id").
-			Joins("JOIN benchmarks b ON b.id = v.benchmark_id").Where("b.evaluator <> ?", models.EvaluatorHiddenTests).
+			Joins("JOIN benchmarks b ON b.id = v.benchmark_id").Where("b.grades <> ?", models.GradesCandidates).
 			Where("EXISTS (SELECT 1 FROM evaluations e WHERE e.attempt_id = a.id)")
 		switch {
 		case scope.RunID != 0:

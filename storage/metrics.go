@@ -216,7 +216,7 @@ func (db *DB) RefreshRunMetrics(ctx context.Context, runID int64) error {
 			return err
 		}
 		var hiddenByTask map[int64]*models.HiddenSummary
-		if b.Evaluator == models.EvaluatorHiddenTests {
+		if b.gradesCandidates() {
 			if hiddenByTask, err = runHiddenByTask(tx, runID); err != nil {
 				return err
 			}

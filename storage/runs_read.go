@@ -89,7 +89,7 @@ func (db *DB) runSummaryAccess(ctx context.Context, q *gorm.DB, runID int64, loc
 
 // shownOriginColumn is a run's origin as pages show it (models.ShownOrigin),
 // over runListFrom.
-const shownOriginColumn = `CASE WHEN r.origin = '` + models.OriginUploaded + `' AND b.evaluator = '` + models.EvaluatorHiddenTests +
+const shownOriginColumn = `CASE WHEN r.origin = '` + models.OriginUploaded + `' AND b.grades = '` + models.GradesCandidates +
 	`' THEN '` + models.OriginCandidates + `' ELSE r.origin END`
 
 // runListColumns are the columns of a models.RunListItem over runListFrom;
@@ -649,7 +649,7 @@ func (db *DB) RunFormOptions(ctx context.Context, teamSlug string) (*models.RunF
 	bq := q.Table("benchmarks b").Select("b.slug, b.name, v.id AS version_id, v.task_count AS tasks").
 		Joins("JOIN benchmark_versions v ON v.id = b.current_version_id").
 		// A hidden-tests benchmark grades submitted websites, not agent runs.
-		Where("b.evaluator <> ?", models.EvaluatorHiddenTests).
+		Where("b.grades <> ?", models.GradesCandidates).
 		Order("LOWER(b.name), b.slug")
 	if !models.ActorFrom(ctx).Privileged() {
 		bq = bq.Where("b.published = ?", true)
