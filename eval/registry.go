@@ -106,8 +106,11 @@ func NewRegistry(kinds ...Kind) (*Registry, error) {
 // Kind returns the evaluator registered as id; EINVALID naming the known
 // evaluators when there is none.
 func (r *Registry) Kind(id string) (*Kind, error) {
-	if k := r.kinds[id]; k != nil {
+	if k := r.kind(id); k != nil {
 		return k, nil
+	}
+	if r == nil {
+		return nil, models.Errorf(models.EINVALID, "unknown evaluator %q: no evaluator is registered", id)
 	}
 	return nil, models.Errorf(models.EINVALID, "unknown evaluator %q: known evaluators are %s", id, strings.Join(r.ids, ", "))
 }
@@ -131,7 +134,7 @@ func (r *Registry) Named() []string {
 // benchmark graded by id: the official evaluator first, then its readings;
 // nil when it has none.
 func (r *Registry) Readings(id string) []string {
-	k := r.kinds[id]
+	k := r.kind(id)
 	if k == nil {
 		return nil
 	}
@@ -153,21 +156,40 @@ func (r *Registry) Readings(id string) []string {
 
 // Lenient reports whether id is a lenient reading; false for unknown ids.
 func (r *Registry) Lenient(id string) bool {
-	k := r.kinds[id]
+	k := r.kind(id)
 	return k != nil && k.Lenient
 }
 
 // GradesCandidates reports whether id grades candidate websites; false for
 // unknown ids.
 func (r *Registry) GradesCandidates(id string) bool {
-	k := r.kinds[id]
+	k := r.kind(id)
 	return k != nil && k.GradesCandidates()
+}
+
+// Grading is what pages show of how a benchmark graded by id is graded; the
+// zero Grading for an unknown id (or a nil registry).
+func (r *Registry) Grading(id string) models.Grading {
+	k := r.kind(id)
+	if k == nil {
+		return models.Grading{}
+	}
+	return models.Grading{Lenient: k.Lenient, Readings: len(r.Readings(id)) > 0,
+		RubricJudged: k.Verdict == models.EvaluationRubric, Candidates: k.GradesCandidates()}
+}
+
+// kind is the record of id, nil when there is none (or no registry).
+func (r *Registry) kind(id string) *Kind {
+	if r == nil {
+		return nil
+	}
+	return r.kinds[id]
 }
 
 // Defects lists the upstream defects of a task graded by evaluator id; none
 // for an unknown id or an evaluator that finds none.
 func (r *Registry) Defects(id string, t *models.Task) []models.TaskDefect {
-	k := r.kinds[id]
+	k := r.kind(id)
 	if k == nil || k.Defects == nil {
 		return nil
 	}
@@ -177,7 +199,7 @@ func (r *Registry) Defects(id string, t *models.Task) []models.TaskDefect {
 // Probes lists the page probes evaluator id needs of a task at the end of an
 // episode; none for an unknown id or an evaluator that reads no page.
 func (r *Registry) Probes(id string, t *models.Task) ([]PageProbe, error) {
-	k := r.kinds[id]
+	k := r.kind(id)
 	if k == nil || k.Probes == nil {
 		return nil, nil
 	}

@@ -28,7 +28,7 @@ type BenchmarkStore interface {
 	SetBenchmarkPublished(ctx context.Context, slug string, published bool) error
 	BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchmark, error)
 	SetBenchmarkJudge(ctx context.Context, slug string, u storage.JudgeUpdate) error
-	SetBenchmarkEvaluator(ctx context.Context, slug, evaluator string) error
+	SetBenchmarkEvaluator(ctx context.Context, slug, evaluator string, readingsOf func(string) []string) error
 }
 
 // benchmarkRoutes registers the public benchmark pages (unpublished benchmarks
@@ -54,6 +54,7 @@ func (s *Server) showBenchmark(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	d.Grading = s.deps.Evaluators.Grading(d.Benchmark.Evaluator)
 	return s.render(c, http.StatusOK, web.BenchmarkPage(s.page(c, d.Benchmark.Name), d))
 }
 

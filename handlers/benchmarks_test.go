@@ -634,7 +634,7 @@ func TestBenchmarks_TaskDefects(t *testing.T) {
 		require.NotContains(t, readBody(t, c.get("/benchmarks/wav/tasks/refund")), `data-testid="task-defects"`)
 	}
 	// The lenient reading grades the task by its status: no defect there.
-	require.NoError(t, b.db.SetBenchmarkEvaluator(models.WithActor(context.Background(), models.SystemActor()), "wav", models.EvaluatorWebArenaVerifiedLenient))
+	require.NoError(t, b.db.SetBenchmarkEvaluator(models.WithActor(context.Background(), models.SystemActor()), "wav", models.EvaluatorWebArenaVerifiedLenient, evaltest.Registry().Readings))
 	require.NotContains(t, readBody(t, b.admin.get("/benchmarks/wav/tasks/refund")), `data-testid="task-defects"`)
 }
 

@@ -372,6 +372,7 @@ type BenchmarkFacets struct {
 // its sites and how many tasks use each site (multi-site tasks included).
 type BenchmarkDetail struct {
 	Benchmark Benchmark
+	Grading   Grading
 	Summary   BenchmarkSummary
 	Sites     []Site
 	SiteTasks map[string]int
@@ -404,10 +405,25 @@ func (p TaskPage) First() int {
 // Last is the 1-based position of the last task shown.
 func (p TaskPage) Last() int { return (p.Filter.Page-1)*p.Filter.PerPage + len(p.Tasks) }
 
+// Grading is what pages show of how a benchmark is graded, as its
+// evaluator's registry record says; handlers fill it.
+type Grading struct {
+	// Lenient: its scores are a lenient reading, not the official ones.
+	Lenient bool
+	// Readings: an administrator may choose between readings of its
+	// evaluator (the Grading page).
+	Readings bool
+	// RubricJudged: its primary evaluator is the rubric judge.
+	RubricJudged bool
+	// Candidates: it grades candidate websites (hidden tests), not agents.
+	Candidates bool
+}
+
 // AdminBenchmark is a benchmark with every version it has, newest first, for the
 // admin dashboard.
 type AdminBenchmark struct {
 	Benchmark Benchmark
+	Grading   Grading
 	Versions  []BenchmarkVersion
 }
 

@@ -181,7 +181,7 @@ func (db *DB) Leaderboard(ctx context.Context, slug, subset string, query models
 		return nil, err
 	}
 	for i := range rows {
-		rows[i].Origin = models.ShownOrigin(rows[i].Origin, b.Evaluator)
+		rows[i].Origin = models.ShownOrigin(rows[i].Origin, b.GradesCandidates())
 	}
 	lb.SetRows(rows)
 	return lb, nil
