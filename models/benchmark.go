@@ -38,13 +38,6 @@ const (
 	GradesCandidates = "candidates"
 )
 
-// WebArenaVerifiedReadings lists the evaluator kinds an administrator may
-// choose between for a WebArena-Verified benchmark: the official reading
-// first, then the lenient one.
-func WebArenaVerifiedReadings() []string {
-	return []string{EvaluatorWebArenaVerified, EvaluatorWebArenaVerifiedLenient}
-}
-
 // Task types. WebArena-Verified uses retrieve / mutate / navigate; WebDS-style
 // tasks use qa / action.
 const (
