@@ -107,6 +107,9 @@ func (s *Server) showAdmin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	for i := range items {
+		items[i].Grading = s.deps.Evaluators.Grading(items[i].Benchmark.Evaluator)
+	}
 	return s.render(c, http.StatusOK, web.AdminPage(s.page(c, "Administration"), items))
 }
 
@@ -211,7 +214,10 @@ func (s *Server) readImport(c echo.Context) (*importUpload, error) {
 		fieldOf[name] = fileField
 		subsets = append(subsets, importer.SubsetFile{Name: name, R: file})
 	}
-	up.dataset, err = importer.Parse(format, dataset, subsets)
+	if s.deps.Evaluators == nil {
+		return nil, models.Errorf(models.EUNAVAILABLE, "This server cannot import benchmarks: it has no evaluator registry.")
+	}
+	up.dataset, err = importer.Parse(s.deps.Evaluators, format, dataset, subsets)
 	if err != nil {
 		return nil, importFieldError(err, fieldOf)
 	}
@@ -347,7 +353,7 @@ func (s *Server) judgeView(c echo.Context, f web.Form) (web.JudgeView, error) {
 		f.Values["judge_base_url"], f.Values["judge_model"] = b.JudgeBaseURL, b.JudgeModel
 	}
 	f.Values["judge_api_key"] = "" // write-only
-	return web.JudgeView{Slug: b.Slug, Evaluator: b.Evaluator, KeyStored: b.JudgeAPIKey != "", Server: s.opts.ServerJudge, Form: f}, nil
+	return web.JudgeView{Slug: b.Slug, Evaluator: b.Evaluator, Grading: s.deps.Evaluators.Grading(b.Evaluator), KeyStored: b.JudgeAPIKey != "", Server: s.opts.ServerJudge, Form: f}, nil
 }
 
 func (s *Server) showJudge(c echo.Context) error {
@@ -387,11 +393,12 @@ func (s *Server) gradingView(c echo.Context, f web.Form) (web.GradingView, error
 	if err != nil {
 		return web.GradingView{}, err
 	}
-	if !slices.Contains(models.WebArenaVerifiedReadings(), b.Evaluator) {
+	grading := s.deps.Evaluators.Grading(b.Evaluator)
+	if !grading.Readings {
 		return web.GradingView{}, models.Errorf(models.ECONFLICT,
 			"Benchmark %q is graded by %s: only WebArena-Verified benchmarks choose a reading. Its judge and sites are set from the Administration page.", b.Slug, b.Evaluator)
 	}
-	return web.GradingView{Slug: b.Slug, Evaluator: b.Evaluator, Form: f, Saved: c.QueryParam("notice") == "saved"}, nil
+	return web.GradingView{Slug: b.Slug, Evaluator: b.Evaluator, Grading: grading, Form: f, Saved: c.QueryParam("notice") == "saved"}, nil
 }
 
 // showGrading is a WebArena-Verified benchmark's choice of reading.
@@ -408,7 +415,7 @@ func (s *Server) showGrading(c echo.Context) error {
 // with the message next to it.
 func (s *Server) updateGrading(c echo.Context) error {
 	slug := pathParam(c, "slug")
-	if err := s.store.SetBenchmarkEvaluator(c.Request().Context(), slug, c.FormValue("evaluator")); err != nil {
+	if err := s.store.SetBenchmarkEvaluator(c.Request().Context(), slug, c.FormValue("evaluator"), s.deps.Evaluators.Readings); err != nil {
 		if models.ErrorCode(err) != models.EINVALID {
 			return err
 		}

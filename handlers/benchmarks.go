@@ -28,14 +28,7 @@ type BenchmarkStore interface {
 	SetBenchmarkPublished(ctx context.Context, slug string, published bool) error
 	BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchmark, error)
 	SetBenchmarkJudge(ctx context.Context, slug string, u storage.JudgeUpdate) error
-	SetBenchmarkEvaluator(ctx context.Context, slug, evaluator string) error
-}
-
-// TaskChecker finds upstream defects in a task's own evaluation spec (flaws
-// of the benchmark's published data that no output can pass) for the
-// administrators' view of the task; verified.Checker is one.
-type TaskChecker interface {
-	Defects(evaluator string, t *models.Task) []models.TaskDefect
+	SetBenchmarkEvaluator(ctx context.Context, slug, evaluator string, readingsOf func(string) []string) error
 }
 
 // benchmarkRoutes registers the public benchmark pages (unpublished benchmarks
@@ -61,6 +54,7 @@ func (s *Server) showBenchmark(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	d.Grading = s.deps.Evaluators.Grading(d.Benchmark.Evaluator)
 	return s.render(c, http.StatusOK, web.BenchmarkPage(s.page(c, d.Benchmark.Name), d))
 }
 
@@ -92,12 +86,12 @@ func (s *Server) showTask(c echo.Context) error {
 	}
 	p := s.page(c, "Task "+t.ExternalID)
 	var defects []models.TaskDefect
-	if p.Admin() && s.deps.TaskChecks != nil {
+	if p.Admin() && s.deps.Evaluators != nil {
 		b, err := s.store.BenchmarkBySlug(ctx, slug)
 		if err != nil {
 			return err
 		}
-		defects = s.deps.TaskChecks.Defects(b.Evaluator, t)
+		defects = s.deps.Evaluators.Defects(b.Evaluator, t)
 	}
 	return s.render(c, http.StatusOK, web.TaskDetailPage(p, slug, t, defects))
 }

@@ -19,6 +19,7 @@ import (
 	"proctor/eval/verified"
 	"proctor/handlers"
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/service/servicetest"
 	"proctor/static"
@@ -41,7 +42,7 @@ var benchSecrets = []string{"SECRET-ANSWER-42", "SECRET-SKU-7", "SECRET-PATH"}
 // importBench stores benchDataset under slug as the system would.
 func importBench(t *testing.T, b *testBundle, slug string) {
 	t.Helper()
-	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(benchDataset), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(benchDataset), nil)
 	require.NoError(t, err)
 	_, err = b.db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), slug, ds, slug+".jsonl")
 	require.NoError(t, err)
@@ -58,7 +59,7 @@ const verifiedDataset = `{"proctor_benchmark": 1, "name": "Verified bench", "eva
 // importVerified imports verifiedDataset under slug.
 func importVerified(t *testing.T, b *testBundle, slug string) {
 	t.Helper()
-	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(verifiedDataset), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(verifiedDataset), nil)
 	require.NoError(t, err)
 	_, err = b.db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), slug, ds, slug+".jsonl")
 	require.NoError(t, err)
@@ -487,7 +488,7 @@ func TestAdmin_ImportForm(t *testing.T) {
 func TestAdmin_UploadLimit(t *testing.T) {
 	t.Parallel()
 	db := storagetest.OpenSQLite(t)
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000, MaxImportBytes: 1 << 20}, handlers.Deps{Runs: servicetest.Runs(db, 0),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000, MaxImportBytes: 1 << 20}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0),
 		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
@@ -633,7 +634,7 @@ func TestBenchmarks_TaskDefects(t *testing.T) {
 		require.NotContains(t, readBody(t, c.get("/benchmarks/wav/tasks/refund")), `data-testid="task-defects"`)
 	}
 	// The lenient reading grades the task by its status: no defect there.
-	require.NoError(t, b.db.SetBenchmarkEvaluator(models.WithActor(context.Background(), models.SystemActor()), "wav", models.EvaluatorWebArenaVerifiedLenient))
+	require.NoError(t, b.db.SetBenchmarkEvaluator(models.WithActor(context.Background(), models.SystemActor()), "wav", models.EvaluatorWebArenaVerifiedLenient, evaltest.Registry().Readings))
 	require.NotContains(t, readBody(t, b.admin.get("/benchmarks/wav/tasks/refund")), `data-testid="task-defects"`)
 }
 
@@ -753,7 +754,7 @@ func TestBenchmarks_TaskIDsRoundTrip(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const odd = "web/ds 1%41"
-	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(
 		`{"id": "web/ds 1%41", "intent": "Odd id.", "start_urls": ["__SHOPPING__"]}`+"\n"+
 			`{"id": "plain", "intent": "Plain id.", "start_urls": ["__SHOPPING__"]}`+"\n"), nil)
 	require.NoError(t, err)

@@ -285,7 +285,7 @@ func (s *Server) apiSubmitCandidates(c echo.Context) error {
 	}
 	out := toAPIRun(run)
 	out.Team, out.Agent, out.Benchmark = req.TeamSlug, models.RunAgentSnapshot(run).Slug, req.BenchmarkSlug
-	out.Origin = models.ShownOrigin(run.Origin, models.EvaluatorHiddenTests)
+	out.Origin = models.ShownOrigin(run.Origin, true)
 	if team, _, ok := strings.Cut(req.AgentSlug, "/"); ok && out.Team == "" {
 		out.Team = team
 	}

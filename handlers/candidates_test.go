@@ -19,6 +19,7 @@ import (
 
 	"proctor/handlers"
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/netguard"
 	"proctor/runner"
@@ -53,9 +54,9 @@ func newCandidatesFixture(t *testing.T, withQueue bool) *candidatesFixture {
 	require.NoError(t, err)
 	db.UseAgentDeps(sealer, netguard.New(nil, nil)) // IP literals only: no DNS
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	deps := handlers.Deps{Runs: servicetest.Runs(db, 0), Store: db, Static: static.Files(), Logger: logger}
+	deps := handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Store: db, Static: static.Files(), Logger: logger}
 	if withQueue {
-		r, err := runner.New(runner.Config{DB: db, Logger: logger,
+		r, err := runner.New(runner.Config{Evaluators: evaltest.Registry(), DB: db, Logger: logger,
 			AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} }})
 		require.NoError(t, err)
 		deps.Candidates = r
@@ -68,11 +69,11 @@ func newCandidatesFixture(t *testing.T, withQueue bool) *candidatesFixture {
 	b.admin = b.newUser(t, "admin@example.org", true)
 	f := &candidatesFixture{agentFixture: newAgentFixture(t, b), noQueue: !withQueue}
 	importBench(t, b, "mini")
-	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(rebuildDataset), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(rebuildDataset), nil)
 	require.NoError(t, err)
 	_, err = db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), "rebuilds", ds, "rebuilds.jsonl")
 	require.NoError(t, err)
-	require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "rebuilds").Update("evaluator", models.EvaluatorHiddenTests).Error)
+	require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "rebuilds").Updates(map[string]any{"evaluator": models.EvaluatorHiddenTests, "grades": models.GradesCandidates}).Error)
 	require.NoError(t, db.CreateAgent(actorCtx(f.member), "lab", &models.Agent{Name: "Builder", Kind: models.AgentUpload}, nil))
 	return f
 }

@@ -13,6 +13,7 @@ import (
 
 	"proctor/docs"
 	"proctor/handlers"
+	"proctor/internal/evaltest"
 	"proctor/static"
 )
 
@@ -68,7 +69,7 @@ func TestMain(m *testing.M) {
 	if code != 0 || flag.Lookup("test.run").Value.String() != "" {
 		os.Exit(code)
 	}
-	srv, err := handlers.New(handlers.Options{}, handlers.Deps{Static: static.Files(), Docs: docs.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := handlers.New(handlers.Options{}, handlers.Deps{Evaluators: evaltest.Registry(), Static: static.Files(), Docs: docs.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "route coverage:", err)
 		os.Exit(1)

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/docs"
-	"proctor/eval/verified"
 	"proctor/handlers"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/netguard"
 	"proctor/service/servicetest"
@@ -41,9 +41,8 @@ func setup(t *testing.T) *testBundle {
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
 	db.UseAgentDeps(sealer, netguard.New(nil, nil)) // tests use IP literals: no DNS
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Runs: servicetest.Runs(db, 0),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0),
 		Store: db, Static: static.Files(), Docs: docs.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		TaskChecks: verified.Checker{},
 	})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)

@@ -18,6 +18,7 @@ import (
 
 	"proctor/hiddentest"
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/models"
 )
 
@@ -61,7 +62,7 @@ func TestBenchmarks_HiddenTestsStayHidden(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	file, captures := hiddenBenchFile(t)
-	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(file), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(file), nil)
 	require.NoError(t, err)
 	sys := models.WithActor(context.Background(), models.SystemActor())
 	_, err = b.db.ImportBenchmark(sys, "rebuild", ds, "rebuild.jsonl")

@@ -117,7 +117,12 @@ func (s *Server) leaderboard(c echo.Context, subset string) (*models.Leaderboard
 	if err != nil {
 		return nil, err
 	}
-	return s.store.Leaderboard(c.Request().Context(), pathParam(c, "slug"), subset, q)
+	lb, err := s.store.Leaderboard(c.Request().Context(), pathParam(c, "slug"), subset, q)
+	if err != nil {
+		return nil, err
+	}
+	lb.Lenient = s.deps.Evaluators.Grading(lb.Evaluator).Lenient
+	return lb, nil
 }
 
 // jsonExportError answers a failed .json export in the API's error shape, as

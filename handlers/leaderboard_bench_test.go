@@ -18,6 +18,7 @@ import (
 
 	"proctor/handlers"
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/service/servicetest"
 	"proctor/static"
@@ -61,7 +62,7 @@ func benchBoardDataset() string {
 func seedBenchBoard(tb testing.TB, db *storage.DB) {
 	tb.Helper()
 	sys := models.WithActor(context.Background(), models.SystemActor())
-	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(benchBoardDataset()), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(benchBoardDataset()), nil)
 	require.NoError(tb, err)
 	res, err := db.ImportBenchmark(sys, "mini", ds, "board.jsonl")
 	require.NoError(tb, err)
@@ -126,7 +127,7 @@ func seedBenchBoard(tb testing.TB, db *storage.DB) {
 func BenchmarkLeaderboardPage(b *testing.B) {
 	db := storagetest.OpenSQLite(b)
 	seedBenchBoard(b, db)
-	h, err := handlers.New(handlers.Options{}, handlers.Deps{Runs: servicetest.Runs(db, 0), Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h, err := handlers.New(handlers.Options{}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(b, err)
 	page := func() *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()

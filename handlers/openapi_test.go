@@ -29,6 +29,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/handlers"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/netguard"
 	"proctor/runner"
@@ -551,11 +552,11 @@ func TestOpenAPI_SubmissionAnswersMatchDocument(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := runner.New(runner.Config{DB: db, Artifacts: store, Logger: logger,
+	svc, err := runner.New(runner.Config{Evaluators: evaltest.Registry(), DB: db, Artifacts: store, Logger: logger,
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 		Options:     runner.Options{Submissions: runner.SubmissionOptions{TempDir: t.TempDir()}}})
 	require.NoError(t, err)
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Runs: servicetest.Runs(db, 0),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0),
 		Store: db, Artifacts: store, Static: static.Files(), Logger: logger, Submissions: svc,
 	})
 	require.NoError(t, err)

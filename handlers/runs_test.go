@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/handlers"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/netguard"
 	"proctor/service"
@@ -60,7 +61,7 @@ func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
 	store, err := artifact.NewLocal(t.TempDir(), signer, "")
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
-	deps := handlers.Deps{
+	deps := handlers.Deps{Evaluators: evaltest.Registry(),
 		Store: db, Artifacts: store, ArtifactHandler: artifact.NewLocalHandler(store, signer), ArtifactURLs: store,
 		Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+
+	"proctor/eval"
 )
 
 // Options are the server's settings.
@@ -73,8 +75,10 @@ type Deps struct {
 	// QueueUI is River UI built for QueueUIPrefix, the admins' view of the job
 	// queue; nil answers 503 there.
 	QueueUI http.Handler
-	// TaskChecks shows administrators a task's upstream defects; nil shows none.
-	TaskChecks TaskChecker
+	// Evaluators is the evaluator registry: imports check their tasks' specs
+	// with it, and administrators see a task's upstream defects from it.
+	// Required to import benchmarks (EUNAVAILABLE otherwise).
+	Evaluators *eval.Registry
 }
 
 // Store is everything the handlers need from storage, one small interface per feature.

@@ -28,6 +28,7 @@ import (
 	"proctor/bundle"
 	"proctor/bundle/bundletest"
 	"proctor/handlers"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/netguard"
 	"proctor/runner"
@@ -64,7 +65,7 @@ func newSubsFixture(t *testing.T, opts subsOptions) *subsFixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	deps := handlers.Deps{Runs: servicetest.Runs(db, 0),
+	deps := handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0),
 		Store: db, Artifacts: store, ArtifactHandler: artifact.NewLocalHandler(store, signer), ArtifactURLs: store,
 		Static: static.Files(), Logger: logger,
 	}
@@ -74,7 +75,7 @@ func newSubsFixture(t *testing.T, opts subsOptions) *subsFixture {
 		if opts.workers {
 			episodes = 1 // no episode runs here; workers also take the submission jobs
 		}
-		r, err := runner.New(runner.Config{
+		r, err := runner.New(runner.Config{Evaluators: evaltest.Registry(),
 			DB: db, Artifacts: store, Logger: logger,
 			AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 			Options: runner.Options{Episodes: episodes, Submissions: runner.SubmissionOptions{

@@ -26,6 +26,7 @@ import (
 
 	"proctor/handlers"
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/netguard"
 	"proctor/service/servicetest"
@@ -637,7 +638,7 @@ func BenchmarkTimeline200Steps(b *testing.B) {
 	store, err := artifact.NewLocal(b.TempDir(), signer, "")
 	require.NoError(b, err)
 	b.Cleanup(func() { store.Close() })
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Runs: servicetest.Runs(db, 0),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0),
 		Store: db, Artifacts: store, ArtifactHandler: artifact.NewLocalHandler(store, signer), ArtifactURLs: store,
 		Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -647,7 +648,7 @@ func BenchmarkTimeline200Steps(b *testing.B) {
 	sys := models.WithActor(context.Background(), models.SystemActor())
 	tb := &testBundle{srv: srv, db: db, app: h}
 
-	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(benchDataset), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(benchDataset), nil)
 	require.NoError(b, err)
 	_, err = db.ImportBenchmark(sys, "mini", ds, "mini.jsonl")
 	require.NoError(b, err)

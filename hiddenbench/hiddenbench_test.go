@@ -17,6 +17,7 @@ import (
 	"proctor/hiddenbench"
 	"proctor/hiddentest"
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/internal/testenv"
 	"proctor/models"
 	"proctor/runner/episode"
@@ -48,7 +49,7 @@ func TestFromSandbox(t *testing.T) {
 	file, err := hiddenbench.FromSandbox(t.Context(), b)
 	require.NoError(t, err)
 
-	ds, err := importer.Parse(models.FormatProctor, bytes.NewReader(file), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(file), nil)
 	require.NoError(t, err)
 
 	t.Run("TheFileImports", func(t *testing.T) {
@@ -88,7 +89,7 @@ func TestFromSandbox(t *testing.T) {
 		// may render a few pixels differently), but they show the same.
 		again, err := hiddenbench.FromSandbox(t.Context(), b)
 		require.NoError(t, err)
-		ds2, err := importer.Parse(models.FormatProctor, bytes.NewReader(again), nil)
+		ds2, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(again), nil)
 		require.NoError(t, err)
 		require.Equal(t, ds.Tasks[0].EvalSpec, ds2.Tasks[0].EvalSpec)
 		first, second := ds.Tasks[0].ReferenceCaptures, ds2.Tasks[0].ReferenceCaptures

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"proctor/eval"
 	"proctor/models"
 )
 
@@ -25,7 +26,10 @@ const (
 // Dataset is a parsed benchmark ready to be stored.
 type Dataset struct {
 	Format    string // one of models.ImportFormats()
-	Evaluator string // models.Evaluator*
+	Evaluator string // the id of a registered evaluator (eval.Registry)
+	// Grades is what the evaluator grades (models.GradesAgents or
+	// GradesCandidates), as its registry record says.
+	Grades string
 	// PassThreshold is a hidden-tests benchmark's pass threshold from the
 	// proctor header line (pass_threshold, in (0, 1]): the pass rate a task
 	// needs to succeed. Nil for models.DefaultPassThreshold, which a stated
@@ -80,10 +84,12 @@ type limits struct {
 func defaultLimits() limits { return limits{input: MaxInputBytes, line: MaxLineBytes} }
 
 // Parse reads a benchmark in the given format and the optional subset files into a
-// Dataset. Every failure is a *models.Error naming where it happened: EINVALID for
-// bad input, ETOOLARGE when the input or a JSON Lines line exceeds its size limit.
-func Parse(format string, r io.Reader, subsets []SubsetFile) (*Dataset, error) {
-	return parse(format, r, subsets, defaultLimits())
+// Dataset, checking each task's evaluation spec with its evaluator's record in
+// kinds. Every failure is a *models.Error naming where it happened: EINVALID for
+// bad input or an evaluator kinds does not know, ETOOLARGE when the input or a
+// JSON Lines line exceeds its size limit.
+func Parse(kinds *eval.Registry, format string, r io.Reader, subsets []SubsetFile) (*Dataset, error) {
+	return parse(kinds, format, r, subsets, defaultLimits())
 }
 
 // parsed is what a format parser hands to the shared finishing steps.
@@ -99,7 +105,7 @@ type parsed struct {
 	subsetWhere   []string
 }
 
-func parse(format string, r io.Reader, subsetFiles []SubsetFile, lim limits) (*Dataset, error) {
+func parse(kinds *eval.Registry, format string, r io.Reader, subsetFiles []SubsetFile, lim limits) (*Dataset, error) {
 	if r == nil {
 		return nil, models.Errorf(models.EINVALID, "no benchmark input given")
 	}
@@ -124,7 +130,7 @@ func parse(format string, r io.Reader, subsetFiles []SubsetFile, lim limits) (*D
 			p, err = parseOdysseys(raws)
 		}
 	case models.FormatProctor:
-		p, err = parseProctor(r, lim)
+		p, err = parseProctor(r, lim, kinds)
 	default:
 		return nil, models.Errorf(models.EINVALID, "unknown format %q: use one of %s",
 			format, strings.Join(models.ImportFormats(), ", "))
@@ -132,7 +138,16 @@ func parse(format string, r io.Reader, subsetFiles []SubsetFile, lim limits) (*D
 	if err != nil {
 		return nil, err
 	}
-	return finish(format, p, subsetFiles, lim)
+	kind, err := kinds.Kind(p.evaluator)
+	if err != nil {
+		return nil, err
+	}
+	d, err := finish(format, p, subsetFiles, lim)
+	if err != nil {
+		return nil, err
+	}
+	d.Grades = kind.Grades
+	return d, nil
 }
 
 // finish checks what spans tasks (ids, subsets) and fills the derived fields.

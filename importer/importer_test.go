@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/models"
 )
 
@@ -106,7 +107,7 @@ func jsonl(t *testing.T, lines ...any) string {
 }
 
 func parse(format, input string, subsets ...importer.SubsetFile) (*importer.Dataset, error) {
-	return importer.Parse(format, strings.NewReader(input), subsets)
+	return importer.Parse(evaltest.Registry(), format, strings.NewReader(input), subsets)
 }
 
 func subsetFile(name, content string) importer.SubsetFile {
@@ -230,7 +231,7 @@ func TestParse_Subsets(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := importer.Parse(models.FormatWebArenaVerified, strings.NewReader(tasks), c.subsets)
+			_, err := importer.Parse(evaltest.Registry(), models.FormatWebArenaVerified, strings.NewReader(tasks), c.subsets)
 			requireError(t, err, c.code, c.parts...)
 		})
 	}
@@ -390,7 +391,7 @@ func TestParse_UnknownFormat(t *testing.T) {
 	_, err := parse("csv", "[]")
 	requireError(t, err, models.EINVALID, `unknown format "csv": use one of webarena-verified, webarena, odysseys, proctor`)
 
-	_, err = importer.Parse(models.FormatWebArena, nil, nil)
+	_, err = importer.Parse(evaltest.Registry(), models.FormatWebArena, nil, nil)
 	requireError(t, err, models.EINVALID, "no benchmark input given")
 }
 

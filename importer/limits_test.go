@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"proctor/eval"
 	"proctor/models"
 )
 
@@ -30,7 +31,7 @@ func TestParse_Limits(t *testing.T) {
 	t.Run("JSONArrayInput", func(t *testing.T) {
 		t.Parallel()
 		input := "[" + strings.Repeat(" ", 300) + "]"
-		_, err := parse(models.FormatWebArenaVerified, strings.NewReader(input), nil, small)
+		_, err := parse(bareKinds, models.FormatWebArenaVerified, strings.NewReader(input), nil, small)
 		requireTooLarge(t, err, "input: larger than 200 bytes")
 	})
 	t.Run("JSONLinesInput", func(t *testing.T) {
@@ -39,37 +40,37 @@ func TestParse_Limits(t *testing.T) {
 		for i := 0; i < 10; i++ {
 			b.WriteString(`{"id": "t` + string(rune('0'+i)) + `", "intent": "Find it."}` + "\n")
 		}
-		_, err := parse(models.FormatProctor, strings.NewReader(b.String()), nil, small)
+		_, err := parse(bareKinds, models.FormatProctor, strings.NewReader(b.String()), nil, small)
 		requireTooLarge(t, err, "input: larger than 200 bytes")
 	})
 	t.Run("Line", func(t *testing.T) {
 		t.Parallel()
 		long := `{"id": "t2", "intent": "` + strings.Repeat("x", 60) + `"}`
-		_, err := parse(models.FormatProctor, strings.NewReader(task+"\n"+long+"\n"), nil, small)
+		_, err := parse(bareKinds, models.FormatProctor, strings.NewReader(task+"\n"+long+"\n"), nil, small)
 		requireTooLarge(t, err, "line 2: longer than 80 bytes")
 		// Exactly at the limit, with a CRLF ending, is fine.
 		exact := `{"id": "t2", "intent": "` + strings.Repeat("x", 80-len(`{"id": "t2", "intent": ""}`)) + `"}`
 		require.Len(t, exact, 80)
-		_, err = parse(models.FormatProctor, strings.NewReader(exact+"\r\n"), nil, small)
+		_, err = parse(bareKinds, models.FormatProctor, strings.NewReader(exact+"\r\n"), nil, small)
 		require.NoError(t, err)
 	})
 	t.Run("SubsetFile", func(t *testing.T) {
 		t.Parallel()
 		sub := SubsetFile{Name: "hard", R: strings.NewReader(`{"task_ids": ["t1"]` + strings.Repeat(" ", 300) + `}`)}
-		_, err := parse(models.FormatProctor, strings.NewReader(task), []SubsetFile{sub}, small)
+		_, err := parse(bareKinds, models.FormatProctor, strings.NewReader(task), []SubsetFile{sub}, small)
 		requireTooLarge(t, err, `subset "hard": larger than 200 bytes`)
 	})
 	t.Run("ReadsThroughLimitReader", func(t *testing.T) {
 		t.Parallel()
 		// An endless input is refused rather than read forever.
-		_, err := parse(models.FormatOdysseys, io.MultiReader(strings.NewReader("["), endless{}), nil, small)
+		_, err := parse(bareKinds, models.FormatOdysseys, io.MultiReader(strings.NewReader("["), endless{}), nil, small)
 		requireTooLarge(t, err, "input: larger than 200 bytes")
-		_, err = parse(models.FormatProctor, io.MultiReader(strings.NewReader(task+"\n"), endless{}), nil, limits{input: 1 << 20, line: 80})
+		_, err = parse(bareKinds, models.FormatProctor, io.MultiReader(strings.NewReader(task+"\n"), endless{}), nil, limits{input: 1 << 20, line: 80})
 		requireTooLarge(t, err, "line 2: longer than 80 bytes")
 	})
 	t.Run("ByteOrderMark", func(t *testing.T) {
 		t.Parallel()
-		d, err := parse(models.FormatProctor, strings.NewReader("\xef\xbb\xbf"+task), nil, defaultLimits())
+		d, err := parse(bareKinds, models.FormatProctor, strings.NewReader("\xef\xbb\xbf"+task), nil, defaultLimits())
 		require.NoError(t, err)
 		require.Len(t, d.Tasks, 1)
 	})
@@ -84,3 +85,14 @@ func (endless) Read(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// bareKinds knows the evaluators the limits' inputs name, with no spec checks:
+// these tests are about sizes.
+var bareKinds = func() *eval.Registry {
+	r, err := eval.NewRegistry(eval.None(), eval.Kind{ID: models.EvaluatorRubric}, eval.Kind{ID: models.EvaluatorWebArenaVerified},
+		eval.Kind{ID: models.EvaluatorWebArena})
+	if err != nil {
+		panic(err)
+	}
+	return r
+}()

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"proctor/eval"
 	"proctor/models"
 )
 
@@ -92,7 +93,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // parseProctor reads the proctor JSON Lines format: an optional header line, then
 // one task object per line. Blank lines are skipped.
-func parseProctor(r io.Reader, lim limits) (*parsed, error) {
+func parseProctor(r io.Reader, lim limits, kinds *eval.Registry) (*parsed, error) {
 	cr := &countingReader{r: io.LimitReader(r, lim.input+1)}
 	sc := bufio.NewScanner(cr)
 	// +2 leaves room for the "\r\n" ending so the limit applies to the content.
@@ -126,14 +127,14 @@ func parseProctor(r io.Reader, lim limits) (*parsed, error) {
 		if first {
 			first = false
 			if isProctorHeader(line) {
-				if err := parseProctorHeader(p, line, lineNo); err != nil {
+				if err := parseProctorHeader(p, line, lineNo, kinds); err != nil {
 					return nil, err
 				}
 				explicitEvaluator = p.evaluator
 				continue
 			}
 		}
-		task, where, err := parseProctorTask(line, lineNo, explicitEvaluator)
+		task, where, err := parseProctorTask(line, lineNo, explicitEvaluator, kinds)
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +179,7 @@ func isProctorHeader(line []byte) bool {
 }
 
 // parseProctorHeader reads the header line into p.
-func parseProctorHeader(p *parsed, line []byte, lineNo int) error {
+func parseProctorHeader(p *parsed, line []byte, lineNo int, kinds *eval.Registry) error {
 	where := fmt.Sprintf("line %d", lineNo)
 	var h proctorHeader
 	if err := decodeLine(line, &h); err != nil {
@@ -190,14 +191,14 @@ func parseProctorHeader(p *parsed, line []byte, lineNo int) error {
 	p.name = strings.TrimSpace(h.Name)
 	p.description = strings.TrimSpace(h.Description)
 	if h.Evaluator != "" {
-		if err := oneOf(where, "evaluator", h.Evaluator, evaluators()); err != nil {
+		if err := oneOf(where, "evaluator", h.Evaluator, kinds.Named()); err != nil {
 			return err
 		}
 		p.evaluator = h.Evaluator
 	}
 	if h.PassThreshold != nil {
 		x := *h.PassThreshold
-		if p.evaluator != models.EvaluatorHiddenTests {
+		if !kinds.GradesCandidates(p.evaluator) {
 			return fieldErr(where, "pass_threshold", "only a hidden-tests benchmark (\"evaluator\": %q) is graded by pass rates; remove it or set the evaluator", models.EvaluatorHiddenTests)
 		}
 		if err := models.CheckPassThreshold(x); err != nil {
@@ -242,7 +243,7 @@ func decodeLine(line []byte, v any) error {
 }
 
 // parseProctorTask reads one task line.
-func parseProctorTask(line []byte, lineNo int, evaluator string) (models.Task, string, error) {
+func parseProctorTask(line []byte, lineNo int, evaluator string, kinds *eval.Registry) (models.Task, string, error) {
 	where := fmt.Sprintf("line %d", lineNo)
 	var head map[string]json.RawMessage
 	if json.Unmarshal(line, &head) == nil {
@@ -258,12 +259,12 @@ func parseProctorTask(line []byte, lineNo int, evaluator string) (models.Task, s
 		}
 		return models.Task{}, where, decodeErr(where, err)
 	}
-	t, err := proctorTaskOf(where, in, evaluator)
+	t, err := proctorTaskOf(where, in, evaluator, kinds)
 	return t, where, err
 }
 
 // proctorTaskOf validates a decoded task line and converts it.
-func proctorTaskOf(where string, in proctorTask, evaluator string) (models.Task, error) {
+func proctorTaskOf(where string, in proctorTask, evaluator string, kinds *eval.Registry) (models.Task, error) {
 	var err error
 	if strings.TrimSpace(in.ID) == "" {
 		return models.Task{}, fieldErr(where, "id", "missing or empty: every task needs a string id")
@@ -368,8 +369,12 @@ func proctorTaskOf(where string, in proctorTask, evaluator string) (models.Task,
 	if t.ReferenceActions, err = referenceActions(where, in.ReferenceActions); err != nil {
 		return models.Task{}, err
 	}
-	if err := checkForEvaluator(where, evaluator, &t, in.Eval); err != nil {
-		return models.Task{}, err
+	// What the header's evaluator needs of every task is checked here, so a
+	// file that cannot be graded is refused at import rather than at run time.
+	if evaluator != "" {
+		if err := kinds.Check(evaluator, where, &t, in.Eval); err != nil {
+			return models.Task{}, err
+		}
 	}
 	return t, nil
 }
@@ -441,37 +446,52 @@ func referenceActions(where string, raw json.RawMessage) (string, error) {
 	return canonicalJSON(raw)
 }
 
-// checkForEvaluator applies what the header's evaluator needs from every task, so a
-// file that cannot be graded is refused at import rather than at run time.
-func checkForEvaluator(where, evaluator string, t *models.Task, eval json.RawMessage) error {
-	switch evaluator {
-	case models.EvaluatorRubric:
-		if len(t.RubricItems) == 0 {
-			return fieldErr(where, "rubric", "missing or empty: the evaluator is %s", models.EvaluatorRubric)
-		}
-	case models.EvaluatorWebArenaVerified:
-		taskType, _, err := verifiedEval(where, eval)
-		if err != nil {
-			return err
-		}
-		return settleTaskType(where, t, taskType)
-	case models.EvaluatorHiddenTests:
-		return hiddenTestsEval(where, t, eval)
-	case models.EvaluatorWebArena:
-		if isNull(eval) {
-			return fieldErr(where, "eval", "missing: the evaluator is %s", models.EvaluatorWebArena)
-		}
-		var ev webArenaEval
-		if err := json.Unmarshal(eval, &ev); err != nil {
-			return fieldErr(where, "eval", "expected an object with eval_types, found %s", jsonKind(eval))
-		}
-		taskType, err := webArenaTaskType(where, ev.EvalTypes)
-		if err != nil {
-			return err
-		}
-		return settleTaskType(where, t, taskType)
+// CheckVerifiedSpec checks a task's WebArena-Verified evaluation spec (a list
+// of evaluators) at import and settles the task's type from it; EINVALID
+// naming where otherwise.
+func CheckVerifiedSpec(where string, t *models.Task, spec json.RawMessage) error {
+	taskType, _, err := verifiedEval(where, spec)
+	if err != nil {
+		return err
 	}
-	return nil
+	return settleTaskType(where, t, taskType)
+}
+
+// CheckWebArenaSpec checks a task's original WebArena evaluation spec
+// (eval_types and their references) at import and settles the task's type
+// from it; EINVALID naming where otherwise.
+func CheckWebArenaSpec(where string, t *models.Task, spec json.RawMessage) error {
+	if isNull(spec) {
+		return fieldErr(where, "eval", "missing: the evaluator is %s", models.EvaluatorWebArena)
+	}
+	var ev webArenaEval
+	if err := json.Unmarshal(spec, &ev); err != nil {
+		return fieldErr(where, "eval", "expected an object with eval_types, found %s", jsonKind(spec))
+	}
+	taskType, err := webArenaTaskType(where, ev.EvalTypes)
+	if err != nil {
+		return err
+	}
+	return settleTaskType(where, t, taskType)
+}
+
+// CheckHiddenTestsSpec checks a hidden-tests task's eval (its suite and
+// reference captures) at import, keeping the suite as the task's evaluation
+// spec and the captures as its reference captures; EINVALID naming where
+// otherwise.
+func CheckHiddenTestsSpec(where string, t *models.Task, spec json.RawMessage) error {
+	return hiddenTestsEval(where, t, spec)
+}
+
+// CheckRubric requires a task to have rubric items, for evaluators that grade
+// by them; EINVALID naming where otherwise.
+func CheckRubric(evaluator string) func(where string, t *models.Task, spec json.RawMessage) error {
+	return func(where string, t *models.Task, _ json.RawMessage) error {
+		if len(t.RubricItems) == 0 {
+			return fieldErr(where, "rubric", "missing or empty: the evaluator is %s", evaluator)
+		}
+		return nil
+	}
 }
 
 // settleTaskType fills an absent task type from the evaluation spec and refuses a

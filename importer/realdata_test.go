@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/internal/testenv"
 	"proctor/models"
 )
@@ -47,7 +48,7 @@ func TestParse_WebArenaVerified(t *testing.T) {
 	data := readData(t, verifiedFile)
 	hard := readData(t, hardFile)
 
-	d, err := importer.Parse(models.FormatWebArenaVerified, bytes.NewReader(data),
+	d, err := importer.Parse(evaltest.Registry(), models.FormatWebArenaVerified, bytes.NewReader(data),
 		[]importer.SubsetFile{{Name: "hard", R: bytes.NewReader(hard)}})
 	require.NoError(t, err)
 
@@ -107,7 +108,7 @@ func TestParse_WebArenaVerified(t *testing.T) {
 	})
 	t.Run("HardAndNonHard", func(t *testing.T) {
 		nonHard := readData(t, nonHardFile)
-		both, err := importer.Parse(models.FormatWebArenaVerified, bytes.NewReader(data), []importer.SubsetFile{
+		both, err := importer.Parse(evaltest.Registry(), models.FormatWebArenaVerified, bytes.NewReader(data), []importer.SubsetFile{
 			{Name: "non-hard", R: bytes.NewReader(nonHard)},
 			{Name: "hard", R: bytes.NewReader(hard)},
 		})
@@ -130,7 +131,7 @@ func TestParse_WebArenaVerified(t *testing.T) {
 	t.Run("TamperedChecksum", func(t *testing.T) {
 		tampered := bytes.Replace(hard, []byte(hardChecksum), []byte(strings.Repeat("0", 64)), 1)
 		require.NotEqual(t, hard, tampered)
-		_, err := importer.Parse(models.FormatWebArenaVerified, bytes.NewReader(data),
+		_, err := importer.Parse(evaltest.Registry(), models.FormatWebArenaVerified, bytes.NewReader(data),
 			[]importer.SubsetFile{{Name: "hard", R: bytes.NewReader(tampered)}})
 		requireError(t, err, models.EINVALID, `subset "hard": checksum mismatch: file says 0000`, "sorted task ids hash to "+hardChecksum[:12])
 	})
@@ -140,14 +141,14 @@ func TestParse_WebArenaVerified(t *testing.T) {
 		f["task_ids"] = f["task_ids"].([]any)[1:]
 		tampered, err := json.Marshal(f)
 		require.NoError(t, err)
-		_, err = importer.Parse(models.FormatWebArenaVerified, bytes.NewReader(data),
+		_, err = importer.Parse(evaltest.Registry(), models.FormatWebArenaVerified, bytes.NewReader(data),
 			[]importer.SubsetFile{{Name: "hard", R: bytes.NewReader(tampered)}})
 		requireError(t, err, models.EINVALID, `subset "hard": checksum mismatch: file says `+hardChecksum)
 	})
 	t.Run("ChecksumIgnoresFormatting", func(t *testing.T) {
 		var compact bytes.Buffer
 		require.NoError(t, json.Compact(&compact, data))
-		again, err := importer.Parse(models.FormatWebArenaVerified, &compact,
+		again, err := importer.Parse(evaltest.Registry(), models.FormatWebArenaVerified, &compact,
 			[]importer.SubsetFile{{Name: "hard", R: bytes.NewReader(hard)}})
 		require.NoError(t, err)
 		require.Equal(t, d.Checksum, again.Checksum)
@@ -156,7 +157,7 @@ func TestParse_WebArenaVerified(t *testing.T) {
 
 func TestParse_WebArena(t *testing.T) {
 	t.Parallel()
-	d, err := importer.Parse(models.FormatWebArena, bytes.NewReader(readData(t, "webarena/test.raw.json")), nil)
+	d, err := importer.Parse(evaltest.Registry(), models.FormatWebArena, bytes.NewReader(readData(t, "webarena/test.raw.json")), nil)
 	require.NoError(t, err)
 	require.Equal(t, models.EvaluatorWebArena, d.Evaluator)
 	require.Len(t, d.Tasks, 812)
@@ -184,7 +185,7 @@ func TestParse_Odysseys(t *testing.T) {
 	for _, file := range []string{"odysseys-sample.json", "odysseys-weighted-sample.json"} {
 		t.Run(file, func(t *testing.T) {
 			t.Parallel()
-			d, err := importer.Parse(models.FormatOdysseys, bytes.NewReader(readData(t, "odysseys/"+file)), nil)
+			d, err := importer.Parse(evaltest.Registry(), models.FormatOdysseys, bytes.NewReader(readData(t, "odysseys/"+file)), nil)
 			require.NoError(t, err)
 			require.Equal(t, models.EvaluatorRubric, d.Evaluator)
 			require.Len(t, d.Tasks, 8)

@@ -23,12 +23,6 @@ func taskTypes() []string {
 	return []string{models.TaskRetrieve, models.TaskMutate, models.TaskNavigate, models.TaskQA, models.TaskAction}
 }
 
-// evaluators lists the evaluators a proctor file may name.
-func evaluators() []string {
-	return []string{models.EvaluatorWebArenaVerified, models.EvaluatorWebArena, models.EvaluatorRubric,
-		models.EvaluatorLLMJudge, models.EvaluatorHiddenTests, models.EvaluatorNone}
-}
-
 // actionTypes is the action vocabulary of the agent protocol (v1); reference
 // action scripts use the same one so the replay agent can play them.
 func actionTypes() []string {

@@ -31,12 +31,12 @@ const (
 	EvaluatorNone                    = "none"
 )
 
-// WebArenaVerifiedReadings lists the evaluator kinds an administrator may
-// choose between for a WebArena-Verified benchmark: the official reading
-// first, then the lenient one.
-func WebArenaVerifiedReadings() []string {
-	return []string{EvaluatorWebArenaVerified, EvaluatorWebArenaVerifiedLenient}
-}
+// What a benchmark's evaluator grades (Benchmark.Grades), as its registry
+// record says: agents' runs, or candidate websites (hidden tests).
+const (
+	GradesAgents     = "agents"
+	GradesCandidates = "candidates"
+)
 
 // Task types. WebArena-Verified uses retrieve / mutate / navigate; WebDS-style
 // tasks use qa / action.
@@ -73,14 +73,22 @@ func ValidateSubsetName(name string) error {
 // MultiSite is the site key of a task that spans more than one site.
 const MultiSite = "multi-site"
 
+// GradesCandidates reports whether the benchmark grades candidate websites
+// (hidden tests) rather than agents' runs.
+func (b *Benchmark) GradesCandidates() bool { return b.Grades == GradesCandidates }
+
 // Benchmark is a named task set; its tasks live in immutable versions.
 type Benchmark struct {
-	ID               int64
-	Slug             string
-	Name             string
-	Description      string
-	Format           string
-	Evaluator        string
+	ID          int64
+	Slug        string
+	Name        string
+	Description string
+	Format      string
+	Evaluator   string
+	// Grades is what the evaluator grades (GradesAgents or
+	// GradesCandidates), recorded at import from the evaluator registry so
+	// that queries can filter on it.
+	Grades           string `gorm:"default:agents"`
 	CurrentVersionID *int64
 	Published        bool
 	// RevealReferences marks a benchmark whose reference action scripts are not
@@ -357,6 +365,7 @@ type BenchmarkFacets struct {
 // its sites and how many tasks use each site (multi-site tasks included).
 type BenchmarkDetail struct {
 	Benchmark Benchmark
+	Grading   Grading
 	Summary   BenchmarkSummary
 	Sites     []Site
 	SiteTasks map[string]int
@@ -389,10 +398,25 @@ func (p TaskPage) First() int {
 // Last is the 1-based position of the last task shown.
 func (p TaskPage) Last() int { return (p.Filter.Page-1)*p.Filter.PerPage + len(p.Tasks) }
 
+// Grading is what pages show of how a benchmark is graded, as its
+// evaluator's registry record says; handlers fill it.
+type Grading struct {
+	// Lenient: its scores are a lenient reading, not the official ones.
+	Lenient bool
+	// Readings: an administrator may choose between readings of its
+	// evaluator (the Grading page).
+	Readings bool
+	// RubricJudged: its primary evaluator is the rubric judge.
+	RubricJudged bool
+	// Candidates: it grades candidate websites (hidden tests), not agents.
+	Candidates bool
+}
+
 // AdminBenchmark is a benchmark with every version it has, newest first, for the
 // admin dashboard.
 type AdminBenchmark struct {
 	Benchmark Benchmark
+	Grading   Grading
 	Versions  []BenchmarkVersion
 }
 

@@ -88,10 +88,10 @@ func TestCheckPassThreshold(t *testing.T) {
 // reproduced runs keep their origin, and the leaderboard's filter knows it.
 func TestShownOrigin(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, models.OriginCandidates, models.ShownOrigin(models.OriginUploaded, models.EvaluatorHiddenTests))
-	require.Equal(t, models.OriginUploaded, models.ShownOrigin(models.OriginUploaded, models.EvaluatorWebArenaVerified))
-	require.Equal(t, models.OriginExecuted, models.ShownOrigin(models.OriginExecuted, models.EvaluatorHiddenTests))
-	require.Equal(t, models.OriginReproduced, models.ShownOrigin(models.OriginReproduced, models.EvaluatorHiddenTests))
+	require.Equal(t, models.OriginCandidates, models.ShownOrigin(models.OriginUploaded, true))
+	require.Equal(t, models.OriginUploaded, models.ShownOrigin(models.OriginUploaded, false))
+	require.Equal(t, models.OriginExecuted, models.ShownOrigin(models.OriginExecuted, true))
+	require.Equal(t, models.OriginReproduced, models.ShownOrigin(models.OriginReproduced, true))
 	require.Equal(t, "candidates submitted, tested by Proctor", models.OriginLabel(models.OriginCandidates))
 	require.Equal(t, "uploaded", models.OriginLabel(models.OriginUploaded))
 	require.Equal(t, "executed by Proctor", models.OriginLabel(models.OriginExecuted))

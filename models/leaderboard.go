@@ -333,9 +333,12 @@ type Leaderboard struct {
 	// PassThreshold is, on a hidden-tests board, the pass rate a task of the
 	// board's version needs to succeed.
 	PassThreshold float64
-	// Evaluator is the benchmark's evaluator kind now (Lenient says whether
-	// it is the lenient reading of WebArena-Verified).
-	Evaluator      string
+	// Evaluator is the benchmark's evaluator kind now.
+	Evaluator string
+	// Lenient marks a board of a benchmark graded by a lenient reading (of
+	// WebArena-Verified): its scores are not official scores. The handler
+	// sets it from the evaluator registry.
+	Lenient        bool
 	Version        int
 	CurrentVersion int
 	Subset         string
@@ -364,10 +367,6 @@ func (lb *Leaderboard) RateLabel() string {
 func (lb *Leaderboard) Shows(key string) bool {
 	return slices.ContainsFunc(lb.Columns, func(c LeaderboardColumn) bool { return c.Key == key })
 }
-
-// Lenient reports a board of a benchmark graded by the lenient reading of
-// WebArena-Verified: its scores are not official WebArena-Verified scores.
-func (lb *Leaderboard) Lenient() bool { return lb.Evaluator == EvaluatorWebArenaVerifiedLenient }
 
 // SetRows applies the board's query to every published row of the board (the
 // filters, the best-per-agent toggle, ranks and bands by success rate, then

@@ -31,11 +31,11 @@ func RunOrigins() []string {
 }
 
 // ShownOrigin is a run's origin as pages, exports and the API show it: an
-// uploaded run of a hidden-tests benchmark is OriginCandidates, since what
-// its team uploaded is websites that Proctor tested, not trajectories; any
-// other run keeps its stored origin.
-func ShownOrigin(stored, evaluator string) string {
-	if stored == OriginUploaded && evaluator == EvaluatorHiddenTests {
+// uploaded run of a benchmark that grades candidate websites (hidden tests)
+// is OriginCandidates, since what its team uploaded is websites that Proctor
+// tested, not trajectories; any other run keeps its stored origin.
+func ShownOrigin(stored string, gradesCandidates bool) string {
+	if stored == OriginUploaded && gradesCandidates {
 		return OriginCandidates
 	}
 	return stored

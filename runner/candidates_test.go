@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/migrations"
 	"proctor/models"
 	"proctor/netguard"
@@ -39,18 +40,18 @@ func TestRunner_SubmitCandidates(t *testing.T) {
 		sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 		require.NoError(t, err)
 		db.UseAgentDeps(sealer, netguard.New(nil, nil))
-		r, err := runner.New(runner.Config{
+		r, err := runner.New(runner.Config{Evaluators: evaltest.Registry(),
 			DB: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 		})
 		require.NoError(t, err)
 		ctx := context.Background()
 		sys := models.WithActor(ctx, models.SystemActor())
-		ds, err := importer.Parse(models.FormatProctor, strings.NewReader(candidateBenchmark), nil)
+		ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(candidateBenchmark), nil)
 		require.NoError(t, err)
 		_, err = db.ImportBenchmark(sys, "rebuilds", ds, "rebuilds.jsonl")
 		require.NoError(t, err)
-		require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "rebuilds").Update("evaluator", models.EvaluatorHiddenTests).Error)
+		require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "rebuilds").Updates(map[string]any{"evaluator": models.EvaluatorHiddenTests, "grades": models.GradesCandidates}).Error)
 		u, err := db.CreateUser(ctx, "builder@example.org", "Builder", "correct horse battery", false)
 		require.NoError(t, err)
 		member := models.WithActor(ctx, models.Actor{UserID: u.ID, Email: u.Email})

@@ -17,7 +17,6 @@ import (
 	"github.com/riverqueue/river"
 
 	"proctor/eval"
-	"proctor/eval/webarena"
 	"proctor/models"
 	"proctor/runner/agent"
 	"proctor/runner/episode"
@@ -136,7 +135,7 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, secre
 		},
 		Artifacts: r.artifacts,
 		Prefix:    prefix,
-		Probes:    pageProbes(spec, sites, log),
+		Probes:    r.pageProbes(spec, sites, log),
 		Steps:     rec,
 		Logger:    log,
 	})
@@ -169,17 +168,15 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, secre
 	return out, nil
 }
 
-// pageProbes are the values original WebArena's program_html checks read
-// from the live page at the end of the episode. Other benchmarks read none: the
-// probes' page loads would land in the HAR that WebArena-Verified checks.
-func pageProbes(spec *models.EpisodeSpec, sites *siteMap, log *slog.Logger) []eval.PageProbe {
-	if spec.Evaluator != models.EvaluatorWebArena {
-		return nil
-	}
+// pageProbes are the values the benchmark's evaluator reads from the live
+// page at the end of the episode, as its registry record says (original
+// WebArena's program_html checks). Other evaluators read none: the probes'
+// page loads would land in the HAR that WebArena-Verified checks.
+func (r *Runner) pageProbes(spec *models.EpisodeSpec, sites *siteMap, log *slog.Logger) []eval.PageProbe {
 	task := spec.Task
 	task.EvalSpec = sites.resolve(task.EvalSpec)
 	task.StartURLs = sites.resolveAll(task.StartURLs)
-	probes, err := webarena.Probes(&task)
+	probes, err := r.evaluators.Probes(spec.Evaluator, &task)
 	if err != nil {
 		// The evaluator reports the same spec problem as an error verdict.
 		log.Warn("page probes unavailable", "error", err.Error())

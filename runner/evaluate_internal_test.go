@@ -11,6 +11,7 @@ import (
 
 	"proctor/eval"
 	"proctor/eval/judge"
+	"proctor/internal/evaltest"
 	"proctor/models"
 )
 
@@ -64,9 +65,11 @@ func TestPlan(t *testing.T) {
 		{models.EvaluatorRubric, withRubric, slowJudges{}, []string{"rubric*", "judge"}},
 		{models.EvaluatorLLMJudge, withRubric, slowJudges{}, []string{"judge*", "rubric"}},
 		{models.EvaluatorNone, models.Task{}, slowJudges{}, []string{"judge"}},
+		{models.EvaluatorHiddenTests, models.Task{}, nil, nil},
+		{"not-registered", models.Task{}, slowJudges{}, []string{"judge"}},
 	} {
 		spec := &models.EpisodeSpec{Evaluator: tc.evaluator, Task: tc.task}
-		require.Equal(t, tc.want, kinds(plan(spec, tc.judges)), "%s, judges %v", tc.evaluator, tc.judges != nil)
+		require.Equal(t, tc.want, kinds(plan(evaltest.Registry(), spec, tc.judges)), "%s, judges %v", tc.evaluator, tc.judges != nil)
 	}
 }
 

@@ -15,8 +15,6 @@ import (
 	"github.com/riverqueue/river"
 
 	"proctor/eval"
-	"proctor/eval/verified"
-	"proctor/eval/webarena"
 	"proctor/har"
 	"proctor/models"
 	"proctor/storage/artifact"
@@ -113,39 +111,33 @@ type planned struct {
 }
 
 // plan lists the evaluators an attempt's benchmark calls for: its primary
-// evaluator (WebArena-Verified's or WebArena's checks, or the rubric judge),
-// plus, when a judge is configured, the trajectory judge and (for tasks with
-// rubric items) the rubric judge. Without a judge, judge-graded benchmarks
-// leave the attempt "not judged".
-func plan(spec *models.EpisodeSpec, judges Judges) []planned {
+// evaluator, built by its registry record (nil for one the registry does not
+// know, or that builds none, as a judge does when none is configured), plus,
+// when a judge is configured, the trajectory judge and (for tasks with rubric
+// items) the rubric judge, unless the primary evaluator already is that judge.
+// Without a judge, judge-graded benchmarks leave the attempt "not judged".
+func plan(kinds *eval.Registry, spec *models.EpisodeSpec, judges Judges) []planned {
 	var out []planned
-	switch spec.Evaluator {
-	case models.EvaluatorWebArenaVerified:
-		out = append(out, planned{verified.New(), models.EvaluationCheck, true})
-	case models.EvaluatorWebArenaVerifiedLenient:
-		out = append(out, planned{verified.NewLenient(), models.EvaluationCheck, true})
-	case models.EvaluatorWebArena:
-		var fuzzy eval.FuzzyMatcher
-		if judges != nil {
-			fuzzy = judges
-		}
-		out = append(out, planned{webarena.New(fuzzy), models.EvaluationCheck, true})
-	case models.EvaluatorRubric:
-		if judges != nil {
-			out = append(out, planned{judges.Rubric(), models.EvaluationRubric, true})
-		}
-	case models.EvaluatorLLMJudge:
-		if judges != nil {
-			out = append(out, planned{judges.Trajectory(), models.EvaluationJudge, true})
+	var tools eval.Tools
+	if judges != nil {
+		tools.Judges = judges
+	}
+	verdict := models.EvaluationCheck
+	if kind, err := kinds.Kind(spec.Evaluator); err == nil {
+		verdict = kind.Verdict
+		if kind.New != nil {
+			if ev := kind.New(tools); ev != nil {
+				out = append(out, planned{ev, kind.Verdict, true})
+			}
 		}
 	}
 	if judges == nil {
 		return out
 	}
-	if spec.Evaluator != models.EvaluatorLLMJudge {
+	if verdict != models.EvaluationJudge {
 		out = append(out, planned{judges.Trajectory(), models.EvaluationJudge, false})
 	}
-	if spec.Evaluator != models.EvaluatorRubric && len(spec.Task.RubricItems) > 0 {
+	if verdict != models.EvaluationRubric && len(spec.Task.RubricItems) > 0 {
 		out = append(out, planned{judges.Rubric(), models.EvaluationRubric, false})
 	}
 	return out
@@ -165,7 +157,7 @@ func (r *Runner) evaluate(ctx context.Context, spec *models.EpisodeSpec, log *sl
 		return batch, err
 	}
 	var rows []*models.Evaluation
-	for _, p := range plan(spec, judges) {
+	for _, p := range plan(r.evaluators, spec, judges) {
 		res, err := r.runEvaluator(ctx, p, in)
 		if err != nil {
 			return batch, err

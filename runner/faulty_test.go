@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/migrations"
 	"proctor/models"
 	"proctor/netguard"
@@ -56,7 +57,7 @@ func setupFaulty(t *testing.T, db *storage.DB, opts runner.Options) *faultyBundl
 	require.NoError(t, err)
 	db.UseAgentDeps(v, netguard.New([]string{"127.0.0.1"}, nil))
 
-	ds, err := importer.Parse(models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), []importer.SubsetFile{
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), []importer.SubsetFile{
 		{Name: subsetOne, R: strings.NewReader(`{"description": "one shop task", "task_ids": ["shop-keyboard-price"]}`)},
 		{Name: subsetTwo, R: strings.NewReader(`{"description": "a shop and a forum task", "task_ids": ["shop-keyboard-price", "forum-top-post"]}`)},
 	})
@@ -74,7 +75,7 @@ func setupFaulty(t *testing.T, db *storage.DB, opts runner.Options) *faultyBundl
 			t.Logf("worker log:\n%s", logs.String())
 		}
 	})
-	r, err := runner.New(runner.Config{
+	r, err := runner.New(runner.Config{Evaluators: evaltest.Registry(),
 		DB: db, Artifacts: b.artifacts, Browser: browserOptions(t),
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 		Options:     opts,

@@ -29,6 +29,7 @@ import (
 
 	"proctor/hiddentest"
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/migrations"
 	"proctor/models"
 	"proctor/netguard"
@@ -264,7 +265,7 @@ func setupHidden(t *testing.T, db *storage.DB, browser episode.BrowserOptions, s
 	guard := netguard.New([]string{"127.0.0.1"}, nil)
 	db.UseAgentDeps(v, guard)
 
-	ds, err := importer.Parse(models.FormatProctor, bytes.NewReader(hiddenBenchmarkFile(t, suite, caps)), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(hiddenBenchmarkFile(t, suite, caps)), nil)
 	require.NoError(t, err)
 	_, err = db.ImportBenchmark(h.system, hiddenBenchmarkSlug, ds, "benchmark.jsonl")
 	require.NoError(t, err)
@@ -284,7 +285,7 @@ func setupHidden(t *testing.T, db *storage.DB, browser episode.BrowserOptions, s
 	h.artifacts, err = artifact.NewLocal(filepath.Join(t.TempDir(), "artifacts"), artifact.NewURLSigner([]byte(strings.Repeat("s", 32))), "http://proctor.test")
 	require.NoError(t, err)
 	h.refuse = &atomic.Bool{}
-	h.runner, err = runner.New(runner.Config{
+	h.runner, err = runner.New(runner.Config{Evaluators: evaltest.Registry(),
 		DB: db, Artifacts: refusingStore{Store: h.artifacts, refuse: h.refuse}, Browser: browser,
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 		Guard:       guard,

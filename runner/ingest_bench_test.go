@@ -25,6 +25,7 @@ import (
 
 	"proctor/bundle/bundletest"
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/netguard"
 	"proctor/runner"
@@ -190,7 +191,7 @@ func measureIngest(mode, bundlePath, dir string) (ingestResult, error) {
 	if err != nil {
 		return res, err
 	}
-	r, err := runner.New(runner.Config{
+	r, err := runner.New(runner.Config{Evaluators: evaltest.Registry(),
 		DB: db, Artifacts: store,
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 		Options:     runner.Options{Episodes: 1, Submissions: runner.SubmissionOptions{TempDir: dir}},
@@ -253,7 +254,7 @@ func benchTeam(ctx context.Context, db *storage.DB) (context.Context, error) {
 		return nil, err
 	}
 	db.UseAgentDeps(v, netguard.New(nil, nil))
-	ds, err := importer.Parse(models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +297,7 @@ func waitSubmission(ctx context.Context, r *runner.Runner, id int64, want string
 // 1280×720 JPEGs of noise, which do not compress) and a HAR filling the rest.
 func writeBenchBundle(b *testing.B, path string, size int64) string {
 	b.Helper()
-	ds, err := importer.Parse(models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"proctor/internal/evaltest"
 	"proctor/runner"
 	"proctor/storage"
 	"proctor/storage/storagetest"
@@ -23,7 +24,7 @@ import (
 func TestRunner_QueueUI(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
-		r, err := runner.New(runner.Config{
+		r, err := runner.New(runner.Config{Evaluators: evaltest.Registry(),
 			DB: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 			Options:     runner.Options{Episodes: 0},

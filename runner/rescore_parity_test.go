@@ -16,6 +16,7 @@ import (
 
 	"proctor/bundle/bundletest"
 	"proctor/eval/verified"
+	"proctor/internal/evaltest"
 	"proctor/internal/testenv"
 	"proctor/models"
 	"proctor/runner"
@@ -38,13 +39,13 @@ func TestSubmission_RescoreWithTheOfficialReading(t *testing.T) {
 	// Both databases; the artifact store plays no part in a re-scoring.
 	forEachDatabase(t, portalOptions{submissions: runner.SubmissionOptions{PartBytes: 256 << 10}}, func(t *testing.T, p *portal) {
 		p.importWebArenaVerified(t)
-		require.NoError(t, p.db.SetBenchmarkEvaluator(p.admin, "webarena-verified", models.EvaluatorWebArenaVerifiedLenient))
+		require.NoError(t, p.db.SetBenchmarkEvaluator(p.admin, "webarena-verified", models.EvaluatorWebArenaVerifiedLenient, evaltest.Registry().Readings))
 		file := bundletest.Write(t, filepath.Join(t.TempDir(), "parity.tar.gz"), bundletest.TarGz, bundletest.Wrap("parity", outputs))
 		f := fileOf(t, file)
 		_, run := p.ingest(t, f, request("webarena-verified", "", f))
 		require.Equal(t, 3, run.Successes, "the lenient reading passes all three")
 
-		require.NoError(t, p.db.SetBenchmarkEvaluator(p.admin, "webarena-verified", models.EvaluatorWebArenaVerified))
+		require.NoError(t, p.db.SetBenchmarkEvaluator(p.admin, "webarena-verified", models.EvaluatorWebArenaVerified, evaltest.Registry().Readings))
 		n, err := runService(p.db, p.runner).Rescore(p.admin, models.RescoreScope{RunID: run.ID})
 		require.NoError(t, err)
 		require.Equal(t, 3, n, "the bundle's three answers are graded again; its 809 absent tasks stay failures by rule")
@@ -83,7 +84,7 @@ func TestSubmission_RescoreWithTheOfficialReading(t *testing.T) {
 		require.Eventually(t, func() bool {
 			lb, err := p.db.Leaderboard(context.Background(), "webarena-verified", models.SubsetFull, models.LeaderboardQuery{})
 			require.NoError(t, err)
-			return len(lb.Rows) == 1 && lb.Rows[0].Successes == 1 && lb.Rows[0].Rescore.SuccessDelta() == -2 && !lb.Lenient()
+			return len(lb.Rows) == 1 && lb.Rows[0].Successes == 1 && lb.Rows[0].Rescore.SuccessDelta() == -2 && lb.Evaluator == models.EvaluatorWebArenaVerified
 		}, time.Minute, 100*time.Millisecond, "the board follows the re-scoring and marks the row")
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"proctor/eval"
 	"proctor/models"
 	"proctor/netguard"
 	"proctor/runner/episode"
@@ -35,7 +36,10 @@ type Config struct {
 	Guard *netguard.Guard
 	// Judges builds LLM judges; nil when no judge can be configured at all.
 	Judges JudgeFactory
-	Logger *slog.Logger
+	// Evaluators is the evaluator registry: how a benchmark's evaluator is
+	// built and which page probes its episodes read. Required.
+	Evaluators *eval.Registry
+	Logger     *slog.Logger
 }
 
 // Runner executes runs: it owns the queue, the workers and this process's browser.
@@ -54,7 +58,8 @@ type Runner struct {
 	// with the browser (nil without a guard).
 	proxy *netguard.Proxy
 
-	judges judgeCache
+	judges     judgeCache
+	evaluators *eval.Registry
 	// metrics computes runs' leaderboard rows for the metrics job.
 	metrics *service.Metrics
 }
@@ -64,11 +69,14 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Evaluators == nil {
+		return nil, errors.New("runner: Evaluators is required (the evaluator registry built in main)")
+	}
 	if cfg.AgentClient == nil {
 		return nil, errors.New("runner: AgentClient is required (the SSRF-guarded client agents are called through)")
 	}
 	r := &Runner{db: cfg.DB, artifacts: cfg.Artifacts, log: cfg.Logger, browserOp: cfg.Browser, agentClient: cfg.AgentClient,
-		guard:  cfg.Guard,
+		guard: cfg.Guard, evaluators: cfg.Evaluators,
 		judges: judgeCache{factory: cfg.Judges}, metrics: service.NewMetrics(cfg.DB)}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &dispatchWorker{r: r})

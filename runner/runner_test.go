@@ -16,7 +16,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"proctor/eval"
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/internal/testenv"
 	"proctor/models"
 	"proctor/netguard"
@@ -60,6 +62,13 @@ func setupRun(t *testing.T, db *storage.DB, episodes int) *runBundle {
 // setupRunWith is setupRun with LLM judges (nil: none configured).
 func setupRunWith(t *testing.T, db *storage.DB, episodes int, judges runner.JudgeFactory) *runBundle {
 	t.Helper()
+	return setupRunFrom(t, db, episodes, judges, evaltest.Registry(), sandbox.Benchmark())
+}
+
+// setupRunFrom is setupRunWith with the evaluator registry the import and
+// the runner use, and the benchmark file imported as the sandbox benchmark.
+func setupRunFrom(t *testing.T, db *storage.DB, episodes int, judges runner.JudgeFactory, kinds *eval.Registry, benchmark []byte) *runBundle {
+	t.Helper()
 	opts := browserOptions(t)
 	ctx := context.Background()
 	system := models.WithActor(ctx, models.SystemActor())
@@ -70,7 +79,7 @@ func setupRunWith(t *testing.T, db *storage.DB, episodes int, judges runner.Judg
 	box := sandbox.New(sandbox.Options{})
 	srv := httptest.NewServer(box)
 	t.Cleanup(srv.Close)
-	ds, err := importer.Parse(models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
+	ds, err := importer.Parse(kinds, models.FormatProctor, bytes.NewReader(benchmark), nil)
 	require.NoError(t, err)
 	_, err = db.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl")
 	require.NoError(t, err)
@@ -89,7 +98,7 @@ func setupRunWith(t *testing.T, db *storage.DB, episodes int, judges runner.Judg
 
 	store, err := artifact.NewLocal(filepath.Join(t.TempDir(), "artifacts"), artifact.NewURLSigner([]byte(strings.Repeat("s", 32))), "http://proctor.test")
 	require.NoError(t, err)
-	r, err := runner.New(runner.Config{
+	r, err := runner.New(runner.Config{Evaluators: kinds,
 		DB: db, Artifacts: store, Browser: opts,
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 		Judges:      judges,

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/eval/judge"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/runner"
 	"proctor/sandbox"
@@ -217,7 +218,7 @@ func TestRunner_StudyJudges(t *testing.T) {
 		require.Zero(t, studyJobsLeft(t, db))
 
 		// A server without a judge refuses before queueing anything.
-		bare, err := runner.New(runner.Config{DB: db, Artifacts: b.artifacts, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		bare, err := runner.New(runner.Config{Evaluators: evaltest.Registry(), DB: db, Artifacts: b.artifacts, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			AgentClient: func(time.Duration) *http.Client { return http.DefaultClient }})
 		require.NoError(t, err)
 		err = bare.QueueStudyJudges(admin, st.ID, nil)

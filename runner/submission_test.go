@@ -29,6 +29,7 @@ import (
 
 	"proctor/bundle/bundletest"
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/internal/testenv"
 	"proctor/models"
 	"proctor/netguard"
@@ -145,7 +146,7 @@ func newPortal(t *testing.T, db *storage.DB, ps portalStore, opts portalOptions)
 	v, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
 	db.UseAgentDeps(v, netguard.New(nil, nil))
-	ds, err := importer.Parse(models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
 	require.NoError(t, err)
 	_, err = db.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl")
 	require.NoError(t, err)
@@ -177,7 +178,7 @@ func newPortal(t *testing.T, db *storage.DB, ps portalStore, opts portalOptions)
 		sub.PartBytes = 5 << 20 // S3 takes no smaller part but the last
 	}
 	p.partBytes = sub.PartBytes
-	r, err := runner.New(runner.Config{
+	r, err := runner.New(runner.Config{Evaluators: evaltest.Registry(),
 		DB: db, Artifacts: store,
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 		Options:     runner.Options{Episodes: 1, Submissions: sub, RescueAfter: opts.rescueAfter},
@@ -202,7 +203,7 @@ func (p *portal) importWebArenaVerified(t *testing.T) {
 	f, err := os.Open(filepath.Join(testenv.SharedDataDir(t), "webarena-verified", "webarena-verified.json"))
 	require.NoError(t, err)
 	defer f.Close()
-	ds, err := importer.Parse(models.FormatWebArenaVerified, f, nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatWebArenaVerified, f, nil)
 	require.NoError(t, err)
 	_, err = p.db.ImportBenchmark(p.system, "webarena-verified", ds, "webarena-verified.json")
 	require.NoError(t, err)

@@ -22,6 +22,7 @@ import (
 	"proctor/eval/judge"
 	"proctor/eval/webarena"
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/runner"
 	"proctor/sandbox"
@@ -168,7 +169,7 @@ func TestRunner_WebArenaOnSandbox(t *testing.T) {
 		// miss the episode's 5 s action timeout.
 		b := setupRunWith(t, db, 4, factory)
 
-		ds, err := importer.Parse(models.FormatWebArena, bytes.NewReader(tasks), nil)
+		ds, err := importer.Parse(evaltest.Registry(), models.FormatWebArena, bytes.NewReader(tasks), nil)
 		require.NoError(t, err)
 		_, err = db.ImportBenchmark(b.system, webArenaShopSlug, ds, "webarena-sandbox.json")
 		require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 	"proctor/eval"
 	"proctor/eval/verified"
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/models"
 )
 
@@ -28,7 +29,7 @@ func placeholders() map[string]string {
 
 func parseBenchmark(t *testing.T) *importer.Dataset {
 	t.Helper()
-	d, err := importer.Parse(models.FormatProctor, bytes.NewReader(Benchmark()), nil)
+	d, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(Benchmark()), nil)
 	require.NoError(t, err)
 	return d
 }

@@ -127,7 +127,7 @@ func (s *Runs) QueueRun(ctx context.Context, req models.RunRequest) (*models.Run
 	if bench.CurrentVersionID == nil {
 		return nil, models.FieldError("benchmark", "benchmark %s has no imported tasks", bench.Slug)
 	}
-	if bench.Evaluator == models.EvaluatorHiddenTests {
+	if bench.GradesCandidates() {
 		return nil, models.FieldError("benchmark", "%s is a hidden-tests benchmark: its tasks are graded by testing the websites a team submits (/benchmarks/%s/candidates/new), not by running an agent here", bench.Slug, bench.Slug)
 	}
 	snap := models.SnapshotOf(agent)

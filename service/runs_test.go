@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/netguard"
 	"proctor/service"
@@ -53,7 +54,7 @@ func newFixture(t *testing.T, db *storage.DB) *fixture {
 	require.NoError(t, db.CreateAgent(f.member, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay}, nil))
 	require.NoError(t, db.CreateAgent(f.member, "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
 	require.NoError(t, db.CreateAgent(f.other, "other", &models.Agent{Name: "Theirs", Kind: models.AgentReplay}, nil))
-	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(miniBench), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(miniBench), nil)
 	require.NoError(t, err)
 	_, err = db.ImportBenchmark(f.system, "mini", ds, "mini.jsonl")
 	require.NoError(t, err)

@@ -175,7 +175,10 @@ func (db *DB) benchmarkForImport(tx *gorm.DB, slug string, ds *importer.Dataset)
 	now := db.now()
 	b = models.Benchmark{
 		Slug: slug, Name: name, Description: strings.TrimSpace(ds.Description), Format: ds.Format,
-		Evaluator: ds.Evaluator, Published: true, DefaultMaxSteps: 30, CreatedAt: now, UpdatedAt: now,
+		Evaluator: ds.Evaluator, Grades: ds.Grades, Published: true, DefaultMaxSteps: 30, CreatedAt: now, UpdatedAt: now,
+	}
+	if b.Grades == "" {
+		b.Grades = models.GradesAgents
 	}
 	if b.Evaluator == "" {
 		b.Evaluator = models.EvaluatorNone
@@ -557,7 +560,7 @@ func summaryOf(q *gorm.DB, b *models.Benchmark) (*models.BenchmarkSummary, error
 		return nil, wrap(err, "benchmark version")
 	}
 	s.Version, s.Checksum = v.Version, v.Checksum
-	if b.Evaluator == models.EvaluatorHiddenTests {
+	if b.GradesCandidates() {
 		s.PassThreshold = v.PassThreshold
 	}
 	var total int64

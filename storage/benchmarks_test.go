@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/internal/testenv"
 	"proctor/models"
 	"proctor/storage"
@@ -29,7 +30,7 @@ const benchFixture = `{"proctor_benchmark": 1, "name": "Mini bench", "descriptio
 
 func parseBenchFixture(t *testing.T, text string) *importer.Dataset {
 	t.Helper()
-	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(text), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(text), nil)
 	require.NoError(t, err)
 	return ds
 }
@@ -470,7 +471,7 @@ func TestStore_ImportWebArenaVerified(t *testing.T) {
 		t.Cleanup(func() { f.Close() })
 		return f
 	}
-	ds, err := importer.Parse(models.FormatWebArenaVerified, open("webarena-verified/webarena-verified.json"),
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatWebArenaVerified, open("webarena-verified/webarena-verified.json"),
 		[]importer.SubsetFile{{Name: "hard", R: open("webarena-verified/subsets/webarena-verified-hard.json")}})
 	require.NoError(t, err)
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {

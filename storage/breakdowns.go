@@ -18,10 +18,10 @@ import (
 // breakdownScope is a resolved board: the benchmark version and, for a named
 // subset, the subset whose tasks it covers.
 type breakdownScope struct {
-	ref       models.BoardRef
-	evaluator string // the benchmark's, for the runs' shown origins
-	versionID int64
-	subsetID  int64 // 0 on the full board
+	ref              models.BoardRef
+	gradesCandidates bool // the benchmark's, for the runs' shown origins
+	versionID        int64
+	subsetID         int64 // 0 on the full board
 }
 
 // breakdownBoardScope resolves a board the caller may see. ENOTFOUND for an
@@ -38,7 +38,7 @@ func breakdownBoardScope(ctx context.Context, q *gorm.DB, bq models.BreakdownQue
 	}
 	s := &breakdownScope{ref: models.BoardRef{
 		BenchmarkSlug: b.Slug, BenchmarkName: b.Name, BenchmarkPublished: b.Published, Subset: bq.Subset,
-	}, evaluator: b.Evaluator}
+	}, gradesCandidates: b.GradesCandidates()}
 	for _, v := range versions {
 		isCurrent := b.CurrentVersionID != nil && v.ID == *b.CurrentVersionID
 		if isCurrent {
@@ -379,7 +379,7 @@ func (db *DB) BreakdownBoard(ctx context.Context, bq models.BreakdownQuery, with
 		name, model := r.agentNameModel()
 		e := models.BreakdownEntry{
 			RunID: r.RunID, AgentName: name, AgentSlug: r.AgentSlug, TeamName: r.TeamName, TeamSlug: r.TeamSlug,
-			Model: model, Origin: models.ShownOrigin(r.Origin, s.evaluator), Verified: r.Verified, Restricted: r.Restricted,
+			Model: model, Origin: models.ShownOrigin(r.Origin, s.gradesCandidates), Verified: r.Verified, Restricted: r.Restricted,
 			Success: rep.metrics.cell(), Tasks: r.Tasks, MeanSteps: r.MeanSteps, CostPerTask: r.CostPerTask, Unknown: r.Unknown,
 			Groups:     cells(rep.groups, groupKeys),
 			Difficulty: cells(rep.difficulty, difficulties),

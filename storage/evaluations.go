@@ -187,7 +187,7 @@ func (db *DB) RescoreAttempts(ctx context.Context, scope models.RescoreScope, en
 		// grade, and keep their outcome.
 		q := tx.Table("attempts a").Where("a.status = ?", models.AttemptDone).
 			Joins("JOIN runs r ON r.id = a.run_id").Joins("JOIN benchmark_versions v ON v.id = r.version_id").
-			Joins("JOIN benchmarks b ON b.id = v.benchmark_id").Where("b.evaluator <> ?", models.EvaluatorHiddenTests).
+			Joins("JOIN benchmarks b ON b.id = v.benchmark_id").Where("b.grades <> ?", models.GradesCandidates).
 			Where("EXISTS (SELECT 1 FROM evaluations e WHERE e.attempt_id = a.id)")
 		switch {
 		case scope.RunID != 0:
@@ -317,21 +317,16 @@ func judgeHost(raw string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// SetBenchmarkEvaluator chooses how a WebArena-Verified benchmark's attempts
-// are graded from now on: as the official evaluator does
-// (models.EvaluatorWebArenaVerified) or by the lenient reading
-// (models.EvaluatorWebArenaVerifiedLenient), whose boards say their scores are
-// not official. Stored verdicts change only when the runs are re-scored.
-// Admins only. ENOTFOUND for an unknown benchmark; EINVALID on "evaluator"
-// for another kind, or for a benchmark not graded by WebArena-Verified's
-// checks.
-func (db *DB) SetBenchmarkEvaluator(ctx context.Context, slug, evaluator string) error {
+// SetBenchmarkEvaluator chooses how a benchmark's attempts are graded from
+// now on, among the readings of its evaluator that readingsOf gives (the
+// evaluator registry's: for WebArena-Verified, the official evaluator or the
+// lenient reading, whose boards say their scores are not official). Stored
+// verdicts change only when the runs are re-scored. Admins only. ENOTFOUND
+// for an unknown benchmark; EINVALID on "evaluator" for a benchmark whose
+// evaluator has no readings, or a choice not among them.
+func (db *DB) SetBenchmarkEvaluator(ctx context.Context, slug, evaluator string, readingsOf func(evaluator string) []string) error {
 	if _, err := models.RequireAdmin(ctx); err != nil {
 		return err
-	}
-	readings := models.WebArenaVerifiedReadings()
-	if !slices.Contains(readings, evaluator) {
-		return models.FieldError("evaluator", "choose %s or %s, not %q", readings[0], readings[1], evaluator)
 	}
 	return db.tx(ctx, func(tx *gorm.DB) error {
 		var b models.Benchmark
@@ -341,8 +336,12 @@ func (db *DB) SetBenchmarkEvaluator(ctx context.Context, slug, evaluator string)
 			}
 			return wrap(err, "benchmark")
 		}
-		if !slices.Contains(readings, b.Evaluator) {
+		readings := readingsOf(b.Evaluator)
+		if len(readings) == 0 {
 			return models.FieldError("evaluator", "benchmark %q is graded by %s: only WebArena-Verified benchmarks have a lenient reading", slug, b.Evaluator)
+		}
+		if !slices.Contains(readings, evaluator) {
+			return models.FieldError("evaluator", "choose %s, not %q", strings.Join(readings, " or "), evaluator)
 		}
 		return wrap(tx.Model(&models.Benchmark{}).Where("id = ?", b.ID).
 			Updates(map[string]any{"evaluator": evaluator, "updated_at": db.now()}).Error, "benchmark")

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/service"
 	"proctor/service/servicetest"
@@ -380,23 +381,23 @@ func TestStore_SetBenchmarkEvaluator(t *testing.T) {
 		require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "mini").Update("evaluator", models.EvaluatorWebArenaVerified).Error)
 
 		lenient := models.EvaluatorWebArenaVerifiedLenient
-		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(db.SetBenchmarkEvaluator(f.anon, "mini", lenient)))
-		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(db.SetBenchmarkEvaluator(f.member, "mini", lenient)))
-		require.Equal(t, models.ENOTFOUND, models.ErrorCode(db.SetBenchmarkEvaluator(f.admin, "nope", lenient)))
-		err := db.SetBenchmarkEvaluator(f.admin, "mini", models.EvaluatorRubric)
+		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(db.SetBenchmarkEvaluator(f.anon, "mini", lenient, evaltest.Registry().Readings)))
+		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(db.SetBenchmarkEvaluator(f.member, "mini", lenient, evaltest.Registry().Readings)))
+		require.Equal(t, models.ENOTFOUND, models.ErrorCode(db.SetBenchmarkEvaluator(f.admin, "nope", lenient, evaltest.Registry().Readings)))
+		err := db.SetBenchmarkEvaluator(f.admin, "mini", models.EvaluatorRubric, evaltest.Registry().Readings)
 		require.Equal(t, models.EINVALID, models.ErrorCode(err))
 		require.Equal(t, "evaluator", models.ErrorField(err))
 
-		require.NoError(t, db.SetBenchmarkEvaluator(f.admin, "mini", lenient))
+		require.NoError(t, db.SetBenchmarkEvaluator(f.admin, "mini", lenient, evaltest.Registry().Readings))
 		spec := f.claimedSpec(t, f.dispatch(t, f.run.ID)[0])
 		require.Equal(t, lenient, spec.Evaluator, "attempts are graded by the reading chosen now")
 		board, err := db.Leaderboard(f.admin, "mini", models.SubsetFull, models.LeaderboardQuery{})
 		require.NoError(t, err)
-		require.True(t, board.Lenient(), "the board says it is not the official reading")
+		require.Equal(t, lenient, board.Evaluator, "the board names the reading it is graded by (the registry says it is lenient)")
 
-		require.NoError(t, db.SetBenchmarkEvaluator(f.admin, "mini", models.EvaluatorWebArenaVerified))
+		require.NoError(t, db.SetBenchmarkEvaluator(f.admin, "mini", models.EvaluatorWebArenaVerified, evaltest.Registry().Readings))
 		require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "mini").Update("evaluator", models.EvaluatorRubric).Error)
-		err = db.SetBenchmarkEvaluator(f.admin, "mini", lenient)
+		err = db.SetBenchmarkEvaluator(f.admin, "mini", lenient, evaltest.Registry().Readings)
 		require.Equal(t, models.EINVALID, models.ErrorCode(err), "only WebArena-Verified benchmarks have a lenient reading")
 	})
 }

@@ -78,7 +78,7 @@ func (db *DB) SubmitCandidates(ctx context.Context, req models.CandidateRunReque
 		}
 		return nil, err
 	}
-	if bench.Evaluator != models.EvaluatorHiddenTests {
+	if !bench.GradesCandidates() {
 		return nil, models.FieldError("benchmark", "benchmark %s is graded by %s, not by hidden tests: candidate websites are submitted only to hidden-tests benchmarks", bench.Slug, bench.Evaluator)
 	}
 	if bench.CurrentVersionID == nil {
@@ -425,7 +425,7 @@ func (db *DB) CandidateTasks(ctx context.Context, benchmarkSlug, subset string) 
 	if err != nil {
 		return nil, err
 	}
-	if bench.Evaluator != models.EvaluatorHiddenTests || bench.CurrentVersionID == nil {
+	if !bench.GradesCandidates() || bench.CurrentVersionID == nil {
 		return nil, models.Errorf(models.ENOTFOUND, "Benchmark %s takes no candidate websites.", bench.Slug)
 	}
 	subset = strings.TrimSpace(subset)

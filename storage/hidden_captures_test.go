@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/storage"
 	"proctor/storage/storagetest"
@@ -68,7 +69,7 @@ func TestStore_ReferenceCaptures(t *testing.T) {
 		sys := benchSystemCtx()
 		anon, user, admin := benchActors(t, db)
 		header, card := capturePNG(t, 40, 10, 30), capturePNG(t, 12, 20, 200)
-		ds, err := importer.Parse(models.FormatProctor, strings.NewReader(hiddenBenchFile(t, header, card)), nil)
+		ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(hiddenBenchFile(t, header, card)), nil)
 		require.NoError(t, err)
 
 		v1, err := db.ImportBenchmark(sys, "rebuild", ds, "rebuild.jsonl")
@@ -114,7 +115,7 @@ func TestStore_ReferenceCaptures(t *testing.T) {
 
 		t.Run("NewImageIsANewVersion", func(t *testing.T) {
 			changed := capturePNG(t, 12, 20, 90)
-			ds2, err := importer.Parse(models.FormatProctor, strings.NewReader(hiddenBenchFile(t, header, changed)), nil)
+			ds2, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(hiddenBenchFile(t, header, changed)), nil)
 			require.NoError(t, err)
 			v2, err := db.ImportBenchmark(sys, "rebuild", ds2, "rebuild.jsonl")
 			require.NoError(t, err)

@@ -21,13 +21,18 @@ import (
 // hiddenBenchmark is what the hidden-test reads need of a run's benchmark.
 type hiddenBenchmark struct {
 	Evaluator        string
+	Grades           string
 	RevealReferences bool
 }
+
+// gradesCandidates reports whether the benchmark is graded by hidden tests
+// run against candidate websites.
+func (b *hiddenBenchmark) gradesCandidates() bool { return b.Grades == models.GradesCandidates }
 
 // benchmarkOfVersion reads the evaluator and reveal flag of a version's benchmark.
 func benchmarkOfVersion(q *gorm.DB, versionID int64) (*hiddenBenchmark, error) {
 	var rows []hiddenBenchmark
-	err := q.Table("benchmarks b").Select("b.evaluator, b.reveal_references").
+	err := q.Table("benchmarks b").Select("b.evaluator, b.grades, b.reveal_references").
 		Joins("JOIN benchmark_versions v ON v.benchmark_id = b.id").Where("v.id = ?", versionID).Scan(&rows).Error
 	if err != nil {
 		return nil, wrap(err, "benchmark")
@@ -117,7 +122,7 @@ func (db *DB) RunHiddenResults(ctx context.Context, runID int64) (*models.RunHid
 	if err != nil {
 		return nil, err
 	}
-	if b.Evaluator != models.EvaluatorHiddenTests {
+	if !b.gradesCandidates() {
 		return nil, nil
 	}
 	var rows []hiddenTaskRow
@@ -201,7 +206,7 @@ func (db *DB) hiddenAttemptAccess(ctx context.Context, q *gorm.DB, attemptID int
 	if err != nil {
 		return nil, err
 	}
-	if b.Evaluator != models.EvaluatorHiddenTests {
+	if !b.gradesCandidates() {
 		return nil, models.Errorf(models.ENOTFOUND, "Attempt %d has no hidden tests.", attemptID)
 	}
 	if !mayBrowseHiddenTests(ctx, b) {
@@ -228,7 +233,7 @@ func (db *DB) hiddenAttemptAccess(ctx context.Context, q *gorm.DB, attemptID int
 // has checked that the run may be seen.
 func attemptHiddenTally(ctx context.Context, q *gorm.DB, run *models.Run, attemptID int64) (*models.TimelineHiddenTests, error) {
 	b, err := benchmarkOfVersion(q, run.VersionID)
-	if err != nil || b.Evaluator != models.EvaluatorHiddenTests {
+	if err != nil || !b.gradesCandidates() {
 		return nil, err
 	}
 	var rows []models.HiddenTestResult

@@ -134,7 +134,7 @@ func (db *DB) Leaderboard(ctx context.Context, slug, subset string, query models
 	}
 	lb := &models.Leaderboard{
 		BenchmarkSlug: b.Slug, BenchmarkName: b.Name, BenchmarkPublished: b.Published,
-		Subset: subset, Query: query.Normalized(), HiddenTests: b.Evaluator == models.EvaluatorHiddenTests, Evaluator: b.Evaluator,
+		Subset: subset, Query: query.Normalized(), HiddenTests: b.GradesCandidates(), Evaluator: b.Evaluator,
 	}
 	var version *models.BenchmarkVersion
 	for i, v := range versions {
@@ -181,7 +181,7 @@ func (db *DB) Leaderboard(ctx context.Context, slug, subset string, query models
 		return nil, err
 	}
 	for i := range rows {
-		rows[i].Origin = models.ShownOrigin(rows[i].Origin, b.Evaluator)
+		rows[i].Origin = models.ShownOrigin(rows[i].Origin, b.GradesCandidates())
 	}
 	lb.SetRows(rows)
 	return lb, nil

@@ -185,14 +185,14 @@ func (db *DB) overShare(tx *gorm.DB, teamID, attemptID int64, hidden bool, by mo
 		}
 		limit = max(1, int(total/2))
 	}
-	kind := "b.evaluator <> ?"
+	kind := "b.grades <> ?"
 	if hidden {
-		kind = "b.evaluator = ?"
+		kind = "b.grades = ?"
 	}
 	active := func(status string) *gorm.DB {
 		return tx.Table("attempts a").Joins("JOIN runs r ON r.id = a.run_id").
 			Joins("JOIN benchmark_versions v ON v.id = r.version_id").Joins("JOIN benchmarks b ON b.id = v.benchmark_id").
-			Where("a.status = ? AND "+kind, status, models.EvaluatorHiddenTests)
+			Where("a.status = ? AND "+kind, status, models.GradesCandidates)
 	}
 	var running int64
 	if err := active(models.AttemptRunning).Where("r.team_id = ? AND a.id <> ?", teamID, attemptID).Count(&running).Error; err != nil {

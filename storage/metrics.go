@@ -184,7 +184,7 @@ func (db *DB) RefreshRunMetrics(ctx context.Context, runID int64, rows Leaderboa
 			return err
 		}
 		src := RunMetricsSource{Run: run, BenchmarkID: benchmarkIDs[0], Scopes: scopes, Now: db.now()}
-		if b.Evaluator == models.EvaluatorHiddenTests {
+		if b.gradesCandidates() {
 			if src.HiddenByTask, err = runHiddenByTask(tx, runID); err != nil {
 				return err
 			}

@@ -46,7 +46,7 @@ func shownOriginOf(q *gorm.DB, run *models.Run) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return models.ShownOrigin(run.Origin, b.Evaluator), nil
+	return models.ShownOrigin(run.Origin, b.gradesCandidates()), nil
 }
 
 // moderationOf is a run's publication state as the context's actor sees it;

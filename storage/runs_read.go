@@ -89,7 +89,7 @@ func (db *DB) runSummaryAccess(ctx context.Context, q *gorm.DB, runID int64, loc
 
 // shownOriginColumn is a run's origin as pages show it (models.ShownOrigin),
 // over runListFrom.
-const shownOriginColumn = `CASE WHEN r.origin = '` + models.OriginUploaded + `' AND b.evaluator = '` + models.EvaluatorHiddenTests +
+const shownOriginColumn = `CASE WHEN r.origin = '` + models.OriginUploaded + `' AND b.grades = '` + models.GradesCandidates +
 	`' THEN '` + models.OriginCandidates + `' ELSE r.origin END`
 
 // runListColumns are the columns of a models.RunListItem over runListFrom;
@@ -197,10 +197,10 @@ func (db *DB) RunProgress(ctx context.Context, runID int64) (*models.RunProgress
 func progressOf(q *gorm.DB, run *models.Run) (*models.RunProgress, error) {
 	p := &models.RunProgress{Run: *run, ErrorsBy: map[string]int{}}
 	var names []struct {
-		AgentName, TeamSlug, TeamName, Benchmark, Evaluator string
-		BenchmarkID                                         int64
+		AgentName, TeamSlug, TeamName, Benchmark, Grades string
+		BenchmarkID                                      int64
 	}
-	err := runListFrom(q).Select("a.name AS agent_name, t.slug AS team_slug, t.name AS team_name, b.slug AS benchmark, b.evaluator, b.id AS benchmark_id").
+	err := runListFrom(q).Select("a.name AS agent_name, t.slug AS team_slug, t.name AS team_name, b.slug AS benchmark, b.grades, b.id AS benchmark_id").
 		Where("r.id = ?", run.ID).Scan(&names).Error
 	if err != nil {
 		return nil, wrap(err, "run")
@@ -208,7 +208,7 @@ func progressOf(q *gorm.DB, run *models.Run) (*models.RunProgress, error) {
 	if len(names) == 1 {
 		n := names[0]
 		p.AgentName, p.TeamSlug, p.TeamName, p.Benchmark, p.BenchmarkID = n.AgentName, n.TeamSlug, n.TeamName, n.Benchmark, n.BenchmarkID
-		p.Run.Origin = models.ShownOrigin(run.Origin, n.Evaluator)
+		p.Run.Origin = models.ShownOrigin(run.Origin, n.Grades == models.GradesCandidates)
 	}
 	var groups []struct {
 		Status, Outcome, ErrorClass string
@@ -649,7 +649,7 @@ func (db *DB) RunFormOptions(ctx context.Context, teamSlug string) (*models.RunF
 	bq := q.Table("benchmarks b").Select("b.slug, b.name, v.id AS version_id, v.task_count AS tasks").
 		Joins("JOIN benchmark_versions v ON v.id = b.current_version_id").
 		// A hidden-tests benchmark grades submitted websites, not agent runs.
-		Where("b.evaluator <> ?", models.EvaluatorHiddenTests).
+		Where("b.grades <> ?", models.GradesCandidates).
 		Order("LOWER(b.name), b.slug")
 	if !models.ActorFrom(ctx).Privileged() {
 		bq = bq.Where("b.published = ?", true)

@@ -434,7 +434,7 @@ func LeaderboardPage(p Page, v LeaderboardView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if b.Lenient() {
+			if b.Lenient {
 				templ_7745c5c3_Err = LenientNotice("lenient-board").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

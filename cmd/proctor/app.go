@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"proctor/config"
+	"proctor/eval"
 	"proctor/eval/judge"
 	"proctor/models"
 	"proctor/netguard"
@@ -30,6 +31,8 @@ type App struct {
 	Vault     *vault.Vault
 	// ArtifactHandler serves signed URLs of the local store; nil on S3.
 	ArtifactHandler http.Handler
+	// Evaluators is the evaluator registry (evaluators.go).
+	Evaluators *eval.Registry
 }
 
 // commonFlags are the settings every verb accepts as flags over the
@@ -88,7 +91,11 @@ func (p *Program) openApp(ctx context.Context, cf *commonFlags, migrate bool) (*
 	if err != nil {
 		return nil, err
 	}
-	app := &App{Config: cfg, Log: log, Vault: v}
+	kinds, err := evaluators()
+	if err != nil {
+		return nil, err
+	}
+	app := &App{Config: cfg, Log: log, Vault: v, Evaluators: kinds}
 	// config parses the database URL; storage takes the same fields.
 	if app.DB, err = storage.Open(ctx, storage.DatabaseLocation(cfg.Database)); err != nil {
 		return nil, err
@@ -167,6 +174,7 @@ func (p *Program) newRunner(app *App, episodes int) (*runner.Runner, error) {
 		AgentClient: guard.Client,
 		Guard:       guard,
 		Judges:      judgeFactory(app.Config.Judge),
+		Evaluators:  app.Evaluators,
 		Options: runner.Options{
 			Episodes: episodes, DailyRunQuota: app.Config.RunQuota,
 			RescueAfter: app.Config.RescueAfter, LeaseTTL: app.Config.WorkerLease,

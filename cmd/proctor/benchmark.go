@@ -154,7 +154,11 @@ func parseDatasetFiles(format, file string, subsets subsetFlags) (*importer.Data
 		defer sf.Close()
 		files = append(files, importer.SubsetFile{Name: s.name, R: sf})
 	}
-	ds, err := importer.Parse(format, f, files)
+	kinds, err := evaluators()
+	if err != nil {
+		return nil, err
+	}
+	ds, err := importer.Parse(kinds, format, f, files)
 	if err != nil {
 		return nil, prefixError(file, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/service"
 	"proctor/service/servicetest"
@@ -55,7 +56,7 @@ func seedComparedRuns(t *testing.T, env testEnv) (navigator, pathfinder, scout c
 	db := app.DB
 	ctx := context.Background()
 	sys := models.WithActor(ctx, models.SystemActor())
-	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(compareBenchmark), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(compareBenchmark), nil)
 	require.NoError(t, err)
 	_, err = db.ImportBenchmark(sys, "shop-forum", ds, "shop-forum.jsonl")
 	require.NoError(t, err)

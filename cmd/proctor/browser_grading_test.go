@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/service"
 	"proctor/storage"
@@ -49,7 +50,7 @@ func TestBrowser_GradingAndRescoreChanges(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, service.NewMetrics(app.DB).RefreshRunMetrics(sys, runID))
-	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(defectiveBenchmark), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(defectiveBenchmark), nil)
 	require.NoError(t, err)
 	_, err = app.DB.ImportBenchmark(sys, "verified-bench", ds, "verified-bench.jsonl")
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/storage"
 )
@@ -26,11 +27,11 @@ const rebuildsBenchmark = `{"proctor_benchmark": 1, "name": "Rebuilds", "evaluat
 // withRebuilds adds the hidden-tests benchmark "rebuilds" to a database.
 func withRebuilds(t *testing.T, db *storage.DB) {
 	t.Helper()
-	ds, err := importer.Parse(models.FormatProctor, strings.NewReader(rebuildsBenchmark), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(rebuildsBenchmark), nil)
 	require.NoError(t, err)
 	_, err = db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), "rebuilds", ds, "rebuilds.jsonl")
 	require.NoError(t, err)
-	require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "rebuilds").Update("evaluator", models.EvaluatorHiddenTests).Error)
+	require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "rebuilds").Updates(map[string]any{"evaluator": models.EvaluatorHiddenTests, "grades": models.GradesCandidates}).Error)
 }
 
 func writeFile(t *testing.T, name, content string) string {

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/internal/testenv"
 	"proctor/models"
 	"proctor/runner"
@@ -73,7 +74,7 @@ func newFaultRig(t testing.TB, env testEnv) *faultRig {
 	app := env.openMigrated(t)
 	ctx := context.Background()
 	system := models.WithActor(ctx, models.SystemActor())
-	ds, err := importer.Parse(models.FormatProctor, bytes.NewReader(withFaultSubset(t, sandbox.Benchmark())), nil)
+	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(withFaultSubset(t, sandbox.Benchmark())), nil)
 	require.NoError(t, err)
 	_, err = app.DB.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl")
 	require.NoError(t, err)

@@ -29,7 +29,7 @@ func (p *Program) seed(ctx context.Context, args []string) error {
 	}
 	defer app.Close()
 	ctx = models.WithActor(ctx, models.SystemActor())
-	ds, err := importer.Parse(models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
+	ds, err := importer.Parse(app.Evaluators, models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
 	if err != nil {
 		return fmt.Errorf("bundled sandbox benchmark: %w", err)
 	}
@@ -87,7 +87,7 @@ func (p *Program) seedHiddenSample(ctx context.Context, app *App) error {
 	if err != nil {
 		return fmt.Errorf("sample hidden-tests benchmark: %w", err)
 	}
-	ds, err := importer.Parse(models.FormatProctor, bytes.NewReader(file), nil)
+	ds, err := importer.Parse(app.Evaluators, models.FormatProctor, bytes.NewReader(file), nil)
 	if err != nil {
 		return fmt.Errorf("sample hidden-tests benchmark: %w", err)
 	}

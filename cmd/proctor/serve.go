@@ -12,7 +12,6 @@ import (
 
 	"proctor/config"
 	"proctor/docs"
-	"proctor/eval/verified"
 	"proctor/handlers"
 	"proctor/sandbox"
 	"proctor/static"
@@ -63,7 +62,7 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 		Store: app.DB, Artifacts: app.Artifacts, ArtifactHandler: app.ArtifactHandler,
 		Static: static.Files(), Docs: docs.Files(), Logger: app.Log,
 		ArtifactURLs: app.Artifacts, Runs: app.runService(run), Submissions: run, StudyJudging: run, Candidates: run, QueueUI: queueUI,
-		TaskChecks: verified.Checker{},
+		Evaluators: app.Evaluators,
 	})
 	if err != nil {
 		return err

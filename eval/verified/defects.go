@@ -24,27 +24,17 @@ const (
 	DefectConflictingChecks = "conflicting-checks"
 )
 
-// Checker finds upstream defects for the task pages administrators see.
-type Checker struct{}
-
-// Defects lists the upstream defects of a task graded by the evaluator kind
-// given: SpecDefects for the official reading; for the lenient one, the
-// defects it shares (it grades a retrieve task without expected data by its
-// status, and types untyped numbers itself); none for other kinds.
-func (Checker) Defects(evaluator string, task *models.Task) []models.TaskDefect {
-	switch evaluator {
-	case models.EvaluatorWebArenaVerified:
-		return SpecDefects(task)
-	case models.EvaluatorWebArenaVerifiedLenient:
-		var out []models.TaskDefect
-		for _, d := range SpecDefects(task) {
-			if d.Kind == DefectConflictingChecks {
-				out = append(out, d)
-			}
+// lenientDefects lists the upstream defects of a task under the lenient
+// reading: those it shares with the official one (it grades a retrieve task
+// without expected data by its status, and types untyped numbers itself).
+func lenientDefects(task *models.Task) []models.TaskDefect {
+	var out []models.TaskDefect
+	for _, d := range SpecDefects(task) {
+		if d.Kind == DefectConflictingChecks {
+			out = append(out, d)
 		}
-		return out
 	}
-	return nil
+	return out
 }
 
 // SpecDefects lists the upstream defects of a task's WebArena-Verified

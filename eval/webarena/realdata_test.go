@@ -17,6 +17,7 @@ import (
 	"proctor/eval"
 	"proctor/eval/webarena"
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/internal/testenv"
 	"proctor/models"
 )
@@ -27,7 +28,7 @@ func realTasks(t *testing.T) []models.Task {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(testenv.SharedDataDir(t), "webarena", "test.raw.json"))
 	require.NoError(t, err)
-	d, err := importer.Parse(models.FormatWebArena, bytes.NewReader(raw), nil)
+	d, err := importer.Parse(evaltest.Registry(), models.FormatWebArena, bytes.NewReader(raw), nil)
 	require.NoError(t, err)
 	require.Len(t, d.Tasks, 812)
 

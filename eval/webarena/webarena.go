@@ -50,7 +50,10 @@ type Evaluator struct {
 func New(fuzzy eval.FuzzyMatcher) *Evaluator { return &Evaluator{fuzzy: fuzzy} }
 
 // ID names the evaluator: the benchmark evaluator kind it grades.
-func (*Evaluator) ID() string { return models.EvaluatorWebArena }
+func (*Evaluator) ID() string { return id }
+
+// id is what benchmarks name this evaluator by.
+const id = models.EvaluatorWebArena
 
 // spec is WebArena's `eval` object. Each evaluator decodes its own part, so a
 // malformed part fails only the evaluator that reads it.

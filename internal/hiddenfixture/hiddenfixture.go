@@ -240,7 +240,7 @@ func Write(ctx context.Context, db *storage.DB, opt Options) (*Seed, error) {
 // sample suite as its hidden evaluation spec, and a subset of the shop tasks.
 func dataset() *importer.Dataset {
 	ds := &importer.Dataset{
-		Format: models.FormatProctor, Evaluator: models.EvaluatorHiddenTests,
+		Format: models.FormatProctor, Evaluator: models.EvaluatorHiddenTests, Grades: models.GradesCandidates,
 		Name: "Rebuild bench", Description: "Rebuild the reference websites.",
 		Sites: []importer.SiteSpec{{Name: "forum", Placeholder: "__FORUM__"}, {Name: "shop", Placeholder: "__SHOP__"}},
 	}

@@ -178,7 +178,7 @@ func writeRebuildRun(ctx context.Context, db *storage.DB, opt RebuildsOptions, v
 // suite, with the given pass threshold (0 for the default).
 func rebuildsDataset(threshold float64) *importer.Dataset {
 	ds := &importer.Dataset{
-		Format: models.FormatProctor, Evaluator: models.EvaluatorHiddenTests,
+		Format: models.FormatProctor, Evaluator: models.EvaluatorHiddenTests, Grades: models.GradesCandidates,
 		Name: "Sample rebuilds", Description: "Rebuild the sandbox shop.",
 		Sites: []importer.SiteSpec{{Name: "shop", Placeholder: "__SHOP__"}},
 		Tasks: []models.Task{{

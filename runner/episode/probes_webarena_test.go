@@ -18,6 +18,7 @@ import (
 	"proctor/eval"
 	"proctor/eval/webarena"
 	"proctor/importer"
+	"proctor/internal/evaltest"
 	"proctor/internal/testenv"
 	"proctor/models"
 )
@@ -150,7 +151,7 @@ func TestWebArenaProbesCompile(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(testenv.SharedDataDir(t), "webarena", "test.raw.json"))
 	require.NoError(t, err)
 	br := testBrowser(t)
-	d, err := importer.Parse(models.FormatWebArena, bytes.NewReader(raw), nil)
+	d, err := importer.Parse(evaltest.Registry(), models.FormatWebArena, bytes.NewReader(raw), nil)
 	require.NoError(t, err)
 	placeholder := regexp.MustCompile(`__[A-Z_]+__`)
 	var sources []string
