@@ -65,7 +65,7 @@ func (s *Server) apiListBenchmarks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := s.store.ListBenchmarks(c.Request().Context())
+	list, err := s.deps.Benchmarks.ListBenchmarks(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (s *Server) apiListBenchmarks(c echo.Context) error {
 }
 
 func (s *Server) apiShowBenchmark(c echo.Context) error {
-	sum, err := s.store.BenchmarkSummary(c.Request().Context(), pathParam(c, "slug"))
+	sum, err := s.deps.Benchmarks.BenchmarkSummary(c.Request().Context(), pathParam(c, "slug"))
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (s *Server) apiListTasks(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	tasks, total, err := s.store.ListTasks(ctx, pathParam(c, "slug"), f)
+	tasks, total, err := s.deps.Benchmarks.ListTasks(ctx, pathParam(c, "slug"), f)
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (s *Server) apiListTasks(c echo.Context) error {
 
 func (s *Server) apiShowTask(c echo.Context) error {
 	ctx := c.Request().Context()
-	t, err := s.store.TaskByExternalID(ctx, pathParam(c, "slug"), pathParam(c, "taskID"))
+	t, err := s.deps.Benchmarks.Task(ctx, pathParam(c, "slug"), pathParam(c, "taskID"))
 	if err != nil {
 		return err
 	}
@@ -116,12 +116,7 @@ func (s *Server) apiShowTask(c echo.Context) error {
 // apiImportBenchmark imports a multipart upload (the admin form's fields) and
 // answers 201 with the new version, or 200 when the data was already imported.
 func (s *Server) apiImportBenchmark(c echo.Context) error {
-	up, err := s.readImport(c)
-	if err != nil {
-		return err
-	}
-	defer up.close()
-	res, err := s.store.ImportBenchmark(c.Request().Context(), up.slug, up.dataset, up.source)
+	res, err := s.runImport(c)
 	if err != nil {
 		return err
 	}
@@ -131,7 +126,7 @@ func (s *Server) apiImportBenchmark(c echo.Context) error {
 	}
 	return c.JSON(status, api.ImportResult{
 		Benchmark: res.Benchmark.Slug, Version: res.Version.Version, Checksum: res.Version.Checksum,
-		Created: res.Created, Tasks: res.Version.TaskCount, Subsets: len(up.dataset.Subsets),
+		Created: res.Created, Tasks: res.Version.TaskCount, Subsets: res.Subsets,
 		URL: "/api/v1/benchmarks/" + url.PathEscape(res.Benchmark.Slug),
 	})
 }

@@ -61,6 +61,8 @@ type Deps struct {
 	// Runs is the run service; it answers 503 to queuing when this process
 	// has no queue.
 	Runs RunService
+	// Benchmarks is the benchmark service (service.Benchmarks).
+	Benchmarks BenchmarkService
 	// Submissions moves uploaded bundles through the submission portal; nil
 	// when this process has no queue (the portal answers 503).
 	Submissions SubmissionService
@@ -84,7 +86,6 @@ type Store interface {
 	TeamStore
 	TokenStore
 	AgentStore
-	BenchmarkStore
 	LeaderboardStore
 	ModerationStore
 	SubmissionStore

@@ -341,6 +341,8 @@ type ImportResult struct {
 	Benchmark *Benchmark
 	Version   *BenchmarkVersion
 	Created   bool
+	// Subsets is how many named subsets the imported file declared.
+	Subsets int
 }
 
 // BenchmarkFacets lists the distinct values the task browser can filter by.
@@ -408,4 +410,13 @@ func (a AdminBenchmark) IsCurrent(v BenchmarkVersion) bool {
 type TaskDefect struct {
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
+}
+
+// JudgeUpdate changes a benchmark's own LLM judge. An empty BaseURL makes the
+// benchmark use the server's judge. APIKey nil keeps the stored key; a
+// pointer to "" removes it.
+type JudgeUpdate struct {
+	BaseURL string
+	Model   string
+	APIKey  *string
 }

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"proctor/importer"
 	"proctor/migrations"
 	"proctor/models"
 )
@@ -56,36 +54,20 @@ func (db *DB) ListBenchmarks(ctx context.Context) ([]models.BenchmarkListItem, e
 	return out, nil
 }
 
-// ImportBenchmark stores a parsed dataset as the next version of the benchmark
-// slug, creating the benchmark (and its sites) when new. Identical input (same
-// checksum as an existing version) changes nothing and returns Created=false.
-// Everything happens in one transaction: a failure writes nothing. Admins and the
-// system only: EUNAUTHORIZED / EFORBIDDEN otherwise; EINVALID for a bad slug or an
-// inconsistent dataset; ECONFLICT when the slug was imported in another format.
-func (db *DB) ImportBenchmark(ctx context.Context, slug string, ds *importer.Dataset, sourceName string) (models.ImportResult, error) {
+// ImportBenchmark stores a dataset, already checked by the benchmark service
+// (service.Benchmarks.Import), as the next version of the benchmark slug,
+// creating the benchmark (and its sites) when new; the version records the
+// context's user as its importer. Identical input (same checksum as an
+// existing version) changes nothing and returns Created=false. Everything
+// happens in one transaction: a failure writes nothing. ECONFLICT when the
+// slug was imported in another format (checked under the benchmark's lock).
+func (db *DB) ImportBenchmark(ctx context.Context, slug string, ds *models.Dataset, sourceName string) (models.ImportResult, error) {
 	var res models.ImportResult
-	actor, err := models.RequireAdmin(ctx)
-	if err != nil {
-		return res, err
-	}
-	if !models.ValidSlug(slug) {
-		return res, models.FieldError("slug", "%q is not a valid benchmark name: use 1 to 64 lower-case letters, digits and hyphens", slug)
-	}
-	if ds == nil || len(ds.Tasks) == 0 {
-		return res, models.Errorf(models.EINVALID, "the dataset has no tasks")
-	}
-	if !slices.Contains(models.ImportFormats(), ds.Format) {
-		return res, models.FieldError("format", "unknown format %q: use one of %s", ds.Format, strings.Join(models.ImportFormats(), ", "))
-	}
-	if ds.Checksum == "" {
-		return res, models.Errorf(models.EINVALID, "the dataset has no checksum")
-	}
 	var importedBy *int64
-	if actor.UserID != 0 {
-		id := actor.UserID
+	if id := models.ActorFrom(ctx).UserID; id != 0 {
 		importedBy = &id
 	}
-	err = db.tx(ctx, func(tx *gorm.DB) error {
+	err := db.tx(ctx, func(tx *gorm.DB) error {
 		b, err := db.benchmarkForImport(tx, slug, ds)
 		if err != nil {
 			return err
@@ -149,7 +131,7 @@ func (db *DB) ImportBenchmark(ctx context.Context, slug string, ds *importer.Dat
 
 // benchmarkForImport returns the benchmark slug, locked for the import, or
 // creates it from the dataset. ECONFLICT when it exists in another format.
-func (db *DB) benchmarkForImport(tx *gorm.DB, slug string, ds *importer.Dataset) (*models.Benchmark, error) {
+func (db *DB) benchmarkForImport(tx *gorm.DB, slug string, ds *models.Dataset) (*models.Benchmark, error) {
 	var b models.Benchmark
 	q := tx.Where("slug = ?", slug)
 	if db.dialect == migrations.Postgres {
@@ -188,7 +170,7 @@ func (db *DB) benchmarkForImport(tx *gorm.DB, slug string, ds *importer.Dataset)
 
 // insertTasks writes a version's tasks, their site and attribute index rows, their
 // rubric items, their reference captures and the subsets, in batches.
-func insertTasks(tx *gorm.DB, versionID int64, ds *importer.Dataset) error {
+func insertTasks(tx *gorm.DB, versionID int64, ds *models.Dataset) error {
 	tasks := make([]models.Task, len(ds.Tasks))
 	for i, t := range ds.Tasks {
 		t.ID = 0
@@ -243,7 +225,7 @@ func insertTasks(tx *gorm.DB, versionID int64, ds *importer.Dataset) error {
 	if err := createBatches(tx, items, "rubric item"); err != nil {
 		return err
 	}
-	// Captures are images of up to importer.MaxCaptureBytes each: a few per
+	// Captures are images of up to a few megabytes each: a few per
 	// statement keep the statements small.
 	if len(captures) > 0 {
 		if err := tx.CreateInBatches(&captures, captureBatchSize).Error; err != nil {
@@ -253,9 +235,6 @@ func insertTasks(tx *gorm.DB, versionID int64, ds *importer.Dataset) error {
 	for _, s := range ds.Subsets {
 		sub := models.Subset{VersionID: versionID, Name: s.Name, Description: s.Description,
 			Checksum: s.Checksum, TaskCount: len(s.ExternalIDs)}
-		if err := models.ValidateSubsetName(s.Name); err != nil {
-			return models.Errorf(models.EINVALID, "subset %q: %s", s.Name, models.ErrorMessage(err))
-		}
 		if err := tx.Create(&sub).Error; err != nil {
 			return wrap(err, fmt.Sprintf("subset %q", s.Name))
 		}
@@ -263,7 +242,7 @@ func insertTasks(tx *gorm.DB, versionID int64, ds *importer.Dataset) error {
 		for _, ext := range s.ExternalIDs {
 			id, ok := byExternal[ext]
 			if !ok {
-				return models.Errorf(models.EINVALID, "subset %q: task id %s is not in the benchmark", s.Name, ext)
+				return fmt.Errorf("import: subset %q: task id %s is not in the dataset", s.Name, ext)
 			}
 			members = append(members, models.SubsetTask{SubsetID: sub.ID, TaskID: id})
 		}
@@ -300,7 +279,7 @@ func uniqueNonEmpty(values []string) []string {
 
 // ensureSites creates the sites the dataset uses that the benchmark lacks. Sites
 // that exist keep their configured URL, reset hook and concurrency cap.
-func (db *DB) ensureSites(tx *gorm.DB, benchmarkID int64, ds *importer.Dataset) error {
+func (db *DB) ensureSites(tx *gorm.DB, benchmarkID int64, ds *models.Dataset) error {
 	want := map[string]string{}
 	for _, s := range ds.Sites {
 		want[s.Name] = s.Placeholder
@@ -403,27 +382,12 @@ func (db *DB) ListSites(ctx context.Context, slug string) ([]models.Site, error)
 	return listSites(ctx, q, b.ID)
 }
 
-// UpdateSite configures one site of a benchmark: its base URL, its reset hook and
-// its concurrency cap (0 = no cap). Empty URLs clear the setting. Admins only
-// (EUNAUTHORIZED / EFORBIDDEN); EINVALID naming the field for a URL that is not
-// absolute http(s) or a negative cap; ENOTFOUND for an unknown benchmark or site.
+// UpdateSite saves one site of a benchmark as given (checked by the benchmark
+// service): its base URL, its reset hook and its concurrency cap (0 = no cap);
+// empty URLs clear the setting. ENOTFOUND for an unknown benchmark or site.
 func (db *DB) UpdateSite(ctx context.Context, slug, siteName, siteURL, resetURL string, maxConcurrency int) (*models.Site, error) {
-	if _, err := models.RequireAdmin(ctx); err != nil {
-		return nil, err
-	}
-	siteURL, err := checkHTTPURL("url", siteURL)
-	if err != nil {
-		return nil, err
-	}
-	resetURL, err = checkHTTPURL("reset_url", resetURL)
-	if err != nil {
-		return nil, err
-	}
-	if maxConcurrency < 0 || maxConcurrency > 10000 {
-		return nil, models.FieldError("max_concurrency", "must be between 0 (no cap) and 10000, got %d", maxConcurrency)
-	}
 	var site models.Site
-	err = db.tx(ctx, func(tx *gorm.DB) error {
+	err := db.tx(ctx, func(tx *gorm.DB) error {
 		b, err := visibleBenchmark(ctx, tx, slug)
 		if err != nil {
 			return err
@@ -440,25 +404,9 @@ func (db *DB) UpdateSite(ctx context.Context, slug, siteName, siteURL, resetURL 
 	return &site, nil
 }
 
-// checkHTTPURL accepts "" or an absolute http(s) URL, returned without a trailing
-// slash so that placeholders such as __GITLAB__/explore join cleanly.
-func checkHTTPURL(field, raw string) (string, error) {
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		return "", nil
-	}
-	if _, err := models.ParseHTTPURL(raw, "site URL"); err != nil {
-		return "", models.FieldError(field, "%s; a site URL looks like http://shopping.internal:7770", models.ErrorMessage(err))
-	}
-	return strings.TrimRight(raw, "/"), nil
-}
-
-// SetBenchmarkPublished shows or hides a benchmark from non-admins. Admins only
-// (EUNAUTHORIZED / EFORBIDDEN); ENOTFOUND for an unknown slug.
+// SetBenchmarkPublished shows or hides a benchmark from non-admins. ENOTFOUND
+// for an unknown slug.
 func (db *DB) SetBenchmarkPublished(ctx context.Context, slug string, published bool) error {
-	if _, err := models.RequireAdmin(ctx); err != nil {
-		return err
-	}
 	r := db.q(ctx).Model(&models.Benchmark{}).Where("slug = ?", slug).
 		Updates(map[string]any{"published": published, "updated_at": db.now()})
 	if r.Error != nil {
@@ -471,11 +419,8 @@ func (db *DB) SetBenchmarkPublished(ctx context.Context, slug string, published 
 }
 
 // AdminBenchmarks lists every benchmark, published or not, by name, with all its
-// versions newest first. Admins only: EUNAUTHORIZED / EFORBIDDEN.
+// versions newest first.
 func (db *DB) AdminBenchmarks(ctx context.Context) ([]models.AdminBenchmark, error) {
-	if _, err := models.RequireAdmin(ctx); err != nil {
-		return nil, err
-	}
 	q := db.q(ctx)
 	var bs []models.Benchmark
 	if err := q.Order("name, slug").Find(&bs).Error; err != nil {
@@ -859,11 +804,8 @@ func (db *DB) TaskByExternalID(ctx context.Context, slug, externalID string) (*m
 }
 
 // SetRevealReferences marks whether a benchmark's reference action scripts are
-// public (teams may then replay them). Admins and the system only.
+// public (teams may then replay them). ENOTFOUND for an unknown slug.
 func (db *DB) SetRevealReferences(ctx context.Context, slug string, reveal bool) error {
-	if _, err := models.RequireAdmin(ctx); err != nil {
-		return err
-	}
 	res := db.q(ctx).Model(&models.Benchmark{}).Where("slug = ?", slug).Update("reveal_references", reveal)
 	if res.Error != nil {
 		return wrap(res.Error, "benchmark")

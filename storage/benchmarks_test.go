@@ -83,20 +83,10 @@ func TestStore_ImportBenchmark(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		sys := benchSystemCtx()
-		anon, user, admin := benchActors(t, db)
+		// Who may import and which requests and datasets are refused is the
+		// benchmark service's (service/benchmarks_test.go).
+		_, _, admin := benchActors(t, db)
 		ds := parseBenchFixture(t, benchFixture)
-
-		t.Run("Permissions", func(t *testing.T) {
-			_, err := db.ImportBenchmark(anon, "mini", ds, "mini.jsonl")
-			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-			_, err = db.ImportBenchmark(user, "mini", ds, "mini.jsonl")
-			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
-		})
-		t.Run("InvalidSlug", func(t *testing.T) {
-			_, err := db.ImportBenchmark(sys, "Not A Slug", ds, "mini.jsonl")
-			require.Equal(t, models.EINVALID, models.ErrorCode(err))
-			require.Equal(t, "slug", models.ErrorField(err))
-		})
 
 		var v1 models.ImportResult
 		t.Run("Create", func(t *testing.T) {
@@ -143,7 +133,7 @@ func TestStore_ImportBenchmark(t *testing.T) {
 			require.Equal(t, int64(4), countRows(t, db, "tasks", ""))
 		})
 		t.Run("ChangedInputMakesVersion2", func(t *testing.T) {
-			_, err := db.UpdateSite(admin, "mini", "shopping", "http://shop.test:7770/", "", 2)
+			_, err := db.UpdateSite(admin, "mini", "shopping", "http://shop.test:7770", "", 2)
 			require.NoError(t, err)
 			changed := strings.Replace(benchFixture, "Which project has the most stars?", "Which project has the fewest stars?", 1)
 			changed = strings.Replace(changed, `"start_urls": ["__SHOPPING__/checkout"]`, `"start_urls": ["__MAP__"]`, 1)
@@ -195,13 +185,13 @@ func TestStore_ImportBenchmark(t *testing.T) {
 				return d
 			}
 			_, err := db.ImportBenchmark(sys, "broken", broken(), "broken.jsonl")
-			require.Equal(t, models.EINVALID, models.ErrorCode(err))
-			require.Contains(t, models.ErrorMessage(err), "no-such-task")
+			require.Error(t, err)
+			require.Contains(t, err.Error(), "no-such-task")
 			_, err = db.BenchmarkBySlug(sys, "broken")
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 
 			_, err = db.ImportBenchmark(sys, "mini", broken(), "broken.jsonl")
-			require.Equal(t, models.EINVALID, models.ErrorCode(err))
+			require.Error(t, err)
 			require.Equal(t, versions, countRows(t, db, "benchmark_versions", ""))
 			require.Equal(t, tasks, countRows(t, db, "tasks", ""))
 			require.Equal(t, sites, countRows(t, db, "sites", ""))
@@ -240,8 +230,6 @@ func TestStore_BenchmarkSummary(t *testing.T) {
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 		})
 		t.Run("Unpublished", func(t *testing.T) {
-			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(db.SetBenchmarkPublished(anon, "mini", false)))
-			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(db.SetBenchmarkPublished(user, "mini", false)))
 			require.NoError(t, db.SetBenchmarkPublished(admin, "mini", false))
 			for _, ctx := range []context.Context{anon, user} {
 				_, err := db.BenchmarkSummary(ctx, "mini")
@@ -270,8 +258,6 @@ func TestStore_BenchmarkSummary(t *testing.T) {
 			require.Equal(t, map[string]int{"shopping": 2, "gitlab": 2, "reddit": 1}, d.SiteTasks)
 		})
 		t.Run("AdminBenchmarks", func(t *testing.T) {
-			_, err := db.AdminBenchmarks(user)
-			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
 			list, err := db.AdminBenchmarks(admin)
 			require.NoError(t, err)
 			require.Len(t, list, 1)
@@ -413,35 +399,17 @@ func TestStore_TaskHiddenFields(t *testing.T) {
 func TestStore_UpdateSite(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
-		anon, user, admin := benchActors(t, db)
+		anon, _, admin := benchActors(t, db)
 		importBenchFixture(t, db)
 
-		_, err := db.UpdateSite(anon, "mini", "shopping", "http://x.test", "", 0)
-		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-		_, err = db.UpdateSite(user, "mini", "shopping", "http://x.test", "", 0)
-		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
-		for _, tc := range []struct {
-			url, reset string
-			max        int
-			field      string
-		}{
-			{"ftp://shop.test", "", 0, "url"},
-			{"shop.test:7770", "", 0, "url"},
-			{"/relative", "", 0, "url"},
-			{"http://", "", 0, "url"},
-			{"http://shop.test", "javascript:alert(1)", 0, "reset_url"},
-			{"http://shop.test", "", -1, "max_concurrency"},
-		} {
-			_, err := db.UpdateSite(admin, "mini", "shopping", tc.url, tc.reset, tc.max)
-			require.Equal(t, models.EINVALID, models.ErrorCode(err), tc.url)
-			require.Equal(t, tc.field, models.ErrorField(err), tc.url)
-		}
-		_, err = db.UpdateSite(admin, "mini", "nope", "http://x.test", "", 0)
+		// Who may configure a site and which settings are valid is the
+		// benchmark service's (service/benchmarks_test.go).
+		_, err := db.UpdateSite(admin, "mini", "nope", "http://x.test", "", 0)
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 		_, err = db.UpdateSite(admin, "nope", "shopping", "http://x.test", "", 0)
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 
-		site, err := db.UpdateSite(admin, "mini", "shopping", " https://shop.test:7770/ ", "http://shop.test:7771/reset", 4)
+		site, err := db.UpdateSite(admin, "mini", "shopping", "https://shop.test:7770", "http://shop.test:7771/reset", 4)
 		require.NoError(t, err)
 		require.Equal(t, "https://shop.test:7770", site.URL)
 		require.Equal(t, "http://shop.test:7771/reset", site.ResetURL)

@@ -40,3 +40,8 @@ func QueueRun(ctx context.Context, db *storage.DB, req models.RunRequest) (*mode
 func NoQueue(db *storage.DB) *service.Runs {
 	return service.NewRuns(db, nil, service.RunOptions{})
 }
+
+// Benchmarks is the benchmark service over db.
+func Benchmarks(db *storage.DB) *service.Benchmarks {
+	return service.NewBenchmarks(db)
+}
