@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -38,9 +37,10 @@ func orEmpty(xs []string) []string {
 	return xs
 }
 
-// apiTaskOf converts a task for the API; the hidden fields only for admins and
-// the system (storage has already blanked them for anyone else).
-func apiTaskOf(ctx context.Context, t models.Task) api.Task {
+// apiTaskOf converts a task for the API. The hidden fields are present when
+// the benchmark service left them in (for admins and the system); blank ones
+// are left out.
+func apiTaskOf(t models.Task) api.Task {
 	out := api.Task{
 		ID: t.ExternalID, Position: t.Position, Intent: t.Intent, IntentTemplate: t.IntentTemplate,
 		StartURLs: orEmpty(t.StartURLs), Sites: orEmpty(t.Sites), SiteKey: t.SiteKey,
@@ -52,9 +52,7 @@ func apiTaskOf(ctx context.Context, t models.Task) api.Task {
 	for i, r := range t.RubricItems {
 		out.RubricItems[i] = api.RubricItem{Key: r.Key, Requirement: r.Requirement, Verification: r.Verification, Weight: r.Weight}
 	}
-	if models.ActorFrom(ctx).Privileged() {
-		out.EvalSpec, out.ReferenceAnswers, out.ReferenceActions = rawJSON(t.EvalSpec), rawJSON(t.ReferenceAnswers), rawJSON(t.ReferenceActions)
-	}
+	out.EvalSpec, out.ReferenceAnswers, out.ReferenceActions = rawJSON(t.EvalSpec), rawJSON(t.ReferenceAnswers), rawJSON(t.ReferenceActions)
 	return out
 }
 
@@ -99,7 +97,7 @@ func (s *Server) apiListTasks(c echo.Context) error {
 	}
 	items := make([]api.Task, len(tasks))
 	for i, t := range tasks {
-		items[i] = apiTaskOf(ctx, t)
+		items[i] = apiTaskOf(t)
 	}
 	return c.JSON(http.StatusOK, api.NewPage(items, f.Page, f.PerPage, total))
 }
@@ -110,7 +108,7 @@ func (s *Server) apiShowTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apiTaskOf(ctx, *t))
+	return c.JSON(http.StatusOK, apiTaskOf(*t))
 }
 
 // apiImportBenchmark imports a multipart upload (the admin form's fields) and

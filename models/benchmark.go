@@ -420,3 +420,22 @@ type JudgeUpdate struct {
 	Model   string
 	APIKey  *string
 }
+
+// BenchmarkScope is what a read of benchmarks includes beyond what anyone may
+// see. The benchmark service sets it from the caller (BenchmarkScopeFor);
+// storage reads what it is told.
+type BenchmarkScope struct {
+	// Unpublished benchmarks are found and listed.
+	Unpublished bool
+	// Secrets are read: a task's hidden fields (evaluation spec, reference
+	// answers and actions) and a site's deployment URL and reset hook.
+	Secrets bool
+}
+
+// BenchmarkScopeFor is the rule of who sees what of a benchmark: an
+// unpublished benchmark, its tasks' hidden fields and its sites' deployment
+// URLs exist only for administrators and the system.
+func BenchmarkScopeFor(a Actor) BenchmarkScope {
+	p := a.Privileged()
+	return BenchmarkScope{Unpublished: p, Secrets: p}
+}

@@ -13,14 +13,14 @@ import (
 
 // BenchmarkStore is what the benchmark service needs from storage.
 type BenchmarkStore interface {
-	ListBenchmarks(ctx context.Context) ([]models.BenchmarkListItem, error)
-	BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchmark, error)
-	BenchmarkDetail(ctx context.Context, slug string) (*models.BenchmarkDetail, error)
-	BenchmarkSummary(ctx context.Context, slug string) (*models.BenchmarkSummary, error)
-	BrowseTasks(ctx context.Context, slug string, f models.TaskFilter) (*models.TaskPage, error)
-	ListTasks(ctx context.Context, slug string, f models.TaskFilter) ([]models.Task, int, error)
-	TaskByExternalID(ctx context.Context, slug, externalID string) (*models.Task, error)
-	ListSites(ctx context.Context, slug string) ([]models.Site, error)
+	ListBenchmarks(ctx context.Context, scope models.BenchmarkScope) ([]models.BenchmarkListItem, error)
+	Benchmark(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.Benchmark, error)
+	BenchmarkDetail(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.BenchmarkDetail, error)
+	BenchmarkSummary(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.BenchmarkSummary, error)
+	BrowseTasks(ctx context.Context, slug string, f models.TaskFilter, scope models.BenchmarkScope) (*models.TaskPage, error)
+	ListTasks(ctx context.Context, slug string, f models.TaskFilter, scope models.BenchmarkScope) ([]models.Task, int, error)
+	TaskByExternalID(ctx context.Context, slug, externalID string, scope models.BenchmarkScope) (*models.Task, error)
+	ListSites(ctx context.Context, slug string, scope models.BenchmarkScope) ([]models.Site, error)
 	AdminBenchmarks(ctx context.Context) ([]models.AdminBenchmark, error)
 	ImportBenchmark(ctx context.Context, slug string, ds *models.Dataset, sourceName string) (models.ImportResult, error)
 	UpdateSite(ctx context.Context, slug, siteName, siteURL, resetURL string, maxConcurrency int) (*models.Site, error)
@@ -131,56 +131,62 @@ func checkDataset(ds *models.Dataset) error {
 	return nil
 }
 
+// scopeOf is what of the benchmarks the caller may see
+// (models.BenchmarkScopeFor): every read below passes it to storage.
+func scopeOf(ctx context.Context) models.BenchmarkScope {
+	return models.BenchmarkScopeFor(models.ActorFrom(ctx))
+}
+
 // ListBenchmarks returns the benchmarks the caller may see (unpublished ones
 // for administrators only), by name, with their current version's counts.
 func (s *Benchmarks) ListBenchmarks(ctx context.Context) ([]models.BenchmarkListItem, error) {
-	return s.store.ListBenchmarks(ctx)
+	return s.store.ListBenchmarks(ctx, scopeOf(ctx))
 }
 
 // Benchmark returns a benchmark with its current version, that version's
 // subsets, and its sites (deployment URLs for administrators only).
 // ENOTFOUND when missing or, for non-admins, unpublished.
 func (s *Benchmarks) Benchmark(ctx context.Context, slug string) (*models.Benchmark, error) {
-	return s.store.BenchmarkBySlug(ctx, slug)
+	return s.store.Benchmark(ctx, slug, scopeOf(ctx))
 }
 
 // BenchmarkDetail returns what the benchmark page shows. ENOTFOUND like
 // Benchmark.
 func (s *Benchmarks) BenchmarkDetail(ctx context.Context, slug string) (*models.BenchmarkDetail, error) {
-	return s.store.BenchmarkDetail(ctx, slug)
+	return s.store.BenchmarkDetail(ctx, slug, scopeOf(ctx))
 }
 
 // BenchmarkSummary counts the current version's tasks by their labels.
 // ENOTFOUND like Benchmark.
 func (s *Benchmarks) BenchmarkSummary(ctx context.Context, slug string) (*models.BenchmarkSummary, error) {
-	return s.store.BenchmarkSummary(ctx, slug)
+	return s.store.BenchmarkSummary(ctx, slug, scopeOf(ctx))
 }
 
 // BrowseTasks returns one page of the task browser; a task's hidden fields
 // (evaluation spec, reference answers and actions) are blank for
 // non-admins. ENOTFOUND like Benchmark.
 func (s *Benchmarks) BrowseTasks(ctx context.Context, slug string, f models.TaskFilter) (*models.TaskPage, error) {
-	return s.store.BrowseTasks(ctx, slug, f)
+	return s.store.BrowseTasks(ctx, slug, f, scopeOf(ctx))
 }
 
 // ListTasks returns one page of the current version's tasks matching f and
 // how many match, hidden fields blank for non-admins. ENOTFOUND like
 // Benchmark.
 func (s *Benchmarks) ListTasks(ctx context.Context, slug string, f models.TaskFilter) ([]models.Task, int, error) {
-	return s.store.ListTasks(ctx, slug, f)
+	return s.store.ListTasks(ctx, slug, f, scopeOf(ctx))
 }
 
 // Task returns a task of the current version by its id in the source file,
 // hidden fields blank for non-admins. ENOTFOUND for an unknown task or
 // benchmark.
 func (s *Benchmarks) Task(ctx context.Context, slug, externalID string) (*models.Task, error) {
-	return s.store.TaskByExternalID(ctx, slug, externalID)
+	return s.store.TaskByExternalID(ctx, slug, externalID, scopeOf(ctx))
 }
 
 // ListSites returns a visible benchmark's sites; their URLs and reset hooks
 // are blank for non-admins. ENOTFOUND like Benchmark.
 func (s *Benchmarks) ListSites(ctx context.Context, slug string) ([]models.Site, error) {
-	return s.store.ListSites(ctx, slug)
+	return s.store.ListSites(ctx, slug, scopeOf(ctx))
 }
 
 // AdminBenchmarks lists every benchmark, published or not, with all its

@@ -23,9 +23,9 @@ const importBatchSize = 500
 // carries.
 const captureBatchSize = 8
 
-// ListBenchmarks returns benchmarks with their current version's counts, by name.
-// Unpublished benchmarks are listed only for admins.
-func (db *DB) ListBenchmarks(ctx context.Context) ([]models.BenchmarkListItem, error) {
+// ListBenchmarks returns benchmarks with their current version's counts, by
+// name; unpublished ones only when scope includes them.
+func (db *DB) ListBenchmarks(ctx context.Context, scope models.BenchmarkScope) ([]models.BenchmarkListItem, error) {
 	q := db.q(ctx).Table("benchmarks b").
 		Select(`b.slug, b.name, b.description, b.format, b.published,
 			COALESCE(v.id, 0) AS version_id, COALESCE(v.version, 0) AS version, COALESCE(v.task_count, 0) AS tasks,
@@ -33,7 +33,7 @@ func (db *DB) ListBenchmarks(ctx context.Context) ([]models.BenchmarkListItem, e
 			(SELECT COUNT(*) FROM sites si WHERE si.benchmark_id = b.id) AS sites`).
 		Joins("LEFT JOIN benchmark_versions v ON v.id = b.current_version_id").
 		Order("b.name")
-	if !models.ActorFrom(ctx).Privileged() {
+	if !scope.Unpublished {
 		q = q.Where("b.published = ?", true)
 	}
 	var out []models.BenchmarkListItem
@@ -318,25 +318,38 @@ func (db *DB) ensureSites(tx *gorm.DB, benchmarkID int64, ds *models.Dataset) er
 	return createBatches(tx, rows, "site")
 }
 
-// visibleBenchmark loads a benchmark by slug; unpublished ones exist only for
-// admins and the system. ENOTFOUND otherwise.
+// visibleBenchmark loads a benchmark by slug in the scope of the context's
+// actor (models.BenchmarkScopeFor), for the reads of other aggregates that
+// name a benchmark. ENOTFOUND when missing or out of scope.
 func visibleBenchmark(ctx context.Context, q *gorm.DB, slug string) (*models.Benchmark, error) {
+	return benchmarkIn(q, slug, models.BenchmarkScopeFor(models.ActorFrom(ctx)))
+}
+
+// benchmarkIn loads a benchmark by slug; an unpublished one only when scope
+// includes it. ENOTFOUND otherwise.
+func benchmarkIn(q *gorm.DB, slug string, scope models.BenchmarkScope) (*models.Benchmark, error) {
 	var b models.Benchmark
 	if err := q.Where("slug = ?", slug).Take(&b).Error; err != nil {
 		return nil, wrap(err, fmt.Sprintf("benchmark %q", slug))
 	}
-	if !b.Published && !models.ActorFrom(ctx).Privileged() {
+	if !b.Published && !scope.Unpublished {
 		return nil, models.Errorf(models.ENOTFOUND, "benchmark %q not found.", slug)
 	}
 	return &b, nil
 }
 
-// BenchmarkBySlug returns a benchmark with its current version (and that
-// version's subsets) and its sites. ENOTFOUND when missing or, for non-admins,
-// unpublished.
+// BenchmarkBySlug is Benchmark in the scope of the context's actor
+// (models.BenchmarkScopeFor), for the services of other aggregates.
 func (db *DB) BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchmark, error) {
+	return db.Benchmark(ctx, slug, models.BenchmarkScopeFor(models.ActorFrom(ctx)))
+}
+
+// Benchmark returns a benchmark with its current version (and that
+// version's subsets) and its sites, in scope. ENOTFOUND when missing or out
+// of scope.
+func (db *DB) Benchmark(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.Benchmark, error) {
 	q := db.q(ctx)
-	b, err := visibleBenchmark(ctx, q, slug)
+	b, err := benchmarkIn(q, slug, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +361,7 @@ func (db *DB) BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchma
 		}
 		b.CurrentVersion = &v
 	}
-	sites, err := listSites(ctx, q, b.ID)
+	sites, err := listSites(q, b.ID, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -356,14 +369,14 @@ func (db *DB) BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchma
 	return b, nil
 }
 
-// listSites returns a benchmark's sites by name. Only admins and the system see
-// the configured URLs and reset hooks: they describe the deployment.
-func listSites(ctx context.Context, q *gorm.DB, benchmarkID int64) ([]models.Site, error) {
+// listSites returns a benchmark's sites by name; their configured URLs and
+// reset hooks, which describe the deployment, only when scope has secrets.
+func listSites(q *gorm.DB, benchmarkID int64, scope models.BenchmarkScope) ([]models.Site, error) {
 	var sites []models.Site
 	if err := q.Where("benchmark_id = ?", benchmarkID).Order("name").Find(&sites).Error; err != nil {
 		return nil, wrap(err, "sites")
 	}
-	if !models.ActorFrom(ctx).Privileged() {
+	if !scope.Secrets {
 		for i := range sites {
 			sites[i].URL, sites[i].ResetURL = "", ""
 		}
@@ -371,15 +384,16 @@ func listSites(ctx context.Context, q *gorm.DB, benchmarkID int64) ([]models.Sit
 	return sites, nil
 }
 
-// ListSites returns the sites of a visible benchmark, by name; URLs and reset
-// hooks are blank for non-admins. ENOTFOUND for an unknown or hidden benchmark.
-func (db *DB) ListSites(ctx context.Context, slug string) ([]models.Site, error) {
+// ListSites returns the sites of a benchmark in scope, by name; URLs and
+// reset hooks are blank unless scope has secrets. ENOTFOUND for an unknown
+// benchmark or one out of scope.
+func (db *DB) ListSites(ctx context.Context, slug string, scope models.BenchmarkScope) ([]models.Site, error) {
 	q := db.q(ctx)
-	b, err := visibleBenchmark(ctx, q, slug)
+	b, err := benchmarkIn(q, slug, scope)
 	if err != nil {
 		return nil, err
 	}
-	return listSites(ctx, q, b.ID)
+	return listSites(q, b.ID, scope)
 }
 
 // UpdateSite saves one site of a benchmark as given (checked by the benchmark
@@ -476,11 +490,11 @@ func taskColumnCounts(q *gorm.DB, versionID int64, column string) (map[string]in
 
 // BenchmarkSummary counts the current version's tasks by site key, task type,
 // difficulty, domain and attribute, its rubric items, and each subset's tasks by
-// site key, all with GROUP BY queries. ENOTFOUND for an unknown benchmark or,
-// for non-admins, an unpublished one.
-func (db *DB) BenchmarkSummary(ctx context.Context, slug string) (*models.BenchmarkSummary, error) {
+// site key, all with GROUP BY queries. ENOTFOUND for an unknown benchmark or
+// one out of scope.
+func (db *DB) BenchmarkSummary(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.BenchmarkSummary, error) {
 	q := db.q(ctx)
-	b, err := visibleBenchmark(ctx, q, slug)
+	b, err := benchmarkIn(q, slug, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -567,9 +581,9 @@ func summaryOf(q *gorm.DB, b *models.Benchmark) (*models.BenchmarkSummary, error
 
 // BenchmarkDetail returns what the benchmark page shows: the benchmark with its
 // current version, the summary, the sites and how many tasks use each site.
-// ENOTFOUND like BenchmarkBySlug.
-func (db *DB) BenchmarkDetail(ctx context.Context, slug string) (*models.BenchmarkDetail, error) {
-	b, err := db.BenchmarkBySlug(ctx, slug)
+// ENOTFOUND like Benchmark.
+func (db *DB) BenchmarkDetail(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.BenchmarkDetail, error) {
+	b, err := db.Benchmark(ctx, slug, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -673,18 +687,17 @@ func filteredTasks(q *gorm.DB, versionID int64, f models.TaskFilter) *gorm.DB {
 
 // ListTasks returns one page of the current version's tasks matching the filter,
 // in file order, with their rubric items, and how many match in all. The hidden
-// fields are blank unless the actor is an admin or the system. ENOTFOUND like
-// BenchmarkBySlug.
-func (db *DB) ListTasks(ctx context.Context, slug string, f models.TaskFilter) ([]models.Task, int, error) {
+// fields are blank unless scope has secrets. ENOTFOUND like Benchmark.
+func (db *DB) ListTasks(ctx context.Context, slug string, f models.TaskFilter, scope models.BenchmarkScope) ([]models.Task, int, error) {
 	q := db.q(ctx)
-	b, err := visibleBenchmark(ctx, q, slug)
+	b, err := benchmarkIn(q, slug, scope)
 	if err != nil {
 		return nil, 0, err
 	}
-	return listTasks(ctx, q, b, f.Normalized())
+	return listTasks(q, b, f.Normalized(), scope)
 }
 
-func listTasks(ctx context.Context, q *gorm.DB, b *models.Benchmark, f models.TaskFilter) ([]models.Task, int, error) {
+func listTasks(q *gorm.DB, b *models.Benchmark, f models.TaskFilter, scope models.BenchmarkScope) ([]models.Task, int, error) {
 	if b.CurrentVersionID == nil {
 		return []models.Task{}, 0, nil
 	}
@@ -696,7 +709,7 @@ func listTasks(ctx context.Context, q *gorm.DB, b *models.Benchmark, f models.Ta
 	tasks := []models.Task{}
 	if total > 0 {
 		cols := "t.*"
-		if !models.ActorFrom(ctx).Privileged() {
+		if !scope.Secrets {
 			cols = publicTaskColumns // the hidden columns are not even read
 		}
 		if err := filteredTasks(q, vid, f).Select(cols).Order("t.position").Limit(f.PerPage).Offset((f.Page - 1) * f.PerPage).
@@ -707,7 +720,7 @@ func listTasks(ctx context.Context, q *gorm.DB, b *models.Benchmark, f models.Ta
 	if err := loadRubrics(q, tasks); err != nil {
 		return nil, 0, err
 	}
-	redactTasks(ctx, tasks)
+	redactTasks(tasks, scope)
 	return tasks, int(total), nil
 }
 
@@ -739,10 +752,10 @@ func loadRubrics(q *gorm.DB, tasks []models.Task) error {
 	return nil
 }
 
-// redactTasks blanks the hidden fields of tasks unless the actor is an admin or
-// the system. Every method returning tasks passes them through here.
-func redactTasks(ctx context.Context, tasks []models.Task) {
-	if models.ActorFrom(ctx).Privileged() {
+// redactTasks blanks the hidden fields of tasks unless scope has secrets.
+// Every method returning tasks passes them through here.
+func redactTasks(tasks []models.Task, scope models.BenchmarkScope) {
+	if scope.Secrets {
 		return
 	}
 	for i := range tasks {
@@ -751,11 +764,11 @@ func redactTasks(ctx context.Context, tasks []models.Task) {
 }
 
 // BrowseTasks returns one page of the task browser: the benchmark, the filter
-// values, the matching tasks (hidden fields blank for non-admins) and their
-// total. ENOTFOUND like BenchmarkBySlug.
-func (db *DB) BrowseTasks(ctx context.Context, slug string, f models.TaskFilter) (*models.TaskPage, error) {
+// values, the matching tasks (hidden fields blank unless scope has secrets)
+// and their total. ENOTFOUND like Benchmark.
+func (db *DB) BrowseTasks(ctx context.Context, slug string, f models.TaskFilter, scope models.BenchmarkScope) (*models.TaskPage, error) {
 	q := db.q(ctx)
-	b, err := visibleBenchmark(ctx, q, slug)
+	b, err := benchmarkIn(q, slug, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -764,7 +777,7 @@ func (db *DB) BrowseTasks(ctx context.Context, slug string, f models.TaskFilter)
 	if err != nil {
 		return nil, err
 	}
-	tasks, total, err := listTasks(ctx, q, b, f)
+	tasks, total, err := listTasks(q, b, f, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -772,11 +785,12 @@ func (db *DB) BrowseTasks(ctx context.Context, slug string, f models.TaskFilter)
 }
 
 // TaskByExternalID returns a task of the benchmark's current version by its id in
-// the source file, with its rubric items; the hidden fields are blank unless the
-// actor is an admin or the system. ENOTFOUND for an unknown task or benchmark.
-func (db *DB) TaskByExternalID(ctx context.Context, slug, externalID string) (*models.Task, error) {
+// the source file, with its rubric items; the hidden fields are blank unless
+// scope has secrets. ENOTFOUND for an unknown task or benchmark (or one out
+// of scope).
+func (db *DB) TaskByExternalID(ctx context.Context, slug, externalID string, scope models.BenchmarkScope) (*models.Task, error) {
 	q := db.q(ctx)
-	b, err := visibleBenchmark(ctx, q, slug)
+	b, err := benchmarkIn(q, slug, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -785,7 +799,7 @@ func (db *DB) TaskByExternalID(ctx context.Context, slug, externalID string) (*m
 		return nil, notFound
 	}
 	cols := "t.*"
-	if !models.ActorFrom(ctx).Privileged() {
+	if !scope.Secrets {
 		cols = publicTaskColumns
 	}
 	var tasks []models.Task
@@ -799,7 +813,7 @@ func (db *DB) TaskByExternalID(ctx context.Context, slug, externalID string) (*m
 	if err := loadRubrics(q, tasks); err != nil {
 		return nil, err
 	}
-	redactTasks(ctx, tasks)
+	redactTasks(tasks, scope)
 	return &tasks[0], nil
 }
 

@@ -115,7 +115,7 @@ func TestStore_ImportBenchmark(t *testing.T) {
 			require.Equal(t, "smoke", b.CurrentVersion.Subsets[0].Name)
 			require.Equal(t, 2, b.CurrentVersion.Subsets[0].TaskCount)
 
-			sites, err := db.ListSites(sys, "mini")
+			sites, err := db.ListSites(sys, "mini", benchScope(sys))
 			require.NoError(t, err)
 			require.Len(t, sites, 3)
 			require.Equal(t, "gitlab", sites[0].Name)
@@ -148,12 +148,12 @@ func TestStore_ImportBenchmark(t *testing.T) {
 			require.Equal(t, int64(1), countRows(t, db, "subsets", "version_id = ?", v1.Version.ID))
 			require.Equal(t, int64(4), countRows(t, db, "tasks", "version_id = ?", res.Version.ID))
 
-			task, err := db.TaskByExternalID(sys, "mini", "t2")
+			task, err := db.TaskByExternalID(sys, "mini", "t2", benchScope(sys))
 			require.NoError(t, err)
 			require.Equal(t, res.Version.ID, task.VersionID)
 			require.Contains(t, task.Intent, "fewest")
 
-			sites, err := db.ListSites(sys, "mini")
+			sites, err := db.ListSites(sys, "mini", benchScope(sys))
 			require.NoError(t, err)
 			names := map[string]models.Site{}
 			for _, s := range sites {
@@ -196,7 +196,7 @@ func TestStore_ImportBenchmark(t *testing.T) {
 			require.Equal(t, tasks, countRows(t, db, "tasks", ""))
 			require.Equal(t, sites, countRows(t, db, "sites", ""))
 			require.Equal(t, int64(0), countRows(t, db, "benchmarks", "slug = ?", "broken"))
-			sum, err := db.BenchmarkSummary(sys, "mini")
+			sum, err := db.BenchmarkSummary(sys, "mini", benchScope(sys))
 			require.NoError(t, err)
 			require.Equal(t, 2, sum.Version)
 		})
@@ -209,7 +209,7 @@ func TestStore_BenchmarkSummary(t *testing.T) {
 		anon, user, admin := benchActors(t, db)
 		res := importBenchFixture(t, db)
 
-		sum, err := db.BenchmarkSummary(anon, "mini")
+		sum, err := db.BenchmarkSummary(anon, "mini", benchScope(anon))
 		require.NoError(t, err)
 		require.Equal(t, &models.BenchmarkSummary{
 			Slug: "mini", Name: "Mini bench", Format: models.FormatProctor, Version: 1,
@@ -226,31 +226,31 @@ func TestStore_BenchmarkSummary(t *testing.T) {
 		}, sum)
 
 		t.Run("UnknownBenchmark", func(t *testing.T) {
-			_, err := db.BenchmarkSummary(admin, "nope")
+			_, err := db.BenchmarkSummary(admin, "nope", benchScope(admin))
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 		})
 		t.Run("Unpublished", func(t *testing.T) {
 			require.NoError(t, db.SetBenchmarkPublished(admin, "mini", false))
 			for _, ctx := range []context.Context{anon, user} {
-				_, err := db.BenchmarkSummary(ctx, "mini")
+				_, err := db.BenchmarkSummary(ctx, "mini", benchScope(ctx))
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-				_, _, err = db.ListTasks(ctx, "mini", models.TaskFilter{})
+				_, _, err = db.ListTasks(ctx, "mini", models.TaskFilter{}, benchScope(ctx))
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-				_, err = db.TaskByExternalID(ctx, "mini", "t1")
+				_, err = db.TaskByExternalID(ctx, "mini", "t1", benchScope(ctx))
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-				list, err := db.ListBenchmarks(ctx)
+				list, err := db.ListBenchmarks(ctx, benchScope(ctx))
 				require.NoError(t, err)
 				require.Empty(t, list)
 			}
-			_, err := db.BenchmarkSummary(admin, "mini")
+			_, err := db.BenchmarkSummary(admin, "mini", benchScope(admin))
 			require.NoError(t, err)
 			require.NoError(t, db.SetBenchmarkPublished(admin, "mini", true))
-			_, err = db.BenchmarkSummary(anon, "mini")
+			_, err = db.BenchmarkSummary(anon, "mini", benchScope(anon))
 			require.NoError(t, err)
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(db.SetBenchmarkPublished(admin, "nope", true)))
 		})
 		t.Run("Detail", func(t *testing.T) {
-			d, err := db.BenchmarkDetail(anon, "mini")
+			d, err := db.BenchmarkDetail(anon, "mini", benchScope(anon))
 			require.NoError(t, err)
 			require.Equal(t, "Four tasks.", d.Benchmark.Description)
 			require.Equal(t, 4, d.Summary.Tasks)
@@ -294,24 +294,24 @@ func TestStore_ListTasks(t *testing.T) {
 			{"Combined", models.TaskFilter{Site: "shopping", Difficulty: "easy", TaskType: "action"}, []string{"t1"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				tasks, total, err := db.ListTasks(ctx, "mini", tc.filter)
+				tasks, total, err := db.ListTasks(ctx, "mini", tc.filter, benchScope(ctx))
 				require.NoError(t, err)
 				require.Equal(t, tc.want, externalIDs(tasks))
 				require.Equal(t, len(tc.want), total)
 			})
 		}
 		t.Run("Pagination", func(t *testing.T) {
-			tasks, total, err := db.ListTasks(ctx, "mini", models.TaskFilter{Page: 2, PerPage: 3})
+			tasks, total, err := db.ListTasks(ctx, "mini", models.TaskFilter{Page: 2, PerPage: 3}, benchScope(ctx))
 			require.NoError(t, err)
 			require.Equal(t, 4, total)
 			require.Equal(t, []string{"t4"}, externalIDs(tasks))
-			tasks, total, err = db.ListTasks(ctx, "mini", models.TaskFilter{Page: 9, PerPage: 3})
+			tasks, total, err = db.ListTasks(ctx, "mini", models.TaskFilter{Page: 9, PerPage: 3}, benchScope(ctx))
 			require.NoError(t, err)
 			require.Equal(t, 4, total)
 			require.Empty(t, tasks)
 		})
 		t.Run("RubricItemsPreloaded", func(t *testing.T) {
-			tasks, _, err := db.ListTasks(ctx, "mini", models.TaskFilter{})
+			tasks, _, err := db.ListTasks(ctx, "mini", models.TaskFilter{}, benchScope(ctx))
 			require.NoError(t, err)
 			require.Len(t, tasks[0].RubricItems, 2)
 			require.Equal(t, "R1", tasks[0].RubricItems[0].Key)
@@ -323,13 +323,13 @@ func TestStore_ListTasks(t *testing.T) {
 			require.Equal(t, models.MultiSite, tasks[2].SiteKey)
 		})
 		t.Run("UnknownBenchmark", func(t *testing.T) {
-			_, _, err := db.ListTasks(ctx, "nope", models.TaskFilter{})
+			_, _, err := db.ListTasks(ctx, "nope", models.TaskFilter{}, benchScope(ctx))
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-			_, err = db.TaskByExternalID(ctx, "mini", "t99")
+			_, err = db.TaskByExternalID(ctx, "mini", "t99", benchScope(ctx))
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 		})
 		t.Run("Facets", func(t *testing.T) {
-			p, err := db.BrowseTasks(ctx, "mini", models.TaskFilter{})
+			p, err := db.BrowseTasks(ctx, "mini", models.TaskFilter{}, benchScope(ctx))
 			require.NoError(t, err)
 			require.Equal(t, models.BenchmarkFacets{
 				Sites:        []string{"gitlab", "reddit", "shopping", models.MultiSite},
@@ -341,7 +341,7 @@ func TestStore_ListTasks(t *testing.T) {
 			}, p.Facets)
 		})
 		t.Run("Browse", func(t *testing.T) {
-			p, err := db.BrowseTasks(ctx, "mini", models.TaskFilter{Difficulty: "easy", PerPage: 1})
+			p, err := db.BrowseTasks(ctx, "mini", models.TaskFilter{Difficulty: "easy", PerPage: 1}, benchScope(ctx))
 			require.NoError(t, err)
 			require.Equal(t, 2, p.Total)
 			require.Equal(t, []string{"t1"}, externalIDs(p.Tasks))
@@ -382,13 +382,13 @@ func TestStore_TaskHiddenFields(t *testing.T) {
 					require.NotEmpty(t, task.Intent, "public fields are kept")
 					require.Len(t, task.RubricItems, 2, "rubric items are public")
 				}
-				tasks, _, err := db.ListTasks(tc.ctx, "mini", models.TaskFilter{})
+				tasks, _, err := db.ListTasks(tc.ctx, "mini", models.TaskFilter{}, benchScope(tc.ctx))
 				require.NoError(t, err)
 				check(tasks[0])
-				task, err := db.TaskByExternalID(tc.ctx, "mini", "t1")
+				task, err := db.TaskByExternalID(tc.ctx, "mini", "t1", benchScope(tc.ctx))
 				require.NoError(t, err)
 				check(*task)
-				page, err := db.BrowseTasks(tc.ctx, "mini", models.TaskFilter{Query: "cable"})
+				page, err := db.BrowseTasks(tc.ctx, "mini", models.TaskFilter{Query: "cable"}, benchScope(tc.ctx))
 				require.NoError(t, err)
 				check(page.Tasks[0])
 			})
@@ -415,10 +415,10 @@ func TestStore_UpdateSite(t *testing.T) {
 		require.Equal(t, "http://shop.test:7771/reset", site.ResetURL)
 		require.Equal(t, 4, site.MaxConcurrency)
 
-		sites, err := db.ListSites(admin, "mini")
+		sites, err := db.ListSites(admin, "mini", benchScope(admin))
 		require.NoError(t, err)
 		require.Equal(t, "https://shop.test:7770", sites[2].URL)
-		sites, err = db.ListSites(anon, "mini")
+		sites, err = db.ListSites(anon, "mini", benchScope(anon))
 		require.NoError(t, err)
 		require.Empty(t, sites[2].URL, "deployment URLs are for admins")
 		require.Empty(t, sites[2].ResetURL)
@@ -447,7 +447,7 @@ func TestStore_ImportWebArenaVerified(t *testing.T) {
 		require.NoError(t, err)
 		t.Logf("imported %d tasks in %v", res.Version.TaskCount, time.Since(start))
 		require.True(t, res.Created)
-		sum, err := db.BenchmarkSummary(context.Background(), "webarena-verified")
+		sum, err := db.BenchmarkSummary(context.Background(), "webarena-verified", benchScope(context.Background()))
 		require.NoError(t, err)
 		require.Equal(t, 812, sum.Tasks)
 		require.Equal(t, map[string]int{"shopping": 187, "shopping_admin": 182, "gitlab": 180, "map": 109, "reddit": 106, models.MultiSite: 48}, sum.BySite)
@@ -475,10 +475,16 @@ func TestStore_SearchIsUnicodeCaseInsensitive(t *testing.T) {
 		_, err := db.ImportBenchmark(benchSystemCtx(), "bakery", ds, "bakery.jsonl")
 		require.NoError(t, err)
 		for _, q := range []string{"éclair", "ÉCLAIR", "Éclair", "über", "ÜBER TEAM"} {
-			tasks, total, err := db.ListTasks(context.Background(), "bakery", models.TaskFilter{Query: q})
+			tasks, total, err := db.ListTasks(context.Background(), "bakery", models.TaskFilter{Query: q}, benchScope(context.Background()))
 			require.NoError(t, err, q)
 			require.Equal(t, 1, total, q)
 			require.Equal(t, "e1", tasks[0].ExternalID, q)
 		}
 	})
+}
+
+// benchScope is what of the benchmarks the benchmark service lets ctx's actor
+// see (service/benchmarks.go passes the same to storage).
+func benchScope(ctx context.Context) models.BenchmarkScope {
+	return models.BenchmarkScopeFor(models.ActorFrom(ctx))
 }
