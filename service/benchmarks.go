@@ -97,12 +97,33 @@ func (s *Benchmarks) Import(ctx context.Context, req ImportRequest) (models.Impo
 	if err := checkDataset(ds); err != nil {
 		return models.ImportResult{}, err
 	}
+	if err := s.checkFormat(ctx, req.Slug, ds.Format); err != nil {
+		return models.ImportResult{}, err
+	}
 	res, err := s.store.ImportBenchmark(ctx, req.Slug, ds, req.Source)
 	if err != nil {
 		return models.ImportResult{}, err
 	}
 	res.Subsets = len(ds.Subsets)
 	return res, nil
+}
+
+// checkFormat refuses data of one format as the next version of a benchmark
+// holding another (ECONFLICT): its tasks would not compare. Storage checks
+// the same again under the benchmark's lock, for imports that race.
+func (s *Benchmarks) checkFormat(ctx context.Context, slug, format string) error {
+	b, err := s.store.Benchmark(ctx, slug, models.BenchmarkScope{Unpublished: true})
+	switch {
+	case models.ErrorCode(err) == models.ENOTFOUND:
+		return nil
+	case err != nil:
+		return err
+	case b.Format != format:
+		return &models.Error{Code: models.ECONFLICT, Field: "format", Message: fmt.Sprintf(
+			"benchmark %q holds %s data; %s data cannot become its next version (import it under another name)",
+			slug, b.Format, format)}
+	}
+	return nil
 }
 
 // checkDataset refuses a dataset storage could not write whole: no tasks,

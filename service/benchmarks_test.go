@@ -2,12 +2,15 @@ package service_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"proctor/importer"
+	"proctor/internal/testenv"
 	"proctor/models"
 	"proctor/service"
 	"proctor/storage"
@@ -48,6 +51,15 @@ func TestBenchmarks_Import(t *testing.T) {
 			require.Equal(t, 2, res.Subsets, "the header's subset and the file's")
 			require.Equal(t, 2, res.Version.TaskCount)
 			require.NotNil(t, res.Version.ImportedBy, "an administrator's import records them")
+		})
+		t.Run("FormatChangeConflicts", func(t *testing.T) {
+			file, err := os.Open(filepath.Join(testenv.SharedDataDir(t), "odysseys", "odysseys-sample.json"))
+			require.NoError(t, err)
+			defer file.Close()
+			_, err = f.svc.Import(f.admin, service.ImportRequest{Format: models.FormatOdysseys, Slug: "shop", Dataset: file, Source: "odysseys-sample.json"})
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+			require.Equal(t, "format", models.ErrorField(err))
+			require.Equal(t, `benchmark "shop" holds proctor data; odysseys data cannot become its next version (import it under another name)`, models.ErrorMessage(err))
 		})
 		t.Run("IdenticalReimportUnchanged", func(t *testing.T) {
 			res, err := f.svc.Import(f.system, f.request("shop", benchSvcFile))

@@ -60,7 +60,8 @@ func (db *DB) ListBenchmarks(ctx context.Context, scope models.BenchmarkScope) (
 // context's user as its importer. Identical input (same checksum as an
 // existing version) changes nothing and returns Created=false. Everything
 // happens in one transaction: a failure writes nothing. ECONFLICT when the
-// slug was imported in another format (checked under the benchmark's lock).
+// slug holds data of another format (the service refuses that first; this
+// is the check under the benchmark's lock, for imports that race).
 func (db *DB) ImportBenchmark(ctx context.Context, slug string, ds *models.Dataset, sourceName string) (models.ImportResult, error) {
 	var res models.ImportResult
 	var importedBy *int64
@@ -142,9 +143,8 @@ func (db *DB) benchmarkForImport(tx *gorm.DB, slug string, ds *models.Dataset) (
 	switch {
 	case err == nil:
 		if b.Format != ds.Format {
-			return nil, &models.Error{Code: models.ECONFLICT, Field: "format", Message: fmt.Sprintf(
-				"benchmark %q holds %s data; %s data cannot become its next version (import it under another name)",
-				slug, b.Format, ds.Format)}
+			return nil, &models.Error{Code: models.ECONFLICT, Field: "format",
+				Message: fmt.Sprintf("benchmark %q was imported in another format meanwhile", slug)}
 		}
 		return &b, nil
 	case !errors.Is(err, gorm.ErrRecordNotFound):
