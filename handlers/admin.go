@@ -15,7 +15,7 @@ import (
 
 	"proctor/importer"
 	"proctor/models"
-	"proctor/storage"
+	"proctor/service"
 	"proctor/web"
 )
 
@@ -25,7 +25,7 @@ const importFormMemory = 8 << 20
 
 // adminRoutes registers the admin pages; every one is for administrators only
 // (anonymous page visits go to the login page, other users get 403). The
-// storage methods check the same again.
+// benchmark service checks the same again.
 func (s *Server) adminRoutes(e *echo.Echo) {
 	e.Pre(s.limitImportBody)
 	e.GET("/admin", s.showAdmin, requireAdmin)
@@ -103,7 +103,7 @@ func tooLargeUpload(limit int64) error {
 }
 
 func (s *Server) showAdmin(c echo.Context) error {
-	items, err := s.store.AdminBenchmarks(c.Request().Context())
+	items, err := s.deps.Benchmarks.AdminBenchmarks(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -122,29 +122,39 @@ func (s *Server) showImport(c echo.Context) error {
 // importBenchmark imports an uploaded benchmark and goes to its page; errors
 // re-render the form with the message next to the field at fault.
 func (s *Server) importBenchmark(c echo.Context) error {
-	up, err := s.readImport(c)
-	form := func() web.Form {
+	res, err := s.runImport(c)
+	if err != nil {
 		names := []string{"format", "slug"}
 		for i := 1; i <= web.ImportSubsetSlots; i++ {
 			names = append(names, "subset_name_"+strconv.Itoa(i))
 		}
-		return formOf(c, names...)
+		form := formOf(c, names...)
+		return s.formError(c, err, web.ImportPage(s.page(c, "Import a benchmark"), form.WithError(err)))
 	}
-	if err != nil {
-		return s.formError(c, err, web.ImportPage(s.page(c, "Import a benchmark"), form().WithError(err)))
-	}
-	defer up.close()
-	if _, err := s.store.ImportBenchmark(c.Request().Context(), up.slug, up.dataset, up.source); err != nil {
-		return s.formError(c, err, web.ImportPage(s.page(c, "Import a benchmark"), form().WithError(err)))
-	}
-	return redirect(c, "/benchmarks/"+url.PathEscape(up.slug)+"?notice=imported")
+	return redirect(c, "/benchmarks/"+url.PathEscape(res.Benchmark.Slug)+"?notice=imported")
 }
 
-// importUpload is a parsed import form.
+// runImport reads the import form and imports it through the benchmark
+// service; a refusal to parse names the form field at fault.
+func (s *Server) runImport(c echo.Context) (models.ImportResult, error) {
+	up, err := s.readImport(c)
+	if err != nil {
+		return models.ImportResult{}, err
+	}
+	defer up.close()
+	res, err := s.deps.Benchmarks.Import(c.Request().Context(), up.req)
+	var parse *service.ParseError
+	if errors.As(err, &parse) {
+		return models.ImportResult{}, importFieldError(parse.Err, up.fieldOf)
+	}
+	return res, err
+}
+
+// importUpload is a read import form: the service's request and the form
+// field of each subset.
 type importUpload struct {
-	slug    string
-	source  string // the dataset's file name
-	dataset *importer.Dataset
+	req     service.ImportRequest
+	fieldOf map[string]string // subset name -> its file's field
 	files   []multipart.File
 }
 
@@ -156,13 +166,13 @@ func (u *importUpload) close() {
 
 // readImport reads the multipart import form shared by the admin page and the
 // API — format, slug, dataset and up to web.ImportSubsetSlots pairs of
-// subset_name_N / subset_file_N — and parses the files, streaming them from the
-// request's parts. Errors name the form field at fault.
+// subset_name_N / subset_file_N — and opens the files, which the service
+// streams from the request's parts. Errors name the form field at fault.
 func (s *Server) readImport(c echo.Context) (*importUpload, error) {
 	if err := s.parseUploadForm(c.Request()); err != nil {
 		return nil, err
 	}
-	up := &importUpload{}
+	up := &importUpload{fieldOf: map[string]string{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -173,11 +183,11 @@ func (s *Server) readImport(c echo.Context) (*importUpload, error) {
 	if !slices.Contains(models.ImportFormats(), format) {
 		return nil, models.FieldError("format", "choose one of %s", strings.Join(models.ImportFormats(), ", "))
 	}
-	up.slug = strings.TrimSpace(c.FormValue("slug"))
+	slug := strings.TrimSpace(c.FormValue("slug"))
 	switch {
-	case up.slug == "":
+	case slug == "":
 		return nil, models.FieldError("slug", "enter the benchmark's slug, e.g. %s", format)
-	case !models.ValidSlug(up.slug):
+	case !models.ValidSlug(slug):
 		return nil, models.FieldError("slug", "use 1 to 64 lower-case letters, digits and hyphens")
 	}
 	dataset, err := up.open(c, "dataset")
@@ -189,7 +199,7 @@ func (s *Server) readImport(c echo.Context) (*importUpload, error) {
 	}
 
 	var subsets []importer.SubsetFile
-	fieldOf := map[string]string{}
+	fieldOf := up.fieldOf
 	for i := 1; i <= web.ImportSubsetSlots; i++ {
 		nameField, fileField := "subset_name_"+strconv.Itoa(i), "subset_file_"+strconv.Itoa(i)
 		name := strings.TrimSpace(c.FormValue(nameField))
@@ -214,13 +224,7 @@ func (s *Server) readImport(c echo.Context) (*importUpload, error) {
 		fieldOf[name] = fileField
 		subsets = append(subsets, importer.SubsetFile{Name: name, R: file})
 	}
-	if s.deps.Evaluators == nil {
-		return nil, models.Errorf(models.EUNAVAILABLE, "This server cannot import benchmarks: it has no evaluator registry.")
-	}
-	up.dataset, err = importer.Parse(s.deps.Evaluators, format, dataset, subsets)
-	if err != nil {
-		return nil, importFieldError(err, fieldOf)
-	}
+	up.req.Format, up.req.Slug, up.req.Dataset, up.req.Subsets = format, slug, dataset, subsets
 	ok = true
 	return up, nil
 }
@@ -241,7 +245,7 @@ func (u *importUpload) open(c echo.Context, field string) (multipart.File, error
 	}
 	u.files = append(u.files, f)
 	if field == "dataset" {
-		u.source = filepath.Base(filepath.Clean("/" + fh.Filename))
+		u.req.Source = filepath.Base(filepath.Clean("/" + fh.Filename))
 	}
 	return f, nil
 }
@@ -265,7 +269,7 @@ func importFieldError(err error, fieldOf map[string]string) error {
 
 func (s *Server) showSites(c echo.Context) error {
 	slug := pathParam(c, "slug")
-	sites, err := s.store.ListSites(c.Request().Context(), slug)
+	sites, err := s.deps.Benchmarks.ListSites(c.Request().Context(), slug)
 	if err != nil {
 		return err
 	}
@@ -283,7 +287,7 @@ func (s *Server) updateSite(c echo.Context) error {
 		if models.ErrorCode(err) != models.EINVALID {
 			return err
 		}
-		sites, lerr := s.store.ListSites(ctx, slug)
+		sites, lerr := s.deps.Benchmarks.ListSites(ctx, slug)
 		if lerr != nil {
 			return lerr
 		}
@@ -301,7 +305,7 @@ func (s *Server) saveSite(c echo.Context, slug, site string) (*models.Site, erro
 		}
 		limit = n
 	}
-	return s.store.UpdateSite(c.Request().Context(), slug, site, c.FormValue("url"), c.FormValue("reset_url"), limit)
+	return s.deps.Benchmarks.UpdateSite(c.Request().Context(), slug, site, c.FormValue("url"), c.FormValue("reset_url"), limit)
 }
 
 // publishBenchmark sets whether non-admins can see a benchmark (published=true
@@ -311,7 +315,7 @@ func (s *Server) publishBenchmark(c echo.Context) error {
 	if err != nil {
 		return models.FieldError("published", "published must be true or false")
 	}
-	if err := s.store.SetBenchmarkPublished(c.Request().Context(), pathParam(c, "slug"), published); err != nil {
+	if err := s.deps.Benchmarks.SetPublished(c.Request().Context(), pathParam(c, "slug"), published); err != nil {
 		return err
 	}
 	return redirect(c, "/admin?notice=saved")
@@ -320,7 +324,7 @@ func (s *Server) publishBenchmark(c echo.Context) error {
 // rescoreBenchmark queues a new evaluation of every finished attempt of a
 // benchmark's runs.
 func (s *Server) rescoreBenchmark(c echo.Context) error {
-	b, err := s.store.BenchmarkBySlug(c.Request().Context(), pathParam(c, "slug"))
+	b, err := s.deps.Benchmarks.Benchmark(c.Request().Context(), pathParam(c, "slug"))
 	if err != nil {
 		return err
 	}
@@ -345,7 +349,7 @@ func (s *Server) rescore(c echo.Context, scope models.RescoreScope) error {
 
 // judgeView loads a benchmark's judge settings page with form f.
 func (s *Server) judgeView(c echo.Context, f web.Form) (web.JudgeView, error) {
-	b, err := s.store.BenchmarkBySlug(c.Request().Context(), pathParam(c, "slug"))
+	b, err := s.deps.Benchmarks.Benchmark(c.Request().Context(), pathParam(c, "slug"))
 	if err != nil {
 		return web.JudgeView{}, err
 	}
@@ -368,13 +372,13 @@ func (s *Server) showJudge(c echo.Context) error {
 // with the message next to it.
 func (s *Server) updateJudge(c echo.Context) error {
 	slug := pathParam(c, "slug")
-	u := storage.JudgeUpdate{BaseURL: c.FormValue("judge_base_url"), Model: c.FormValue("judge_model")}
+	u := models.JudgeUpdate{BaseURL: c.FormValue("judge_base_url"), Model: c.FormValue("judge_model")}
 	if key := c.FormValue("judge_api_key"); key != "" {
 		u.APIKey = &key
 	} else if c.FormValue("clear_key") == "true" {
 		u.APIKey = new(string)
 	}
-	if err := s.store.SetBenchmarkJudge(c.Request().Context(), slug, u); err != nil {
+	if err := s.deps.Benchmarks.SetJudge(c.Request().Context(), slug, u); err != nil {
 		if models.ErrorCode(err) != models.EINVALID {
 			return err
 		}
@@ -389,7 +393,7 @@ func (s *Server) updateJudge(c echo.Context) error {
 
 // gradingView loads a WebArena-Verified benchmark's grading page with form f.
 func (s *Server) gradingView(c echo.Context, f web.Form) (web.GradingView, error) {
-	b, err := s.store.BenchmarkBySlug(c.Request().Context(), pathParam(c, "slug"))
+	b, err := s.deps.Benchmarks.Benchmark(c.Request().Context(), pathParam(c, "slug"))
 	if err != nil {
 		return web.GradingView{}, err
 	}
@@ -415,7 +419,7 @@ func (s *Server) showGrading(c echo.Context) error {
 // with the message next to it.
 func (s *Server) updateGrading(c echo.Context) error {
 	slug := pathParam(c, "slug")
-	if err := s.store.SetBenchmarkEvaluator(c.Request().Context(), slug, c.FormValue("evaluator"), s.deps.Evaluators.Readings); err != nil {
+	if err := s.deps.Benchmarks.SetEvaluator(c.Request().Context(), slug, c.FormValue("evaluator")); err != nil {
 		if models.ErrorCode(err) != models.EINVALID {
 			return err
 		}

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -38,9 +37,10 @@ func orEmpty(xs []string) []string {
 	return xs
 }
 
-// apiTaskOf converts a task for the API; the hidden fields only for admins and
-// the system (storage has already blanked them for anyone else).
-func apiTaskOf(ctx context.Context, t models.Task) api.Task {
+// apiTaskOf converts a task for the API. The hidden fields are present when
+// the benchmark service left them in (for admins and the system); blank ones
+// are left out.
+func apiTaskOf(t models.Task) api.Task {
 	out := api.Task{
 		ID: t.ExternalID, Position: t.Position, Intent: t.Intent, IntentTemplate: t.IntentTemplate,
 		StartURLs: orEmpty(t.StartURLs), Sites: orEmpty(t.Sites), SiteKey: t.SiteKey,
@@ -52,9 +52,7 @@ func apiTaskOf(ctx context.Context, t models.Task) api.Task {
 	for i, r := range t.RubricItems {
 		out.RubricItems[i] = api.RubricItem{Key: r.Key, Requirement: r.Requirement, Verification: r.Verification, Weight: r.Weight}
 	}
-	if models.ActorFrom(ctx).Privileged() {
-		out.EvalSpec, out.ReferenceAnswers, out.ReferenceActions = rawJSON(t.EvalSpec), rawJSON(t.ReferenceAnswers), rawJSON(t.ReferenceActions)
-	}
+	out.EvalSpec, out.ReferenceAnswers, out.ReferenceActions = rawJSON(t.EvalSpec), rawJSON(t.ReferenceAnswers), rawJSON(t.ReferenceActions)
 	return out
 }
 
@@ -65,7 +63,7 @@ func (s *Server) apiListBenchmarks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := s.store.ListBenchmarks(c.Request().Context())
+	list, err := s.deps.Benchmarks.ListBenchmarks(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -80,7 +78,7 @@ func (s *Server) apiListBenchmarks(c echo.Context) error {
 }
 
 func (s *Server) apiShowBenchmark(c echo.Context) error {
-	sum, err := s.store.BenchmarkSummary(c.Request().Context(), pathParam(c, "slug"))
+	sum, err := s.deps.Benchmarks.BenchmarkSummary(c.Request().Context(), pathParam(c, "slug"))
 	if err != nil {
 		return err
 	}
@@ -93,35 +91,30 @@ func (s *Server) apiListTasks(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	tasks, total, err := s.store.ListTasks(ctx, pathParam(c, "slug"), f)
+	tasks, total, err := s.deps.Benchmarks.ListTasks(ctx, pathParam(c, "slug"), f)
 	if err != nil {
 		return err
 	}
 	items := make([]api.Task, len(tasks))
 	for i, t := range tasks {
-		items[i] = apiTaskOf(ctx, t)
+		items[i] = apiTaskOf(t)
 	}
 	return c.JSON(http.StatusOK, api.NewPage(items, f.Page, f.PerPage, total))
 }
 
 func (s *Server) apiShowTask(c echo.Context) error {
 	ctx := c.Request().Context()
-	t, err := s.store.TaskByExternalID(ctx, pathParam(c, "slug"), pathParam(c, "taskID"))
+	t, err := s.deps.Benchmarks.Task(ctx, pathParam(c, "slug"), pathParam(c, "taskID"))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apiTaskOf(ctx, *t))
+	return c.JSON(http.StatusOK, apiTaskOf(*t))
 }
 
 // apiImportBenchmark imports a multipart upload (the admin form's fields) and
 // answers 201 with the new version, or 200 when the data was already imported.
 func (s *Server) apiImportBenchmark(c echo.Context) error {
-	up, err := s.readImport(c)
-	if err != nil {
-		return err
-	}
-	defer up.close()
-	res, err := s.store.ImportBenchmark(c.Request().Context(), up.slug, up.dataset, up.source)
+	res, err := s.runImport(c)
 	if err != nil {
 		return err
 	}
@@ -131,7 +124,7 @@ func (s *Server) apiImportBenchmark(c echo.Context) error {
 	}
 	return c.JSON(status, api.ImportResult{
 		Benchmark: res.Benchmark.Slug, Version: res.Version.Version, Checksum: res.Version.Checksum,
-		Created: res.Created, Tasks: res.Version.TaskCount, Subsets: len(up.dataset.Subsets),
+		Created: res.Created, Tasks: res.Version.TaskCount, Subsets: res.Subsets,
 		URL: "/api/v1/benchmarks/" + url.PathEscape(res.Benchmark.Slug),
 	})
 }

@@ -6,29 +6,29 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"proctor/importer"
 	"proctor/models"
-	"proctor/storage"
+	"proctor/service"
 	"proctor/web"
 )
 
-// BenchmarkStore is what the benchmark pages, the admin pages and the benchmark
-// API need. Every method enforces visibility and permissions itself.
-type BenchmarkStore interface {
+// BenchmarkService is what the benchmark pages, the admin pages and the
+// benchmark API need (service.Benchmarks): it decides who sees and changes
+// what.
+type BenchmarkService interface {
 	ListBenchmarks(ctx context.Context) ([]models.BenchmarkListItem, error)
+	Benchmark(ctx context.Context, slug string) (*models.Benchmark, error)
 	BenchmarkDetail(ctx context.Context, slug string) (*models.BenchmarkDetail, error)
 	BenchmarkSummary(ctx context.Context, slug string) (*models.BenchmarkSummary, error)
 	BrowseTasks(ctx context.Context, slug string, f models.TaskFilter) (*models.TaskPage, error)
 	ListTasks(ctx context.Context, slug string, f models.TaskFilter) ([]models.Task, int, error)
-	TaskByExternalID(ctx context.Context, slug, externalID string) (*models.Task, error)
-	ImportBenchmark(ctx context.Context, slug string, ds *importer.Dataset, sourceName string) (models.ImportResult, error)
-	AdminBenchmarks(ctx context.Context) ([]models.AdminBenchmark, error)
+	Task(ctx context.Context, slug, externalID string) (*models.Task, error)
 	ListSites(ctx context.Context, slug string) ([]models.Site, error)
+	Import(ctx context.Context, req service.ImportRequest) (models.ImportResult, error)
+	AdminBenchmarks(ctx context.Context) ([]models.AdminBenchmark, error)
 	UpdateSite(ctx context.Context, slug, siteName, siteURL, resetURL string, maxConcurrency int) (*models.Site, error)
-	SetBenchmarkPublished(ctx context.Context, slug string, published bool) error
-	BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchmark, error)
-	SetBenchmarkJudge(ctx context.Context, slug string, u storage.JudgeUpdate) error
-	SetBenchmarkEvaluator(ctx context.Context, slug, evaluator string, readingsOf func(string) []string) error
+	SetPublished(ctx context.Context, slug string, published bool) error
+	SetJudge(ctx context.Context, slug string, u models.JudgeUpdate) error
+	SetEvaluator(ctx context.Context, slug, evaluator string) error
 }
 
 // benchmarkRoutes registers the public benchmark pages (unpublished benchmarks
@@ -42,7 +42,7 @@ func (s *Server) benchmarkRoutes(e *echo.Echo) {
 }
 
 func (s *Server) listBenchmarks(c echo.Context) error {
-	list, err := s.store.ListBenchmarks(c.Request().Context())
+	list, err := s.deps.Benchmarks.ListBenchmarks(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (s *Server) listBenchmarks(c echo.Context) error {
 }
 
 func (s *Server) showBenchmark(c echo.Context) error {
-	d, err := s.store.BenchmarkDetail(c.Request().Context(), pathParam(c, "slug"))
+	d, err := s.deps.Benchmarks.BenchmarkDetail(c.Request().Context(), pathParam(c, "slug"))
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (s *Server) browseTasks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	tp, err := s.store.BrowseTasks(c.Request().Context(), pathParam(c, "slug"), f)
+	tp, err := s.deps.Benchmarks.BrowseTasks(c.Request().Context(), pathParam(c, "slug"), f)
 	if err != nil {
 		return err
 	}
@@ -80,14 +80,14 @@ func (s *Server) browseTasks(c echo.Context) error {
 func (s *Server) showTask(c echo.Context) error {
 	slug, id := pathParam(c, "slug"), pathParam(c, "taskID")
 	ctx := c.Request().Context()
-	t, err := s.store.TaskByExternalID(ctx, slug, id)
+	t, err := s.deps.Benchmarks.Task(ctx, slug, id)
 	if err != nil {
 		return err
 	}
 	p := s.page(c, "Task "+t.ExternalID)
 	var defects []models.TaskDefect
 	if p.Admin() && s.deps.Evaluators != nil {
-		b, err := s.store.BenchmarkBySlug(ctx, slug)
+		b, err := s.deps.Benchmarks.Benchmark(ctx, slug)
 		if err != nil {
 			return err
 		}

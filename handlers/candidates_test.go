@@ -54,7 +54,7 @@ func newCandidatesFixture(t *testing.T, withQueue bool) *candidatesFixture {
 	require.NoError(t, err)
 	db.UseAgentDeps(sealer, netguard.New(nil, nil)) // IP literals only: no DNS
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	deps := handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Store: db, Static: static.Files(), Logger: logger}
+	deps := handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Static: static.Files(), Logger: logger}
 	if withQueue {
 		r, err := runner.New(runner.Config{Evaluators: evaltest.Registry(), DB: db, Logger: logger,
 			AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} }})

@@ -9,7 +9,7 @@ import (
 )
 
 func (s *Server) showHome(c echo.Context) error {
-	list, err := s.store.ListBenchmarks(c.Request().Context())
+	list, err := s.deps.Benchmarks.ListBenchmarks(c.Request().Context())
 	if err != nil {
 		return err
 	}

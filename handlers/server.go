@@ -63,6 +63,8 @@ type Deps struct {
 	// Runs is the run service; it answers 503 to queuing when this process
 	// has no queue.
 	Runs RunService
+	// Benchmarks is the benchmark service (service.Benchmarks).
+	Benchmarks BenchmarkService
 	// Submissions moves uploaded bundles through the submission portal; nil
 	// when this process has no queue (the portal answers 503).
 	Submissions SubmissionService
@@ -88,7 +90,6 @@ type Store interface {
 	TeamStore
 	TokenStore
 	AgentStore
-	BenchmarkStore
 	LeaderboardStore
 	ModerationStore
 	SubmissionStore

@@ -81,7 +81,7 @@ func (s *Server) renderStudyForm(c echo.Context, status int, v web.StudyFormView
 	if err != nil {
 		return err
 	}
-	benchmarks, err := s.store.ListBenchmarks(ctx)
+	benchmarks, err := s.deps.Benchmarks.ListBenchmarks(ctx)
 	if err != nil {
 		return err
 	}

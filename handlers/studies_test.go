@@ -93,13 +93,13 @@ func newStudyPagesFixture(t *testing.T) *studyPagesFixture {
 	db.UseAgentDeps(sealer, netguard.New(nil, nil))
 	judging := &fakeStudyJudging{store: db}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db),
 		Store: db, Static: static.Files(), Logger: logger, StudyJudging: judging,
 	})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	plain, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Store: db, Static: static.Files(), Logger: logger})
+	plain, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Static: static.Files(), Logger: logger})
 	require.NoError(t, err)
 	noJudging := httptest.NewServer(plain)
 	t.Cleanup(noJudging.Close)

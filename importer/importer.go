@@ -23,45 +23,12 @@ const (
 	MaxLineBytes  = 16 << 20  // one line of a JSON Lines file
 )
 
-// Dataset is a parsed benchmark ready to be stored.
-type Dataset struct {
-	Format    string // one of models.ImportFormats()
-	Evaluator string // the id of a registered evaluator (eval.Registry)
-	// Grades is what the evaluator grades (models.GradesAgents or
-	// GradesCandidates), as its registry record says.
-	Grades string
-	// PassThreshold is a hidden-tests benchmark's pass threshold from the
-	// proctor header line (pass_threshold, in (0, 1]): the pass rate a task
-	// needs to succeed. Nil for models.DefaultPassThreshold, which a stated
-	// 1 also gives, so that stating the default makes no new version.
-	PassThreshold *float64
-	Name          string // from the proctor header line, else empty
-	Description   string // from the proctor header line, else empty
-	// Tasks are in file order with Position 0..n-1 and RubricItems filled; IDs are
-	// zero. Empty JSON fields (Metadata, EvalSpec, ReferenceAnswers,
-	// ReferenceActions) mean "none"; the others hold canonical JSON.
-	Tasks    []models.Task
-	Subsets  []Subset   // named subsets sorted by name; "full" is implicit and never listed
-	Sites    []SiteSpec // every site the tasks use, sorted by name
-	Checksum string     // SHA-256 hex of the canonical encoding of what was imported (checksum.go)
-}
-
-// EffectivePassThreshold is the dataset's pass threshold,
-// models.DefaultPassThreshold when it states none.
-func (d *Dataset) EffectivePassThreshold() float64 {
-	if d.PassThreshold == nil {
-		return models.DefaultPassThreshold
-	}
-	return *d.PassThreshold
-}
+// Dataset is a parsed benchmark ready to be stored (models.Dataset, which the
+// benchmark service hands to storage).
+type Dataset = models.Dataset
 
 // Subset is a named set of tasks of a Dataset.
-type Subset struct {
-	Name        string   // a slug, never "full"
-	Description string   // may be empty
-	Checksum    string   // SHA-256 hex of the sorted task ids as compact JSON
-	ExternalIDs []string // in dataset order
-}
+type Subset = models.DatasetSubset
 
 // SubsetFile is a subset given beside the benchmark file (--subset NAME=FILE).
 type SubsetFile struct {
@@ -70,10 +37,7 @@ type SubsetFile struct {
 }
 
 // SiteSpec is a site the tasks use and the placeholder standing for its URL.
-type SiteSpec struct {
-	Name        string // e.g. shopping_admin
-	Placeholder string // e.g. __SHOPPING_ADMIN__
-}
+type SiteSpec = models.DatasetSite
 
 // limits are the size limits; tests shrink them to exercise the refusals cheaply.
 type limits struct {

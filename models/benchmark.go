@@ -349,6 +349,8 @@ type ImportResult struct {
 	Benchmark *Benchmark
 	Version   *BenchmarkVersion
 	Created   bool
+	// Subsets is how many named subsets the imported file declared.
+	Subsets int
 }
 
 // BenchmarkFacets lists the distinct values the task browser can filter by.
@@ -432,4 +434,32 @@ func (a AdminBenchmark) IsCurrent(v BenchmarkVersion) bool {
 type TaskDefect struct {
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
+}
+
+// JudgeUpdate changes a benchmark's own LLM judge. An empty BaseURL makes the
+// benchmark use the server's judge. APIKey nil keeps the stored key; a
+// pointer to "" removes it.
+type JudgeUpdate struct {
+	BaseURL string
+	Model   string
+	APIKey  *string
+}
+
+// BenchmarkScope is what a read of benchmarks includes beyond what anyone may
+// see. The benchmark service sets it from the caller (BenchmarkScopeFor);
+// storage reads what it is told.
+type BenchmarkScope struct {
+	// Unpublished benchmarks are found and listed.
+	Unpublished bool
+	// Secrets are read: a task's hidden fields (evaluation spec, reference
+	// answers and actions) and a site's deployment URL and reset hook.
+	Secrets bool
+}
+
+// BenchmarkScopeFor is the rule of who sees what of a benchmark: an
+// unpublished benchmark, its tasks' hidden fields and its sites' deployment
+// URLs exist only for administrators and the system.
+func BenchmarkScopeFor(a Actor) BenchmarkScope {
+	p := a.Privileged()
+	return BenchmarkScope{Unpublished: p, Secrets: p}
 }

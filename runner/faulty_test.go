@@ -543,7 +543,7 @@ func TestFaulty_SiteReset(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(reset.Close)
-	sites, err := f.db.ListSites(f.system, sandbox.Slug)
+	sites, err := f.db.ListSites(f.system, sandbox.Slug, models.BenchmarkScopeFor(models.ActorFrom(f.system)))
 	require.NoError(t, err)
 	for _, s := range sites {
 		_, err := f.db.UpdateSite(f.system, sandbox.Slug, s.Name, s.URL, reset.URL+"/reset/{episode}/"+s.Name, 0)

@@ -175,7 +175,7 @@ func TestRunner_WebArenaOnSandbox(t *testing.T) {
 		require.NoError(t, err)
 		// The sandbox shop, per-episode namespace token included, is WebArena's shopping site.
 		var shopURL string
-		sites, err := db.ListSites(b.system, sandbox.Slug)
+		sites, err := db.ListSites(b.system, sandbox.Slug, models.BenchmarkScopeFor(models.ActorFrom(b.system)))
 		require.NoError(t, err)
 		for _, s := range sites {
 			if s.Name == "shop" {

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"proctor/importer"
 	"proctor/migrations"
 	"proctor/models"
 )
@@ -25,9 +23,9 @@ const importBatchSize = 500
 // carries.
 const captureBatchSize = 8
 
-// ListBenchmarks returns benchmarks with their current version's counts, by name.
-// Unpublished benchmarks are listed only for admins.
-func (db *DB) ListBenchmarks(ctx context.Context) ([]models.BenchmarkListItem, error) {
+// ListBenchmarks returns benchmarks with their current version's counts, by
+// name; unpublished ones only when scope includes them.
+func (db *DB) ListBenchmarks(ctx context.Context, scope models.BenchmarkScope) ([]models.BenchmarkListItem, error) {
 	q := db.q(ctx).Table("benchmarks b").
 		Select(`b.slug, b.name, b.description, b.format, b.published,
 			COALESCE(v.id, 0) AS version_id, COALESCE(v.version, 0) AS version, COALESCE(v.task_count, 0) AS tasks,
@@ -35,7 +33,7 @@ func (db *DB) ListBenchmarks(ctx context.Context) ([]models.BenchmarkListItem, e
 			(SELECT COUNT(*) FROM sites si WHERE si.benchmark_id = b.id) AS sites`).
 		Joins("LEFT JOIN benchmark_versions v ON v.id = b.current_version_id").
 		Order("b.name")
-	if !models.ActorFrom(ctx).Privileged() {
+	if !scope.Unpublished {
 		q = q.Where("b.published = ?", true)
 	}
 	var out []models.BenchmarkListItem
@@ -56,36 +54,21 @@ func (db *DB) ListBenchmarks(ctx context.Context) ([]models.BenchmarkListItem, e
 	return out, nil
 }
 
-// ImportBenchmark stores a parsed dataset as the next version of the benchmark
-// slug, creating the benchmark (and its sites) when new. Identical input (same
-// checksum as an existing version) changes nothing and returns Created=false.
-// Everything happens in one transaction: a failure writes nothing. Admins and the
-// system only: EUNAUTHORIZED / EFORBIDDEN otherwise; EINVALID for a bad slug or an
-// inconsistent dataset; ECONFLICT when the slug was imported in another format.
-func (db *DB) ImportBenchmark(ctx context.Context, slug string, ds *importer.Dataset, sourceName string) (models.ImportResult, error) {
+// ImportBenchmark stores a dataset, already checked by the benchmark service
+// (service.Benchmarks.Import), as the next version of the benchmark slug,
+// creating the benchmark (and its sites) when new; the version records the
+// context's user as its importer. Identical input (same checksum as an
+// existing version) changes nothing and returns Created=false. Everything
+// happens in one transaction: a failure writes nothing. ECONFLICT when the
+// slug holds data of another format (the service refuses that first; this
+// is the check under the benchmark's lock, for imports that race).
+func (db *DB) ImportBenchmark(ctx context.Context, slug string, ds *models.Dataset, sourceName string) (models.ImportResult, error) {
 	var res models.ImportResult
-	actor, err := models.RequireAdmin(ctx)
-	if err != nil {
-		return res, err
-	}
-	if !models.ValidSlug(slug) {
-		return res, models.FieldError("slug", "%q is not a valid benchmark name: use 1 to 64 lower-case letters, digits and hyphens", slug)
-	}
-	if ds == nil || len(ds.Tasks) == 0 {
-		return res, models.Errorf(models.EINVALID, "the dataset has no tasks")
-	}
-	if !slices.Contains(models.ImportFormats(), ds.Format) {
-		return res, models.FieldError("format", "unknown format %q: use one of %s", ds.Format, strings.Join(models.ImportFormats(), ", "))
-	}
-	if ds.Checksum == "" {
-		return res, models.Errorf(models.EINVALID, "the dataset has no checksum")
-	}
 	var importedBy *int64
-	if actor.UserID != 0 {
-		id := actor.UserID
+	if id := models.ActorFrom(ctx).UserID; id != 0 {
 		importedBy = &id
 	}
-	err = db.tx(ctx, func(tx *gorm.DB) error {
+	err := db.tx(ctx, func(tx *gorm.DB) error {
 		b, err := db.benchmarkForImport(tx, slug, ds)
 		if err != nil {
 			return err
@@ -149,7 +132,7 @@ func (db *DB) ImportBenchmark(ctx context.Context, slug string, ds *importer.Dat
 
 // benchmarkForImport returns the benchmark slug, locked for the import, or
 // creates it from the dataset. ECONFLICT when it exists in another format.
-func (db *DB) benchmarkForImport(tx *gorm.DB, slug string, ds *importer.Dataset) (*models.Benchmark, error) {
+func (db *DB) benchmarkForImport(tx *gorm.DB, slug string, ds *models.Dataset) (*models.Benchmark, error) {
 	var b models.Benchmark
 	q := tx.Where("slug = ?", slug)
 	if db.dialect == migrations.Postgres {
@@ -160,9 +143,8 @@ func (db *DB) benchmarkForImport(tx *gorm.DB, slug string, ds *importer.Dataset)
 	switch {
 	case err == nil:
 		if b.Format != ds.Format {
-			return nil, &models.Error{Code: models.ECONFLICT, Field: "format", Message: fmt.Sprintf(
-				"benchmark %q holds %s data; %s data cannot become its next version (import it under another name)",
-				slug, b.Format, ds.Format)}
+			return nil, &models.Error{Code: models.ECONFLICT, Field: "format",
+				Message: fmt.Sprintf("benchmark %q was imported in another format meanwhile", slug)}
 		}
 		return &b, nil
 	case !errors.Is(err, gorm.ErrRecordNotFound):
@@ -191,7 +173,7 @@ func (db *DB) benchmarkForImport(tx *gorm.DB, slug string, ds *importer.Dataset)
 
 // insertTasks writes a version's tasks, their site and attribute index rows, their
 // rubric items, their reference captures and the subsets, in batches.
-func insertTasks(tx *gorm.DB, versionID int64, ds *importer.Dataset) error {
+func insertTasks(tx *gorm.DB, versionID int64, ds *models.Dataset) error {
 	tasks := make([]models.Task, len(ds.Tasks))
 	for i, t := range ds.Tasks {
 		t.ID = 0
@@ -246,7 +228,7 @@ func insertTasks(tx *gorm.DB, versionID int64, ds *importer.Dataset) error {
 	if err := createBatches(tx, items, "rubric item"); err != nil {
 		return err
 	}
-	// Captures are images of up to importer.MaxCaptureBytes each: a few per
+	// Captures are images of up to a few megabytes each: a few per
 	// statement keep the statements small.
 	if len(captures) > 0 {
 		if err := tx.CreateInBatches(&captures, captureBatchSize).Error; err != nil {
@@ -256,9 +238,6 @@ func insertTasks(tx *gorm.DB, versionID int64, ds *importer.Dataset) error {
 	for _, s := range ds.Subsets {
 		sub := models.Subset{VersionID: versionID, Name: s.Name, Description: s.Description,
 			Checksum: s.Checksum, TaskCount: len(s.ExternalIDs)}
-		if err := models.ValidateSubsetName(s.Name); err != nil {
-			return models.Errorf(models.EINVALID, "subset %q: %s", s.Name, models.ErrorMessage(err))
-		}
 		if err := tx.Create(&sub).Error; err != nil {
 			return wrap(err, fmt.Sprintf("subset %q", s.Name))
 		}
@@ -266,7 +245,7 @@ func insertTasks(tx *gorm.DB, versionID int64, ds *importer.Dataset) error {
 		for _, ext := range s.ExternalIDs {
 			id, ok := byExternal[ext]
 			if !ok {
-				return models.Errorf(models.EINVALID, "subset %q: task id %s is not in the benchmark", s.Name, ext)
+				return fmt.Errorf("import: subset %q: task id %s is not in the dataset", s.Name, ext)
 			}
 			members = append(members, models.SubsetTask{SubsetID: sub.ID, TaskID: id})
 		}
@@ -303,7 +282,7 @@ func uniqueNonEmpty(values []string) []string {
 
 // ensureSites creates the sites the dataset uses that the benchmark lacks. Sites
 // that exist keep their configured URL, reset hook and concurrency cap.
-func (db *DB) ensureSites(tx *gorm.DB, benchmarkID int64, ds *importer.Dataset) error {
+func (db *DB) ensureSites(tx *gorm.DB, benchmarkID int64, ds *models.Dataset) error {
 	want := map[string]string{}
 	for _, s := range ds.Sites {
 		want[s.Name] = s.Placeholder
@@ -342,25 +321,38 @@ func (db *DB) ensureSites(tx *gorm.DB, benchmarkID int64, ds *importer.Dataset) 
 	return createBatches(tx, rows, "site")
 }
 
-// visibleBenchmark loads a benchmark by slug; unpublished ones exist only for
-// admins and the system. ENOTFOUND otherwise.
+// visibleBenchmark loads a benchmark by slug in the scope of the context's
+// actor (models.BenchmarkScopeFor), for the reads of other aggregates that
+// name a benchmark. ENOTFOUND when missing or out of scope.
 func visibleBenchmark(ctx context.Context, q *gorm.DB, slug string) (*models.Benchmark, error) {
+	return benchmarkIn(q, slug, models.BenchmarkScopeFor(models.ActorFrom(ctx)))
+}
+
+// benchmarkIn loads a benchmark by slug; an unpublished one only when scope
+// includes it. ENOTFOUND otherwise.
+func benchmarkIn(q *gorm.DB, slug string, scope models.BenchmarkScope) (*models.Benchmark, error) {
 	var b models.Benchmark
 	if err := q.Where("slug = ?", slug).Take(&b).Error; err != nil {
 		return nil, wrap(err, fmt.Sprintf("benchmark %q", slug))
 	}
-	if !b.Published && !models.ActorFrom(ctx).Privileged() {
+	if !b.Published && !scope.Unpublished {
 		return nil, models.Errorf(models.ENOTFOUND, "benchmark %q not found.", slug)
 	}
 	return &b, nil
 }
 
-// BenchmarkBySlug returns a benchmark with its current version (and that
-// version's subsets) and its sites. ENOTFOUND when missing or, for non-admins,
-// unpublished.
+// BenchmarkBySlug is Benchmark in the scope of the context's actor
+// (models.BenchmarkScopeFor), for the services of other aggregates.
 func (db *DB) BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchmark, error) {
+	return db.Benchmark(ctx, slug, models.BenchmarkScopeFor(models.ActorFrom(ctx)))
+}
+
+// Benchmark returns a benchmark with its current version (and that
+// version's subsets) and its sites, in scope. ENOTFOUND when missing or out
+// of scope.
+func (db *DB) Benchmark(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.Benchmark, error) {
 	q := db.q(ctx)
-	b, err := visibleBenchmark(ctx, q, slug)
+	b, err := benchmarkIn(q, slug, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +364,7 @@ func (db *DB) BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchma
 		}
 		b.CurrentVersion = &v
 	}
-	sites, err := listSites(ctx, q, b.ID)
+	sites, err := listSites(q, b.ID, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -380,14 +372,14 @@ func (db *DB) BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchma
 	return b, nil
 }
 
-// listSites returns a benchmark's sites by name. Only admins and the system see
-// the configured URLs and reset hooks: they describe the deployment.
-func listSites(ctx context.Context, q *gorm.DB, benchmarkID int64) ([]models.Site, error) {
+// listSites returns a benchmark's sites by name; their configured URLs and
+// reset hooks, which describe the deployment, only when scope has secrets.
+func listSites(q *gorm.DB, benchmarkID int64, scope models.BenchmarkScope) ([]models.Site, error) {
 	var sites []models.Site
 	if err := q.Where("benchmark_id = ?", benchmarkID).Order("name").Find(&sites).Error; err != nil {
 		return nil, wrap(err, "sites")
 	}
-	if !models.ActorFrom(ctx).Privileged() {
+	if !scope.Secrets {
 		for i := range sites {
 			sites[i].URL, sites[i].ResetURL = "", ""
 		}
@@ -395,38 +387,24 @@ func listSites(ctx context.Context, q *gorm.DB, benchmarkID int64) ([]models.Sit
 	return sites, nil
 }
 
-// ListSites returns the sites of a visible benchmark, by name; URLs and reset
-// hooks are blank for non-admins. ENOTFOUND for an unknown or hidden benchmark.
-func (db *DB) ListSites(ctx context.Context, slug string) ([]models.Site, error) {
+// ListSites returns the sites of a benchmark in scope, by name; URLs and
+// reset hooks are blank unless scope has secrets. ENOTFOUND for an unknown
+// benchmark or one out of scope.
+func (db *DB) ListSites(ctx context.Context, slug string, scope models.BenchmarkScope) ([]models.Site, error) {
 	q := db.q(ctx)
-	b, err := visibleBenchmark(ctx, q, slug)
+	b, err := benchmarkIn(q, slug, scope)
 	if err != nil {
 		return nil, err
 	}
-	return listSites(ctx, q, b.ID)
+	return listSites(q, b.ID, scope)
 }
 
-// UpdateSite configures one site of a benchmark: its base URL, its reset hook and
-// its concurrency cap (0 = no cap). Empty URLs clear the setting. Admins only
-// (EUNAUTHORIZED / EFORBIDDEN); EINVALID naming the field for a URL that is not
-// absolute http(s) or a negative cap; ENOTFOUND for an unknown benchmark or site.
+// UpdateSite saves one site of a benchmark as given (checked by the benchmark
+// service): its base URL, its reset hook and its concurrency cap (0 = no cap);
+// empty URLs clear the setting. ENOTFOUND for an unknown benchmark or site.
 func (db *DB) UpdateSite(ctx context.Context, slug, siteName, siteURL, resetURL string, maxConcurrency int) (*models.Site, error) {
-	if _, err := models.RequireAdmin(ctx); err != nil {
-		return nil, err
-	}
-	siteURL, err := checkHTTPURL("url", siteURL)
-	if err != nil {
-		return nil, err
-	}
-	resetURL, err = checkHTTPURL("reset_url", resetURL)
-	if err != nil {
-		return nil, err
-	}
-	if maxConcurrency < 0 || maxConcurrency > 10000 {
-		return nil, models.FieldError("max_concurrency", "must be between 0 (no cap) and 10000, got %d", maxConcurrency)
-	}
 	var site models.Site
-	err = db.tx(ctx, func(tx *gorm.DB) error {
+	err := db.tx(ctx, func(tx *gorm.DB) error {
 		b, err := visibleBenchmark(ctx, tx, slug)
 		if err != nil {
 			return err
@@ -443,25 +421,9 @@ func (db *DB) UpdateSite(ctx context.Context, slug, siteName, siteURL, resetURL 
 	return &site, nil
 }
 
-// checkHTTPURL accepts "" or an absolute http(s) URL, returned without a trailing
-// slash so that placeholders such as __GITLAB__/explore join cleanly.
-func checkHTTPURL(field, raw string) (string, error) {
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		return "", nil
-	}
-	if _, err := models.ParseHTTPURL(raw, "site URL"); err != nil {
-		return "", models.FieldError(field, "%s; a site URL looks like http://shopping.internal:7770", models.ErrorMessage(err))
-	}
-	return strings.TrimRight(raw, "/"), nil
-}
-
-// SetBenchmarkPublished shows or hides a benchmark from non-admins. Admins only
-// (EUNAUTHORIZED / EFORBIDDEN); ENOTFOUND for an unknown slug.
+// SetBenchmarkPublished shows or hides a benchmark from non-admins. ENOTFOUND
+// for an unknown slug.
 func (db *DB) SetBenchmarkPublished(ctx context.Context, slug string, published bool) error {
-	if _, err := models.RequireAdmin(ctx); err != nil {
-		return err
-	}
 	r := db.q(ctx).Model(&models.Benchmark{}).Where("slug = ?", slug).
 		Updates(map[string]any{"published": published, "updated_at": db.now()})
 	if r.Error != nil {
@@ -474,11 +436,8 @@ func (db *DB) SetBenchmarkPublished(ctx context.Context, slug string, published 
 }
 
 // AdminBenchmarks lists every benchmark, published or not, by name, with all its
-// versions newest first. Admins only: EUNAUTHORIZED / EFORBIDDEN.
+// versions newest first.
 func (db *DB) AdminBenchmarks(ctx context.Context) ([]models.AdminBenchmark, error) {
-	if _, err := models.RequireAdmin(ctx); err != nil {
-		return nil, err
-	}
 	q := db.q(ctx)
 	var bs []models.Benchmark
 	if err := q.Order("name, slug").Find(&bs).Error; err != nil {
@@ -534,11 +493,11 @@ func taskColumnCounts(q *gorm.DB, versionID int64, column string) (map[string]in
 
 // BenchmarkSummary counts the current version's tasks by site key, task type,
 // difficulty, domain and attribute, its rubric items, and each subset's tasks by
-// site key, all with GROUP BY queries. ENOTFOUND for an unknown benchmark or,
-// for non-admins, an unpublished one.
-func (db *DB) BenchmarkSummary(ctx context.Context, slug string) (*models.BenchmarkSummary, error) {
+// site key, all with GROUP BY queries. ENOTFOUND for an unknown benchmark or
+// one out of scope.
+func (db *DB) BenchmarkSummary(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.BenchmarkSummary, error) {
 	q := db.q(ctx)
-	b, err := visibleBenchmark(ctx, q, slug)
+	b, err := benchmarkIn(q, slug, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -625,9 +584,9 @@ func summaryOf(q *gorm.DB, b *models.Benchmark) (*models.BenchmarkSummary, error
 
 // BenchmarkDetail returns what the benchmark page shows: the benchmark with its
 // current version, the summary, the sites and how many tasks use each site.
-// ENOTFOUND like BenchmarkBySlug.
-func (db *DB) BenchmarkDetail(ctx context.Context, slug string) (*models.BenchmarkDetail, error) {
-	b, err := db.BenchmarkBySlug(ctx, slug)
+// ENOTFOUND like Benchmark.
+func (db *DB) BenchmarkDetail(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.BenchmarkDetail, error) {
+	b, err := db.Benchmark(ctx, slug, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -731,18 +690,17 @@ func filteredTasks(q *gorm.DB, versionID int64, f models.TaskFilter) *gorm.DB {
 
 // ListTasks returns one page of the current version's tasks matching the filter,
 // in file order, with their rubric items, and how many match in all. The hidden
-// fields are blank unless the actor is an admin or the system. ENOTFOUND like
-// BenchmarkBySlug.
-func (db *DB) ListTasks(ctx context.Context, slug string, f models.TaskFilter) ([]models.Task, int, error) {
+// fields are blank unless scope has secrets. ENOTFOUND like Benchmark.
+func (db *DB) ListTasks(ctx context.Context, slug string, f models.TaskFilter, scope models.BenchmarkScope) ([]models.Task, int, error) {
 	q := db.q(ctx)
-	b, err := visibleBenchmark(ctx, q, slug)
+	b, err := benchmarkIn(q, slug, scope)
 	if err != nil {
 		return nil, 0, err
 	}
-	return listTasks(ctx, q, b, f.Normalized())
+	return listTasks(q, b, f.Normalized(), scope)
 }
 
-func listTasks(ctx context.Context, q *gorm.DB, b *models.Benchmark, f models.TaskFilter) ([]models.Task, int, error) {
+func listTasks(q *gorm.DB, b *models.Benchmark, f models.TaskFilter, scope models.BenchmarkScope) ([]models.Task, int, error) {
 	if b.CurrentVersionID == nil {
 		return []models.Task{}, 0, nil
 	}
@@ -754,7 +712,7 @@ func listTasks(ctx context.Context, q *gorm.DB, b *models.Benchmark, f models.Ta
 	tasks := []models.Task{}
 	if total > 0 {
 		cols := "t.*"
-		if !models.ActorFrom(ctx).Privileged() {
+		if !scope.Secrets {
 			cols = publicTaskColumns // the hidden columns are not even read
 		}
 		if err := filteredTasks(q, vid, f).Select(cols).Order("t.position").Limit(f.PerPage).Offset((f.Page - 1) * f.PerPage).
@@ -765,7 +723,7 @@ func listTasks(ctx context.Context, q *gorm.DB, b *models.Benchmark, f models.Ta
 	if err := loadRubrics(q, tasks); err != nil {
 		return nil, 0, err
 	}
-	redactTasks(ctx, tasks)
+	redactTasks(tasks, scope)
 	return tasks, int(total), nil
 }
 
@@ -797,10 +755,10 @@ func loadRubrics(q *gorm.DB, tasks []models.Task) error {
 	return nil
 }
 
-// redactTasks blanks the hidden fields of tasks unless the actor is an admin or
-// the system. Every method returning tasks passes them through here.
-func redactTasks(ctx context.Context, tasks []models.Task) {
-	if models.ActorFrom(ctx).Privileged() {
+// redactTasks blanks the hidden fields of tasks unless scope has secrets.
+// Every method returning tasks passes them through here.
+func redactTasks(tasks []models.Task, scope models.BenchmarkScope) {
+	if scope.Secrets {
 		return
 	}
 	for i := range tasks {
@@ -809,11 +767,11 @@ func redactTasks(ctx context.Context, tasks []models.Task) {
 }
 
 // BrowseTasks returns one page of the task browser: the benchmark, the filter
-// values, the matching tasks (hidden fields blank for non-admins) and their
-// total. ENOTFOUND like BenchmarkBySlug.
-func (db *DB) BrowseTasks(ctx context.Context, slug string, f models.TaskFilter) (*models.TaskPage, error) {
+// values, the matching tasks (hidden fields blank unless scope has secrets)
+// and their total. ENOTFOUND like Benchmark.
+func (db *DB) BrowseTasks(ctx context.Context, slug string, f models.TaskFilter, scope models.BenchmarkScope) (*models.TaskPage, error) {
 	q := db.q(ctx)
-	b, err := visibleBenchmark(ctx, q, slug)
+	b, err := benchmarkIn(q, slug, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -822,7 +780,7 @@ func (db *DB) BrowseTasks(ctx context.Context, slug string, f models.TaskFilter)
 	if err != nil {
 		return nil, err
 	}
-	tasks, total, err := listTasks(ctx, q, b, f)
+	tasks, total, err := listTasks(q, b, f, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -830,11 +788,12 @@ func (db *DB) BrowseTasks(ctx context.Context, slug string, f models.TaskFilter)
 }
 
 // TaskByExternalID returns a task of the benchmark's current version by its id in
-// the source file, with its rubric items; the hidden fields are blank unless the
-// actor is an admin or the system. ENOTFOUND for an unknown task or benchmark.
-func (db *DB) TaskByExternalID(ctx context.Context, slug, externalID string) (*models.Task, error) {
+// the source file, with its rubric items; the hidden fields are blank unless
+// scope has secrets. ENOTFOUND for an unknown task or benchmark (or one out
+// of scope).
+func (db *DB) TaskByExternalID(ctx context.Context, slug, externalID string, scope models.BenchmarkScope) (*models.Task, error) {
 	q := db.q(ctx)
-	b, err := visibleBenchmark(ctx, q, slug)
+	b, err := benchmarkIn(q, slug, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -843,7 +802,7 @@ func (db *DB) TaskByExternalID(ctx context.Context, slug, externalID string) (*m
 		return nil, notFound
 	}
 	cols := "t.*"
-	if !models.ActorFrom(ctx).Privileged() {
+	if !scope.Secrets {
 		cols = publicTaskColumns
 	}
 	var tasks []models.Task
@@ -857,16 +816,13 @@ func (db *DB) TaskByExternalID(ctx context.Context, slug, externalID string) (*m
 	if err := loadRubrics(q, tasks); err != nil {
 		return nil, err
 	}
-	redactTasks(ctx, tasks)
+	redactTasks(tasks, scope)
 	return &tasks[0], nil
 }
 
 // SetRevealReferences marks whether a benchmark's reference action scripts are
-// public (teams may then replay them). Admins and the system only.
+// public (teams may then replay them). ENOTFOUND for an unknown slug.
 func (db *DB) SetRevealReferences(ctx context.Context, slug string, reveal bool) error {
-	if _, err := models.RequireAdmin(ctx); err != nil {
-		return err
-	}
 	res := db.q(ctx).Model(&models.Benchmark{}).Where("slug = ?", slug).Update("reveal_references", reveal)
 	if res.Error != nil {
 		return wrap(res.Error, "benchmark")

@@ -250,33 +250,10 @@ func (db *DB) openJudgeKey(benchmarkID int64, sealed string) (string, error) {
 	return string(plain), nil
 }
 
-// JudgeUpdate changes a benchmark's own LLM judge. An empty BaseURL makes the
-// benchmark use the server's judge. APIKey nil keeps the stored key; a
-// pointer to "" removes it.
-type JudgeUpdate struct {
-	BaseURL string
-	Model   string
-	APIKey  *string
-}
-
-// SetBenchmarkJudge saves a benchmark's own judge endpoint, sealing its key.
-// Administrators only; EINVALID names the field at fault, ENOTFOUND an
-// unknown benchmark.
-func (db *DB) SetBenchmarkJudge(ctx context.Context, slug string, u JudgeUpdate) error {
-	if _, err := models.RequireAdmin(ctx); err != nil {
-		return err
-	}
-	u.BaseURL, u.Model = strings.TrimRight(strings.TrimSpace(u.BaseURL), "/"), strings.TrimSpace(u.Model)
-	if u.BaseURL != "" {
-		if _, err := models.ParseHTTPURL(u.BaseURL, "judge URL"); err != nil {
-			return models.FieldError("judge_base_url", "%q is not an http(s) URL such as https://api.openai.com/v1", u.BaseURL)
-		}
-		if u.Model == "" {
-			return models.FieldError("judge_model", "a model is required with a judge URL")
-		}
-	} else if u.Model != "" {
-		return models.FieldError("judge_base_url", "a judge URL is required with a model")
-	}
+// SetBenchmarkJudge saves a benchmark's own judge endpoint as given (checked
+// by the benchmark service), sealing its key; a stored key is dropped when
+// the judge moves to another host. ENOTFOUND for an unknown benchmark.
+func (db *DB) SetBenchmarkJudge(ctx context.Context, slug string, u models.JudgeUpdate) error {
 	return db.tx(ctx, func(tx *gorm.DB) error {
 		var b models.Benchmark
 		if err := tx.Where("slug = ?", slug).Take(&b).Error; err != nil {
@@ -321,13 +298,11 @@ func judgeHost(raw string) string {
 // now on, among the readings of its evaluator that readingsOf gives (the
 // evaluator registry's: for WebArena-Verified, the official evaluator or the
 // lenient reading, whose boards say their scores are not official). Stored
-// verdicts change only when the runs are re-scored. Admins only. ENOTFOUND
-// for an unknown benchmark; EINVALID on "evaluator" for a benchmark whose
-// evaluator has no readings, or a choice not among them.
+// verdicts change only when the runs are re-scored. ENOTFOUND for an unknown
+// benchmark; EINVALID on "evaluator" for a benchmark whose evaluator has no
+// readings, or a choice not among them. Who may choose is the benchmark
+// service's rule.
 func (db *DB) SetBenchmarkEvaluator(ctx context.Context, slug, evaluator string, readingsOf func(evaluator string) []string) error {
-	if _, err := models.RequireAdmin(ctx); err != nil {
-		return err
-	}
 	return db.tx(ctx, func(tx *gorm.DB) error {
 		var b models.Benchmark
 		if err := tx.Select("id, evaluator").Where("slug = ?", slug).Take(&b).Error; err != nil {

@@ -112,7 +112,7 @@ func TestStore_HiddenOutcomeRule(t *testing.T) {
 			h, err := servicetest.Runs(db, 0).RunHiddenResults(f.anon, r.BrokenRunID)
 			require.NoError(t, err)
 			require.InDelta(t, 0.7, h.PassThreshold, 1e-12)
-			sum, err := db.BenchmarkSummary(f.anon, "rebuilds-lenient")
+			sum, err := db.BenchmarkSummary(f.anon, "rebuilds-lenient", benchScope(f.anon))
 			require.NoError(t, err)
 			require.InDelta(t, 0.7, sum.PassThreshold, 1e-12, "the benchmark's page states it")
 		})

@@ -219,3 +219,8 @@ func judgeFactory(server config.Judge) runner.JudgeFactory {
 func (app *App) runService(run *runner.Runner) *service.Runs {
 	return service.NewRuns(app.DB, run.Jobs(), service.RunOptions{DailyRunQuota: app.Config.RunQuota})
 }
+
+// benchmarkService is the benchmark service over this process's database.
+func (app *App) benchmarkService() *service.Benchmarks {
+	return service.NewBenchmarks(app.DB, app.Evaluators)
+}

@@ -16,6 +16,7 @@ import (
 
 	"proctor/importer"
 	"proctor/models"
+	"proctor/service"
 	"proctor/web"
 )
 
@@ -90,8 +91,9 @@ func (p *Program) parseInterspersed(fs *flag.FlagSet, usage string, args []strin
 }
 
 // importBenchmark is `proctor import --format FORMAT --name SLUG FILE [--subset NAME=FILE …]`.
-// Flags may come before or after FILE. The files are parsed completely before the
-// database is opened, so a bad file changes nothing.
+// Flags may come before or after FILE. The files are opened before the database;
+// the benchmark service parses them and writes the version in one transaction,
+// so a bad file changes nothing.
 func (p *Program) importBenchmark(ctx context.Context, args []string) error {
 	const usage = "import --format FORMAT --name SLUG FILE [--subset NAME=FILE …]"
 	fs, cf := p.quietFlagSet("import")
@@ -116,53 +118,57 @@ func (p *Program) importBenchmark(ctx context.Context, args []string) error {
 		return usagef("--name %q is not a valid slug: use 1 to 64 lower-case letters, digits and hyphens", *slug)
 	}
 	file := positional[0]
-	ds, err := parseDatasetFiles(*format, file, subsets)
+	req, closeFiles, err := openImportFiles(*format, *slug, file, subsets)
 	if err != nil {
 		return err
 	}
+	defer closeFiles()
 
 	app, err := p.openApp(ctx, cf, true)
 	if err != nil {
 		return err
 	}
 	defer app.Close()
-	res, err := app.DB.ImportBenchmark(models.WithActor(ctx, models.SystemActor()), *slug, ds, filepath.Base(file))
-	if err != nil {
+	res, err := app.benchmarkService().Import(models.WithActor(ctx, models.SystemActor()), req)
+	var parse *service.ParseError
+	if errors.As(err, &parse) {
+		return prefixError(file, parse.Err)
+	} else if err != nil {
 		return err
 	}
 	if !res.Created {
 		fmt.Fprintf(p.Stdout, "%s unchanged (version %d, checksum %s)\n", *slug, res.Version.Version, shortChecksum(res.Version.Checksum))
 		return nil
 	}
-	fmt.Fprintf(p.Stdout, "imported %s version %d: %s, %s\n", *slug, res.Version.Version, web.Count(len(ds.Tasks), "task"), web.Count(len(ds.Subsets), "subset"))
+	fmt.Fprintf(p.Stdout, "imported %s version %d: %s, %s\n", *slug, res.Version.Version, web.Count(res.Version.TaskCount, "task"), web.Count(res.Subsets, "subset"))
 	return nil
 }
 
-// parseDatasetFiles opens the benchmark file and the subset files and parses them.
-func parseDatasetFiles(format, file string, subsets subsetFlags) (*importer.Dataset, error) {
+// openImportFiles opens the benchmark file and the subset files as an import
+// request; closeFiles closes them. On error nothing is left open.
+func openImportFiles(format, slug, file string, subsets subsetFlags) (service.ImportRequest, func(), error) {
+	var opened []*os.File
+	closeFiles := func() {
+		for _, f := range opened {
+			f.Close()
+		}
+	}
 	f, err := openInput(file)
 	if err != nil {
-		return nil, err
+		return service.ImportRequest{}, nil, err
 	}
-	defer f.Close()
-	files := make([]importer.SubsetFile, 0, len(subsets))
+	opened = append(opened, f)
+	req := service.ImportRequest{Format: format, Slug: slug, Dataset: f, Source: filepath.Base(file)}
 	for _, s := range subsets {
 		sf, err := openInput(s.path)
 		if err != nil {
-			return nil, prefixError("--subset "+s.name, err)
+			closeFiles()
+			return service.ImportRequest{}, nil, prefixError("--subset "+s.name, err)
 		}
-		defer sf.Close()
-		files = append(files, importer.SubsetFile{Name: s.name, R: sf})
+		opened = append(opened, sf)
+		req.Subsets = append(req.Subsets, importer.SubsetFile{Name: s.name, R: sf})
 	}
-	kinds, err := evaluators()
-	if err != nil {
-		return nil, err
-	}
-	ds, err := importer.Parse(kinds, format, f, files)
-	if err != nil {
-		return nil, prefixError(file, err)
-	}
-	return ds, nil
+	return req, closeFiles, nil
 }
 
 // prefixError puts where into the client-safe message of an application error
@@ -233,7 +239,7 @@ func (p *Program) benchmarkList(ctx context.Context, args []string) error {
 		return err
 	}
 	defer app.Close()
-	list, err := app.DB.ListBenchmarks(models.WithActor(ctx, models.SystemActor()))
+	list, err := app.benchmarkService().ListBenchmarks(models.WithActor(ctx, models.SystemActor()))
 	if err != nil {
 		return err
 	}
@@ -260,7 +266,7 @@ func (p *Program) benchmarkShow(ctx context.Context, args []string) error {
 		return err
 	}
 	defer app.Close()
-	sum, err := app.DB.BenchmarkSummary(models.WithActor(ctx, models.SystemActor()), positional[0])
+	sum, err := app.benchmarkService().BenchmarkSummary(models.WithActor(ctx, models.SystemActor()), positional[0])
 	if err != nil {
 		return err
 	}

@@ -3,13 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"proctor/hiddenbench"
-	"proctor/importer"
 	"proctor/models"
 	"proctor/runner/episode"
 	"proctor/sandbox"
+	"proctor/service"
 	"proctor/web"
 )
 
@@ -29,21 +30,22 @@ func (p *Program) seed(ctx context.Context, args []string) error {
 	}
 	defer app.Close()
 	ctx = models.WithActor(ctx, models.SystemActor())
-	ds, err := importer.Parse(app.Evaluators, models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
-	if err != nil {
-		return fmt.Errorf("bundled sandbox benchmark: %w", err)
-	}
-	res, err := app.DB.ImportBenchmark(ctx, sandbox.Slug, ds, "sandbox/benchmark.jsonl")
-	if err != nil {
+	benchmarks := app.benchmarkService()
+	res, err := benchmarks.Import(ctx, service.ImportRequest{Format: models.FormatProctor, Slug: sandbox.Slug,
+		Dataset: bytes.NewReader(sandbox.Benchmark()), Source: "sandbox/benchmark.jsonl"})
+	var parse *service.ParseError
+	if errors.As(err, &parse) {
+		return fmt.Errorf("bundled sandbox benchmark: %w", parse.Err)
+	} else if err != nil {
 		return err
 	}
 	// The sandbox's answers are no secret (its sites are in this repository), so
 	// teams may run replay agents on it: the newcomer's first run.
-	if err := app.DB.SetRevealReferences(ctx, sandbox.Slug, true); err != nil {
+	if err := benchmarks.SetRevealReferences(ctx, sandbox.Slug, true); err != nil {
 		return err
 	}
 	for site, url := range sandbox.SiteURLs(app.Config.BaseURL) {
-		if _, err := app.DB.UpdateSite(ctx, sandbox.Slug, site, url, "", 0); err != nil {
+		if _, err := benchmarks.UpdateSite(ctx, sandbox.Slug, site, url, "", 0); err != nil {
 			return fmt.Errorf("configure sandbox site %s: %w", site, err)
 		}
 	}
@@ -62,7 +64,7 @@ func (p *Program) seedHiddenSample(ctx context.Context, app *App) error {
 	// The captures are recorded once: screenshots of the same page may
 	// differ in a few pixels between two recordings on a busy machine, and
 	// every difference would make a new version of the benchmark.
-	if b, err := app.DB.BenchmarkBySlug(ctx, hiddenbench.Slug); err == nil && b.CurrentVersion != nil {
+	if b, err := app.benchmarkService().Benchmark(ctx, hiddenbench.Slug); err == nil && b.CurrentVersion != nil {
 		if err := p.configureHiddenSample(ctx, app); err != nil {
 			return err
 		}
@@ -87,12 +89,12 @@ func (p *Program) seedHiddenSample(ctx context.Context, app *App) error {
 	if err != nil {
 		return fmt.Errorf("sample hidden-tests benchmark: %w", err)
 	}
-	ds, err := importer.Parse(app.Evaluators, models.FormatProctor, bytes.NewReader(file), nil)
-	if err != nil {
-		return fmt.Errorf("sample hidden-tests benchmark: %w", err)
-	}
-	res, err := app.DB.ImportBenchmark(ctx, hiddenbench.Slug, ds, "hiddenbench (recorded from the sandbox shop)")
-	if err != nil {
+	res, err := app.benchmarkService().Import(ctx, service.ImportRequest{Format: models.FormatProctor, Slug: hiddenbench.Slug,
+		Dataset: bytes.NewReader(file), Source: "hiddenbench (recorded from the sandbox shop)"})
+	var parse *service.ParseError
+	if errors.As(err, &parse) {
+		return fmt.Errorf("sample hidden-tests benchmark: %w", parse.Err)
+	} else if err != nil {
 		return err
 	}
 	if err := p.configureHiddenSample(ctx, app); err != nil {
@@ -108,11 +110,12 @@ func (p *Program) seedHiddenSample(ctx context.Context, app *App) error {
 func (p *Program) configureHiddenSample(ctx context.Context, app *App) error {
 	// Like the sandbox's, the sample's tests are no secret: the suite is in this
 	// repository, so teams may see which tests their rebuild failed and why.
-	if err := app.DB.SetRevealReferences(ctx, hiddenbench.Slug, true); err != nil {
+	benchmarks := app.benchmarkService()
+	if err := benchmarks.SetRevealReferences(ctx, hiddenbench.Slug, true); err != nil {
 		return err
 	}
 	shop := sandbox.SiteURLs(app.Config.BaseURL)[hiddenbench.Site]
-	if _, err := app.DB.UpdateSite(ctx, hiddenbench.Slug, hiddenbench.Site, shop, "", 0); err != nil {
+	if _, err := benchmarks.UpdateSite(ctx, hiddenbench.Slug, hiddenbench.Site, shop, "", 0); err != nil {
 		return fmt.Errorf("configure site %s of %s: %w", hiddenbench.Site, hiddenbench.Slug, err)
 	}
 	return nil

@@ -51,7 +51,6 @@ var layerRules = []layerRule{
 var knownViolations = map[string]bool{
 	"storage -> agreement":  true,
 	"storage -> hiddentest": true,
-	"storage -> importer":   true,
 	"storage -> study":      true,
 	"handlers -> storage":   true,
 	"runner -> storage":     true,

@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 
+	"proctor/internal/evaltest"
 	"proctor/models"
 	"proctor/service"
 	"proctor/storage"
@@ -39,4 +40,9 @@ func QueueRun(ctx context.Context, db *storage.DB, req models.RunRequest) (*mode
 // runs and answers EUNAVAILABLE to queuing.
 func NoQueue(db *storage.DB) *service.Runs {
 	return service.NewRuns(db, nil, service.RunOptions{})
+}
+
+// Benchmarks is the benchmark service over db.
+func Benchmarks(db *storage.DB) *service.Benchmarks {
+	return service.NewBenchmarks(db, evaltest.Registry())
 }
