@@ -103,8 +103,9 @@ func (db *DB) CreateUploadedRun(ctx context.Context, id int64, in SubmissionInge
 			return fmt.Errorf("snapshot agent: %w", err)
 		}
 		run.AgentSnapshot = string(raw)
-		if err := tx.Create(&run).Error; err != nil {
-			return wrap(err, "run")
+		// Uploaded runs count against the submission quota, not the run quota.
+		if err := db.insertRun(tx, &run, nil); err != nil {
+			return err
 		}
 		byID := make(map[string]*UploadedTask, len(in.Tasks))
 		for i := range in.Tasks {

@@ -211,3 +211,12 @@ func judgeFactory(server config.Judge) runner.JudgeFactory {
 func (app *App) runService(run *runner.Runner) *service.Runs {
 	return service.NewRuns(app.DB, run.Jobs(), service.RunOptions{DailyRunQuota: app.Config.RunQuota})
 }
+
+// submissionService is the submission portal's service over this process's
+// database and artifact store, enqueuing through run's queue.
+func (app *App) submissionService(run *runner.Runner) *service.Submissions {
+	return service.NewSubmissions(app.DB, app.Artifacts, run.Jobs(), service.SubmissionOptions{
+		DailyQuota: app.Config.Submission.Quota, PartBytes: app.Config.Submission.PartBytes,
+		Limits: run.SubmissionLimits(), Logger: app.Log,
+	})
+}

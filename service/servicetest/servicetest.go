@@ -10,6 +10,7 @@ import (
 	"proctor/models"
 	"proctor/service"
 	"proctor/storage"
+	"proctor/storage/artifact"
 )
 
 // NoJobs is a service.RunJobs that enqueues nothing.
@@ -39,4 +40,22 @@ func QueueRun(ctx context.Context, db *storage.DB, req models.RunRequest) (*mode
 // runs and answers EUNAVAILABLE to queuing.
 func NoQueue(db *storage.DB) *service.Runs {
 	return service.NewRuns(db, nil, service.RunOptions{})
+}
+
+// Submissions is the submission service of a process without a job queue:
+// it lists submissions and answers EUNAVAILABLE to the rest.
+func Submissions(db *storage.DB) *service.Submissions {
+	return service.NewSubmissions(db, nil, nil, service.SubmissionOptions{})
+}
+
+// ValidateSubmission enqueues nothing.
+func (NoJobs) ValidateSubmission(context.Context, *sql.Tx, int64) error { return nil }
+
+// IngestSubmission enqueues nothing.
+func (NoJobs) IngestSubmission(context.Context, *sql.Tx, int64) error { return nil }
+
+// SubmissionsOver is the submission service over db and files with opts,
+// enqueuing nothing: a fixture's submissions wait for jobs that never run.
+func SubmissionsOver(db *storage.DB, files artifact.Store, opts service.SubmissionOptions) *service.Submissions {
+	return service.NewSubmissions(db, files, NoJobs{}, opts)
 }
