@@ -364,7 +364,7 @@ func (db *DB) changeSubmission(ctx context.Context, tx *gorm.DB, id int64, from 
 		return nil, wrap(err, "submission")
 	}
 	if !slices.Contains(from, s.Status) {
-		return &s, submissionStateError(&s)
+		return &s, models.SubmissionStateError(&s)
 	}
 	updates["updated_at"] = db.now()
 	if err := tx.Model(&models.Submission{}).Where("id = ?", id).Updates(updates).Error; err != nil {
@@ -376,36 +376,6 @@ func (db *DB) changeSubmission(ctx context.Context, tx *gorm.DB, id int64, from 
 		}
 	}
 	return &s, nil
-}
-
-// SubmissionStateError is ECONFLICT explaining what a submission's status
-// still allows.
-func submissionStateError(s *models.Submission) error {
-	var why string
-	switch s.Status {
-	case models.SubmissionUploading:
-		why = "its upload is not complete"
-	case models.SubmissionUploaded, models.SubmissionValidating:
-		why = "it is being validated"
-	case models.SubmissionValidated:
-		why = "it is validated and waits to be ingested or discarded"
-	case models.SubmissionIngesting:
-		why = "it is being ingested"
-	case models.SubmissionIngested:
-		why = "it was ingested"
-		if s.RunID != nil {
-			why += fmt.Sprintf(" as run %d", *s.RunID)
-		}
-	case models.SubmissionRefused:
-		why = "it was refused: " + s.Error
-	case models.SubmissionFailed:
-		why = "its ingest failed: " + s.Error
-	case models.SubmissionDiscarded:
-		why = "it was discarded"
-	default:
-		why = "it is " + s.Status
-	}
-	return models.Errorf(models.ECONFLICT, "Submission %d cannot do this: %s.", s.ID, why)
 }
 
 // SetSubmissionUpload records the artifact store's multipart upload id of a
@@ -634,10 +604,10 @@ func (db *DB) AbandonedUploads(ctx context.Context, cutoff time.Time, limit int)
 	return out, wrap(err, "submissions")
 }
 
-// ExpireUpload discards an upload abandoned since before cutoff and returns
-// it, so that the caller deletes its parts; ECONFLICT when a part arrived
-// since or it is no longer uploading. System only.
-func (db *DB) ExpireUpload(ctx context.Context, id int64, cutoff time.Time) (*models.Submission, error) {
+// ExpireUpload discards an upload abandoned since before cutoff with the
+// reason and returns it, so that the caller deletes its parts; ECONFLICT
+// when a part arrived since or it is no longer uploading. System only.
+func (db *DB) ExpireUpload(ctx context.Context, id int64, cutoff time.Time, reason string) (*models.Submission, error) {
 	if !models.ActorFrom(ctx).System {
 		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue expires uploads.")
 	}
@@ -648,9 +618,8 @@ func (db *DB) ExpireUpload(ctx context.Context, id int64, cutoff time.Time) (*mo
 			return wrap(err, "submission")
 		}
 		if s.Status != models.SubmissionUploading || !s.UpdatedAt.Before(cutoff) {
-			return submissionStateError(&s)
+			return models.SubmissionStateError(&s)
 		}
-		reason := "The upload was abandoned: no part arrived for " + cutoffAge(db.now().Sub(cutoff)) + "."
 		prev, err := db.changeSubmission(ctx, tx, id, []string{models.SubmissionUploading},
 			map[string]any{"status": models.SubmissionDiscarded, "error": reason}, "submission.discard", reason)
 		out = prev
@@ -660,12 +629,4 @@ func (db *DB) ExpireUpload(ctx context.Context, id int64, cutoff time.Time) (*mo
 		return nil, err
 	}
 	return out, nil
-}
-
-// cutoffAge writes an age in days, or hours under two days.
-func cutoffAge(d time.Duration) string {
-	if d >= 48*time.Hour {
-		return fmt.Sprintf("%d days", int(d.Hours()/24))
-	}
-	return fmt.Sprintf("%d hours", int(d.Hours()))
 }

@@ -73,7 +73,7 @@ func (db *DB) CreateUploadedRun(ctx context.Context, id int64, in SubmissionInge
 			return wrap(tx.First(&run, *s.RunID).Error, "run")
 		}
 		if s.Status != models.SubmissionIngesting {
-			return submissionStateError(&s)
+			return models.SubmissionStateError(&s)
 		}
 		var agent models.Agent
 		if err := tx.Select(agentColumns).First(&agent, s.AgentID).Error; err != nil {
