@@ -423,7 +423,7 @@ func TestSubmissions_SubmissionVisibility(t *testing.T) {
 		_, _, err = db.StartSubmissionValidation(f.admin, ours.ID)
 		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
 		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(db.RefuseSubmission(f.member, ours.ID, "no")))
-		_, err = db.CreateUploadedRun(f.admin, ours.ID, storage.SubmissionIngest{}, nil)
+		_, err = db.CreateUploadedRun(f.admin, ours.ID, storage.SubmissionIngest{}, service.UploadedRunRules(), nil)
 		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
 
 		// Discarding and ingesting are the team's and the administrators'.
@@ -540,7 +540,7 @@ func TestSubmissions_SubmissionLifecycle(t *testing.T) {
 			},
 		}
 		var evaluate []int64
-		run, err := db.CreateUploadedRun(f.system, s.ID, in, func(_ context.Context, tx *sql.Tx, runID int64, ids []int64) error {
+		run, err := db.CreateUploadedRun(f.system, s.ID, in, service.UploadedRunRules(), func(_ context.Context, tx *sql.Tx, runID int64, ids []int64) error {
 			require.NotNil(t, tx)
 			evaluate = ids
 			return nil
@@ -597,7 +597,7 @@ func TestSubmissions_SubmissionLifecycle(t *testing.T) {
 		require.NotNil(t, v.IngestedAt)
 		require.Equal(t, int64(1), audits("submission.ingest"))
 
-		again, err := db.CreateUploadedRun(f.system, s.ID, in, func(context.Context, *sql.Tx, int64, []int64) error {
+		again, err := db.CreateUploadedRun(f.system, s.ID, in, service.UploadedRunRules(), func(context.Context, *sql.Tx, int64, []int64) error {
 			t.Fatal("a redelivered ingest enqueues nothing")
 			return nil
 		})
@@ -630,7 +630,7 @@ func TestSubmissions_SubmissionLifecycle(t *testing.T) {
 			f.validate(t, s.ID, models.SubmissionReport{Format: models.BundleWebArenaVerified, SHA256: sha("7"), TasksFound: []string{"t1"}})
 			_, err := f.subs.IngestSubmission(f.member, s.ID)
 			require.NoError(t, err)
-			run, err := db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{Tasks: []storage.UploadedTask{{ExternalID: "t1", NotAttempted: true}}},
+			run, err := db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{Tasks: []storage.UploadedTask{{ExternalID: "t1", NotAttempted: true}}}, service.UploadedRunRules(),
 				func(_ context.Context, _ *sql.Tx, _ int64, ids []int64) error {
 					require.Empty(t, ids)
 					return nil
@@ -681,7 +681,7 @@ func TestSubmissions_SubmissionLifecycle(t *testing.T) {
 			_, err := f.subs.IngestSubmission(f.admin, s.ID)
 			require.NoError(t, err, "administrators may ingest")
 			require.NoError(t, db.FailSubmission(f.system, s.ID, "Storing the bundle's files failed."))
-			_, err = db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{}, nil)
+			_, err = db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{}, service.UploadedRunRules(), nil)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "a failed ingest makes no run")
 			v, err := f.subs.Submission(f.member, s.ID)
 			require.NoError(t, err)
@@ -698,7 +698,7 @@ func TestSubmissions_SubmissionLifecycle(t *testing.T) {
 			_, err := f.subs.IngestSubmission(f.member, s.ID)
 			require.NoError(t, err)
 			runs := countRows(t, db, "runs", "")
-			_, err = db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{Tasks: []storage.UploadedTask{{ExternalID: "t1"}}},
+			_, err = db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{Tasks: []storage.UploadedTask{{ExternalID: "t1"}}}, service.UploadedRunRules(),
 				func(context.Context, *sql.Tx, int64, []int64) error { return fmt.Errorf("queue unavailable") })
 			require.Error(t, err)
 			require.Equal(t, runs, countRows(t, db, "runs", ""), "no half-made run")
