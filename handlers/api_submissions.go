@@ -33,16 +33,11 @@ const apiSubmissionPartRoute = "/submissions/:id/parts/:n"
 
 func apiSubmissionPath(id int64) string { return "/api/v1/submissions/" + strconv.FormatInt(id, 10) }
 
-// errNoSubmissions answers when this process was started without the
-// submission service (it needs the queue and the artifact store).
-func errNoSubmissions() error {
-	return models.Errorf(models.EUNAVAILABLE, "Submissions cannot be received on this server right now: it has no job queue. Try again later or ask an administrator.")
-}
-
-// submissions returns the submission service, or EUNAVAILABLE without one.
+// submissions returns the submission service, or EUNAVAILABLE in a server
+// built without one.
 func (s *Server) submissions() (SubmissionService, error) {
 	if s.deps.Submissions == nil {
-		return nil, errNoSubmissions()
+		return nil, models.Errorf(models.EUNAVAILABLE, "Submissions cannot be received on this server right now. Try again later or ask an administrator.")
 	}
 	return s.deps.Submissions, nil
 }
@@ -78,7 +73,11 @@ func (s *Server) apiListSubmissions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	subs, total, err := s.store.ListSubmissions(c.Request().Context(), f)
+	svc, err := s.submissions()
+	if err != nil {
+		return err
+	}
+	subs, total, err := svc.ListSubmissions(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}

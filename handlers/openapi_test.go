@@ -33,6 +33,7 @@ import (
 	"proctor/models"
 	"proctor/netguard"
 	"proctor/runner"
+	"proctor/service"
 	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/storage/artifact"
@@ -557,7 +558,8 @@ func TestOpenAPI_SubmissionAnswersMatchDocument(t *testing.T) {
 		Options:     runner.Options{Submissions: runner.SubmissionOptions{TempDir: t.TempDir()}}})
 	require.NoError(t, err)
 	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db),
-		Store: db, Artifacts: store, Static: static.Files(), Logger: logger, Submissions: svc,
+		Store: db, Artifacts: store, Static: static.Files(), Logger: logger,
+		Submissions: service.NewSubmissions(db, store, svc.Jobs(), service.SubmissionOptions{Limits: svc.SubmissionLimits()}),
 	})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)

@@ -65,8 +65,8 @@ type Deps struct {
 	Runs RunService
 	// Benchmarks is the benchmark service (service.Benchmarks).
 	Benchmarks BenchmarkService
-	// Submissions moves uploaded bundles through the submission portal; nil
-	// when this process has no queue (the portal answers 503).
+	// Submissions is the submission portal's service; without a queue it
+	// lists submissions and answers 503 to the rest.
 	Submissions SubmissionService
 	// StudyJudging runs agreement studies' judge configurations; nil when
 	// this process has no queue (judging answers 503).

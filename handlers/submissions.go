@@ -19,16 +19,26 @@ import (
 	"proctor/web"
 )
 
-// SubmissionStore reads submissions (storage.DB).
+// SubmissionStore is what the candidate form reads of the submission
+// portal's choices (storage.DB): the caller's agents.
 type SubmissionStore interface {
-	ListSubmissions(ctx context.Context, f models.SubmissionFilter) ([]models.SubmissionView, int, error)
 	SubmissionFormOptions(ctx context.Context) (*models.SubmissionFormOptions, error)
-	SubmissionEvents(ctx context.Context, id int64) ([]models.SubmissionEvent, error)
 }
 
-// SubmissionService moves uploads through the submission portal: it owns the
-// artifact store and the queue (runner.Runner); nil answers 503.
+// SubmissionService is the submission portal (service.Submissions): it
+// checks who may see and do what, receives uploads and queues their jobs.
 type SubmissionService interface {
+	// ListSubmissions lists the submissions the caller may see.
+	ListSubmissions(ctx context.Context, f models.SubmissionFilter) ([]models.SubmissionView, int, error)
+	// SubmissionFormOptions lists what the upload form offers the caller.
+	SubmissionFormOptions(ctx context.Context) (*models.SubmissionFormOptions, error)
+	// SubmissionEvents is a submission's audit trail.
+	SubmissionEvents(ctx context.Context, id int64) ([]models.SubmissionEvent, error)
+	// SubmissionLimits are the limits every bundle is held to.
+	SubmissionLimits() bundle.Limits
+	// Available reports whether this process receives submissions (it has
+	// a queue); the rest answers EUNAVAILABLE when it does not.
+	Available() bool
 	// CreateSubmission starts an upload, or resumes the caller's unfinished
 	// upload of the same bundle (resumed = true).
 	CreateSubmission(ctx context.Context, req models.SubmissionRequest) (sub *models.SubmissionView, resumed bool, err error)
@@ -49,13 +59,6 @@ type SubmissionService interface {
 	IngestSubmission(ctx context.Context, id int64) (*models.SubmissionView, error)
 	// DiscardSubmission deletes an unfinished submission's bytes.
 	DiscardSubmission(ctx context.Context, id int64) error
-}
-
-// submissionLimiter is a SubmissionService that tells the bundle limits it
-// enforces, for the upload form's help; without it the form states
-// bundle.DefaultLimits, the limits of an unconfigured server.
-type submissionLimiter interface {
-	SubmissionLimits() bundle.Limits
 }
 
 // submissionRoutes registers the submission portal's pages. Every page needs a
@@ -154,7 +157,11 @@ func (s *Server) listSubmissions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	subs, total, err := s.store.ListSubmissions(c.Request().Context(), f)
+	svc, err := s.submissions()
+	if err != nil {
+		return err
+	}
+	subs, total, err := svc.ListSubmissions(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
@@ -172,16 +179,17 @@ func (s *Server) newSubmission(c echo.Context) error {
 }
 
 func (s *Server) renderSubmissionForm(c echo.Context, status int, f web.Form) error {
-	opts, err := s.store.SubmissionFormOptions(c.Request().Context())
+	svc, err := s.submissions()
 	if err != nil {
 		return err
 	}
-	lim := bundle.DefaultLimits()
-	if l, ok := s.deps.Submissions.(submissionLimiter); ok {
-		lim = l.SubmissionLimits()
+	opts, err := svc.SubmissionFormOptions(c.Request().Context())
+	if err != nil {
+		return err
 	}
+	lim := svc.SubmissionLimits()
 	v := web.SubmissionFormView{
-		Options: opts, Form: f, Available: s.deps.Submissions != nil,
+		Options: opts, Form: f, Available: svc.Available(),
 		Limits: web.SubmissionLimits(lim.MaxBundleBytes, lim.MaxFiles, lim.MaxFileBytes, lim.MaxTotalBytes, lim.MaxRatio),
 	}
 	return s.render(c, status, web.SubmissionFormPage(s.page(c, "Submit results"), v))
@@ -318,7 +326,7 @@ func (s *Server) renderSubmission(c echo.Context, status int, message string) er
 	if n := submissionNotice(c, sub.Status); n != "" && message == "" {
 		p.Flash = n
 	}
-	events, err := s.store.SubmissionEvents(c.Request().Context(), id)
+	events, err := svc.SubmissionEvents(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ import (
 	"proctor/models"
 	"proctor/netguard"
 	"proctor/runner"
+	"proctor/service"
 	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/storage/artifact"
@@ -45,6 +46,7 @@ import (
 type subsFixture struct {
 	*agentFixture
 	runner *runner.Runner
+	svc    *service.Submissions
 	store  *artifact.Local
 }
 
@@ -93,7 +95,10 @@ func newSubsFixture(t *testing.T, opts subsOptions) *subsFixture {
 			})
 		}
 		f.runner = r
-		deps.Submissions = r
+		f.svc = service.NewSubmissions(db, store, r.Jobs(), service.SubmissionOptions{PartBytes: opts.partBytes, Limits: r.SubmissionLimits()})
+		deps.Submissions = f.svc
+	} else {
+		deps.Submissions = servicetest.Submissions(db)
 	}
 	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, deps)
 	require.NoError(t, err)
@@ -112,7 +117,7 @@ func newSubsFixture(t *testing.T, opts subsOptions) *subsFixture {
 func (f *subsFixture) create(t *testing.T, tag string, size int64) *models.SubmissionView {
 	t.Helper()
 	sum := sha256.Sum256([]byte(tag))
-	sub, resumed, err := f.runner.CreateSubmission(actorCtx(f.member), models.SubmissionRequest{
+	sub, resumed, err := f.svc.CreateSubmission(actorCtx(f.member), models.SubmissionRequest{
 		Agent: "lab/uploader", Benchmark: "mini", Filename: "results.zip", Size: size, SHA256: hex.EncodeToString(sum[:]),
 	})
 	require.NoError(t, err)
@@ -509,7 +514,7 @@ func TestSubmissionsAPI_BadInput(t *testing.T) {
 			}
 			require.Contains(t, e.Error.Message, tc.text)
 			// Nothing was stored for the refused part.
-			shown, err := f.runner.Submission(actorCtx(f.member), sub.ID)
+			shown, err := f.svc.Submission(actorCtx(f.member), sub.ID)
 			require.NoError(t, err)
 			require.Empty(t, shown.Parts)
 		})
@@ -609,7 +614,7 @@ func TestSubmissions_FormUpload(t *testing.T) {
 		})
 	}
 	member.t = t
-	list, _, err := f.b.db.ListSubmissions(actorCtx(member), models.SubmissionFilter{})
+	list, _, err := servicetest.Submissions(f.b.db).ListSubmissions(actorCtx(member), models.SubmissionFilter{})
 	require.NoError(t, err)
 	require.Empty(t, list, "no refused form left a submission")
 
@@ -696,7 +701,7 @@ func TestSubmissions_ProgressPolling(t *testing.T) {
 
 	// Uploaded: validation is queued (no worker here), so the section polls.
 	require.Equal(t, http.StatusOK, putPart(withToken(t, f.b, f.member), "/api/v1/submissions/"+strconv.FormatInt(sub.ID, 10)+"/parts/1", []byte("0123456789"), 10, "").StatusCode)
-	_, err := f.runner.CompleteSubmission(actorCtx(f.member), sub.ID)
+	_, err := f.svc.CompleteSubmission(actorCtx(f.member), sub.ID)
 	require.NoError(t, err)
 	res = getHTMX(f.member, path, nil)
 	require.Empty(t, res.Header.Get("HX-Refresh"))

@@ -327,3 +327,33 @@ func FormatBytes(n int64) string {
 	}
 	return strings.TrimSuffix(strconv.FormatFloat(value, 'f', 1, 64), ".0") + " " + suffix
 }
+
+// SubmissionStateError is ECONFLICT explaining what a submission's status
+// still allows: the refusal of a change its status does not allow.
+func SubmissionStateError(s *Submission) error {
+	var why string
+	switch s.Status {
+	case SubmissionUploading:
+		why = "its upload is not complete"
+	case SubmissionUploaded, SubmissionValidating:
+		why = "it is being validated"
+	case SubmissionValidated:
+		why = "it is validated and waits to be ingested or discarded"
+	case SubmissionIngesting:
+		why = "it is being ingested"
+	case SubmissionIngested:
+		why = "it was ingested"
+		if s.RunID != nil {
+			why += fmt.Sprintf(" as run %d", *s.RunID)
+		}
+	case SubmissionRefused:
+		why = "it was refused: " + s.Error
+	case SubmissionFailed:
+		why = "its ingest failed: " + s.Error
+	case SubmissionDiscarded:
+		why = "it was discarded"
+	default:
+		why = "it is " + s.Status
+	}
+	return Errorf(ECONFLICT, "Submission %d cannot do this: %s.", s.ID, why)
+}

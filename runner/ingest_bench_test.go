@@ -30,6 +30,7 @@ import (
 	"proctor/netguard"
 	"proctor/runner"
 	"proctor/sandbox"
+	"proctor/service"
 	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/vault"
@@ -209,11 +210,12 @@ func measureIngest(mode, bundlePath, dir string) (ingestResult, error) {
 		_ = r.Stop(stopCtx)
 	}()
 
+	svc := service.NewSubmissions(db, store, r.Jobs(), service.SubmissionOptions{Limits: r.SubmissionLimits()})
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return res, err
 	}
-	sub, _, err := r.CreateSubmission(member, models.SubmissionRequest{
+	sub, _, err := svc.CreateSubmission(member, models.SubmissionRequest{
 		Agent: "bench/navigator", Benchmark: sandbox.Slug, Filename: "bundle.zip",
 		Size: info.Size(), SHA256: hex.EncodeToString(h.Sum(nil)),
 	})
@@ -223,23 +225,23 @@ func measureIngest(mode, bundlePath, dir string) (ingestResult, error) {
 	for n := 1; n <= sub.PartsTotal(); n++ {
 		length := sub.PartLength(n)
 		part := io.NewSectionReader(f, int64(n-1)*sub.PartSize, length)
-		if _, err := r.PutSubmissionPart(member, sub.ID, n, part, length, nil); err != nil {
+		if _, err := svc.PutSubmissionPart(member, sub.ID, n, part, length, nil); err != nil {
 			return res, err
 		}
 	}
 	start := time.Now()
-	if _, err := r.CompleteSubmission(member, sub.ID); err != nil {
+	if _, err := svc.CompleteSubmission(member, sub.ID); err != nil {
 		return res, err
 	}
-	if _, err := waitSubmission(member, r, sub.ID, models.SubmissionValidated); err != nil {
+	if _, err := waitSubmission(member, svc, sub.ID, models.SubmissionValidated); err != nil {
 		return res, err
 	}
 	res.Validate = time.Since(start).Seconds()
 	start = time.Now()
-	if _, err := r.IngestSubmission(member, sub.ID); err != nil {
+	if _, err := svc.IngestSubmission(member, sub.ID); err != nil {
 		return res, err
 	}
-	if _, err := waitSubmission(member, r, sub.ID, models.SubmissionIngested); err != nil {
+	if _, err := waitSubmission(member, svc, sub.ID, models.SubmissionIngested); err != nil {
 		return res, err
 	}
 	res.Ingest = time.Since(start).Seconds()
@@ -274,7 +276,7 @@ func benchTeam(ctx context.Context, db *storage.DB) (context.Context, error) {
 
 // waitSubmission polls until the submission reaches want, or fails when it
 // ends elsewhere.
-func waitSubmission(ctx context.Context, r *runner.Runner, id int64, want string) (*models.SubmissionView, error) {
+func waitSubmission(ctx context.Context, r *service.Submissions, id int64, want string) (*models.SubmissionView, error) {
 	deadline := time.Now().Add(30 * time.Minute)
 	for time.Now().Before(deadline) {
 		v, err := r.Submission(ctx, id)

@@ -326,15 +326,15 @@ func (q *Queue) Rescore(ctx context.Context, tx *sql.Tx, attemptIDs []int64, res
 // problems are final at once, so only failures of the platform are retried.
 const submissionJobAttempts = 3
 
-// insertValidation enqueues a submission's validation inside tx.
-func (q *Queue) insertValidation(ctx context.Context, tx *sql.Tx, id int64) error {
+// ValidateSubmission enqueues a submission's validation inside tx.
+func (q *Queue) ValidateSubmission(ctx context.Context, tx *sql.Tx, id int64) error {
 	_, err := q.inserter.InsertTx(ctx, tx, ValidateSubmissionArgs{SubmissionID: id},
 		&river.InsertOpts{Queue: QueueSubmissions, MaxAttempts: submissionJobAttempts})
 	return err
 }
 
-// insertIngest enqueues a submission's ingest inside tx.
-func (q *Queue) insertIngest(ctx context.Context, tx *sql.Tx, id int64) error {
+// IngestSubmission enqueues a submission's ingest inside tx.
+func (q *Queue) IngestSubmission(ctx context.Context, tx *sql.Tx, id int64) error {
 	_, err := q.inserter.InsertTx(ctx, tx, IngestSubmissionArgs{SubmissionID: id},
 		&river.InsertOpts{Queue: QueueSubmissions, MaxAttempts: submissionJobAttempts})
 	return err

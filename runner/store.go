@@ -72,18 +72,17 @@ type HiddenTestStore interface {
 type SubmissionJobStore interface {
 	AbandonedUploads(ctx context.Context, cutoff time.Time, limit int) ([]models.Submission, error)
 	CompleteSubmissionUpload(ctx context.Context, id, size int64, enqueue func(ctx context.Context, tx *sql.Tx, id int64) error) error
-	CreateSubmission(ctx context.Context, req models.SubmissionRequest, rules storage.SubmissionRules) (*models.Submission, bool, error)
-	CreateUploadedRun(ctx context.Context, id int64, in storage.SubmissionIngest, enqueue func(ctx context.Context, tx *sql.Tx, runID int64, evaluate []int64) error) (*models.Run, error)
+	CreateUploadedRun(ctx context.Context, id int64, in storage.SubmissionIngest, rules storage.UploadedRunRules, enqueue func(ctx context.Context, tx *sql.Tx, runID int64, evaluate []int64) error) (*models.Run, error)
 	DiscardSubmission(ctx context.Context, id int64) (*models.Submission, error)
-	ExpireUpload(ctx context.Context, id int64, cutoff time.Time) (*models.Submission, error)
+	ExpireUpload(ctx context.Context, id int64, cutoff time.Time, reason string) (*models.Submission, error)
 	FailSubmission(ctx context.Context, id int64, reason string) error
-	FinishSubmissionValidation(ctx context.Context, id int64, report models.SubmissionReport) (*models.SubmissionReport, error)
+	FinishSubmissionValidation(ctx context.Context, id int64, report models.SubmissionReport, duplicate func(prev *models.Submission) error) (*models.SubmissionReport, error)
 	RecordSubmissionPart(ctx context.Context, id int64, p models.SubmissionPart) error
 	RefuseSubmission(ctx context.Context, id int64, reason string) error
-	RequestSubmissionIngest(ctx context.Context, id int64, enqueue func(ctx context.Context, tx *sql.Tx, id int64) error) error
+	RequestSubmissionIngest(ctx context.Context, id int64, admit func(s, duplicate *models.Submission) error, enqueue func(ctx context.Context, tx *sql.Tx, id int64) error) error
 	SetSubmissionUpload(ctx context.Context, id int64, multipartID string) error
 	StartSubmissionValidation(ctx context.Context, id int64) (s *models.Submission, ok bool, err error)
-	SubmissionByID(ctx context.Context, id int64) (*models.SubmissionView, error)
+	SubmissionByID(ctx context.Context, id, member int64) (*models.SubmissionView, error)
 	SubmissionCatalog(ctx context.Context, s *models.Submission) (benchmark string, taskIDs, subsetTaskIDs []string, err error)
 	SubmissionForJob(ctx context.Context, id int64) (*models.Submission, error)
 	SubmissionProgress(ctx context.Context, id, done, total int64) error

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -34,10 +35,11 @@ func (r *Runner) expireUploads(ctx context.Context, cutoff time.Time) (int, erro
 	if err != nil {
 		return 0, err
 	}
+	reason := "The upload was abandoned: no part arrived for " + idleFor(time.Since(cutoff)) + "."
 	var errs []error
 	n := 0
 	for _, s := range stale {
-		expired, err := r.db.ExpireUpload(ctx, s.ID, cutoff)
+		expired, err := r.db.ExpireUpload(ctx, s.ID, cutoff, reason)
 		if models.ErrorCode(err) == models.ECONFLICT {
 			continue // a part arrived, or it was completed, meanwhile
 		}
@@ -55,4 +57,12 @@ func (r *Runner) expireUploads(ctx context.Context, cutoff time.Time) (int, erro
 		r.log.Info("abandoned uploads discarded", "count", n)
 	}
 	return n, errors.Join(errs...)
+}
+
+// idleFor writes an age in days, or hours under two days.
+func idleFor(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%d days", int(d.Hours()/24))
+	}
+	return fmt.Sprintf("%d hours", int(d.Hours()))
 }

@@ -17,6 +17,7 @@ import (
 
 	"proctor/bundle"
 	"proctor/models"
+	"proctor/service"
 	"proctor/storage"
 	"proctor/storage/artifact"
 )
@@ -189,7 +190,7 @@ func (r *Runner) ingestSubmission(ctx context.Context, s *models.Submission) (*m
 			in.Tasks = append(in.Tasks, uploadedTask(t, stored))
 		}
 	}
-	return r.db.CreateUploadedRun(ctx, s.ID, in, r.queue.insertUploadedEvaluations)
+	return r.db.CreateUploadedRun(ctx, s.ID, in, service.UploadedRunRules(), r.queue.insertUploadedEvaluations)
 }
 
 // uploadedTask is a bundle task as the run stores it: its files by the keys

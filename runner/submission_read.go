@@ -1,9 +1,7 @@
 package runner
 
 import (
-	"bytes"
 	"context"
-	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -223,53 +221,6 @@ func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	c.tell(done)
 	return n, err
 }
-
-// errPartDigest means a part's bytes do not match the MD5 its client sent.
-var errPartDigest = errors.New("the part's MD5 does not match its Content-MD5")
-
-// digestReader passes exactly size bytes of a part through, withholding the
-// last bytes read until their MD5 is known: a part whose digest is not the
-// one the client sent never reaches its end, so the store keeps nothing of it.
-type digestReader struct {
-	r    io.Reader
-	left int64
-	h    hash.Hash
-	want []byte // nil: no digest to check
-	err  error
-	// short is set when the body ended before size bytes.
-	short bool
-}
-
-func newDigestReader(r io.Reader, size int64, want []byte) *digestReader {
-	return &digestReader{r: r, left: size, h: md5.New(), want: want}
-}
-
-func (d *digestReader) Read(p []byte) (int, error) {
-	if d.err != nil {
-		return 0, d.err
-	}
-	if d.left <= 0 {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > d.left {
-		p = p[:d.left]
-	}
-	n, err := d.r.Read(p)
-	d.h.Write(p[:n])
-	d.left -= int64(n)
-	if err == io.EOF && d.left > 0 {
-		d.short = true
-		err = io.ErrUnexpectedEOF
-	}
-	if d.left == 0 && d.want != nil && !bytes.Equal(d.h.Sum(nil), d.want) {
-		d.err = errPartDigest
-		return 0, d.err
-	}
-	return n, err
-}
-
-// sum is the MD5 of what was read, in hex.
-func (d *digestReader) sum() string { return hex.EncodeToString(d.h.Sum(nil)) }
 
 // progressMeter writes a job's progress to its submission at most every
 // quarter of a second, so the progress bar moves without a write per read.

@@ -35,6 +35,7 @@ import (
 	"proctor/netguard"
 	"proctor/runner"
 	"proctor/sandbox"
+	"proctor/service"
 	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/storage/storagetest"
@@ -50,6 +51,7 @@ type portal struct {
 	store     artifact.Store
 	dir       string // the local store's folder; "" on S3
 	runner    *runner.Runner
+	svc       *service.Submissions
 	member    context.Context
 	outsider  context.Context
 	admin     context.Context
@@ -193,6 +195,8 @@ func newPortal(t *testing.T, db *storage.DB, ps portalStore, opts portalOptions)
 		require.NoError(t, r.Stop(stopCtx))
 	})
 	p.runner = r
+	p.svc = service.NewSubmissions(db, store, r.Jobs(), service.SubmissionOptions{
+		DailyQuota: sub.DailyQuota, PartBytes: sub.PartBytes, Limits: r.SubmissionLimits()})
 	return p
 }
 
@@ -250,7 +254,7 @@ func request(benchmark, subset string, f bundleFile) models.SubmissionRequest {
 // then sees its MD5 differ on the server and sends it again), then completes.
 func (p *portal) upload(t *testing.T, ctx context.Context, f bundleFile, req models.SubmissionRequest) *models.SubmissionView {
 	t.Helper()
-	v, resumed, err := p.runner.CreateSubmission(ctx, req)
+	v, resumed, err := p.svc.CreateSubmission(ctx, req)
 	require.NoError(t, err)
 	require.False(t, resumed)
 	require.Equal(t, models.SubmissionUploading, v.Status)
@@ -261,9 +265,9 @@ func (p *portal) upload(t *testing.T, ctx context.Context, f bundleFile, req mod
 		if n == 1 {
 			wrong := bytes.Clone(body)
 			wrong[len(wrong)/2] ^= 0xff
-			_, err := p.runner.PutSubmissionPart(ctx, v.ID, n, bytes.NewReader(wrong), int64(len(wrong)), nil)
+			_, err := p.svc.PutSubmissionPart(ctx, v.ID, n, bytes.NewReader(wrong), int64(len(wrong)), nil)
 			require.NoError(t, err, "without Content-MD5 the server cannot tell")
-			again, resumed, err := p.runner.CreateSubmission(ctx, req)
+			again, resumed, err := p.svc.CreateSubmission(ctx, req)
 			require.NoError(t, err)
 			require.True(t, resumed, "the same bundle resumes its upload")
 			require.Equal(t, v.ID, again.ID)
@@ -271,11 +275,11 @@ func (p *portal) upload(t *testing.T, ctx context.Context, f bundleFile, req mod
 			require.Equal(t, 1, again.Parts[0].Number)
 			require.NotEqual(t, hex.EncodeToString(md5Of(body)), again.Parts[0].MD5, "part 1 on the server does not match the file")
 		}
-		part, err := p.runner.PutSubmissionPart(ctx, v.ID, n, bytes.NewReader(body), int64(len(body)), md5Of(body))
+		part, err := p.svc.PutSubmissionPart(ctx, v.ID, n, bytes.NewReader(body), int64(len(body)), md5Of(body))
 		require.NoError(t, err)
 		require.Equal(t, models.SubmissionPart{Number: n, Size: int64(len(body)), MD5: hex.EncodeToString(md5Of(body))}, *part)
 	}
-	v, err = p.runner.CompleteSubmission(ctx, v.ID)
+	v, err = p.svc.CompleteSubmission(ctx, v.ID)
 	require.NoError(t, err)
 	require.Contains(t, []string{models.SubmissionUploaded, models.SubmissionValidating, models.SubmissionValidated, models.SubmissionRefused}, v.Status)
 	return v
@@ -288,7 +292,7 @@ func (p *portal) wait(t *testing.T, id int64, want ...string) *models.Submission
 	var v *models.SubmissionView
 	require.Eventually(t, func() bool {
 		var err error
-		v, err = p.runner.Submission(p.member, id)
+		v, err = p.svc.Submission(p.member, id)
 		require.NoError(t, err)
 		if slices.Contains(want, v.Status) {
 			return true
@@ -320,7 +324,7 @@ func (p *portal) ingest(t *testing.T, f bundleFile, req models.SubmissionRequest
 	require.Empty(t, v.ParsedReport.Blocking)
 	require.Equal(t, f.sum, v.ParsedReport.SHA256)
 	require.Equal(t, v.ProgressTotal, v.ProgressDone, "a finished validation shows a full bar")
-	v, err := p.runner.IngestSubmission(p.member, v.ID)
+	v, err := p.svc.IngestSubmission(p.member, v.ID)
 	require.NoError(t, err)
 	require.Equal(t, models.SubmissionIngesting, v.Status)
 	v = p.wait(t, v.ID, models.SubmissionIngested)
@@ -590,7 +594,7 @@ func TestSubmission_Hostile(t *testing.T) {
 			if !strings.HasSuffix(req.Filename, ".zip") && !strings.HasSuffix(req.Filename, ".tar.gz") {
 				req.Filename += ".zip"
 			}
-			v, _, err := p.runner.CreateSubmission(p.member, req)
+			v, _, err := p.svc.CreateSubmission(p.member, req)
 			switch {
 			case f.size > bundletest.Limits().MaxBundleBytes:
 				require.Equal(t, models.ETOOLARGE, models.ErrorCode(err), c.Name)
@@ -602,14 +606,14 @@ func TestSubmission_Hostile(t *testing.T) {
 			}
 			require.NoError(t, err, c.Name)
 			body := f.chunk(t, v.PartSize, 1)
-			_, err = p.runner.PutSubmissionPart(p.member, v.ID, 1, bytes.NewReader(body), int64(len(body)), md5Of(body))
+			_, err = p.svc.PutSubmissionPart(p.member, v.ID, 1, bytes.NewReader(body), int64(len(body)), md5Of(body))
 			require.NoError(t, err, c.Name)
-			_, err = p.runner.CompleteSubmission(p.member, v.ID)
+			_, err = p.svc.CompleteSubmission(p.member, v.ID)
 			require.NoError(t, err, c.Name)
 			v = p.wait(t, v.ID, models.SubmissionRefused)
 			require.Contains(t, v.Error, c.Message, c.Name)
 			p.requireNothingStored(t, v.ID)
-			_, err = p.runner.IngestSubmission(p.member, v.ID)
+			_, err = p.svc.IngestSubmission(p.member, v.ID)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err), c.Name)
 		}
 		var runs, attempts int64
@@ -669,30 +673,30 @@ func TestSubmission_BadUploads(t *testing.T) {
 			req := request(sandbox.Slug, "", good)
 			req.Filename = "parts.zip"
 			req.SHA256 = ""
-			v, _, err := p.runner.CreateSubmission(p.member, req)
+			v, _, err := p.svc.CreateSubmission(p.member, req)
 			require.NoError(t, err)
 			body := good.chunk(t, v.PartSize, 1)
 
-			_, err = p.runner.PutSubmissionPart(p.member, v.ID, 1, bytes.NewReader(body), int64(len(body)), md5Of([]byte("other bytes")))
+			_, err = p.svc.PutSubmissionPart(p.member, v.ID, 1, bytes.NewReader(body), int64(len(body)), md5Of([]byte("other bytes")))
 			require.Equal(t, models.EINVALID, models.ErrorCode(err))
 			require.Equal(t, "content_md5", models.ErrorField(err))
 			require.Contains(t, models.ErrorMessage(err), "corrupted on the way")
-			_, err = p.runner.PutSubmissionPart(p.member, v.ID, 1, bytes.NewReader(body[:10]), 10, nil)
+			_, err = p.svc.PutSubmissionPart(p.member, v.ID, 1, bytes.NewReader(body[:10]), 10, nil)
 			require.Equal(t, models.EINVALID, models.ErrorCode(err), "a part has exactly its length")
-			_, err = p.runner.PutSubmissionPart(p.member, v.ID, 1, bytes.NewReader(append(body, 'x')), int64(len(body))+1, nil)
+			_, err = p.svc.PutSubmissionPart(p.member, v.ID, 1, bytes.NewReader(append(body, 'x')), int64(len(body))+1, nil)
 			require.Equal(t, models.ETOOLARGE, models.ErrorCode(err))
-			_, err = p.runner.PutSubmissionPart(p.member, v.ID, 1, bytes.NewReader(body[:10]), int64(len(body)), nil)
+			_, err = p.svc.PutSubmissionPart(p.member, v.ID, 1, bytes.NewReader(body[:10]), int64(len(body)), nil)
 			require.Equal(t, models.EINVALID, models.ErrorCode(err), "a body shorter than its Content-Length")
-			_, err = p.runner.PutSubmissionPart(p.member, v.ID, v.PartsTotal()+1, bytes.NewReader(body), int64(len(body)), nil)
+			_, err = p.svc.PutSubmissionPart(p.member, v.ID, v.PartsTotal()+1, bytes.NewReader(body), int64(len(body)), nil)
 			require.Equal(t, models.EINVALID, models.ErrorCode(err))
 			require.Equal(t, "part", models.ErrorField(err))
-			_, err = p.runner.PutSubmissionPart(p.outsider, v.ID, 1, bytes.NewReader(body), int64(len(body)), nil)
+			_, err = p.svc.PutSubmissionPart(p.outsider, v.ID, 1, bytes.NewReader(body), int64(len(body)), nil)
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "another team's upload does not exist")
-			v, err = p.runner.Submission(p.member, v.ID)
+			v, err = p.svc.Submission(p.member, v.ID)
 			require.NoError(t, err)
 			require.Empty(t, v.Parts, "a refused part is not stored")
 
-			_, err = p.runner.CompleteSubmission(p.member, v.ID)
+			_, err = p.svc.CompleteSubmission(p.member, v.ID)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			if v.PartsTotal() == 1 {
 				require.Contains(t, models.ErrorMessage(err), "part 1 is missing")
@@ -700,7 +704,7 @@ func TestSubmission_BadUploads(t *testing.T) {
 				require.Contains(t, models.ErrorMessage(err), fmt.Sprintf("%d parts are missing", v.PartsTotal()))
 			}
 
-			_, _, err = p.runner.SubmissionPartURL(p.member, v.ID, 1)
+			_, _, err = p.svc.SubmissionPartURL(p.member, v.ID, 1)
 			if p.dir != "" {
 				require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 				require.Contains(t, models.ErrorMessage(err), fmt.Sprintf("PUT part 1 to /api/v1/submissions/%d/parts/1 instead", v.ID))
@@ -710,7 +714,7 @@ func TestSubmission_BadUploads(t *testing.T) {
 				require.NoError(t, err)
 				require.True(t, v.DirectUpload)
 				// A URL takes its part's length only: one byte more is refused.
-				u, _, err := p.runner.SubmissionPartURL(p.member, v.ID, 1)
+				u, _, err := p.svc.SubmissionPartURL(p.member, v.ID, 1)
 				require.NoError(t, err)
 				longer := append(bytes.Clone(good.chunk(t, v.PartSize, 1)), 'x')
 				httpReq, err := http.NewRequest(http.MethodPut, u, bytes.NewReader(longer))
@@ -719,11 +723,11 @@ func TestSubmission_BadUploads(t *testing.T) {
 					resp.Body.Close()
 					require.Equal(t, http.StatusForbidden, resp.StatusCode, "a part one byte longer than its URL allows")
 				}
-				v, err = p.runner.Submission(p.member, v.ID)
+				v, err = p.svc.Submission(p.member, v.ID)
 				require.NoError(t, err)
 				require.Empty(t, v.Parts, "a part of the wrong size is not stored")
 				for n := 1; n <= v.PartsTotal(); n++ {
-					u, expires, err := p.runner.SubmissionPartURL(p.member, v.ID, n)
+					u, expires, err := p.svc.SubmissionPartURL(p.member, v.ID, n)
 					require.NoError(t, err)
 					require.True(t, expires.After(time.Now()))
 					chunk := good.chunk(t, v.PartSize, n)
@@ -734,13 +738,13 @@ func TestSubmission_BadUploads(t *testing.T) {
 					resp.Body.Close()
 					require.Equal(t, http.StatusOK, resp.StatusCode)
 				}
-				v, err = p.runner.CompleteSubmission(p.member, v.ID)
+				v, err = p.svc.CompleteSubmission(p.member, v.ID)
 				require.NoError(t, err)
 				p.wait(t, v.ID, models.SubmissionValidated)
 			}
-			require.NoError(t, p.runner.DiscardSubmission(p.member, v.ID))
+			require.NoError(t, p.svc.DiscardSubmission(p.member, v.ID))
 			p.requireNothingStored(t, v.ID)
-			require.NoError(t, p.runner.DiscardSubmission(p.member, v.ID), "discarding again is harmless")
+			require.NoError(t, p.svc.DiscardSubmission(p.member, v.ID), "discarding again is harmless")
 		})
 
 		t.Run("WrongBenchmark", func(t *testing.T) {
@@ -748,10 +752,10 @@ func TestSubmission_BadUploads(t *testing.T) {
 			v := p.upload(t, p.member, other, request(sandbox.Slug, "", other))
 			v = p.wait(t, v.ID, models.SubmissionValidated)
 			require.NotEmpty(t, v.ParsedReport.Blocking, "a bundle for another benchmark blocks its ingest")
-			_, err := p.runner.IngestSubmission(p.member, v.ID)
+			_, err := p.svc.IngestSubmission(p.member, v.ID)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			require.Contains(t, models.ErrorMessage(err), "cannot be ingested")
-			require.NoError(t, p.runner.DiscardSubmission(p.member, v.ID))
+			require.NoError(t, p.svc.DiscardSubmission(p.member, v.ID))
 			p.requireNothingStored(t, v.ID)
 		})
 
@@ -759,7 +763,7 @@ func TestSubmission_BadUploads(t *testing.T) {
 			v := p.upload(t, p.member, good, request(sandbox.Slug, "", good))
 			p.wait(t, v.ID, models.SubmissionValidated)
 			fs.armed.Store(true)
-			_, err := p.runner.IngestSubmission(p.member, v.ID)
+			_, err := p.svc.IngestSubmission(p.member, v.ID)
 			require.NoError(t, err)
 			v = p.wait(t, v.ID, models.SubmissionFailed)
 			fs.armed.Store(false)
@@ -776,7 +780,7 @@ func TestSubmission_BadUploads(t *testing.T) {
 
 		t.Run("Duplicate", func(t *testing.T) {
 			_, run := p.ingest(t, good, request(sandbox.Slug, "", good))
-			_, _, err := p.runner.CreateSubmission(p.member, request(sandbox.Slug, "", good))
+			_, _, err := p.svc.CreateSubmission(p.member, request(sandbox.Slug, "", good))
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			require.Contains(t, models.ErrorMessage(err), fmt.Sprintf("This bundle was already submitted as run %d on ", run.ID))
 		})
@@ -788,17 +792,17 @@ func TestSubmission_BadUploads(t *testing.T) {
 			defer fh.Close()
 			req := request(sandbox.Slug, "", form)
 			req.Size, req.SHA256 = 0, ""
-			v, err := p.runner.UploadSubmission(p.member, req, fh)
+			v, err := p.svc.UploadSubmission(p.member, req, fh)
 			require.NoError(t, err)
 			v = p.wait(t, v.ID, models.SubmissionValidated)
 			require.Equal(t, form.size, v.Size, "the size of what arrived")
 			require.Equal(t, form.sum, v.SHA256, "the SHA-256 of what arrived")
-			require.NoError(t, p.runner.DiscardSubmission(p.member, v.ID))
+			require.NoError(t, p.svc.DiscardSubmission(p.member, v.ID))
 
 			req.Filename = "huge.zip"
-			_, err = p.runner.UploadSubmission(p.member, req, bundletest.Random(bundletest.Limits().MaxBundleBytes+1, 9)())
+			_, err = p.svc.UploadSubmission(p.member, req, bundletest.Random(bundletest.Limits().MaxBundleBytes+1, 9)())
 			require.Equal(t, models.ETOOLARGE, models.ErrorCode(err))
-			items, _, err := p.db.ListSubmissions(p.member, models.SubmissionFilter{Status: models.SubmissionRefused})
+			items, _, err := p.svc.ListSubmissions(p.member, models.SubmissionFilter{Status: models.SubmissionRefused})
 			require.NoError(t, err)
 			require.NotEmpty(t, items)
 			p.requireNothingStored(t, items[0].ID)
@@ -810,12 +814,12 @@ func TestSubmission_BadUploads(t *testing.T) {
 			for i := used; i < 9; i++ {
 				req := request(sandbox.Slug, "", good)
 				req.SHA256, req.Filename = "", fmt.Sprintf("q%d.zip", i)
-				_, _, err := p.runner.CreateSubmission(p.member, req)
+				_, _, err := p.svc.CreateSubmission(p.member, req)
 				require.NoError(t, err)
 			}
 			req := request(sandbox.Slug, "", good)
 			req.SHA256, req.Filename = "", "over.zip"
-			_, _, err := p.runner.CreateSubmission(p.member, req)
+			_, _, err := p.svc.CreateSubmission(p.member, req)
 			require.Equal(t, models.ERATELIMIT, models.ErrorCode(err))
 			require.Contains(t, models.ErrorMessage(err), "daily quota")
 		})
@@ -828,10 +832,10 @@ func TestSubmission_AbandonedUploads(t *testing.T) {
 	t.Parallel()
 	forEachPortal(t, portalOptions{}, func(t *testing.T, p *portal) {
 		f := fileOf(t, bundletest.WebArenaVerified(t, filepath.Join(t.TempDir(), "wav.zip"), bundletest.WAVTask{ID: "shop-keyboard-price"}))
-		v, _, err := p.runner.CreateSubmission(p.member, request(sandbox.Slug, "", f))
+		v, _, err := p.svc.CreateSubmission(p.member, request(sandbox.Slug, "", f))
 		require.NoError(t, err)
 		body := f.chunk(t, v.PartSize, 1)
-		_, err = p.runner.PutSubmissionPart(p.member, v.ID, 1, bytes.NewReader(body), int64(len(body)), nil)
+		_, err = p.svc.PutSubmissionPart(p.member, v.ID, 1, bytes.NewReader(body), int64(len(body)), nil)
 		require.NoError(t, err)
 		n, err := runner.ExpireUploadsBefore(p.runner, p.system, time.Now().Add(-time.Hour))
 		require.NoError(t, err)
@@ -839,7 +843,7 @@ func TestSubmission_AbandonedUploads(t *testing.T) {
 		n, err = runner.ExpireUploadsBefore(p.runner, p.system, time.Now().Add(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		v, err = p.runner.Submission(p.member, v.ID)
+		v, err = p.svc.Submission(p.member, v.ID)
 		require.NoError(t, err)
 		require.Equal(t, models.SubmissionDiscarded, v.Status)
 		require.Contains(t, v.Error, "The upload was abandoned")
@@ -860,14 +864,14 @@ func TestSubmission_DiscardDuringStreamedUpload(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			v, err := p.runner.UploadSubmission(p.member, models.SubmissionRequest{Agent: "lab/navigator", Benchmark: sandbox.Slug, Filename: "streamed.zip"}, body)
+			v, err := p.svc.UploadSubmission(p.member, models.SubmissionRequest{Agent: "lab/navigator", Benchmark: sandbox.Slug, Filename: "streamed.zip"}, body)
 			done <- result{v, err}
 		}()
 		_, err := send.Write(bytes.Repeat([]byte("a"), 1<<10))
 		require.NoError(t, err)
 		var id int64
 		require.Eventually(t, func() bool {
-			items, _, err := p.db.ListSubmissions(p.member, models.SubmissionFilter{Status: models.SubmissionUploading})
+			items, _, err := p.svc.ListSubmissions(p.member, models.SubmissionFilter{Status: models.SubmissionUploading})
 			require.NoError(t, err)
 			if len(items) == 0 {
 				return false
@@ -875,7 +879,7 @@ func TestSubmission_DiscardDuringStreamedUpload(t *testing.T) {
 			id = items[0].ID
 			return true
 		}, 10*time.Second, 10*time.Millisecond, "the streamed upload never started")
-		require.NoError(t, p.runner.DiscardSubmission(p.member, id))
+		require.NoError(t, p.svc.DiscardSubmission(p.member, id))
 
 		_, err = send.Write(bytes.Repeat([]byte("b"), 1<<10))
 		require.NoError(t, err)
@@ -884,7 +888,7 @@ func TestSubmission_DiscardDuringStreamedUpload(t *testing.T) {
 		require.Nil(t, res.v)
 		require.Equal(t, models.ECONFLICT, models.ErrorCode(res.err), "%v", res.err)
 		require.Contains(t, models.ErrorMessage(res.err), "it was discarded")
-		v, err := p.runner.Submission(p.member, id)
+		v, err := p.svc.Submission(p.member, id)
 		require.NoError(t, err)
 		require.Equal(t, models.SubmissionDiscarded, v.Status)
 		p.requireNothingStored(t, id)
@@ -946,7 +950,7 @@ func TestSubmission_LastTryOutOfTime(t *testing.T) {
 			var v *models.SubmissionView
 			require.Eventually(t, func() bool {
 				var err error
-				v, err = p.runner.Submission(p.member, id)
+				v, err = p.svc.Submission(p.member, id)
 				require.NoError(t, err)
 				return models.SubmissionFinished(v.Status)
 			}, 2*time.Minute, 100*time.Millisecond, "submission %d never finished", id)
@@ -957,11 +961,11 @@ func TestSubmission_LastTryOutOfTime(t *testing.T) {
 		// One bundle waits to be validated and another, validated, to be
 		// ingested; then the store stalls on each, and both jobs run.
 		refuse := fileOf(t, bundletest.WebArenaVerified(t, filepath.Join(dir, "validate.zip"), bundletest.WAVTask{ID: "forum-top-post", Response: answer("[1]")}))
-		validating, _, err := p.runner.CreateSubmission(p.member, request(sandbox.Slug, "", refuse))
+		validating, _, err := p.svc.CreateSubmission(p.member, request(sandbox.Slug, "", refuse))
 		require.NoError(t, err)
 		for n := 1; n <= validating.PartsTotal(); n++ {
 			body := refuse.chunk(t, validating.PartSize, n)
-			_, err := p.runner.PutSubmissionPart(p.member, validating.ID, n, bytes.NewReader(body), int64(len(body)), nil)
+			_, err := p.svc.PutSubmissionPart(p.member, validating.ID, n, bytes.NewReader(body), int64(len(body)), nil)
 			require.NoError(t, err)
 		}
 		fail := fileOf(t, bundletest.WebArenaVerified(t, filepath.Join(dir, "ingest.zip"), bundletest.WAVTask{ID: "shop-keyboard-price", Response: answer("[79]")}))
@@ -970,9 +974,9 @@ func TestSubmission_LastTryOutOfTime(t *testing.T) {
 
 		store.stall(validating.StorageKey)
 		store.stall(storage.SubmissionPrefix(ingesting.ID) + "tasks/")
-		_, err = p.runner.CompleteSubmission(p.member, validating.ID)
+		_, err = p.svc.CompleteSubmission(p.member, validating.ID)
 		require.NoError(t, err)
-		_, err = p.runner.IngestSubmission(p.member, ingesting.ID)
+		_, err = p.svc.IngestSubmission(p.member, ingesting.ID)
 		require.NoError(t, err)
 
 		v := waitFinal(t, validating.ID, models.SubmissionRefused)
@@ -986,7 +990,7 @@ func TestSubmission_LastTryOutOfTime(t *testing.T) {
 		infos, err := p.store.List(context.Background(), storage.SubmissionPrefix(v.ID)+"tasks/")
 		require.NoError(t, err)
 		require.Empty(t, infos, "no task file is left")
-		again, resumed, err := p.runner.CreateSubmission(p.member, request(sandbox.Slug, "", fail))
+		again, resumed, err := p.svc.CreateSubmission(p.member, request(sandbox.Slug, "", fail))
 		require.NoError(t, err, "the same bundle may be submitted again")
 		require.False(t, resumed)
 		require.NotEqual(t, v.ID, again.ID)

@@ -11,7 +11,7 @@ import (
 
 	"proctor/bundle"
 	"proctor/models"
-	"proctor/storage"
+	"proctor/service"
 	"proctor/storage/artifact"
 )
 
@@ -156,7 +156,7 @@ func (r *Runner) validateSubmission(ctx context.Context, s *models.Submission) e
 	if report.FormatName == "" {
 		report.FormatName = models.BundleFormatName(report.Format)
 	}
-	_, err = r.db.FinishSubmissionValidation(ctx, s.ID, report)
+	_, err = r.db.FinishSubmissionValidation(ctx, s.ID, report, service.DuplicateBundleError)
 	if models.ErrorCode(err) == models.ECONFLICT {
 		return nil // discarded meanwhile: nothing to report
 	}
@@ -187,7 +187,7 @@ func (r *Runner) submissionCatalog(ctx context.Context, s *models.Submission) (b
 	if err != nil {
 		return bundle.Catalog{}, bundle.Declared{}, err
 	}
-	view, err := r.db.SubmissionByID(ctx, s.ID)
+	view, err := r.db.SubmissionByID(ctx, s.ID, 0) // the queue reads every team's
 	if err != nil {
 		return bundle.Catalog{}, bundle.Declared{}, err
 	}
@@ -216,30 +216,10 @@ func (r *Runner) refuseSubmission(ctx context.Context, s *models.Submission, mes
 // deleteSubmissionBytes removes an unfinished upload's parts and every
 // artifact under the submission's prefix.
 func (r *Runner) deleteSubmissionBytes(ctx context.Context, s *models.Submission) error {
-	var errs []error
-	if s.MultipartID != "" {
-		if err := r.artifacts.AbortMultipart(ctx, s.StorageKey, s.MultipartID); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	errs = append(errs, r.deletePrefix(ctx, storage.SubmissionPrefix(s.ID)))
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("delete submission %d: %w", s.ID, err)
-	}
-	return nil
+	return service.DeleteSubmissionBytes(ctx, r.artifacts, s)
 }
 
 // deletePrefix removes every artifact whose key starts with prefix.
 func (r *Runner) deletePrefix(ctx context.Context, prefix string) error {
-	infos, err := r.artifacts.List(ctx, prefix)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, info := range infos {
-		if err := r.artifacts.Delete(ctx, info.Key); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return artifact.DeletePrefix(ctx, r.artifacts, prefix)
 }

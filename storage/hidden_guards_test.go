@@ -9,7 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service"
+	"proctor/service/servicetest"
 	"proctor/storage"
+	"proctor/storage/artifact"
 	"proctor/storage/storagetest"
 )
 
@@ -27,8 +30,11 @@ func TestStore_HiddenTestsBenchmarkGuards(t *testing.T) {
 		require.Contains(t, models.ErrorMessage(err), "hidden-tests benchmark")
 		require.Contains(t, models.ErrorMessage(err), "/benchmarks/"+f.seed.BenchmarkSlug+"/candidates/new")
 
-		_, _, err = db.CreateSubmission(f.member, models.SubmissionRequest{Agent: "lab/uploader", Benchmark: f.seed.BenchmarkSlug,
-			Filename: "results.zip", Size: 1 << 20, SHA256: strings.Repeat("a", 64)}, storage.SubmissionRules{MaxBytes: 1 << 30, PartSize: 5 << 20})
+		files, err := artifact.NewLocal(t.TempDir(), artifact.NewURLSigner([]byte(strings.Repeat("s", 32))), "")
+		require.NoError(t, err)
+		t.Cleanup(func() { files.Close() })
+		_, _, err = servicetest.SubmissionsOver(db, files, service.SubmissionOptions{}).CreateSubmission(f.member, models.SubmissionRequest{Agent: "lab/uploader", Benchmark: f.seed.BenchmarkSlug,
+			Filename: "results.zip", Size: 1 << 20, SHA256: strings.Repeat("a", 64)})
 		require.Equal(t, models.EINVALID, models.ErrorCode(err))
 		require.Contains(t, models.ErrorMessage(err), "submit the candidate websites")
 

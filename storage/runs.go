@@ -31,6 +31,23 @@ func sqlTx(tx *gorm.DB) (*sql.Tx, error) {
 func (db *DB) InsertRun(ctx context.Context, run *models.Run, withinQuota func(recent int64) error,
 	enqueue func(ctx context.Context, tx *sql.Tx, runID int64) error) error {
 	return db.tx(ctx, func(tx *gorm.DB) error {
+		if err := db.insertRun(tx, run, withinQuota); err != nil {
+			return err
+		}
+		t, err := sqlTx(tx)
+		if err != nil {
+			return err
+		}
+		return enqueue(ctx, t, run.ID)
+	})
+}
+
+// insertRun writes a new run inside tx: the one way a run row is created,
+// whether it is queued (InsertRun) or uploaded (CreateUploadedRun). With
+// withinQuota, it is first given how many runs the team created in the last
+// 24 hours, and refuses with its error.
+func (db *DB) insertRun(tx *gorm.DB, run *models.Run, withinQuota func(recent int64) error) error {
+	if withinQuota != nil {
 		// Runs for one team take turns on its row, so that two at once under
 		// PostgreSQL's read committed cannot both pass the quota.
 		if err := lockRow(tx, db.dialect).Select("id").First(&models.Team{}, run.TeamID).Error; err != nil {
@@ -43,15 +60,8 @@ func (db *DB) InsertRun(ctx context.Context, run *models.Run, withinQuota func(r
 		if err := withinQuota(recent); err != nil {
 			return err
 		}
-		if err := tx.Create(run).Error; err != nil {
-			return wrap(err, "run")
-		}
-		t, err := sqlTx(tx)
-		if err != nil {
-			return err
-		}
-		return enqueue(ctx, t, run.ID)
-	})
+	}
+	return wrap(tx.Create(run).Error, "run")
 }
 
 // recentRuns counts the runs a team created in the 24 hours before now.

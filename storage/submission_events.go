@@ -2,22 +2,16 @@ package storage
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"proctor/models"
 )
 
-// partEvent is the audit action of one received part.
-const partEvent = "submission.part"
-
-// SubmissionEvents is a submission's audit trail, oldest first: every upload,
-// validation, refusal, ingest and discard with who did it and when. Visible to
-// whoever may see the submission; the client address only to administrators.
+// SubmissionEvents is a submission's audit trail, oldest first (at most
+// 500 events): every upload, validation, refusal, ingest and discard with who
+// did it, from where and when. The caller has already checked the actor may
+// see the submission, and redacts what they may not.
 func (db *DB) SubmissionEvents(ctx context.Context, id int64) ([]models.SubmissionEvent, error) {
-	if _, err := db.SubmissionByID(ctx, id); err != nil {
-		return nil, err
-	}
 	var rows []struct {
 		Action, Details, IP string
 		UserName, UserEmail *string
@@ -30,31 +24,14 @@ func (db *DB) SubmissionEvents(ctx context.Context, id int64) ([]models.Submissi
 	if err != nil {
 		return nil, wrap(err, "submission events")
 	}
-	admin := models.ActorFrom(ctx).IsAdmin
 	events := make([]models.SubmissionEvent, 0, len(rows))
-	parts := 0 // parts in the run of part events ending the list
 	for _, r := range rows {
-		ev := models.SubmissionEvent{Action: r.Action, Details: r.Details, CreatedAt: r.CreatedAt, UserName: "Proctor"}
+		ev := models.SubmissionEvent{Action: r.Action, Details: r.Details, IP: r.IP, CreatedAt: r.CreatedAt, UserName: "Proctor"}
 		switch {
 		case r.UserName != nil && *r.UserName != "":
 			ev.UserName = *r.UserName
 		case r.UserEmail != nil:
 			ev.UserName = *r.UserEmail
-		}
-		if admin {
-			ev.IP = r.IP
-		}
-		// A multi-gigabyte upload sends hundreds of parts: consecutive part
-		// events by the same person read as one line.
-		if last := len(events) - 1; r.Action == partEvent && parts > 0 && events[last].UserName == ev.UserName && events[last].IP == ev.IP {
-			parts++
-			ev.Details = fmt.Sprintf("%d parts, the last %s", parts, r.Details)
-			events[last] = ev
-			continue
-		}
-		parts = 0
-		if r.Action == partEvent {
-			parts = 1
 		}
 		events = append(events, ev)
 	}

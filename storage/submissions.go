@@ -6,13 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"path"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -25,20 +21,6 @@ import (
 // so a redelivered job or a second click never moves it twice, and each is
 // written to audit_events with the change: who submitted what and when.
 
-// SubmissionRules are the server's limits on new submissions.
-type SubmissionRules struct {
-	MaxBytes   int64 // the largest bundle accepted
-	PartSize   int64 // every part but the last has this size (raised when the bundle would need more than 10 000 parts)
-	DailyQuota int   // submissions a team may start in 24 hours; 0 = unlimited, admins exempt
-	// Streamed marks a bundle sent whole in one request (the upload form
-	// without JavaScript): its size may be unknown (0) until it has arrived,
-	// and it never resumes an earlier upload.
-	Streamed bool
-}
-
-// maxSubmissionParts is the most parts an upload may have (S3's limit).
-const maxSubmissionParts = 10_000
-
 // SubmissionKey is the artifact key of a submission's assembled bundle.
 func SubmissionKey(id int64) string { return SubmissionPrefix(id) + "bundle" }
 
@@ -46,149 +28,54 @@ func SubmissionKey(id int64) string { return SubmissionPrefix(id) + "bundle" }
 // its bundle and, once ingested, its tasks' screenshots and network logs.
 func SubmissionPrefix(id int64) string { return "submissions/" + strconv.FormatInt(id, 10) + "/" }
 
-// bundleExtensions are the file names a bundle may have.
-func bundleExtensions() []string { return []string{".zip", ".tar.gz", ".tgz"} }
-
-// checkBundleFilename keeps a clean base name ending in a bundle extension.
-func checkBundleFilename(name string) (string, error) {
-	name = path.Base(strings.ReplaceAll(strings.TrimSpace(name), `\`, "/"))
-	switch {
-	case name == "" || name == "." || name == "/":
-		return "", models.FieldError("filename", "the bundle's file name is missing")
-	case !utf8.ValidString(name):
-		return "", models.FieldError("filename", "the file name is not valid UTF-8")
-	case len(name) > 255:
-		return "", models.FieldError("filename", "the file name is longer than 255 bytes")
-	case strings.IndexFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
-		return "", models.FieldError("filename", "the file name holds control characters")
-	}
-	lower := strings.ToLower(name)
-	for _, ext := range bundleExtensions() {
-		if strings.HasSuffix(lower, ext) && len(lower) > len(ext) {
-			return name, nil
-		}
-	}
-	return "", models.FieldError("filename", "%q is not a bundle: the file name must end in .zip, .tar.gz or .tgz", name)
-}
-
-// checkSHA256 accepts "" or 64 hexadecimal digits.
-func checkSHA256(sum string) error {
-	if sum == "" {
-		return nil
-	}
-	if b, err := hex.DecodeString(sum); err != nil || len(b) != 32 {
-		return models.FieldError("sha256", "the SHA-256 must be 64 hexadecimal digits, not %q", truncate(sum, 80))
-	}
-	return nil
-}
-
-// partSizeFor is the part size of a bundle of size bytes: the configured one,
-// or larger when the bundle would otherwise need more parts than S3 allows.
-func partSizeFor(size, configured int64) int64 {
-	if size <= 0 {
-		return configured
-	}
-	need := (size + maxSubmissionParts - 1) / maxSubmissionParts
-	return max(configured, need)
-}
-
 // submissionNotFound hides a submission from callers who may not see it.
 func submissionNotFound(id int64) error {
 	return models.Errorf(models.ENOTFOUND, "Submission %d not found.", id)
 }
 
-// CreateSubmission starts an upload for the context's actor: the agent (any
-// kind) is "team/agent" or found among the caller's teams, who must be a
-// member of its team (or an admin); the benchmark and subset must exist and
-// have tasks; the bundle must fit the size limit and be named .zip, .tar.gz
-// or .tgz; a declared SHA-256 must be 64 hexadecimal digits; the team must be
-// under its daily quota. An unfinished upload (status uploading) of the same
-// bundle — team, agent, benchmark, subset, SHA-256, size (and file name when
-// no SHA-256 is declared) — is returned with resumed = true instead of a new
-// one. EINVALID (with the field), ETOOLARGE, ENOTFOUND, EUNAUTHORIZED,
-// EFORBIDDEN, ERATELIMIT, or ECONFLICT when the team already submitted the
-// same bundle and it was ingested.
-func (db *DB) CreateSubmission(ctx context.Context, req models.SubmissionRequest, rules SubmissionRules) (*models.Submission, bool, error) {
-	actor, err := models.RequireUser(ctx)
-	if err != nil {
-		return nil, false, err
-	}
-	req.Normalize()
-	if req.Agent == "" {
-		return nil, false, models.FieldError("agent", "choose the agent whose results these are")
-	}
-	if req.Benchmark == "" {
-		return nil, false, models.FieldError("benchmark", "choose the benchmark the bundle answers")
-	}
-	filename, err := checkBundleFilename(req.Filename)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := checkSHA256(req.SHA256); err != nil {
-		return nil, false, err
-	}
-	switch {
-	case req.Size < 0 || (req.Size == 0 && !rules.Streamed):
-		return nil, false, models.FieldError("size", "the bundle's size must be a positive number of bytes")
-	case rules.MaxBytes > 0 && req.Size > rules.MaxBytes:
-		size, limit := models.FormatSizeOverLimit(req.Size, rules.MaxBytes)
-		return nil, false, &models.Error{Code: models.ETOOLARGE, Field: "size",
-			Message: fmt.Sprintf("The bundle is %s; the largest this server accepts is %s.", size, limit)}
-	}
-	q := db.q(ctx)
-	agent, team, err := resolveSubmissionAgent(ctx, q, actor, req.Team, req.Agent)
-	if err != nil {
-		return nil, false, err
-	}
-	bench, err := visibleBenchmark(ctx, q, req.Benchmark)
-	if err != nil {
-		if models.ErrorCode(err) == models.ENOTFOUND {
-			return nil, false, models.FieldError("benchmark", "there is no benchmark %q", req.Benchmark)
-		}
-		return nil, false, err
-	}
-	if bench.CurrentVersionID == nil {
-		return nil, false, models.FieldError("benchmark", "benchmark %s has no imported tasks", bench.Slug)
-	}
-	if bench.GradesCandidates() {
-		return nil, false, models.FieldError("benchmark", "%s is a hidden-tests benchmark: submit the candidate websites (/benchmarks/%s/candidates/new) rather than trajectories", bench.Slug, bench.Slug)
-	}
-	versionID := *bench.CurrentVersionID
-	taskIDs, err := db.subsetTaskIDs(ctx, q, versionID, req.Subset)
-	if err != nil {
-		return nil, false, err
-	}
-	if len(taskIDs) == 0 {
-		return nil, false, models.FieldError("subset", "subset %q of %s holds no tasks", req.Subset, bench.Slug)
-	}
+// SubmissionInsert is how InsertSubmission writes a new submission: the
+// service's rules, called inside the transaction.
+type SubmissionInsert struct {
+	// Resume returns an unfinished upload (status uploading) of the same
+	// bundle — team, agent, benchmark, subset, SHA-256, size, and file name
+	// when no SHA-256 is declared — instead of a new one.
+	Resume bool
+	// Details is the audit event's text.
+	Details string
+	// Duplicate is the error for a bundle (by its declared SHA-256) the team
+	// already ingested, or is ingesting, as a run of the benchmark.
+	Duplicate func(prev *models.Submission) error
+	// WithinQuota is given how many submissions the team started in the last
+	// 24 hours.
+	WithinQuota func(recent int64) error
+}
+
+// InsertSubmission writes sub (with its storage key) and its audit event in
+// one transaction, under ins's rules; resumed is true when an unfinished
+// upload of the same bundle is returned instead.
+func (db *DB) InsertSubmission(ctx context.Context, sub *models.Submission, ins SubmissionInsert) (*models.Submission, bool, error) {
 	now := db.now()
-	sub := &models.Submission{
-		TeamID: team.ID, AgentID: agent.ID, BenchmarkID: bench.ID, VersionID: versionID, SubsetName: req.Subset,
-		Status: models.SubmissionUploading, Filename: filename, Size: req.Size, SHA256: req.SHA256,
-		PartSize: partSizeFor(req.Size, rules.PartSize), CreatedAt: now, UpdatedAt: now,
-	}
-	if rules.Streamed {
-		sub.PartSize = req.Size
-	}
-	if actor.UserID != 0 {
-		sub.CreatedBy = &actor.UserID
-	}
+	sub.CreatedAt, sub.UpdatedAt = now, now
 	resumed := false
-	err = db.tx(ctx, func(tx *gorm.DB) error {
+	err := db.tx(ctx, func(tx *gorm.DB) error {
 		// Creations for one team take turns on its row: under PostgreSQL's
 		// read committed, two at once would each count the team's
 		// submissions without the other's and both pass the quota (or both
 		// find no upload to resume). SQLite's single writer serializes them
 		// already.
-		if err := lockRow(tx, db.dialect).Select("id").First(&models.Team{}, team.ID).Error; err != nil {
+		if err := lockRow(tx, db.dialect).Select("id").First(&models.Team{}, sub.TeamID).Error; err != nil {
 			return wrap(err, "team")
 		}
-		if req.SHA256 != "" {
-			if err := duplicateBundle(tx, team.ID, bench.ID, req.SHA256, 0); err != nil {
+		if sub.SHA256 != "" {
+			prev, err := ingestedBundle(tx, sub.TeamID, sub.BenchmarkID, sub.SHA256, 0)
+			if err != nil {
 				return err
 			}
+			if prev != nil {
+				return ins.Duplicate(prev)
+			}
 		}
-		if !rules.Streamed {
+		if ins.Resume {
 			prev, err := resumableSubmission(tx, sub)
 			if err != nil {
 				return err
@@ -198,7 +85,11 @@ func (db *DB) CreateSubmission(ctx context.Context, req models.SubmissionRequest
 				return nil
 			}
 		}
-		if err := checkSubmissionQuota(tx, actor, team, now, rules.DailyQuota); err != nil {
+		var recent int64
+		if err := tx.Model(&models.Submission{}).Where("team_id = ? AND created_at > ?", sub.TeamID, now.Add(-24*time.Hour)).Count(&recent).Error; err != nil {
+			return wrap(err, "submissions")
+		}
+		if err := ins.WithinQuota(recent); err != nil {
 			return err
 		}
 		if err := tx.Create(sub).Error; err != nil {
@@ -208,9 +99,7 @@ func (db *DB) CreateSubmission(ctx context.Context, req models.SubmissionRequest
 		if err := tx.Model(sub).Update("storage_key", sub.StorageKey).Error; err != nil {
 			return wrap(err, "submission")
 		}
-		details := fmt.Sprintf("%s for %s/%s on %s (%s): %s, %s", filename, team.Slug, agent.Slug, bench.Slug, req.Subset,
-			models.FormatBytes(req.Size), orNone(req.SHA256, "no SHA-256 declared"))
-		return db.auditTx(ctx, tx, "submission.create", submissionSubject(sub.ID), details, &team.ID)
+		return db.auditTx(ctx, tx, "submission.create", submissionSubject(sub.ID), ins.Details, &sub.TeamID)
 	})
 	if err != nil {
 		return nil, false, err
@@ -218,63 +107,20 @@ func (db *DB) CreateSubmission(ctx context.Context, req models.SubmissionRequest
 	return sub, resumed, nil
 }
 
-func orNone(s, none string) string {
-	if s == "" {
-		return none
-	}
-	return "sha256 " + s
-}
-
 func submissionSubject(id int64) string { return "submission " + strconv.FormatInt(id, 10) }
 
-// resolveSubmissionAgent finds the agent a submission is for: in the named
-// team, or among the caller's teams (among every team for administrators who
-// belong to none that has it). The caller must act for the agent's team.
-func resolveSubmissionAgent(ctx context.Context, q *gorm.DB, actor models.Actor, teamSlug, agentSlug string) (*models.Agent, *models.Team, error) {
-	if teamSlug != "" {
-		team, err := teamBySlug(q, teamSlug, false)
-		if err != nil {
-			if models.ErrorCode(err) == models.ENOTFOUND {
-				return nil, nil, models.FieldError("agent", "there is no team %q", teamSlug)
-			}
-			return nil, nil, err
-		}
-		if _, err := requireTeamRole(ctx, q, team.ID, false); err != nil {
-			return nil, nil, err
-		}
-		var agents []models.Agent
-		if err := q.Select(agentColumns).Where("team_id = ? AND slug = ?", team.ID, agentSlug).Limit(1).Find(&agents).Error; err != nil {
-			return nil, nil, wrap(err, "agent")
-		}
-		if len(agents) == 0 {
-			return nil, nil, models.FieldError("agent", "team %s has no agent %q", team.Slug, agentSlug)
-		}
-		return &agents[0], team, nil
-	}
+// AgentsBySlug lists the agents named slug, by id: those of the teams user
+// member belongs to, or of every team when member is 0.
+func (db *DB) AgentsBySlug(ctx context.Context, slug string, member int64) ([]models.Agent, error) {
 	var agents []models.Agent
-	mine := q.Select(agentColumns).Where("slug = ?", agentSlug)
-	if actor.UserID != 0 {
-		mine = mine.Where("team_id IN (SELECT team_id FROM memberships WHERE user_id = ?)", actor.UserID)
+	q := db.q(ctx).Select(agentColumns).Where("slug = ?", slug)
+	if member != 0 {
+		q = q.Where("team_id IN (SELECT team_id FROM memberships WHERE user_id = ?)", member)
 	}
-	if err := mine.Order("id").Find(&agents).Error; err != nil {
-		return nil, nil, wrap(err, "agents")
+	if err := q.Order("id").Find(&agents).Error; err != nil {
+		return nil, wrap(err, "agents")
 	}
-	if len(agents) == 0 && actor.Privileged() && actor.UserID != 0 {
-		if err := q.Select(agentColumns).Where("slug = ?", agentSlug).Order("id").Find(&agents).Error; err != nil {
-			return nil, nil, wrap(err, "agents")
-		}
-	}
-	switch {
-	case len(agents) == 0:
-		return nil, nil, models.FieldError("agent", "none of your teams has an agent %q: write it as team/agent", agentSlug)
-	case len(agents) > 1:
-		return nil, nil, models.FieldError("agent", "several teams have an agent %q: write it as team/agent", agentSlug)
-	}
-	team, err := teamByID(q, agents[0].TeamID, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &agents[0], team, nil
+	return agents, nil
 }
 
 // resumableSubmission finds an unfinished upload of the same bundle.
@@ -294,50 +140,21 @@ func resumableSubmission(tx *gorm.DB, s *models.Submission) (*models.Submission,
 	return &found[0], nil
 }
 
-// duplicateBundle is ECONFLICT when the team's bundle with this SHA-256 was
-// already ingested as a run of the benchmark (or is being ingested), other
-// than the submission except.
-func duplicateBundle(tx *gorm.DB, teamID, benchmarkID int64, sha string, except int64) error {
+// ingestedBundle is the team's submission of the bundle with this SHA-256
+// that was ingested as a run of the benchmark (or is being ingested), other
+// than the submission except; nil when there is none.
+func ingestedBundle(tx *gorm.DB, teamID, benchmarkID int64, sha string, except int64) (*models.Submission, error) {
 	var prev []models.Submission
 	err := tx.Where("team_id = ? AND benchmark_id = ? AND sha256 = ? AND status IN ? AND id <> ?",
 		teamID, benchmarkID, sha, []string{models.SubmissionIngesting, models.SubmissionIngested}, except).
 		Order("id").Limit(1).Find(&prev).Error
 	if err != nil {
-		return wrap(err, "submissions")
+		return nil, wrap(err, "submissions")
 	}
 	if len(prev) == 0 {
-		return nil
+		return nil, nil
 	}
-	return duplicateError(&prev[0])
-}
-
-// duplicateError names the run an earlier submission of the same bundle became.
-func duplicateError(prev *models.Submission) error {
-	if prev.RunID == nil {
-		return models.Errorf(models.ECONFLICT, "This bundle is already being ingested as submission %d.", prev.ID)
-	}
-	at := prev.CreatedAt
-	if prev.IngestedAt != nil {
-		at = *prev.IngestedAt
-	}
-	return models.Errorf(models.ECONFLICT, "This bundle was already submitted as run %d on %s.", *prev.RunID, at.UTC().Format("2 January 2006"))
-}
-
-// checkSubmissionQuota is ERATELIMIT when the team has started dailyQuota
-// submissions in the last 24 hours (0 = unlimited; admins and the system are
-// exempt). Discarded and refused ones count too: each took an upload.
-func checkSubmissionQuota(tx *gorm.DB, actor models.Actor, team *models.Team, now time.Time, dailyQuota int) error {
-	if dailyQuota <= 0 || actor.Privileged() {
-		return nil
-	}
-	var n int64
-	if err := tx.Model(&models.Submission{}).Where("team_id = ? AND created_at > ?", team.ID, now.Add(-24*time.Hour)).Count(&n).Error; err != nil {
-		return wrap(err, "submissions")
-	}
-	if n >= int64(dailyQuota) {
-		return models.Errorf(models.ERATELIMIT, "Team %s has started %d submissions in the last 24 hours, its daily quota; try again later or ask an administrator.", team.Slug, n)
-	}
-	return nil
+	return &prev[0], nil
 }
 
 // submissionRow is a submission with the names its views show.
@@ -364,15 +181,15 @@ const submissionListColumns = `s.id, s.team_id, s.agent_id, s.benchmark_id, s.ve
 const submissionViewColumns = submissionListColumns + `, s.report`
 
 // submissionsFrom joins submissions to the names their views show, limited
-// to the teams the context's actor belongs to unless they are privileged.
-func submissionsFrom(ctx context.Context, q *gorm.DB) *gorm.DB {
+// to the teams user member belongs to (every team's when member is 0).
+func submissionsFrom(q *gorm.DB, member int64) *gorm.DB {
 	s := q.Table("submissions s").
 		Joins("JOIN teams t ON t.id = s.team_id").
 		Joins("JOIN agents a ON a.id = s.agent_id").
 		Joins("JOIN benchmarks b ON b.id = s.benchmark_id").
 		Joins("LEFT JOIN users u ON u.id = s.created_by")
-	if a := models.ActorFrom(ctx); !a.Privileged() {
-		s = s.Where("s.team_id IN (SELECT team_id FROM memberships WHERE user_id = ?)", a.UserID)
+	if member != 0 {
+		s = s.Where("s.team_id IN (SELECT team_id FROM memberships WHERE user_id = ?)", member)
 	}
 	return s
 }
@@ -391,15 +208,12 @@ func (r *submissionRow) view() models.SubmissionView {
 	return v
 }
 
-// SubmissionByID returns a submission its team's members and administrators
-// may see (without its parts, which the artifact store holds).
-// EUNAUTHORIZED when nobody is signed in, ENOTFOUND for everyone else.
-func (db *DB) SubmissionByID(ctx context.Context, id int64) (*models.SubmissionView, error) {
-	if _, err := models.RequireUser(ctx); err != nil {
-		return nil, err
-	}
+// SubmissionByID returns a submission of one of the teams user member
+// belongs to (of any team when member is 0), without its parts, which the
+// artifact store holds. ENOTFOUND otherwise.
+func (db *DB) SubmissionByID(ctx context.Context, id, member int64) (*models.SubmissionView, error) {
 	var rows []submissionRow
-	if err := submissionsFrom(ctx, db.q(ctx)).Select(submissionViewColumns).Where("s.id = ?", id).Limit(1).Scan(&rows).Error; err != nil {
+	if err := submissionsFrom(db.q(ctx), member).Select(submissionViewColumns).Where("s.id = ?", id).Limit(1).Scan(&rows).Error; err != nil {
 		return nil, wrap(err, "submission")
 	}
 	if len(rows) == 0 {
@@ -409,48 +223,21 @@ func (db *DB) SubmissionByID(ctx context.Context, id int64) (*models.SubmissionV
 	return &v, nil
 }
 
-// submissionStatuses lists every status, for filters.
-func submissionStatuses() []string {
-	return []string{models.SubmissionUploading, models.SubmissionUploaded, models.SubmissionValidating, models.SubmissionValidated,
-		models.SubmissionRefused, models.SubmissionIngesting, models.SubmissionIngested, models.SubmissionFailed, models.SubmissionDiscarded}
-}
-
-// ListSubmissions lists submissions, newest first: a team's for its members,
-// every one for administrators; without a team, a member sees all of their
-// teams'. Items leave out the validation report (SubmissionByID has it).
-// Page defaults to 1 and PerPage to 20 (at most 100). EUNAUTHORIZED
-// when nobody is signed in, ENOTFOUND for an unknown team, EFORBIDDEN for a
-// team the caller is not in, EINVALID on "status" for an unknown status.
-func (db *DB) ListSubmissions(ctx context.Context, f models.SubmissionFilter) ([]models.SubmissionView, int, error) {
-	if _, err := models.RequireUser(ctx); err != nil {
-		return nil, 0, err
-	}
-	if f.Status != "" && !slices.Contains(submissionStatuses(), f.Status) {
-		return nil, 0, models.FieldError("status", "status must be one of %s, not %q", strings.Join(submissionStatuses(), ", "), f.Status)
-	}
-	if f.Page < 1 {
-		f.Page = 1
-	}
-	if f.PerPage < 1 {
-		f.PerPage = 20
-	}
-	f.PerPage = min(f.PerPage, 100)
+// ListSubmissions lists one page of submissions, newest first, of the teams
+// user member belongs to (of every team when member is 0), of team teamID
+// only when it is not 0, with f's status when it has one, and how many there
+// are. Items leave out the validation report.
+func (db *DB) ListSubmissions(ctx context.Context, f models.SubmissionFilter, teamID, member int64) ([]models.SubmissionView, int, error) {
 	q := db.q(ctx)
-	scoped := func() *gorm.DB { return submissionsFrom(ctx, q) }
-	if f.TeamSlug != "" {
-		team, err := teamBySlug(q, f.TeamSlug, false)
-		if err != nil {
-			return nil, 0, err
+	scoped := func() *gorm.DB {
+		s := submissionsFrom(q, member)
+		if teamID != 0 {
+			s = s.Where("s.team_id = ?", teamID)
 		}
-		if _, err := requireTeamRole(ctx, q, team.ID, false); err != nil {
-			return nil, 0, err
+		if f.Status != "" {
+			s = s.Where("s.status = ?", f.Status)
 		}
-		base := scoped
-		scoped = func() *gorm.DB { return base().Where("s.team_id = ?", team.ID) }
-	}
-	if f.Status != "" {
-		base := scoped
-		scoped = func() *gorm.DB { return base().Where("s.status = ?", f.Status) }
+		return s
 	}
 	var total int64
 	if err := scoped().Count(&total).Error; err != nil {
@@ -469,21 +256,33 @@ func (db *DB) ListSubmissions(ctx context.Context, f models.SubmissionFilter) ([
 	return out, int(total), nil
 }
 
-// SubmissionFormOptions lists what the upload form offers: the agents (of
-// any kind) of the caller's teams — every team's for administrators — by team
-// and name, and the benchmarks with imported tasks the caller may see, each
-// with its subsets, "full" first. EUNAUTHORIZED when nobody is signed in.
+// SubmissionFormOptions lists the agents of the context's actor's teams
+// (every team's for administrators) and the benchmarks they may see, as
+// SubmissionFormChoices does; the candidate form reads its agents here.
+// EUNAUTHORIZED when nobody is signed in.
 func (db *DB) SubmissionFormOptions(ctx context.Context) (*models.SubmissionFormOptions, error) {
 	a, err := models.RequireUser(ctx)
 	if err != nil {
 		return nil, err
 	}
+	member := a.UserID
+	if a.Privileged() {
+		member = 0
+	}
+	return db.SubmissionFormChoices(ctx, member, a.Privileged())
+}
+
+// SubmissionFormChoices lists the agents (of any kind) of the teams user
+// member belongs to (of every team when member is 0), by team and name, and
+// the benchmarks with imported tasks (unpublished ones too when unpublished
+// is set), each with its subsets, "full" first.
+func (db *DB) SubmissionFormChoices(ctx context.Context, member int64, unpublished bool) (*models.SubmissionFormOptions, error) {
 	q := db.q(ctx)
 	out := &models.SubmissionFormOptions{Agents: []models.AgentChoice{}, Benchmarks: []models.BenchmarkChoice{}}
 	aq := q.Table("agents a").Select("t.slug AS team_slug, a.slug AS agent_slug, a.name").
 		Joins("JOIN teams t ON t.id = a.team_id").Order("t.slug, LOWER(a.name), a.id")
-	if !a.Privileged() {
-		aq = aq.Where("a.team_id IN (SELECT team_id FROM memberships WHERE user_id = ?)", a.UserID)
+	if member != 0 {
+		aq = aq.Where("a.team_id IN (SELECT team_id FROM memberships WHERE user_id = ?)", member)
 	}
 	if err := aq.Scan(&out.Agents).Error; err != nil {
 		return nil, wrap(err, "agents")
@@ -494,7 +293,7 @@ func (db *DB) SubmissionFormOptions(ctx context.Context) (*models.SubmissionForm
 	}
 	bq := q.Table("benchmarks b").Select("b.slug, b.name, b.current_version_id AS version_id").
 		Where("b.current_version_id IS NOT NULL").Order("LOWER(b.name), b.slug")
-	if !a.Privileged() {
+	if !unpublished {
 		bq = bq.Where("b.published = ?", true)
 	}
 	if err := bq.Scan(&benches).Error; err != nil {
@@ -565,7 +364,7 @@ func (db *DB) changeSubmission(ctx context.Context, tx *gorm.DB, id int64, from 
 		return nil, wrap(err, "submission")
 	}
 	if !slices.Contains(from, s.Status) {
-		return &s, submissionStateError(&s)
+		return &s, models.SubmissionStateError(&s)
 	}
 	updates["updated_at"] = db.now()
 	if err := tx.Model(&models.Submission{}).Where("id = ?", id).Updates(updates).Error; err != nil {
@@ -577,36 +376,6 @@ func (db *DB) changeSubmission(ctx context.Context, tx *gorm.DB, id int64, from 
 		}
 	}
 	return &s, nil
-}
-
-// SubmissionStateError is ECONFLICT explaining what a submission's status
-// still allows.
-func submissionStateError(s *models.Submission) error {
-	var why string
-	switch s.Status {
-	case models.SubmissionUploading:
-		why = "its upload is not complete"
-	case models.SubmissionUploaded, models.SubmissionValidating:
-		why = "it is being validated"
-	case models.SubmissionValidated:
-		why = "it is validated and waits to be ingested or discarded"
-	case models.SubmissionIngesting:
-		why = "it is being ingested"
-	case models.SubmissionIngested:
-		why = "it was ingested"
-		if s.RunID != nil {
-			why += fmt.Sprintf(" as run %d", *s.RunID)
-		}
-	case models.SubmissionRefused:
-		why = "it was refused: " + s.Error
-	case models.SubmissionFailed:
-		why = "its ingest failed: " + s.Error
-	case models.SubmissionDiscarded:
-		why = "it was discarded"
-	default:
-		why = "it is " + s.Status
-	}
-	return models.Errorf(models.ECONFLICT, "Submission %d cannot do this: %s.", s.ID, why)
 }
 
 // SetSubmissionUpload records the artifact store's multipart upload id of a
@@ -685,11 +454,11 @@ func (db *DB) StartSubmissionValidation(ctx context.Context, id int64) (s *model
 // already ingested the same bundle on the benchmark, the report gains a
 // blocking reason naming that run. ECONFLICT unless it is validating. System
 // only.
-func (db *DB) FinishSubmissionValidation(ctx context.Context, id int64, report models.SubmissionReport) (*models.SubmissionReport, error) {
+func (db *DB) FinishSubmissionValidation(ctx context.Context, id int64, report models.SubmissionReport, duplicate func(prev *models.Submission) error) (*models.SubmissionReport, error) {
 	if !models.ActorFrom(ctx).System {
 		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue validates submissions.")
 	}
-	if err := checkSHA256(report.SHA256); err != nil || report.SHA256 == "" {
+	if sum, err := hex.DecodeString(report.SHA256); err != nil || len(sum) != 32 {
 		return nil, fmt.Errorf("validation of submission %d: the report has no SHA-256 of the bundle", id)
 	}
 	err := db.tx(ctx, func(tx *gorm.DB) error {
@@ -697,11 +466,12 @@ func (db *DB) FinishSubmissionValidation(ctx context.Context, id int64, report m
 		if err := tx.First(&s, id).Error; err != nil {
 			return wrap(err, "submission")
 		}
-		if err := duplicateBundle(tx, s.TeamID, s.BenchmarkID, report.SHA256, s.ID); err != nil {
-			if models.ErrorCode(err) != models.ECONFLICT {
-				return err
-			}
-			report.Blocking = append(report.Blocking, models.ErrorMessage(err))
+		prev, err := ingestedBundle(tx, s.TeamID, s.BenchmarkID, report.SHA256, s.ID)
+		if err != nil {
+			return err
+		}
+		if prev != nil {
+			report.Blocking = append(report.Blocking, models.ErrorMessage(duplicate(prev)))
 		}
 		raw, err := json.Marshal(report)
 		if err != nil {
@@ -738,31 +508,27 @@ func (db *DB) RefuseSubmission(ctx context.Context, id int64, reason string) err
 	})
 }
 
-// RequestSubmissionIngest moves a validated submission whose report has no
-// blocking reason to ingesting and, in the same transaction, calls enqueue to
-// queue its ingest. Members of its team and admins only: ENOTFOUND for
-// others; ECONFLICT when it is not validated, its report blocks it, or the
-// team already ingested the same bundle.
-func (db *DB) RequestSubmissionIngest(ctx context.Context, id int64, enqueue func(ctx context.Context, tx *sql.Tx, id int64) error) error {
-	if _, err := db.SubmissionByID(ctx, id); err != nil {
-		return err
-	}
+// RequestSubmissionIngest moves a validated submission to ingesting and, in
+// the same transaction, calls enqueue to queue its ingest. admit is called
+// first with the locked submission and the team's earlier ingest of the same
+// bundle (nil when none), and refuses with its error. ECONFLICT unless it is
+// validated. The caller has already checked the actor may act on it.
+func (db *DB) RequestSubmissionIngest(ctx context.Context, id int64, admit func(s, duplicate *models.Submission) error,
+	enqueue func(ctx context.Context, tx *sql.Tx, id int64) error) error {
 	return db.tx(ctx, func(tx *gorm.DB) error {
 		var s models.Submission
 		if err := lockRow(tx, db.dialect).First(&s, id).Error; err != nil {
 			return wrap(err, "submission")
 		}
+		var prev *models.Submission
 		if s.Status == models.SubmissionValidated {
-			var rep models.SubmissionReport
-			if err := json.Unmarshal([]byte(s.Report), &rep); err != nil {
-				return fmt.Errorf("submission %d: report: %w", id, err)
-			}
-			if len(rep.Blocking) > 0 {
-				return models.Errorf(models.ECONFLICT, "Submission %d cannot be ingested: %s", id, strings.Join(rep.Blocking, " "))
-			}
-			if err := duplicateBundle(tx, s.TeamID, s.BenchmarkID, s.SHA256, s.ID); err != nil {
+			var err error
+			if prev, err = ingestedBundle(tx, s.TeamID, s.BenchmarkID, s.SHA256, s.ID); err != nil {
 				return err
 			}
+		}
+		if err := admit(&s, prev); err != nil {
+			return err
 		}
 		_, err := db.changeSubmission(ctx, tx, id, []string{models.SubmissionValidated},
 			map[string]any{"status": models.SubmissionIngesting, "progress_done": 0, "progress_total": 0}, "", "")
@@ -795,12 +561,9 @@ func (db *DB) FailSubmission(ctx context.Context, id int64, reason string) error
 // DiscardSubmission marks an unfinished submission (uploading, uploaded or
 // validated) discarded and returns it, so that the caller deletes its bytes;
 // discarding a discarded submission again returns it too, so that a failed
-// deletion can be retried. Members of its team and admins only: ENOTFOUND
-// for others; ECONFLICT while a job works on it or once it is final.
+// deletion can be retried. ECONFLICT while a job works on it or once it is
+// final. The caller has already checked the actor may act on it.
 func (db *DB) DiscardSubmission(ctx context.Context, id int64) (*models.Submission, error) {
-	if _, err := db.SubmissionByID(ctx, id); err != nil {
-		return nil, err
-	}
 	var out *models.Submission
 	err := db.tx(ctx, func(tx *gorm.DB) error {
 		prev, err := db.changeSubmission(ctx, tx, id,
@@ -841,10 +604,10 @@ func (db *DB) AbandonedUploads(ctx context.Context, cutoff time.Time, limit int)
 	return out, wrap(err, "submissions")
 }
 
-// ExpireUpload discards an upload abandoned since before cutoff and returns
-// it, so that the caller deletes its parts; ECONFLICT when a part arrived
-// since or it is no longer uploading. System only.
-func (db *DB) ExpireUpload(ctx context.Context, id int64, cutoff time.Time) (*models.Submission, error) {
+// ExpireUpload discards an upload abandoned since before cutoff with the
+// reason and returns it, so that the caller deletes its parts; ECONFLICT
+// when a part arrived since or it is no longer uploading. System only.
+func (db *DB) ExpireUpload(ctx context.Context, id int64, cutoff time.Time, reason string) (*models.Submission, error) {
 	if !models.ActorFrom(ctx).System {
 		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue expires uploads.")
 	}
@@ -855,9 +618,8 @@ func (db *DB) ExpireUpload(ctx context.Context, id int64, cutoff time.Time) (*mo
 			return wrap(err, "submission")
 		}
 		if s.Status != models.SubmissionUploading || !s.UpdatedAt.Before(cutoff) {
-			return submissionStateError(&s)
+			return models.SubmissionStateError(&s)
 		}
-		reason := "The upload was abandoned: no part arrived for " + cutoffAge(db.now().Sub(cutoff)) + "."
 		prev, err := db.changeSubmission(ctx, tx, id, []string{models.SubmissionUploading},
 			map[string]any{"status": models.SubmissionDiscarded, "error": reason}, "submission.discard", reason)
 		out = prev
@@ -867,12 +629,4 @@ func (db *DB) ExpireUpload(ctx context.Context, id int64, cutoff time.Time) (*mo
 		return nil, err
 	}
 	return out, nil
-}
-
-// cutoffAge writes an age in days, or hours under two days.
-func cutoffAge(d time.Duration) string {
-	if d >= 48*time.Hour {
-		return fmt.Sprintf("%d days", int(d.Hours()/24))
-	}
-	return fmt.Sprintf("%d hours", int(d.Hours()))
 }

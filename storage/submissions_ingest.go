@@ -3,9 +3,7 @@ package storage
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -42,11 +40,17 @@ type SubmissionIngest struct {
 	Tasks []UploadedTask
 }
 
-// Messages of the attempts an uploaded run holds for tasks it did not attempt.
-const (
-	notAttemptedMessage = "not attempted (marked .missing)"
-	absentMessage       = "absent from the bundle"
-)
+// UploadedRunRules build the rows of an uploaded run: the service's rules,
+// called inside CreateUploadedRun's transaction with what it read.
+type UploadedRunRules struct {
+	// Run is the run of submission s, for agent on bench, of tasks tasks,
+	// with the manifest m (nil when the bundle has none); its agent
+	// snapshot included.
+	Run func(s *models.Submission, agent *models.Agent, bench *models.Benchmark, m *models.BundleManifest, tasks int, now time.Time) (models.Run, error)
+	// Attempt is the attempt of run runID on task taskID: the bundle's task
+	// t, or nil when the bundle does not hold it.
+	Attempt func(runID, taskID int64, t *UploadedTask, now time.Time) models.Attempt
+}
 
 // CreateUploadedRun turns an ingesting submission into a run in one
 // transaction: the Run (origin uploaded, status evaluating, the agent's
@@ -59,7 +63,8 @@ const (
 // ingested with the run's id. A run whose every attempt is already done
 // completes at once. A redelivered job finding the run made returns it and
 // does nothing. System only; ECONFLICT when the submission is not ingesting.
-func (db *DB) CreateUploadedRun(ctx context.Context, id int64, in SubmissionIngest, enqueue func(ctx context.Context, tx *sql.Tx, runID int64, evaluate []int64) error) (*models.Run, error) {
+func (db *DB) CreateUploadedRun(ctx context.Context, id int64, in SubmissionIngest, rules UploadedRunRules,
+	enqueue func(ctx context.Context, tx *sql.Tx, runID int64, evaluate []int64) error) (*models.Run, error) {
 	if !models.ActorFrom(ctx).System {
 		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue ingests submissions.")
 	}
@@ -73,7 +78,7 @@ func (db *DB) CreateUploadedRun(ctx context.Context, id int64, in SubmissionInge
 			return wrap(tx.First(&run, *s.RunID).Error, "run")
 		}
 		if s.Status != models.SubmissionIngesting {
-			return submissionStateError(&s)
+			return models.SubmissionStateError(&s)
 		}
 		var agent models.Agent
 		if err := tx.Select(agentColumns).First(&agent, s.AgentID).Error; err != nil {
@@ -92,19 +97,12 @@ func (db *DB) CreateUploadedRun(ctx context.Context, id int64, in SubmissionInge
 			return wrap(err, "tasks")
 		}
 		now := db.now()
-		run = uploadedRun(&s, &agent, &bench, in.Manifest, len(tasks), now)
-		snap := models.SnapshotOf(&agent)
-		if m := in.Manifest; m != nil {
-			snap.Model = orDefault(strings.TrimSpace(m.Model), snap.Model)
-			snap.Framework = orDefault(strings.TrimSpace(m.AgentFramework), snap.Framework)
+		if run, err = rules.Run(&s, &agent, &bench, in.Manifest, len(tasks), now); err != nil {
+			return err
 		}
-		raw, err := json.Marshal(snap)
-		if err != nil {
-			return fmt.Errorf("snapshot agent: %w", err)
-		}
-		run.AgentSnapshot = string(raw)
-		if err := tx.Create(&run).Error; err != nil {
-			return wrap(err, "run")
+		// Uploaded runs count against the submission quota, not the run quota.
+		if err := db.insertRun(tx, &run, nil); err != nil {
+			return err
 		}
 		byID := make(map[string]*UploadedTask, len(in.Tasks))
 		for i := range in.Tasks {
@@ -112,7 +110,7 @@ func (db *DB) CreateUploadedRun(ctx context.Context, id int64, in SubmissionInge
 		}
 		attempts := make([]models.Attempt, len(tasks))
 		for i, t := range tasks {
-			attempts[i] = uploadedAttempt(run.ID, t.ID, byID[t.ExternalID], now)
+			attempts[i] = rules.Attempt(run.ID, t.ID, byID[t.ExternalID], now)
 		}
 		if err := tx.CreateInBatches(&attempts, 500).Error; err != nil {
 			return wrap(err, "attempts")
@@ -172,80 +170,4 @@ func (db *DB) CreateUploadedRun(ctx context.Context, id int64, in SubmissionInge
 		return nil, err
 	}
 	return &run, nil
-}
-
-// uploadedRun is the run row of an ingested submission.
-func uploadedRun(s *models.Submission, agent *models.Agent, bench *models.Benchmark, m *models.BundleManifest, tasks int, now time.Time) models.Run {
-	run := models.Run{
-		TeamID: s.TeamID, AgentID: agent.ID, VersionID: s.VersionID, SubsetName: s.SubsetName,
-		Status: models.RunEvaluating, Origin: models.OriginUploaded, MaxSteps: bench.DefaultMaxSteps, Parallelism: 1,
-		CreatedBy: s.CreatedBy, CreatedAt: now, StartedAt: &now, TasksTotal: tasks,
-		Notes: fmt.Sprintf("Uploaded as submission %d (%s).", s.ID, s.Filename),
-	}
-	if m == nil {
-		return run
-	}
-	if m.Budgets.MaxSteps > 0 {
-		run.MaxSteps = m.Budgets.MaxSteps
-	}
-	run.MaxEpisodeSeconds = max(m.Budgets.MaxEpisodeSeconds, 0)
-	run.MaxCost = m.Budgets.MaxCost
-	if at, ok := manifestDate(m.Date); ok {
-		run.StartedAt = &at
-	}
-	if notes := strings.TrimSpace(m.Notes); notes != "" {
-		run.Notes = truncate(notes+"\n\n"+run.Notes, 4000)
-	}
-	return run
-}
-
-// manifestDate reads a manifest's date: RFC 3339 or YYYY-MM-DD.
-func manifestDate(s string) (time.Time, bool) {
-	s = strings.TrimSpace(s)
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t.UTC(), true
-	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t.UTC(), true
-	}
-	return time.Time{}, false
-}
-
-// uploadedAttempt is the attempt row of one task of an uploaded run: the
-// bundle's task waiting for evaluation, or a failure charged to the agent
-// when the bundle did not attempt it (t nil: absent).
-func uploadedAttempt(runID, taskID int64, t *UploadedTask, now time.Time) models.Attempt {
-	a := models.Attempt{RunID: runID, TaskID: taskID, Tries: 1, CreatedAt: now, UpdatedAt: now}
-	if t == nil || t.NotAttempted {
-		msg := absentMessage
-		if t != nil {
-			msg = notAttemptedMessage
-		}
-		a.Status, a.Outcome, a.ErrorClass, a.ErrorMessage = models.AttemptDone, models.OutcomeFailure, models.ErrorClassAgent, msg
-		a.FinishedAt = &now
-		zero := 0.0
-		a.Score = &zero
-		return a
-	}
-	a.Status = models.AttemptEvaluating
-	a.Steps, a.TokensIn, a.TokensOut, a.Cost = len(t.Steps), t.TokensIn, t.TokensOut, t.Cost
-	// A bundle without the trajectory says nothing of the steps taken.
-	a.Unknown = models.Unknown{Steps: len(t.Steps) == 0, Tokens: !t.TokensStated, Cost: !t.CostStated}
-	a.FinalAnswer, a.HARKey, a.DurationMS = t.FinalAnswer, t.HARKey, max(t.DurationMS, 0)
-	if t.ErrorMessage != "" {
-		a.ErrorClass, a.ErrorMessage = models.ErrorClassAgent, truncate(t.ErrorMessage, 2000)
-	}
-	a.StartedAt, a.FinishedAt = t.StartedAt, &now
-	if t.StartedAt != nil && t.DurationMS > 0 {
-		end := t.StartedAt.Add(time.Duration(t.DurationMS) * time.Millisecond)
-		a.FinishedAt = &end
-	}
-	return a
-}
-
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }

@@ -224,3 +224,12 @@ func (app *App) runService(run *runner.Runner) *service.Runs {
 func (app *App) benchmarkService() *service.Benchmarks {
 	return service.NewBenchmarks(app.DB, app.Evaluators)
 }
+
+// submissionService is the submission portal's service over this process's
+// database and artifact store, enqueuing through run's queue.
+func (app *App) submissionService(run *runner.Runner) *service.Submissions {
+	return service.NewSubmissions(app.DB, app.Artifacts, run.Jobs(), service.SubmissionOptions{
+		DailyQuota: app.Config.Submission.Quota, PartBytes: app.Config.Submission.PartBytes,
+		Limits: run.SubmissionLimits(), Logger: app.Log,
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"proctor/models"
 	"proctor/service"
 	"proctor/storage"
+	"proctor/storage/artifact"
 )
 
 // NoJobs is a service.RunJobs that enqueues nothing.
@@ -45,4 +46,22 @@ func NoQueue(db *storage.DB) *service.Runs {
 // Benchmarks is the benchmark service over db.
 func Benchmarks(db *storage.DB) *service.Benchmarks {
 	return service.NewBenchmarks(db, evaltest.Registry())
+}
+
+// Submissions is the submission service of a process without a job queue:
+// it lists submissions and answers EUNAVAILABLE to the rest.
+func Submissions(db *storage.DB) *service.Submissions {
+	return service.NewSubmissions(db, nil, nil, service.SubmissionOptions{})
+}
+
+// ValidateSubmission enqueues nothing.
+func (NoJobs) ValidateSubmission(context.Context, *sql.Tx, int64) error { return nil }
+
+// IngestSubmission enqueues nothing.
+func (NoJobs) IngestSubmission(context.Context, *sql.Tx, int64) error { return nil }
+
+// SubmissionsOver is the submission service over db and files with opts,
+// enqueuing nothing: a fixture's submissions wait for jobs that never run.
+func SubmissionsOver(db *storage.DB, files artifact.Store, opts service.SubmissionOptions) *service.Submissions {
+	return service.NewSubmissions(db, files, NoJobs{}, opts)
 }

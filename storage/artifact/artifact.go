@@ -148,3 +148,18 @@ func checkTTL(ttl time.Duration) error {
 	}
 	return nil
 }
+
+// DeletePrefix removes every artifact of store whose key starts with prefix.
+func DeletePrefix(ctx context.Context, store Store, prefix string) error {
+	infos, err := store.List(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, info := range infos {
+		if err := store.Delete(ctx, info.Key); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,4 +1,4 @@
-package storage_test
+package service_test
 
 import (
 	"context"
@@ -12,25 +12,58 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"proctor/bundle"
 	"proctor/models"
+	"proctor/service"
 	"proctor/storage"
+	"proctor/storage/artifact"
 	"proctor/storage/storagetest"
 )
 
-// submissionFixture is the run fixture (the mini benchmark, team lab with
-// agents walker and uploader, team other with theirs) plus an administrator.
+// submissionFixture is the service fixture (the mini benchmark, team lab
+// with agents walker and uploader, team other with theirs, an
+// administrator) with the submission service over a local artifact store,
+// counting the jobs it enqueues.
 type submissionFixture struct {
-	*runFixture
-	admin, anon context.Context
-	rules       storage.SubmissionRules
+	*fixture
+	files *artifact.Local
+	jobs  *submissionJobs
+	subs  *service.Submissions
+	opts  service.SubmissionOptions
+}
+
+// submissionJobs counts the jobs enqueued, each inside a transaction.
+type submissionJobs struct {
+	t                   *testing.T
+	validations, ingest int
+}
+
+func (j *submissionJobs) ValidateSubmission(_ context.Context, tx *sql.Tx, _ int64) error {
+	require.NotNil(j.t, tx, "the job is inserted inside the change's transaction")
+	j.validations++
+	return nil
+}
+
+func (j *submissionJobs) IngestSubmission(_ context.Context, tx *sql.Tx, _ int64) error {
+	require.NotNil(j.t, tx, "the job is inserted inside the change's transaction")
+	j.ingest++
+	return nil
 }
 
 func newSubmissionFixture(t *testing.T, db *storage.DB) *submissionFixture {
 	t.Helper()
-	f := &submissionFixture{runFixture: newRunFixture(t, db), anon: context.Background(),
-		rules: storage.SubmissionRules{MaxBytes: 1 << 30, PartSize: 5 << 20}}
-	f.admin = actorCtx(agentTestUser(t, db, "admin@submissions.test", true))
+	files, err := artifact.NewLocal(t.TempDir(), artifact.NewURLSigner([]byte(strings.Repeat("s", 32))), "")
+	require.NoError(t, err)
+	t.Cleanup(func() { files.Close() })
+	f := &submissionFixture{fixture: newFixture(t, db), files: files, jobs: &submissionJobs{t: t},
+		opts: service.SubmissionOptions{PartBytes: 5 << 20, Limits: bundle.Limits{MaxBundleBytes: 1 << 30}}}
+	f.subs = f.service(f.opts)
 	return f
+}
+
+// service is the submission service with other options.
+func (f *submissionFixture) service(opts service.SubmissionOptions) *service.Submissions {
+	return service.NewSubmissions(f.db, f.files, f.jobs, opts)
 }
 
 // sha is a well-formed SHA-256 made of one repeated digit.
@@ -46,10 +79,19 @@ func (f *submissionFixture) request(mod func(*models.SubmissionRequest)) models.
 
 func (f *submissionFixture) create(t *testing.T, ctx context.Context, req models.SubmissionRequest) *models.Submission {
 	t.Helper()
-	s, resumed, err := f.db.CreateSubmission(ctx, req, f.rules)
+	v, resumed, err := f.subs.CreateSubmission(ctx, req)
 	require.NoError(t, err)
 	require.False(t, resumed)
-	return s
+	return &v.Submission
+}
+
+// createWith starts an upload through the service s.
+func createWith(s *service.Submissions, ctx context.Context, req models.SubmissionRequest) (*models.Submission, bool, error) {
+	v, resumed, err := s.CreateSubmission(ctx, req)
+	if err != nil {
+		return nil, false, err
+	}
+	return &v.Submission, resumed, nil
 }
 
 // noEnqueue checks that the job is inserted inside the change's transaction.
@@ -67,12 +109,24 @@ func (f *submissionFixture) validate(t *testing.T, id int64, rep models.Submissi
 	_, ok, err := f.db.StartSubmissionValidation(f.system, id)
 	require.NoError(t, err)
 	require.True(t, ok)
-	out, err := f.db.FinishSubmissionValidation(f.system, id, rep)
+	out, err := f.db.FinishSubmissionValidation(f.system, id, rep, service.DuplicateBundleError)
 	require.NoError(t, err)
 	return out
 }
 
-func TestStore_CreateSubmission(t *testing.T) {
+// countRows counts the rows of table matching where (every row when "").
+func countRows(t *testing.T, db *storage.DB, table, where string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	q := db.Gorm().Table(table)
+	if where != "" {
+		q = q.Where(where, args...)
+	}
+	require.NoError(t, q.Count(&n).Error)
+	return n
+}
+
+func TestSubmissions_CreateSubmission(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newSubmissionFixture(t, db)
@@ -101,19 +155,19 @@ func TestStore_CreateSubmission(t *testing.T) {
 				"JustTooLarge":   {func(r *models.SubmissionRequest) { r.Size = 1<<30 + 1 }, models.ETOOLARGE, "size", "The bundle is 1073741825 bytes; the largest this server accepts is 1073741824 bytes (1 GiB)."},
 				"NegativeStream": {func(r *models.SubmissionRequest) { r.Size = -1 }, models.EINVALID, "size", "positive"},
 			} {
-				_, _, err := db.CreateSubmission(f.member, f.request(tc.mod), f.rules)
+				_, _, err := createWith(f.subs, f.member, f.request(tc.mod))
 				require.Equal(t, tc.code, models.ErrorCode(err), "%s: %v", name, err)
 				require.Equal(t, tc.field, models.ErrorField(err), name)
 				require.Contains(t, models.ErrorMessage(err), tc.message, name)
 			}
-			_, _, err := db.CreateSubmission(f.anon, f.request(nil), f.rules)
+			_, _, err := createWith(f.subs, f.anon, f.request(nil))
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
 			require.Zero(t, countRows(t, db, "submissions", ""), "refused requests store nothing")
 		})
 
-		s, resumed, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) {
+		s, resumed, err := createWith(f.subs, f.member, f.request(func(r *models.SubmissionRequest) {
 			r.Agent, r.Subset, r.Filename, r.SHA256 = "uploader", "smoke", "  path/to/Results.TAR.GZ ", strings.ToUpper(sha("b"))
-		}), f.rules)
+		}))
 		require.NoError(t, err)
 		require.False(t, resumed)
 		require.Equal(t, models.SubmissionUploading, s.Status)
@@ -128,42 +182,45 @@ func TestStore_CreateSubmission(t *testing.T) {
 		require.Equal(t, int64(1), countRows(t, db, "audit_events", "action = ? AND subject = ?", "submission.create", fmt.Sprintf("submission %d", s.ID)))
 
 		t.Run("Resume", func(t *testing.T) {
-			again, resumed, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) {
+			again, resumed, err := createWith(f.subs, f.member, f.request(func(r *models.SubmissionRequest) {
 				r.Agent, r.Subset, r.Filename, r.SHA256 = "lab/uploader", "smoke", "renamed.tgz", sha("b")
-			}), f.rules)
+			}))
 			require.NoError(t, err)
 			require.True(t, resumed, "the same bundle of the same agent resumes its unfinished upload")
 			require.Equal(t, s.ID, again.ID)
 
-			other, resumed, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) {
+			other, resumed, err := createWith(f.subs, f.member, f.request(func(r *models.SubmissionRequest) {
 				r.Subset, r.SHA256 = "smoke", sha("c")
-			}), f.rules)
+			}))
 			require.NoError(t, err)
 			require.False(t, resumed, "another bundle is another upload")
 			require.NotEqual(t, s.ID, other.ID)
 
 			// Without a declared SHA-256, the file name tells bundles apart.
 			first := f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256, r.Filename = "", "a.zip" }))
-			same, resumed, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256, r.Filename = "", "a.zip" }), f.rules)
+			same, resumed, err := createWith(f.subs, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256, r.Filename = "", "a.zip" }))
 			require.NoError(t, err)
 			require.True(t, resumed)
 			require.Equal(t, first.ID, same.ID)
 			f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256, r.Filename = "", "b.zip" }))
 
 			// A streamed upload never resumes.
-			streamed, resumed, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256, r.Filename, r.Size = "", "a.zip", 0 }),
-				storage.SubmissionRules{MaxBytes: 1 << 30, PartSize: 5 << 20, Streamed: true})
+			validations := f.jobs.validations
+			streamed, err := f.subs.UploadSubmission(f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256, r.Filename, r.Size = "", "a.zip", 0 }),
+				strings.NewReader("bundle"))
 			require.NoError(t, err)
-			require.False(t, resumed)
-			require.Zero(t, streamed.Size)
+			require.NotEqual(t, first.ID, streamed.ID, "a streamed bundle is a new upload")
+			require.Equal(t, models.SubmissionUploaded, streamed.Status)
+			require.Equal(t, int64(6), streamed.Size, "a size unknown (0) is the size that arrived")
+			require.Equal(t, validations+1, f.jobs.validations, "its validation is queued")
 		})
 
 		t.Run("PartSize", func(t *testing.T) {
 			big := f.create(t, f.admin, f.request(func(r *models.SubmissionRequest) { r.Size, r.SHA256 = 1<<30, sha("d") }))
 			require.Equal(t, int64(5<<20), big.PartSize)
-			rules := f.rules
-			rules.MaxBytes = 1 << 40
-			huge, _, err := db.CreateSubmission(f.admin, f.request(func(r *models.SubmissionRequest) { r.Size, r.SHA256 = 100<<30, sha("e") }), rules)
+			opts := f.opts
+			opts.Limits.MaxBundleBytes = 1 << 40
+			huge, _, err := createWith(f.service(opts), f.admin, f.request(func(r *models.SubmissionRequest) { r.Size, r.SHA256 = 100<<30, sha("e") }))
 			require.NoError(t, err)
 			require.LessOrEqual(t, huge.PartsTotal(), 10_000, "a bundle never needs more parts than S3 allows")
 			require.Greater(t, huge.PartSize, int64(5<<20))
@@ -171,20 +228,20 @@ func TestStore_CreateSubmission(t *testing.T) {
 
 		t.Run("Quota", func(t *testing.T) {
 			n := countRows(t, db, "submissions", "team_id = ?", s.TeamID)
-			rules := f.rules
-			rules.DailyQuota = int(n)
-			_, _, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("f") }), rules)
+			opts := f.opts
+			opts.DailyQuota = int(n)
+			limited := f.service(opts)
+			_, _, err := createWith(limited, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("f") }))
 			require.Equal(t, models.ERATELIMIT, models.ErrorCode(err))
 			require.Contains(t, models.ErrorMessage(err), fmt.Sprintf("Team lab has started %d submissions in the last 24 hours", n))
-			_, resumed, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) {
+			_, resumed, err := createWith(limited, f.member, f.request(func(r *models.SubmissionRequest) {
 				r.Subset, r.SHA256 = "smoke", sha("b")
-			}), rules)
+			}))
 			require.NoError(t, err, "resuming an upload is not a new submission")
 			require.True(t, resumed)
-			_, _, err = db.CreateSubmission(f.admin, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("f") }), rules)
+			_, _, err = createWith(limited, f.admin, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("f") }))
 			require.NoError(t, err, "administrators are exempt")
-			rules.DailyQuota = 0
-			_, _, err = db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("9") }), rules)
+			_, _, err = createWith(f.subs, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("9") }))
 			require.NoError(t, err, "0 is unlimited")
 		})
 
@@ -198,10 +255,10 @@ func TestStore_CreateSubmission(t *testing.T) {
 	})
 }
 
-// TestStore_CreateSubmissionConcurrently starts many uploads for one team at
+// TestSubmissions_CreateSubmissionConcurrently starts many uploads for one team at
 // once: the daily quota holds, and one bundle sent twice at once is one
 // upload.
-func TestStore_CreateSubmissionConcurrently(t *testing.T) {
+func TestSubmissions_CreateSubmissionConcurrently(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newSubmissionFixture(t, db)
@@ -222,12 +279,13 @@ func TestStore_CreateSubmissionConcurrently(t *testing.T) {
 		}
 
 		t.Run("Quota", func(t *testing.T) {
-			rules := f.rules
-			rules.DailyQuota = 3
+			opts := f.opts
+			opts.DailyQuota = 3
+			quota := f.service(opts)
 			errs := concurrently(20, func(i int) error {
-				_, _, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) {
+				_, _, err := createWith(quota, f.member, f.request(func(r *models.SubmissionRequest) {
 					r.SHA256 = fmt.Sprintf("%064x", i+1)
-				}), rules)
+				}))
 				return err
 			})
 			limited := 0
@@ -247,7 +305,7 @@ func TestStore_CreateSubmissionConcurrently(t *testing.T) {
 		t.Run("SameBundle", func(t *testing.T) {
 			var ids sync.Map
 			errs := concurrently(10, func(int) error {
-				s, _, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("e") }), f.rules)
+				s, _, err := createWith(f.subs, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("e") }))
 				if err == nil {
 					ids.Store(s.ID, true)
 				}
@@ -263,9 +321,9 @@ func TestStore_CreateSubmissionConcurrently(t *testing.T) {
 	})
 }
 
-// TestStore_ListSubmissionsWithoutReport: a list leaves every report out —
+// TestSubmissions_ListSubmissionsWithoutReport: a list leaves every report out —
 // it can be megabytes per row — and one submission's read has it.
-func TestStore_ListSubmissionsWithoutReport(t *testing.T) {
+func TestSubmissions_ListSubmissionsWithoutReport(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newSubmissionFixture(t, db)
@@ -276,7 +334,7 @@ func TestStore_ListSubmissionsWithoutReport(t *testing.T) {
 		}
 		f.validate(t, s.ID, models.SubmissionReport{Format: models.BundleProctor, SHA256: sha("a"), TasksFound: []string{"t1"}, TasksUnknown: unknown})
 
-		items, total, err := db.ListSubmissions(f.member, models.SubmissionFilter{})
+		items, total, err := f.subs.ListSubmissions(f.member, models.SubmissionFilter{})
 		require.NoError(t, err)
 		require.Equal(t, 1, total)
 		require.Len(t, items, 1)
@@ -293,21 +351,21 @@ func TestStore_ListSubmissionsWithoutReport(t *testing.T) {
 		require.False(t, strings.Contains(string(raw), `"report"`), "the list's JSON has no report")
 		require.Contains(t, string(raw), `"status":"validated"`)
 
-		v, err := db.SubmissionByID(f.member, s.ID)
+		v, err := f.subs.Submission(f.member, s.ID)
 		require.NoError(t, err)
 		require.NotNil(t, v.ParsedReport, "one submission's read has its report")
 		require.Equal(t, unknown, v.ParsedReport.TasksUnknown)
 	})
 }
 
-func TestStore_SubmissionVisibility(t *testing.T) {
+func TestSubmissions_SubmissionVisibility(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newSubmissionFixture(t, db)
 		ours := f.create(t, f.member, f.request(nil))
-		theirs := f.create(t, f.outsider, f.request(func(r *models.SubmissionRequest) { r.Agent = "theirs"; r.Subset = "smoke" }))
+		theirs := f.create(t, f.other, f.request(func(r *models.SubmissionRequest) { r.Agent = "theirs"; r.Subset = "smoke" }))
 
-		v, err := db.SubmissionByID(f.member, ours.ID)
+		v, err := f.subs.Submission(f.member, ours.ID)
 		require.NoError(t, err)
 		require.Equal(t, "lab", v.TeamSlug)
 		require.Equal(t, "uploader", v.AgentSlug)
@@ -315,19 +373,19 @@ func TestStore_SubmissionVisibility(t *testing.T) {
 		require.Equal(t, "mini", v.BenchmarkSlug)
 		require.Equal(t, "member", v.CreatedByName)
 		require.Equal(t, []models.SubmissionPart{}, v.Parts)
-		_, err = db.SubmissionByID(f.admin, ours.ID)
+		_, err = f.subs.Submission(f.admin, ours.ID)
 		require.NoError(t, err)
-		_, err = db.SubmissionByID(f.outsider, ours.ID)
+		_, err = f.subs.Submission(f.other, ours.ID)
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "another team's submission does not exist for outsiders")
 		require.Equal(t, fmt.Sprintf("Submission %d not found.", ours.ID), models.ErrorMessage(err))
-		_, err = db.SubmissionByID(f.anon, ours.ID)
+		_, err = f.subs.Submission(f.anon, ours.ID)
 		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-		_, err = db.SubmissionByID(f.member, 999999)
+		_, err = f.subs.Submission(f.member, 999999)
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 
 		list := func(ctx context.Context, filter models.SubmissionFilter) []int64 {
 			t.Helper()
-			items, total, err := db.ListSubmissions(ctx, filter)
+			items, total, err := f.subs.ListSubmissions(ctx, filter)
 			require.NoError(t, err)
 			require.Len(t, items, total)
 			out := []int64{}
@@ -337,26 +395,26 @@ func TestStore_SubmissionVisibility(t *testing.T) {
 			return out
 		}
 		require.Equal(t, []int64{ours.ID}, list(f.member, models.SubmissionFilter{}))
-		require.Equal(t, []int64{theirs.ID}, list(f.outsider, models.SubmissionFilter{}))
+		require.Equal(t, []int64{theirs.ID}, list(f.other, models.SubmissionFilter{}))
 		require.Equal(t, []int64{theirs.ID, ours.ID}, list(f.admin, models.SubmissionFilter{}), "newest first")
 		require.Equal(t, []int64{ours.ID}, list(f.admin, models.SubmissionFilter{TeamSlug: "lab"}))
 		require.Equal(t, []int64{ours.ID}, list(f.member, models.SubmissionFilter{TeamSlug: "lab", Status: models.SubmissionUploading}))
 		require.Equal(t, []int64{}, list(f.member, models.SubmissionFilter{Status: models.SubmissionIngested}))
 
-		items, total, err := db.ListSubmissions(f.admin, models.SubmissionFilter{Page: 2, PerPage: 1})
+		items, total, err := f.subs.ListSubmissions(f.admin, models.SubmissionFilter{Page: 2, PerPage: 1})
 		require.NoError(t, err)
 		require.Equal(t, 2, total)
 		require.Len(t, items, 1)
 		require.Equal(t, ours.ID, items[0].ID)
 
-		_, _, err = db.ListSubmissions(f.member, models.SubmissionFilter{TeamSlug: "other"})
+		_, _, err = f.subs.ListSubmissions(f.member, models.SubmissionFilter{TeamSlug: "other"})
 		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
-		_, _, err = db.ListSubmissions(f.member, models.SubmissionFilter{TeamSlug: "ghosts"})
+		_, _, err = f.subs.ListSubmissions(f.member, models.SubmissionFilter{TeamSlug: "ghosts"})
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-		_, _, err = db.ListSubmissions(f.member, models.SubmissionFilter{Status: "lost"})
+		_, _, err = f.subs.ListSubmissions(f.member, models.SubmissionFilter{Status: "lost"})
 		require.Equal(t, models.EINVALID, models.ErrorCode(err))
 		require.Equal(t, "status", models.ErrorField(err))
-		_, _, err = db.ListSubmissions(f.anon, models.SubmissionFilter{})
+		_, _, err = f.subs.ListSubmissions(f.anon, models.SubmissionFilter{})
 		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
 
 		// Jobs only.
@@ -365,21 +423,21 @@ func TestStore_SubmissionVisibility(t *testing.T) {
 		_, _, err = db.StartSubmissionValidation(f.admin, ours.ID)
 		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
 		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(db.RefuseSubmission(f.member, ours.ID, "no")))
-		_, err = db.CreateUploadedRun(f.admin, ours.ID, storage.SubmissionIngest{}, nil)
+		_, err = db.CreateUploadedRun(f.admin, ours.ID, storage.SubmissionIngest{}, service.UploadedRunRules(), nil)
 		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
 
 		// Discarding and ingesting are the team's and the administrators'.
-		_, err = db.DiscardSubmission(f.outsider, ours.ID)
+		require.Equal(t, models.ENOTFOUND, models.ErrorCode(f.subs.DiscardSubmission(f.other, ours.ID)))
+		_, err = f.subs.IngestSubmission(f.other, ours.ID)
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-		require.Equal(t, models.ENOTFOUND, models.ErrorCode(db.RequestSubmissionIngest(f.outsider, ours.ID, noEnqueue(t))))
 	})
 }
 
-func TestStore_SubmissionFormOptions(t *testing.T) {
+func TestSubmissions_SubmissionFormOptions(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newSubmissionFixture(t, db)
-		opts, err := db.SubmissionFormOptions(f.member)
+		opts, err := f.subs.SubmissionFormOptions(f.member)
 		require.NoError(t, err)
 		require.Equal(t, []models.AgentChoice{
 			{TeamSlug: "lab", AgentSlug: "uploader", Name: "Uploader"},
@@ -387,15 +445,15 @@ func TestStore_SubmissionFormOptions(t *testing.T) {
 		}, opts.Agents, "agents of every kind, of the caller's teams only")
 		require.Equal(t, []models.BenchmarkChoice{{Slug: "mini", Name: "Mini bench", Subsets: []string{models.SubsetFull, "smoke"}}}, opts.Benchmarks)
 
-		opts, err = db.SubmissionFormOptions(f.admin)
+		opts, err = f.subs.SubmissionFormOptions(f.admin)
 		require.NoError(t, err)
 		require.Len(t, opts.Agents, 3, "administrators may submit for every team")
-		_, err = db.SubmissionFormOptions(f.anon)
+		_, err = f.subs.SubmissionFormOptions(f.anon)
 		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
 	})
 }
 
-func TestStore_SubmissionLifecycle(t *testing.T) {
+func TestSubmissions_SubmissionLifecycle(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newSubmissionFixture(t, db)
@@ -413,7 +471,7 @@ func TestStore_SubmissionLifecycle(t *testing.T) {
 			_, ok, err := db.StartSubmissionValidation(f.system, s.ID)
 			require.NoError(t, err)
 			require.False(t, ok, "validation waits for the upload to complete")
-			err = db.RequestSubmissionIngest(f.member, s.ID, noEnqueue(t))
+			_, err = f.subs.IngestSubmission(f.member, s.ID)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			require.Contains(t, models.ErrorMessage(err), "its upload is not complete")
 		})
@@ -440,14 +498,14 @@ func TestStore_SubmissionLifecycle(t *testing.T) {
 		require.True(t, ok, "a redelivered validation starts over")
 		require.NoError(t, db.SubmissionProgress(f.system, s.ID, 10, 100))
 
-		_, err = db.FinishSubmissionValidation(f.system, s.ID, models.SubmissionReport{Format: models.BundleProctor})
+		_, err = db.FinishSubmissionValidation(f.system, s.ID, models.SubmissionReport{Format: models.BundleProctor}, service.DuplicateBundleError)
 		require.Error(t, err, "a report without the bundle's SHA-256 is a bug")
 		rep, err := db.FinishSubmissionValidation(f.system, s.ID, models.SubmissionReport{Format: models.BundleProctor, SHA256: sha("a"),
-			TasksFound: []string{"t1", "t2"}, TasksNotAttempted: []string{"t2"}, TasksMissing: []string{"t3", "t4"}})
+			TasksFound: []string{"t1", "t2"}, TasksNotAttempted: []string{"t2"}, TasksMissing: []string{"t3", "t4"}}, service.DuplicateBundleError)
 		require.NoError(t, err)
 		require.Empty(t, rep.Blocking)
 		require.Equal(t, int64(1), audits("submission.validated"))
-		v, err := db.SubmissionByID(f.member, s.ID)
+		v, err := f.subs.Submission(f.member, s.ID)
 		require.NoError(t, err)
 		require.Equal(t, models.SubmissionValidated, v.Status)
 		require.Equal(t, models.BundleProctor, v.Format)
@@ -456,17 +514,14 @@ func TestStore_SubmissionLifecycle(t *testing.T) {
 		require.Equal(t, []string{"t1", "t2"}, v.ParsedReport.TasksFound)
 		require.Equal(t, int64(100), v.ProgressDone, "a finished validation shows a full bar")
 
-		ingestJobs := 0
-		require.NoError(t, db.RequestSubmissionIngest(f.member, s.ID, func(_ context.Context, tx *sql.Tx, id int64) error {
-			require.NotNil(t, tx)
-			ingestJobs++
-			return nil
-		}))
-		require.Equal(t, 1, ingestJobs)
-		err = db.RequestSubmissionIngest(f.member, s.ID, noEnqueue(t))
+		ingestJobs := f.jobs.ingest
+		_, err = f.subs.IngestSubmission(f.member, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, ingestJobs+1, f.jobs.ingest)
+		_, err = f.subs.IngestSubmission(f.member, s.ID)
 		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 		require.Contains(t, models.ErrorMessage(err), "it is being ingested")
-		_, err = db.DiscardSubmission(f.member, s.ID)
+		err = f.subs.DiscardSubmission(f.member, s.ID)
 		require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "a submission being ingested cannot be discarded")
 
 		started := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -485,7 +540,7 @@ func TestStore_SubmissionLifecycle(t *testing.T) {
 			},
 		}
 		var evaluate []int64
-		run, err := db.CreateUploadedRun(f.system, s.ID, in, func(_ context.Context, tx *sql.Tx, runID int64, ids []int64) error {
+		run, err := db.CreateUploadedRun(f.system, s.ID, in, service.UploadedRunRules(), func(_ context.Context, tx *sql.Tx, runID int64, ids []int64) error {
 			require.NotNil(t, tx)
 			evaluate = ids
 			return nil
@@ -535,14 +590,14 @@ func TestStore_SubmissionLifecycle(t *testing.T) {
 		require.Len(t, steps, 2)
 		require.Equal(t, "submissions/1/tasks/t1/0.png", steps[0].ScreenshotKey)
 
-		v, err = db.SubmissionByID(f.member, s.ID)
+		v, err = f.subs.Submission(f.member, s.ID)
 		require.NoError(t, err)
 		require.Equal(t, models.SubmissionIngested, v.Status)
 		require.Equal(t, &run.ID, v.RunID)
 		require.NotNil(t, v.IngestedAt)
 		require.Equal(t, int64(1), audits("submission.ingest"))
 
-		again, err := db.CreateUploadedRun(f.system, s.ID, in, func(context.Context, *sql.Tx, int64, []int64) error {
+		again, err := db.CreateUploadedRun(f.system, s.ID, in, service.UploadedRunRules(), func(context.Context, *sql.Tx, int64, []int64) error {
 			t.Fatal("a redelivered ingest enqueues nothing")
 			return nil
 		})
@@ -551,7 +606,7 @@ func TestStore_SubmissionLifecycle(t *testing.T) {
 		require.Equal(t, int64(1), countRows(t, db, "runs", "origin = ?", models.OriginUploaded))
 
 		t.Run("Duplicate", func(t *testing.T) {
-			_, _, err := db.CreateSubmission(f.member, f.request(func(r *models.SubmissionRequest) { r.Agent = "walker" }), f.rules)
+			_, _, err := createWith(f.subs, f.member, f.request(func(r *models.SubmissionRequest) { r.Agent = "walker" }))
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			require.Equal(t, fmt.Sprintf("This bundle was already submitted as run %d on %s.", run.ID, v.IngestedAt.UTC().Format("2 January 2006")),
 				models.ErrorMessage(err))
@@ -561,20 +616,21 @@ func TestStore_SubmissionLifecycle(t *testing.T) {
 			rep := f.validate(t, dup.ID, models.SubmissionReport{Format: models.BundleProctor, SHA256: sha("a"), TasksFound: []string{"t1"}})
 			require.Len(t, rep.Blocking, 1)
 			require.Contains(t, rep.Blocking[0], fmt.Sprintf("already submitted as run %d", run.ID))
-			err = db.RequestSubmissionIngest(f.member, dup.ID, noEnqueue(t))
+			_, err = f.subs.IngestSubmission(f.member, dup.ID)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			require.Contains(t, models.ErrorMessage(err), "cannot be ingested")
 
 			// The same bytes on another team's board are another submission.
-			theirs := f.create(t, f.outsider, f.request(func(r *models.SubmissionRequest) { r.Agent = "other/theirs" }))
+			theirs := f.create(t, f.other, f.request(func(r *models.SubmissionRequest) { r.Agent = "other/theirs" }))
 			require.NotZero(t, theirs.ID)
 		})
 
 		t.Run("EveryTaskDone", func(t *testing.T) {
 			s := f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.Subset, r.SHA256 = "smoke", sha("7") }))
 			f.validate(t, s.ID, models.SubmissionReport{Format: models.BundleWebArenaVerified, SHA256: sha("7"), TasksFound: []string{"t1"}})
-			require.NoError(t, db.RequestSubmissionIngest(f.member, s.ID, noEnqueue(t)))
-			run, err := db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{Tasks: []storage.UploadedTask{{ExternalID: "t1", NotAttempted: true}}},
+			_, err := f.subs.IngestSubmission(f.member, s.ID)
+			require.NoError(t, err)
+			run, err := db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{Tasks: []storage.UploadedTask{{ExternalID: "t1", NotAttempted: true}}}, service.UploadedRunRules(),
 				func(_ context.Context, _ *sql.Tx, _ int64, ids []int64) error {
 					require.Empty(t, ids)
 					return nil
@@ -591,14 +647,15 @@ func TestStore_SubmissionLifecycle(t *testing.T) {
 			s := f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("6") }))
 			f.validate(t, s.ID, models.SubmissionReport{Format: models.BundleProctor, SHA256: sha("6"),
 				Blocking: []string{"The manifest is for benchmark other, not mini."}})
-			err := db.RequestSubmissionIngest(f.member, s.ID, noEnqueue(t))
+			_, err := f.subs.IngestSubmission(f.member, s.ID)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			require.Contains(t, models.ErrorMessage(err), "The manifest is for benchmark other, not mini.")
-			d, err := db.DiscardSubmission(f.member, s.ID)
-			require.NoError(t, err, "a validated submission may be discarded")
-			require.Equal(t, fmt.Sprintf("submissions/%d/bundle", s.ID), d.StorageKey)
-			_, err = db.DiscardSubmission(f.member, s.ID)
-			require.NoError(t, err, "discarding again retries the deletion")
+			require.NoError(t, f.files.Put(f.member, fmt.Sprintf("submissions/%d/bundle", s.ID), strings.NewReader("bundle"), 6, ""))
+			require.NoError(t, f.subs.DiscardSubmission(f.member, s.ID), "a validated submission may be discarded")
+			left, err := f.files.List(f.member, fmt.Sprintf("submissions/%d/", s.ID))
+			require.NoError(t, err)
+			require.Empty(t, left, "its bytes are deleted")
+			require.NoError(t, f.subs.DiscardSubmission(f.member, s.ID), "discarding again retries the deletion")
 			require.Equal(t, int64(1), countRows(t, db, "audit_events", "action = ? AND subject = ?", "submission.discard", fmt.Sprintf("submission %d", s.ID)))
 		})
 
@@ -608,25 +665,25 @@ func TestStore_SubmissionLifecycle(t *testing.T) {
 			_, _, err := db.StartSubmissionValidation(f.system, s.ID)
 			require.NoError(t, err)
 			require.NoError(t, db.RefuseSubmission(f.system, s.ID, "../etc/passwd: the path leaves the bundle"))
-			v, err := db.SubmissionByID(f.member, s.ID)
+			v, err := f.subs.Submission(f.member, s.ID)
 			require.NoError(t, err)
 			require.Equal(t, models.SubmissionRefused, v.Status)
 			require.Equal(t, "../etc/passwd: the path leaves the bundle", v.Error)
 			require.Equal(t, int64(1), countRows(t, db, "audit_events", "action = ? AND details = ?", "submission.refused", v.Error))
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(db.RefuseSubmission(f.system, s.ID, "again")), "refused is final")
-			_, err = db.DiscardSubmission(f.member, s.ID)
-			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(f.subs.DiscardSubmission(f.member, s.ID)))
 		})
 
 		t.Run("Failed", func(t *testing.T) {
 			s := f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("4") }))
 			f.validate(t, s.ID, models.SubmissionReport{Format: models.BundleProctor, SHA256: sha("4"), TasksFound: []string{"t1"}})
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(db.FailSubmission(f.system, s.ID, "not ingesting")))
-			require.NoError(t, db.RequestSubmissionIngest(f.admin, s.ID, noEnqueue(t)), "administrators may ingest")
+			_, err := f.subs.IngestSubmission(f.admin, s.ID)
+			require.NoError(t, err, "administrators may ingest")
 			require.NoError(t, db.FailSubmission(f.system, s.ID, "Storing the bundle's files failed."))
-			_, err := db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{}, nil)
+			_, err = db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{}, service.UploadedRunRules(), nil)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "a failed ingest makes no run")
-			v, err := db.SubmissionByID(f.member, s.ID)
+			v, err := f.subs.Submission(f.member, s.ID)
 			require.NoError(t, err)
 			require.Equal(t, models.SubmissionFailed, v.Status)
 			require.Nil(t, v.RunID)
@@ -638,20 +695,21 @@ func TestStore_SubmissionLifecycle(t *testing.T) {
 		t.Run("RunFailsAtomically", func(t *testing.T) {
 			s := f.create(t, f.member, f.request(func(r *models.SubmissionRequest) { r.SHA256 = sha("3") }))
 			f.validate(t, s.ID, models.SubmissionReport{Format: models.BundleProctor, SHA256: sha("3"), TasksFound: []string{"t1"}})
-			require.NoError(t, db.RequestSubmissionIngest(f.member, s.ID, noEnqueue(t)))
+			_, err := f.subs.IngestSubmission(f.member, s.ID)
+			require.NoError(t, err)
 			runs := countRows(t, db, "runs", "")
-			_, err := db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{Tasks: []storage.UploadedTask{{ExternalID: "t1"}}},
+			_, err = db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{Tasks: []storage.UploadedTask{{ExternalID: "t1"}}}, service.UploadedRunRules(),
 				func(context.Context, *sql.Tx, int64, []int64) error { return fmt.Errorf("queue unavailable") })
 			require.Error(t, err)
 			require.Equal(t, runs, countRows(t, db, "runs", ""), "no half-made run")
-			v, err := db.SubmissionByID(f.member, s.ID)
+			v, err := f.subs.Submission(f.member, s.ID)
 			require.NoError(t, err)
 			require.Equal(t, models.SubmissionIngesting, v.Status)
 		})
 	})
 }
 
-func TestStore_AbandonedUploads(t *testing.T) {
+func TestSubmissions_AbandonedUploads(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newSubmissionFixture(t, db)
@@ -670,16 +728,58 @@ func TestStore_AbandonedUploads(t *testing.T) {
 		require.Len(t, stale, 1, "only uploads still uploading, idle since before the cutoff")
 		require.Equal(t, old.ID, stale[0].ID)
 
-		_, err = db.ExpireUpload(f.system, fresh.ID, cutoff)
+		_, err = db.ExpireUpload(f.system, fresh.ID, cutoff, "abandoned")
 		require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "a part arrived since")
-		s, err := db.ExpireUpload(f.system, old.ID, cutoff)
+		s, err := db.ExpireUpload(f.system, old.ID, cutoff, "The upload was abandoned: no part arrived for 7 days.")
 		require.NoError(t, err)
 		require.Equal(t, old.StorageKey, s.StorageKey)
-		v, err := db.SubmissionByID(f.member, old.ID)
+		v, err := f.subs.Submission(f.member, old.ID)
 		require.NoError(t, err)
 		require.Equal(t, models.SubmissionDiscarded, v.Status)
 		require.Equal(t, "The upload was abandoned: no part arrived for 7 days.", v.Error)
-		_, err = db.ExpireUpload(f.system, old.ID, cutoff)
+		_, err = db.ExpireUpload(f.system, old.ID, cutoff, "The upload was abandoned: no part arrived for 7 days.")
 		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+	})
+}
+
+// TestSubmissions_SubmissionEvents: a submission's audit trail says who did what
+// and when, folds a run of parts into one line, shows client addresses to
+// administrators only, and is hidden from everyone who may not see the
+// submission.
+func TestSubmissions_SubmissionEvents(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newSubmissionFixture(t, db)
+		member := models.WithActor(f.member, func() models.Actor { a := models.ActorFrom(f.member); a.IP = "192.0.2.7"; return a }())
+		s := f.create(t, member, f.request(nil))
+		require.NoError(t, db.SetSubmissionUpload(f.system, s.ID, "upload-1"))
+		for n := 1; n <= 3; n++ {
+			require.NoError(t, db.RecordSubmissionPart(member, s.ID, models.SubmissionPart{Number: n, Size: 5 << 20, MD5: "00"}))
+		}
+		require.NoError(t, f.subs.DiscardSubmission(member, s.ID))
+
+		events, err := f.subs.SubmissionEvents(f.member, s.ID)
+		require.NoError(t, err)
+		require.Len(t, events, 3)
+		require.Equal(t, "submission.create", events[0].Action)
+		require.Contains(t, events[0].Details, "results.zip for lab/uploader on mini")
+		require.Equal(t, "submission.part", events[1].Action)
+		require.Contains(t, events[1].Details, "3 parts, the last part 3:")
+		require.Equal(t, "submission.discard", events[2].Action)
+		for _, ev := range events {
+			require.NotEmpty(t, ev.UserName)
+			require.NotEqual(t, "Proctor", ev.UserName, "the member did all of it")
+			require.Empty(t, ev.IP, "members do not see client addresses")
+			require.False(t, ev.CreatedAt.IsZero())
+		}
+
+		events, err = f.subs.SubmissionEvents(f.admin, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, "192.0.2.7", events[0].IP)
+
+		_, err = f.subs.SubmissionEvents(f.other, s.ID)
+		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
+		_, err = f.subs.SubmissionEvents(f.anon, s.ID)
+		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
 	})
 }
