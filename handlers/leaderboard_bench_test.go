@@ -126,7 +126,7 @@ func seedBenchBoard(tb testing.TB, db *storage.DB) {
 func BenchmarkLeaderboardPage(b *testing.B) {
 	db := storagetest.OpenSQLite(b)
 	seedBenchBoard(b, db)
-	h, err := handlers.New(handlers.Options{}, handlers.Deps{Runs: servicetest.Runs(db, 0), Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h, err := handlers.New(handlers.Options{}, handlers.Deps{Runs: servicetest.Runs(db, 0), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil), Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(b, err)
 	page := func() *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()

@@ -30,7 +30,6 @@ import (
 
 	"proctor/handlers"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/runner"
 	"proctor/service/servicetest"
 	"proctor/static"
@@ -546,7 +545,7 @@ func TestOpenAPI_SubmissionAnswersMatchDocument(t *testing.T) {
 	db := storagetest.OpenSQLite(t)
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(sealer, netguard.New(nil, nil))
+	db.UseAgentSecrets(sealer)
 	store, err := artifact.NewLocal(t.TempDir(), artifact.NewURLSigner([]byte(strings.Repeat("s", 32))), "")
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
@@ -555,7 +554,7 @@ func TestOpenAPI_SubmissionAnswersMatchDocument(t *testing.T) {
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 		Options:     runner.Options{Submissions: runner.SubmissionOptions{TempDir: t.TempDir()}}})
 	require.NoError(t, err)
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Runs: servicetest.Runs(db, 0),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Runs: servicetest.Runs(db, 0), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
 		Store: db, Artifacts: store, Static: static.Files(), Logger: logger, Submissions: svc,
 	})
 	require.NoError(t, err)
@@ -565,7 +564,7 @@ func TestOpenAPI_SubmissionAnswersMatchDocument(t *testing.T) {
 	b.admin = b.newUser(t, "admin@example.org", true)
 	f := newAgentFixture(t, b)
 	importBench(t, b, "mini")
-	require.NoError(t, db.CreateAgent(actorCtx(f.member), "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.member), "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
 	member, outsider := withToken(t, b, f.member), withToken(t, b, f.outsider)
 	d := newDocChecker(t, b.anonymous(t))
 

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/handlers"
-	"proctor/netguard"
 	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/storage/storagetest"
@@ -24,11 +23,11 @@ func setupQueueUI(t *testing.T) *testBundle {
 	db := storagetest.OpenSQLite(t)
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(sealer, netguard.New(nil, nil))
+	db.UseAgentSecrets(sealer)
 	stub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "queue ui "+r.Method+" "+r.URL.Path)
 	})
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Runs: servicetest.Runs(db, 0),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Runs: servicetest.Runs(db, 0), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
 		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		QueueUI: stub,
 	})

@@ -26,7 +26,6 @@ import (
 
 	"proctor/handlers"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/stats"
@@ -55,12 +54,12 @@ func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
 	db := storagetest.OpenSQLite(t)
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(sealer, netguard.New(nil, nil))
+	db.UseAgentSecrets(sealer)
 	signer := artifact.NewURLSigner([]byte(strings.Repeat("s", 32)))
 	store, err := artifact.NewLocal(t.TempDir(), signer, "")
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
-	deps := handlers.Deps{
+	deps := handlers.Deps{Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
 		Store: db, Artifacts: store, ArtifactHandler: artifact.NewLocalHandler(store, signer), ArtifactURLs: store,
 		Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
@@ -77,8 +76,8 @@ func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
 	b.admin = b.newUser(t, "admin@example.org", true)
 	f := &runsFixture{agentFixture: newAgentFixture(t, b), store: store, sys: models.WithActor(context.Background(), models.SystemActor())}
 	importBench(t, b, "mini")
-	require.NoError(t, db.CreateAgent(actorCtx(f.member), "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay, Config: `{"actions":[{"type":"stop","reason":"fixture"}]}`}, nil))
-	require.NoError(t, db.CreateAgent(actorCtx(f.member), "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.member), "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay, Config: `{"actions":[{"type":"stop","reason":"fixture"}]}`}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.member), "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
 	return f
 }
 

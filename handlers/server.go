@@ -61,14 +61,17 @@ type Deps struct {
 	// Runs is the run service; it answers 503 to queuing when this process
 	// has no queue.
 	Runs RunService
+	// Teams is the team service: teams, memberships, API tokens and agents.
+	Teams TeamsService
 	// Submissions moves uploaded bundles through the submission portal; nil
 	// when this process has no queue (the portal answers 503).
 	Submissions SubmissionService
 	// StudyJudging runs agreement studies' judge configurations; nil when
 	// this process has no queue (judging answers 503).
 	StudyJudging StudyJudging
-	// Candidates queues hidden-tests runs of submitted candidate websites;
-	// nil when this process has no queue (submitting answers 503).
+	// Candidates is the candidate service: the candidate form and
+	// hidden-tests runs of submitted candidate websites (submitting answers
+	// 503 when it has no queue).
 	Candidates CandidateService
 	// QueueUI is River UI built for QueueUIPrefix, the admins' view of the job
 	// queue; nil answers 503 there.
@@ -81,15 +84,12 @@ type Deps struct {
 type Store interface {
 	Pinger
 	AccountStore
-	TeamStore
 	TokenStore
-	AgentStore
 	BenchmarkStore
 	LeaderboardStore
 	ModerationStore
 	SubmissionStore
 	StudyStore
-	CandidateStore
 }
 
 // isUpload reports whether a request is an upload POST, which skips the global

@@ -29,7 +29,6 @@ import (
 	"proctor/bundle/bundletest"
 	"proctor/handlers"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/runner"
 	"proctor/service/servicetest"
 	"proctor/static"
@@ -58,13 +57,13 @@ func newSubsFixture(t *testing.T, opts subsOptions) *subsFixture {
 	db := storagetest.OpenSQLite(t)
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(sealer, netguard.New(nil, nil))
+	db.UseAgentSecrets(sealer)
 	signer := artifact.NewURLSigner([]byte(strings.Repeat("s", 32)))
 	store, err := artifact.NewLocal(t.TempDir(), signer, "")
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	deps := handlers.Deps{Runs: servicetest.Runs(db, 0),
+	deps := handlers.Deps{Runs: servicetest.Runs(db, 0), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
 		Store: db, Artifacts: store, ArtifactHandler: artifact.NewLocalHandler(store, signer), ArtifactURLs: store,
 		Static: static.Files(), Logger: logger,
 	}
@@ -102,7 +101,7 @@ func newSubsFixture(t *testing.T, opts subsOptions) *subsFixture {
 	b.admin = b.newUser(t, "admin@example.org", true)
 	f.agentFixture = newAgentFixture(t, b)
 	importBench(t, b, "mini")
-	require.NoError(t, db.CreateAgent(actorCtx(f.member), "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.member), "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
 	return f
 }
 

@@ -32,20 +32,8 @@ func sqlTx(tx *gorm.DB) (*sql.Tx, error) {
 func (db *DB) InsertRun(ctx context.Context, run *models.Run, withinQuota func(recent int64) error,
 	enqueue func(ctx context.Context, tx *sql.Tx, runID int64) error) error {
 	return db.tx(ctx, func(tx *gorm.DB) error {
-		// Runs for one team take turns on its row, so that two at once under
-		// PostgreSQL's read committed cannot both pass the quota.
-		if err := lockRow(tx, db.dialect).Select("id").First(&models.Team{}, run.TeamID).Error; err != nil {
-			return wrap(err, "team")
-		}
-		recent, err := recentRuns(tx, run.TeamID, run.CreatedAt)
-		if err != nil {
+		if err := db.insertRunTx(tx, run, withinQuota); err != nil {
 			return err
-		}
-		if err := withinQuota(recent); err != nil {
-			return err
-		}
-		if err := tx.Create(run).Error; err != nil {
-			return wrap(err, "run")
 		}
 		t, err := sqlTx(tx)
 		if err != nil {
@@ -53,6 +41,25 @@ func (db *DB) InsertRun(ctx context.Context, run *models.Run, withinQuota func(r
 		}
 		return enqueue(ctx, t, run.ID)
 	})
+}
+
+// insertRunTx is the one way a run row is written: under the team's row
+// lock, after withinQuota has accepted the team's runs of the last 24 hours.
+// InsertRun and InsertCandidateRun share it.
+func (db *DB) insertRunTx(tx *gorm.DB, run *models.Run, withinQuota func(recent int64) error) error {
+	// Runs for one team take turns on its row, so that two at once under
+	// PostgreSQL's read committed cannot both pass the quota.
+	if err := lockRow(tx, db.dialect).Select("id").First(&models.Team{}, run.TeamID).Error; err != nil {
+		return wrap(err, "team")
+	}
+	recent, err := recentRuns(tx, run.TeamID, run.CreatedAt)
+	if err != nil {
+		return err
+	}
+	if err := withinQuota(recent); err != nil {
+		return err
+	}
+	return wrap(tx.Create(run).Error, "run")
 }
 
 // recentRuns counts the runs a team created in the 24 hours before now.
