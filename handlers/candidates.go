@@ -25,6 +25,8 @@ type CandidateService interface {
 	SubmitCandidates(ctx context.Context, req models.CandidateRunRequest) (*models.Run, error)
 	// Available reports whether this process can queue the hidden tests.
 	Available() bool
+	// RequireQueue is EUNAVAILABLE when it cannot.
+	RequireQueue() error
 }
 
 // candidateRoutes registers the candidate submission pages: signed-in
@@ -43,11 +45,6 @@ func (s *Server) candidateRoutes(e *echo.Echo) {
 // apiCandidateRoutes registers the candidate submission API.
 func (s *Server) apiCandidateRoutes(g *echo.Group) {
 	g.POST("/candidate-runs", s.apiSubmitCandidates)
-}
-
-// errNoCandidateQueue answers when this process cannot queue the hidden tests.
-func errNoCandidateQueue() error {
-	return models.Errorf(models.EUNAVAILABLE, "Candidates cannot be graded on this server right now: it has no queue. Try again later or ask an administrator.")
 }
 
 // newCandidates is the candidate form; ?agent= (team/agent) and ?subset=
@@ -94,8 +91,8 @@ func (s *Server) renderCandidateForm(c echo.Context, status int, subset string, 
 // goes to the error page.
 func (s *Server) submitCandidates(c echo.Context) error {
 	f := candidateFormValues(c)
-	if !s.deps.Candidates.Available() {
-		return s.refuseCandidates(c, f, errNoCandidateQueue())
+	if err := s.deps.Candidates.RequireQueue(); err != nil {
+		return s.refuseCandidates(c, f, err)
 	}
 	req, err := candidateRequestFromForm(c, f)
 	if err == nil {
@@ -270,8 +267,8 @@ func withFieldErrors(f web.Form, err error) web.Form {
 // apiSubmitCandidates creates a candidate run from a JSON request and
 // answers 201 with it, like queuing a run.
 func (s *Server) apiSubmitCandidates(c echo.Context) error {
-	if !s.deps.Candidates.Available() {
-		return errNoCandidateQueue()
+	if err := s.deps.Candidates.RequireQueue(); err != nil {
+		return err
 	}
 	var req api.CandidateRunRequest
 	if err := bindJSON(c, &req); err != nil {

@@ -80,8 +80,18 @@ func NewCandidates(store CandidateStore, jobs CandidateJobs, guard HostGuard, op
 	return &Candidates{store: store, jobs: jobs, guard: guard, opts: opts}
 }
 
-// Available reports whether this process can queue candidate runs.
+// Available reports whether this process can queue candidate runs; the
+// form offers submitting only then.
 func (s *Candidates) Available() bool { return s.jobs != nil }
+
+// RequireQueue is EUNAVAILABLE in a process that cannot grade candidates,
+// so that a submission is refused before its input is read.
+func (s *Candidates) RequireQueue() error {
+	if s.jobs == nil {
+		return noCandidateQueue()
+	}
+	return nil
+}
 
 // noCandidateQueue answers a submission in a process that cannot grade it.
 func noCandidateQueue() error {
