@@ -12,16 +12,16 @@ import (
 	"proctor/web"
 )
 
-// TokenStore is what API-token authentication and the password page need
-// from storage.
+// TokenStore is what the password page needs from storage.
 type TokenStore interface {
-	TokenUser(ctx context.Context, token string) (*models.User, error)
 	ChangePassword(ctx context.Context, current, replacement string) error
 }
 
 // TokenService is what the account pages and the token API need from the
 // team service: the caller's account and API tokens.
 type TokenService interface {
+	// TokenUser authenticates an API bearer token.
+	TokenUser(ctx context.Context, token string) (*models.User, error)
 	AccountOverview(ctx context.Context) (*models.Account, error)
 	CreateAPIToken(ctx context.Context, name string) (*models.APIToken, string, error)
 	ListAPITokens(ctx context.Context) ([]models.APIToken, error)

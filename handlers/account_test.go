@@ -108,7 +108,7 @@ func TestAccount(t *testing.T) {
 		res := alice.postForm(path, nil)
 		require.Equal(t, http.StatusSeeOther, res.StatusCode)
 		require.Equal(t, "/account?notice=saved", res.Header.Get("Location"))
-		_, err = b.db.TokenUser(context.Background(), plain)
+		_, err = servicetest.Teams(b.db).TokenUser(context.Background(), plain)
 		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
 		require.Contains(t, readBody(t, alice.get("/account")), `data-testid="token-revoked"`)
 		require.Equal(t, http.StatusNotFound, alice.postForm("/account/tokens/abc/revoke", nil).StatusCode)

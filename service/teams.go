@@ -45,6 +45,7 @@ type TeamStore interface {
 	SetMembershipRole(ctx context.Context, slug string, callerID, userID int64, role string, check func(storage.MembershipChange) error) error
 	InsertAPIToken(ctx context.Context, t *models.APIToken) error
 	ListAPITokens(ctx context.Context, userID int64) ([]models.APIToken, error)
+	APITokenUser(ctx context.Context, tokenHash string) (*models.User, error)
 	RevokeAPIToken(ctx context.Context, userID, id int64) (*models.APIToken, error)
 	InsertAgent(ctx context.Context, team *models.Team, a *models.Agent, secrets map[string]string) error
 	UpdateAgent(ctx context.Context, team *models.Team, agentID int64, change storage.AgentEdit) (*models.Agent, error)
@@ -429,6 +430,20 @@ func (s *Teams) CreateAPIToken(ctx context.Context, name string) (*models.APITok
 		return nil, "", err
 	}
 	return t, plain, nil
+}
+
+// TokenUser resolves a bearer token to its user (recording when it was last
+// used); EUNAUTHORIZED for an unknown or revoked token.
+func (s *Teams) TokenUser(ctx context.Context, token string) (*models.User, error) {
+	fail := models.Errorf(models.EUNAUTHORIZED, "The API token is invalid or revoked.")
+	if !strings.HasPrefix(token, storage.APITokenPrefix) {
+		return nil, fail
+	}
+	u, err := s.store.APITokenUser(ctx, models.HashToken(token))
+	if models.ErrorCode(err) == models.ENOTFOUND {
+		return nil, fail
+	}
+	return u, err
 }
 
 // ListAPITokens returns the signed-in user's tokens, active ones first,

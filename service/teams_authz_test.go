@@ -144,6 +144,11 @@ func TestTeams_Authorization(t *testing.T) {
 				tok, _, err := teams.CreateAPIToken(ctx, next("token"))
 				return tok, err
 			}, actors{unauthorized, ok, ok, ok, ok}},
+			{"TokenUser", func(ctx context.Context) (any, error) {
+				_, plain, err := teams.CreateAPIToken(f.member, next("token"))
+				require.NoError(t, err)
+				return teams.TokenUser(ctx, plain)
+			}, actors{ok, ok, ok, ok, ok}},
 			{"RevokeAPIToken", func(ctx context.Context) (any, error) {
 				tok, _, err := teams.CreateAPIToken(f.member, next("token"))
 				require.NoError(t, err)
