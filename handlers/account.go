@@ -12,14 +12,27 @@ import (
 	"proctor/web"
 )
 
-// TokenStore is what API-token authentication and the account pages need.
+// TokenStore is what the password page needs from storage.
 type TokenStore interface {
+	ChangePassword(ctx context.Context, current, replacement string) error
+}
+
+// TokenService is what the account pages and the token API need from the
+// team service: the caller's account and API tokens.
+type TokenService interface {
+	// TokenUser authenticates an API bearer token.
 	TokenUser(ctx context.Context, token string) (*models.User, error)
 	AccountOverview(ctx context.Context) (*models.Account, error)
 	CreateAPIToken(ctx context.Context, name string) (*models.APIToken, string, error)
 	ListAPITokens(ctx context.Context) ([]models.APIToken, error)
 	RevokeAPIToken(ctx context.Context, id int64) (*models.APIToken, error)
-	ChangePassword(ctx context.Context, current, replacement string) error
+}
+
+// TeamsService is the team service: teams, agents and API tokens.
+type TeamsService interface {
+	TeamService
+	AgentService
+	TokenService
 }
 
 // passwordPath is where a signed-in user changes their password.
@@ -39,7 +52,7 @@ func (s *Server) showAccount(c echo.Context) error {
 
 // renderAccount renders the account page with the token form f.
 func (s *Server) renderAccount(c echo.Context, status int, f web.Form) error {
-	acc, err := s.store.AccountOverview(c.Request().Context())
+	acc, err := s.deps.Teams.AccountOverview(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -50,7 +63,7 @@ func (s *Server) renderAccount(c echo.Context, status int, f web.Form) error {
 // createToken answers with the page that shows the new token's plaintext, once;
 // it is not a redirect so the secret never travels in a URL.
 func (s *Server) createToken(c echo.Context) error {
-	t, plain, err := s.store.CreateAPIToken(c.Request().Context(), c.FormValue("name"))
+	t, plain, err := s.deps.Teams.CreateAPIToken(c.Request().Context(), c.FormValue("name"))
 	if err != nil {
 		switch models.ErrorCode(err) {
 		case models.EINVALID, models.ECONFLICT:
@@ -67,7 +80,7 @@ func (s *Server) revokeToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.store.RevokeAPIToken(c.Request().Context(), id); err != nil {
+	if _, err := s.deps.Teams.RevokeAPIToken(c.Request().Context(), id); err != nil {
 		return err
 	}
 	return redirect(c, "/account?notice=saved")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 )
 
@@ -27,7 +28,7 @@ func actorCtx(c *client) context.Context {
 func withToken(t *testing.T, b *testBundle, c *client) *client {
 	t.Helper()
 	unique, _ := models.NewToken("")
-	_, plain, err := b.db.CreateAPIToken(actorCtx(c), "test "+unique[:10])
+	_, plain, err := servicetest.Teams(b.db).CreateAPIToken(actorCtx(c), "test "+unique[:10])
 	require.NoError(t, err)
 	cp := *c
 	cp.t = t
@@ -46,7 +47,7 @@ func TestAccount(t *testing.T) {
 		require.Equal(t, "/login?next=%2Faccount", res.Header.Get("Location"))
 	})
 	t.Run("ShowsProfileTeamsTokens", func(t *testing.T) {
-		_, err := b.db.CreateTeam(actorCtx(alice), "Alice Lab", "", "")
+		_, err := servicetest.Teams(b.db).CreateTeam(actorCtx(alice), "Alice Lab", "", "")
 		require.NoError(t, err)
 		res := alice.get("/account")
 		require.Equal(t, http.StatusOK, res.StatusCode)
@@ -96,7 +97,7 @@ func TestAccount(t *testing.T) {
 		require.Contains(t, readBody(t, res), `data-testid="error-name"`)
 	})
 	t.Run("Revoke", func(t *testing.T) {
-		tok, plain, err := b.db.CreateAPIToken(actorCtx(alice), "to revoke")
+		tok, plain, err := servicetest.Teams(b.db).CreateAPIToken(actorCtx(alice), "to revoke")
 		require.NoError(t, err)
 		path := "/account/tokens/" + strconv.FormatInt(tok.ID, 10) + "/revoke"
 		bob := b.newUser(t, "bob@example.org", false)
@@ -107,7 +108,7 @@ func TestAccount(t *testing.T) {
 		res := alice.postForm(path, nil)
 		require.Equal(t, http.StatusSeeOther, res.StatusCode)
 		require.Equal(t, "/account?notice=saved", res.Header.Get("Location"))
-		_, err = b.db.TokenUser(context.Background(), plain)
+		_, err = servicetest.Teams(b.db).TokenUser(context.Background(), plain)
 		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
 		require.Contains(t, readBody(t, alice.get("/account")), `data-testid="token-revoked"`)
 		require.Equal(t, http.StatusNotFound, alice.postForm("/account/tokens/abc/revoke", nil).StatusCode)
@@ -121,7 +122,7 @@ func TestAccount(t *testing.T) {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			require.Equal(t, http.StatusForbidden, alice.do(req).StatusCode, path)
 		}
-		list, err := b.db.ListAPITokens(actorCtx(alice))
+		list, err := servicetest.Teams(b.db).ListAPITokens(actorCtx(alice))
 		require.NoError(t, err)
 		for _, tok := range list {
 			require.NotEqual(t, "csrf", tok.Name)
@@ -133,7 +134,7 @@ func TestAPI_Account(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	carol := withToken(t, b, b.newUser(t, "carol@example.org", false))
-	_, err := b.db.CreateTeam(actorCtx(carol), "Carol Co", "", "")
+	_, err := servicetest.Teams(b.db).CreateTeam(actorCtx(carol), "Carol Co", "", "")
 	require.NoError(t, err)
 
 	t.Run("Me", func(t *testing.T) {

@@ -12,8 +12,9 @@ import (
 	"proctor/web"
 )
 
-// AgentStore is what the agent pages and the agent API need from storage.
-type AgentStore interface {
+// AgentService is what the agent pages and the agent API need from the team
+// service.
+type AgentService interface {
 	ListAgents(ctx context.Context, teamSlug string) (*models.TeamAgents, error)
 	ListAllAgents(ctx context.Context, page, perPage int) ([]models.Agent, int, error)
 	AgentBySlug(ctx context.Context, teamSlug, agentSlug string) (*models.Agent, error)
@@ -26,7 +27,7 @@ type AgentStore interface {
 }
 
 // agentRoutes registers the agent registry pages. Lists and details are public;
-// the store lets only team members and admins register, edit and delete.
+// the team service lets only team members and admins register, edit and delete.
 func (s *Server) agentRoutes(e *echo.Echo) {
 	e.GET("/agents", s.listAllAgents)
 	e.GET("/teams/:slug/agents", s.listTeamAgents)
@@ -52,7 +53,7 @@ func (s *Server) listAllAgents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	list, total, err := s.store.ListAllAgents(c.Request().Context(), page, perPage)
+	list, total, err := s.deps.Teams.ListAllAgents(c.Request().Context(), page, perPage)
 	if err != nil {
 		return err
 	}
@@ -61,7 +62,7 @@ func (s *Server) listAllAgents(c echo.Context) error {
 }
 
 func (s *Server) listTeamAgents(c echo.Context) error {
-	res, err := s.store.ListAgents(c.Request().Context(), c.Param("slug"))
+	res, err := s.deps.Teams.ListAgents(c.Request().Context(), c.Param("slug"))
 	if err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func (s *Server) listTeamAgents(c echo.Context) error {
 }
 
 func (s *Server) showAgent(c echo.Context) error {
-	a, err := s.store.AgentBySlug(c.Request().Context(), c.Param("slug"), c.Param("agent"))
+	a, err := s.deps.Teams.AgentBySlug(c.Request().Context(), c.Param("slug"), c.Param("agent"))
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func (s *Server) showAgent(c echo.Context) error {
 }
 
 func (s *Server) newAgent(c echo.Context) error {
-	team, err := s.store.AgentTeam(c.Request().Context(), c.Param("slug"))
+	team, err := s.deps.Teams.AgentTeam(c.Request().Context(), c.Param("slug"))
 	if err != nil {
 		return err
 	}
@@ -92,14 +93,14 @@ func (s *Server) createAgent(c echo.Context) error {
 	if err != nil {
 		return s.agentFormError(c, err, "")
 	}
-	if err := s.store.CreateAgent(c.Request().Context(), c.Param("slug"), a, secrets); err != nil {
+	if err := s.deps.Teams.CreateAgent(c.Request().Context(), c.Param("slug"), a, secrets); err != nil {
 		return s.agentFormError(c, err, "")
 	}
 	return redirect(c, agentPath(c.Param("slug"), a.Slug)+"?notice=saved")
 }
 
 func (s *Server) editAgent(c echo.Context) error {
-	a, err := s.store.EditableAgent(c.Request().Context(), c.Param("slug"), c.Param("agent"))
+	a, err := s.deps.Teams.EditableAgent(c.Request().Context(), c.Param("slug"), c.Param("agent"))
 	if err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func (s *Server) updateAgent(c echo.Context) error {
 		return s.agentFormError(c, err, c.Param("agent"))
 	}
 	a.Slug = "" // fixed after registration; the form does not send it
-	if err := s.store.UpdateAgent(c.Request().Context(), c.Param("slug"), c.Param("agent"), a, secrets, clear); err != nil {
+	if err := s.deps.Teams.UpdateAgent(c.Request().Context(), c.Param("slug"), c.Param("agent"), a, secrets, clear); err != nil {
 		return s.agentFormError(c, err, c.Param("agent"))
 	}
 	return redirect(c, agentPath(c.Param("slug"), a.Slug)+"?notice=saved")
@@ -121,7 +122,7 @@ func (s *Server) updateAgent(c echo.Context) error {
 
 func (s *Server) deleteAgent(c echo.Context) error {
 	slug := c.Param("slug")
-	if err := s.store.DeleteAgent(c.Request().Context(), slug, c.Param("agent")); err != nil {
+	if err := s.deps.Teams.DeleteAgent(c.Request().Context(), slug, c.Param("agent")); err != nil {
 		return err
 	}
 	return redirect(c, "/teams/"+url.PathEscape(slug)+"/agents?notice=deleted")
@@ -145,13 +146,13 @@ func (s *Server) agentFormError(c echo.Context, err error, agentSlug string) err
 	v := web.AgentFormView{Form: f.WithError(err)}
 	title := "Register an agent"
 	if agentSlug == "" {
-		team, terr := s.store.AgentTeam(ctx, c.Param("slug"))
+		team, terr := s.deps.Teams.AgentTeam(ctx, c.Param("slug"))
 		if terr != nil {
 			return terr
 		}
 		v.Team = *team
 	} else {
-		a, aerr := s.store.EditableAgent(ctx, c.Param("slug"), agentSlug)
+		a, aerr := s.deps.Teams.EditableAgent(ctx, c.Param("slug"), agentSlug)
 		if aerr != nil {
 			return aerr
 		}

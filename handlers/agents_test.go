@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 )
 
 // agentSecret is a secret value no page or API response may ever contain.
@@ -51,7 +52,7 @@ func newAgentFixture(t *testing.T, b *testBundle) *agentFixture {
 func (f *agentFixture) createAgent(t *testing.T, name string) *models.Agent {
 	t.Helper()
 	a := &models.Agent{Name: name, Kind: models.AgentHTTP, EndpointURL: publicEndpoint, Model: "test-model"}
-	require.NoError(t, f.b.db.CreateAgent(actorCtx(f.member), "lab", a, map[string]string{"OPENAI_API_KEY": agentSecret}))
+	require.NoError(t, servicetest.CreateAgent(f.b.db, actorCtx(f.member), "lab", a, map[string]string{"OPENAI_API_KEY": agentSecret}))
 	return a
 }
 
@@ -165,7 +166,7 @@ func TestAgents_SecretNeverRendered(t *testing.T) {
 	require.NotContains(t, body, agentSecret)
 
 	// The values are stored and open for the runner.
-	formAgent, err := b.db.AgentBySlug(context.Background(), "lab", "form-agent")
+	formAgent, err := servicetest.Teams(b.db).AgentBySlug(context.Background(), "lab", "form-agent")
 	require.NoError(t, err)
 	stored, err := b.db.AgentSecrets(models.WithActor(context.Background(), models.SystemActor()), formAgent.ID)
 	require.NoError(t, err)

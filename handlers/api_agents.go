@@ -11,8 +11,8 @@ import (
 	"proctor/models"
 )
 
-// apiAgentRoutes registers the agent registry API. Reads are public; the store
-// lets only team members and admins create, change and delete.
+// apiAgentRoutes registers the agent registry API. Reads are public; the team
+// service lets only team members and admins create, change and delete.
 func (s *Server) apiAgentRoutes(g *echo.Group) {
 	g.GET("/agents", s.apiListAllAgents)
 	g.GET("/teams/:slug/agents", s.apiListTeamAgents)
@@ -74,7 +74,7 @@ func (s *Server) apiListAllAgents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	list, total, err := s.store.ListAllAgents(c.Request().Context(), page, perPage)
+	list, total, err := s.deps.Teams.ListAllAgents(c.Request().Context(), page, perPage)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (s *Server) apiListAllAgents(c echo.Context) error {
 
 // apiListTeamAgents lists a whole team registry in one page: teams hold few agents.
 func (s *Server) apiListTeamAgents(c echo.Context) error {
-	res, err := s.store.ListAgents(c.Request().Context(), c.Param("slug"))
+	res, err := s.deps.Teams.ListAgents(c.Request().Context(), c.Param("slug"))
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (s *Server) apiListTeamAgents(c echo.Context) error {
 }
 
 func (s *Server) apiShowAgent(c echo.Context) error {
-	a, err := s.store.AgentBySlug(c.Request().Context(), c.Param("slug"), c.Param("agent"))
+	a, err := s.deps.Teams.AgentBySlug(c.Request().Context(), c.Param("slug"), c.Param("agent"))
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (s *Server) apiCreateAgent(c echo.Context) error {
 	}
 	a := &models.Agent{}
 	agentPatchOf(&in).Apply(a)
-	if err := s.store.CreateAgent(c.Request().Context(), c.Param("slug"), a, in.Secrets); err != nil {
+	if err := s.deps.Teams.CreateAgent(c.Request().Context(), c.Param("slug"), a, in.Secrets); err != nil {
 		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/teams/"+a.Team.Slug+"/agents/"+a.Slug)
@@ -121,7 +121,7 @@ func (s *Server) apiPatchAgent(c echo.Context) error {
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	a, err := s.store.PatchAgent(c.Request().Context(), c.Param("slug"), c.Param("agent"), agentPatchOf(&in), in.Secrets, in.ClearSecrets)
+	a, err := s.deps.Teams.PatchAgent(c.Request().Context(), c.Param("slug"), c.Param("agent"), agentPatchOf(&in), in.Secrets, in.ClearSecrets)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (s *Server) apiPatchAgent(c echo.Context) error {
 }
 
 func (s *Server) apiDeleteAgent(c echo.Context) error {
-	if err := s.store.DeleteAgent(c.Request().Context(), c.Param("slug"), c.Param("agent")); err != nil {
+	if err := s.deps.Teams.DeleteAgent(c.Request().Context(), c.Param("slug"), c.Param("agent")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -35,7 +35,7 @@ func toAPITeam(t models.Team) api.Team {
 }
 
 func (s *Server) apiMe(c echo.Context) error {
-	acc, err := s.store.AccountOverview(c.Request().Context())
+	acc, err := s.deps.Teams.AccountOverview(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (s *Server) apiMe(c echo.Context) error {
 }
 
 func (s *Server) apiListTokens(c echo.Context) error {
-	list, err := s.store.ListAPITokens(c.Request().Context())
+	list, err := s.deps.Teams.ListAPITokens(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (s *Server) apiCreateToken(c echo.Context) error {
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	t, plain, err := s.store.CreateAPIToken(c.Request().Context(), in.Name)
+	t, plain, err := s.deps.Teams.CreateAPIToken(c.Request().Context(), in.Name)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func (s *Server) apiRevokeToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.store.RevokeAPIToken(c.Request().Context(), id)
+	t, err := s.deps.Teams.RevokeAPIToken(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (s *Server) apiListTeams(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	list, total, err := s.store.ListTeams(c.Request().Context(), page, perPage)
+	list, total, err := s.deps.Teams.ListTeams(c.Request().Context(), page, perPage)
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (s *Server) apiCreateTeam(c echo.Context) error {
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	t, err := s.store.CreateTeam(c.Request().Context(), in.Name, in.Slug, in.Description)
+	t, err := s.deps.Teams.CreateTeam(c.Request().Context(), in.Name, in.Slug, in.Description)
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (s *Server) apiCreateTeam(c echo.Context) error {
 }
 
 func (s *Server) apiShowTeam(c echo.Context) error {
-	d, err := s.store.TeamDetails(c.Request().Context(), c.Param("slug"))
+	d, err := s.deps.Teams.TeamDetails(c.Request().Context(), c.Param("slug"))
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (s *Server) apiCreateInvite(c echo.Context) error {
 			return err
 		}
 	}
-	d, token, err := s.store.CreateTeamInvite(c.Request().Context(), c.Param("slug"), in.Role)
+	d, token, err := s.deps.Teams.CreateTeamInvite(c.Request().Context(), c.Param("slug"), in.Role)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (s *Server) apiRemoveMember(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.RemoveTeamMember(c.Request().Context(), c.Param("slug"), userID); err != nil {
+	if err := s.deps.Teams.RemoveTeamMember(c.Request().Context(), c.Param("slug"), userID); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -53,8 +53,8 @@ func newBreakdownsFixture(t *testing.T) *breakdownsFixture {
 	f := &breakdownsFixture{runsFixture: newRunsFixture(t, runsOptions{}), attempts: map[int64][]int64{}}
 	db := f.b.db
 	script := `{"actions":[{"type":"stop","reason":"fixture"}]}`
-	require.NoError(t, db.CreateAgent(actorCtx(f.outsider), "other", &models.Agent{Name: "Rover", Kind: models.AgentReplay, Config: script}, nil))
-	require.NoError(t, db.CreateAgent(actorCtx(f.member), "lab", &models.Agent{Name: "Secretive", Kind: models.AgentReplay, Config: script}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.outsider), "other", &models.Agent{Name: "Rover", Kind: models.AgentReplay, Config: script}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.member), "lab", &models.Agent{Name: "Secretive", Kind: models.AgentReplay, Config: script}, nil))
 	const s, x, e = models.OutcomeSuccess, models.OutcomeFailure, models.OutcomeError
 	f.walker = f.gradedRun(t, f.member, "lab", "walker", "", []string{s, x, s, e}, 0.10, 3)
 	f.rover = f.gradedRun(t, f.outsider, "other", "rover", "", []string{s, s, x, s}, 0.40, 6)

@@ -13,25 +13,25 @@ import (
 
 	"proctor/api"
 	"proctor/models"
-	"proctor/storage"
 	"proctor/web"
 )
 
-// CandidateService queues hidden-tests runs of submitted candidate websites.
+// CandidateService is the candidate service: the form's tasks and
+// hidden-tests runs of submitted candidate websites.
 type CandidateService interface {
-	SubmitCandidates(ctx context.Context, req models.CandidateRunRequest) (*models.Run, error)
-}
-
-// CandidateStore is what the candidate submission pages read.
-type CandidateStore interface {
 	// CandidateTasks lists a hidden-tests benchmark's subsets and the tasks
 	// of one of them, for the form's rows.
-	CandidateTasks(ctx context.Context, benchmarkSlug, subset string) (*storage.CandidateTasks, error)
+	CandidateTasks(ctx context.Context, benchmarkSlug, subset string) (*models.CandidateTasks, error)
+	SubmitCandidates(ctx context.Context, req models.CandidateRunRequest) (*models.Run, error)
+	// Available reports whether this process can queue the hidden tests.
+	Available() bool
+	// RequireQueue is EUNAVAILABLE when it cannot.
+	RequireQueue() error
 }
 
 // candidateRoutes registers the candidate submission pages: signed-in
-// callers only (anonymous visits go to the login page); the store decides
-// who may submit for which team. The form posts to its own address, so that
+// callers only (anonymous visits go to the login page); the candidate service
+// decides who may submit for which team. The form posts to its own address, so that
 // a refusal re-rendered there reloads as the form, never as "Not found";
 // the older address it posted to still takes posts and sends a visit to
 // the form.
@@ -45,11 +45,6 @@ func (s *Server) candidateRoutes(e *echo.Echo) {
 // apiCandidateRoutes registers the candidate submission API.
 func (s *Server) apiCandidateRoutes(g *echo.Group) {
 	g.POST("/candidate-runs", s.apiSubmitCandidates)
-}
-
-// errNoCandidateQueue answers when this process cannot queue the hidden tests.
-func errNoCandidateQueue() error {
-	return models.Errorf(models.EUNAVAILABLE, "Candidates cannot be graded on this server right now: it has no queue. Try again later or ask an administrator.")
 }
 
 // newCandidates is the candidate form; ?agent= (team/agent) and ?subset=
@@ -74,7 +69,7 @@ func (s *Server) toCandidateForm(c echo.Context) error {
 // values and errors.
 func (s *Server) renderCandidateForm(c echo.Context, status int, subset string, f web.Form) error {
 	ctx := c.Request().Context()
-	tasks, err := s.store.CandidateTasks(ctx, pathParam(c, "slug"), subset)
+	tasks, err := s.deps.Candidates.CandidateTasks(ctx, pathParam(c, "slug"), subset)
 	if err != nil {
 		return err
 	}
@@ -84,7 +79,7 @@ func (s *Server) renderCandidateForm(c echo.Context, status int, subset string, 
 	}
 	v := web.CandidateFormView{
 		BenchmarkSlug: tasks.Benchmark.Slug, BenchmarkName: tasks.Benchmark.Name, Subset: tasks.Subset, Subsets: tasks.Subsets,
-		Tasks: tasks.Tasks, Agents: opts.Agents, Form: f, Available: s.deps.Candidates != nil,
+		Tasks: tasks.Tasks, Agents: opts.Agents, Form: f, Available: s.deps.Candidates.Available(),
 	}
 	return s.render(c, status, web.CandidateFormPage(s.page(c, "Submit candidates"), v))
 }
@@ -96,8 +91,8 @@ func (s *Server) renderCandidateForm(c echo.Context, status int, subset string, 
 // goes to the error page.
 func (s *Server) submitCandidates(c echo.Context) error {
 	f := candidateFormValues(c)
-	if s.deps.Candidates == nil {
-		return s.refuseCandidates(c, f, errNoCandidateQueue())
+	if err := s.deps.Candidates.RequireQueue(); err != nil {
+		return s.refuseCandidates(c, f, err)
 	}
 	req, err := candidateRequestFromForm(c, f)
 	if err == nil {
@@ -272,8 +267,8 @@ func withFieldErrors(f web.Form, err error) web.Form {
 // apiSubmitCandidates creates a candidate run from a JSON request and
 // answers 201 with it, like queuing a run.
 func (s *Server) apiSubmitCandidates(c echo.Context) error {
-	if s.deps.Candidates == nil {
-		return errNoCandidateQueue()
+	if err := s.deps.Candidates.RequireQueue(); err != nil {
+		return err
 	}
 	var req api.CandidateRunRequest
 	if err := bindJSON(c, &req); err != nil {

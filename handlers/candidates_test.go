@@ -21,7 +21,6 @@ import (
 	"proctor/importer"
 	"proctor/internal/evaltest"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/runner"
 	"proctor/service/servicetest"
 	"proctor/static"
@@ -52,14 +51,14 @@ func newCandidatesFixture(t *testing.T, withQueue bool) *candidatesFixture {
 	db := storagetest.OpenSQLite(t)
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(sealer, netguard.New(nil, nil)) // IP literals only: no DNS
+	db.UseAgentSecrets(sealer)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	deps := handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Static: static.Files(), Logger: logger}
+	deps := handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Static: static.Files(), Logger: logger, Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil)}
 	if withQueue {
 		r, err := runner.New(runner.Config{Evaluators: evaltest.Registry(), DB: db, Logger: logger,
 			AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} }})
 		require.NoError(t, err)
-		deps.Candidates = r
+		deps.Candidates = servicetest.Candidates(db, r.Jobs()) // IP literals only: no DNS
 	}
 	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, deps)
 	require.NoError(t, err)
@@ -74,7 +73,7 @@ func newCandidatesFixture(t *testing.T, withQueue bool) *candidatesFixture {
 	_, err = db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), "rebuilds", ds, "rebuilds.jsonl")
 	require.NoError(t, err)
 	require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "rebuilds").Updates(map[string]any{"evaluator": models.EvaluatorHiddenTests, "grades": models.GradesCandidates}).Error)
-	require.NoError(t, db.CreateAgent(actorCtx(f.member), "lab", &models.Agent{Name: "Builder", Kind: models.AgentUpload}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.member), "lab", &models.Agent{Name: "Builder", Kind: models.AgentUpload}, nil))
 	return f
 }
 
@@ -194,7 +193,7 @@ func TestCandidates_FormRoundTrip(t *testing.T) {
 		require.InDelta(t, 1.25, run.Cost, 1e-9)
 		require.Equal(t, 12, run.StepsSum)
 		require.EqualValues(t, 2, f.hiddenJobs(t, id), "one hidden-tests job per task")
-		list, err := db.HiddenCandidates(actorCtx(f.member), id)
+		list, err := servicetest.Candidates(db, nil).HiddenCandidates(actorCtx(f.member), id)
 		require.NoError(t, err)
 		require.Len(t, list, 2)
 		require.Equal(t, "http://93.184.216.34/shop", list[0].BaseURL)
@@ -398,11 +397,11 @@ func TestAuthz_Candidates(t *testing.T) {
 		decodeJSON(t, res, &out)
 		require.NoError(t, b.db.Gorm().Model(&models.Run{}).Where("id = ?", out.ID).Update("published", true).Error)
 		for name, c := range map[string]*client{"member": f.member, "admin": b.admin} {
-			list, err := b.db.HiddenCandidates(actorCtx(c), out.ID)
+			list, err := servicetest.Candidates(b.db, nil).HiddenCandidates(actorCtx(c), out.ID)
 			require.NoError(t, err, name)
 			require.Equal(t, "http://93.184.216.34/restart", list[0].RestartURL, name)
 		}
-		list, err := b.db.HiddenCandidates(actorCtx(f.outsider), out.ID)
+		list, err := servicetest.Candidates(b.db, nil).HiddenCandidates(actorCtx(f.outsider), out.ID)
 		require.NoError(t, err)
 		require.Equal(t, "http://93.184.216.34/shop", list[0].BaseURL)
 		require.Empty(t, list[0].RestartURL)

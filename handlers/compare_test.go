@@ -34,7 +34,7 @@ func newCompareFixture(t *testing.T) *compareFixture {
 	f := &compareFixture{runsFixture: newRunsFixture(t, runsOptions{}), attempts: map[int64][]int64{}}
 	db := f.b.db
 	importBench(t, f.b, "mini2")
-	require.NoError(t, db.CreateAgent(actorCtx(f.outsider), "other", &models.Agent{Name: "Theirs", Kind: models.AgentReplay, Config: `{"actions":[{"type":"stop","reason":"fixture"}]}`}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.outsider), "other", &models.Agent{Name: "Theirs", Kind: models.AgentReplay, Config: `{"actions":[{"type":"stop","reason":"fixture"}]}`}, nil))
 	queue := func(who *client, team, agent, bench string, published bool, verdicts ...string) int64 {
 		run, err := servicetest.QueueRun(actorCtx(who), db, models.RunRequest{TeamSlug: team, AgentSlug: agent, BenchmarkSlug: bench})
 		require.NoError(t, err)

@@ -19,7 +19,6 @@ import (
 	"proctor/handlers"
 	"proctor/internal/evaltest"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/storage"
@@ -40,8 +39,8 @@ func setup(t *testing.T) *testBundle {
 	db := storagetest.OpenSQLite(t)
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(sealer, netguard.New(nil, nil)) // tests use IP literals: no DNS
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Submissions: servicetest.Submissions(db),
+	db.UseAgentSecrets(sealer) // tests use IP literals: no DNS
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Submissions: servicetest.Submissions(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
 		Store: db, Static: static.Files(), Docs: docs.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)

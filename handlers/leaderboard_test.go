@@ -88,7 +88,7 @@ func (f *boardFixture) boardRun(t *testing.T, a boardAgent, published bool) *mod
 	}
 	agent := &models.Agent{Name: a.name, Kind: models.AgentReplay, Model: a.model, OpenSource: a.openSource,
 		Config: `{"actions":[{"type":"stop","reason":"fixture"}]}`}
-	require.NoError(t, db.CreateAgent(actorCtx(owner), a.team, agent, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(owner), a.team, agent, nil))
 	run, err := servicetest.QueueRun(actorCtx(owner), db, models.RunRequest{TeamSlug: a.team, AgentSlug: agent.Slug, BenchmarkSlug: "mini"})
 	require.NoError(t, err)
 	require.NoError(t, db.Gorm().Model(&models.Run{}).Where("id = ?", run.ID).Updates(map[string]any{

@@ -121,7 +121,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			if !ok || token == "" {
 				return models.Errorf(models.EUNAUTHORIZED, "Authorization must be \"Bearer <token>\".")
 			}
-			u, err := s.store.TokenUser(ctx, strings.TrimSpace(token))
+			u, err := s.deps.Teams.TokenUser(ctx, strings.TrimSpace(token))
 			if err != nil {
 				return err
 			}

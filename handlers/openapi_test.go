@@ -31,7 +31,6 @@ import (
 	"proctor/handlers"
 	"proctor/internal/evaltest"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/runner"
 	"proctor/service"
 	"proctor/service/servicetest"
@@ -548,7 +547,7 @@ func TestOpenAPI_SubmissionAnswersMatchDocument(t *testing.T) {
 	db := storagetest.OpenSQLite(t)
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(sealer, netguard.New(nil, nil))
+	db.UseAgentSecrets(sealer)
 	store, err := artifact.NewLocal(t.TempDir(), artifact.NewURLSigner([]byte(strings.Repeat("s", 32))), "")
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
@@ -557,7 +556,7 @@ func TestOpenAPI_SubmissionAnswersMatchDocument(t *testing.T) {
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 		Options:     runner.Options{Submissions: runner.SubmissionOptions{TempDir: t.TempDir()}}})
 	require.NoError(t, err)
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
 		Store: db, Artifacts: store, Static: static.Files(), Logger: logger,
 		Submissions: service.NewSubmissions(db, store, svc.Jobs(), service.SubmissionOptions{Limits: svc.SubmissionLimits()}),
 	})
@@ -568,7 +567,7 @@ func TestOpenAPI_SubmissionAnswersMatchDocument(t *testing.T) {
 	b.admin = b.newUser(t, "admin@example.org", true)
 	f := newAgentFixture(t, b)
 	importBench(t, b, "mini")
-	require.NoError(t, db.CreateAgent(actorCtx(f.member), "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.member), "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
 	member, outsider := withToken(t, b, f.member), withToken(t, b, f.outsider)
 	d := newDocChecker(t, b.anonymous(t))
 

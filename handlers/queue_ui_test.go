@@ -12,7 +12,6 @@ import (
 
 	"proctor/handlers"
 	"proctor/internal/evaltest"
-	"proctor/netguard"
 	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/storage/storagetest"
@@ -25,11 +24,11 @@ func setupQueueUI(t *testing.T) *testBundle {
 	db := storagetest.OpenSQLite(t)
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(sealer, netguard.New(nil, nil))
+	db.UseAgentSecrets(sealer)
 	stub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "queue ui "+r.Method+" "+r.URL.Path)
 	})
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
 		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		QueueUI: stub,
 	})

@@ -84,7 +84,7 @@ func (s *Server) listRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	teams, err := s.store.MemberTeams(c.Request().Context())
+	teams, err := s.deps.Teams.MemberTeams(c.Request().Context())
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,6 @@ import (
 	"proctor/handlers"
 	"proctor/internal/evaltest"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/service"
 	"proctor/service/servicetest"
 	"proctor/static"
@@ -56,12 +55,12 @@ func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
 	db := storagetest.OpenSQLite(t)
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(sealer, netguard.New(nil, nil))
+	db.UseAgentSecrets(sealer)
 	signer := artifact.NewURLSigner([]byte(strings.Repeat("s", 32)))
 	store, err := artifact.NewLocal(t.TempDir(), signer, "")
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
-	deps := handlers.Deps{Evaluators: evaltest.Registry(), Benchmarks: servicetest.Benchmarks(db), Submissions: servicetest.Submissions(db),
+	deps := handlers.Deps{Evaluators: evaltest.Registry(), Benchmarks: servicetest.Benchmarks(db), Submissions: servicetest.Submissions(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
 		Store: db, Artifacts: store, ArtifactHandler: artifact.NewLocalHandler(store, signer), ArtifactURLs: store,
 		Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
@@ -78,8 +77,8 @@ func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
 	b.admin = b.newUser(t, "admin@example.org", true)
 	f := &runsFixture{agentFixture: newAgentFixture(t, b), store: store, sys: models.WithActor(context.Background(), models.SystemActor())}
 	importBench(t, b, "mini")
-	require.NoError(t, db.CreateAgent(actorCtx(f.member), "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay, Config: `{"actions":[{"type":"stop","reason":"fixture"}]}`}, nil))
-	require.NoError(t, db.CreateAgent(actorCtx(f.member), "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.member), "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay, Config: `{"actions":[{"type":"stop","reason":"fixture"}]}`}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.member), "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
 	return f
 }
 

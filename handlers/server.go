@@ -65,14 +65,17 @@ type Deps struct {
 	Runs RunService
 	// Benchmarks is the benchmark service (service.Benchmarks).
 	Benchmarks BenchmarkService
+	// Teams is the team service: teams, memberships, API tokens and agents.
+	Teams TeamsService
 	// Submissions is the submission portal's service; without a queue it
 	// lists submissions and answers 503 to the rest.
 	Submissions SubmissionService
 	// StudyJudging runs agreement studies' judge configurations; nil when
 	// this process has no queue (judging answers 503).
 	StudyJudging StudyJudging
-	// Candidates queues hidden-tests runs of submitted candidate websites;
-	// nil when this process has no queue (submitting answers 503).
+	// Candidates is the candidate service: the candidate form and
+	// hidden-tests runs of submitted candidate websites (submitting answers
+	// 503 when it has no queue).
 	Candidates CandidateService
 	// QueueUI is River UI built for QueueUIPrefix, the admins' view of the job
 	// queue; nil answers 503 there.
@@ -87,14 +90,11 @@ type Deps struct {
 type Store interface {
 	Pinger
 	AccountStore
-	TeamStore
 	TokenStore
-	AgentStore
 	LeaderboardStore
 	ModerationStore
 	SubmissionStore
 	StudyStore
-	CandidateStore
 }
 
 // isUpload reports whether a request is an upload POST, which skips the global

@@ -20,7 +20,6 @@ import (
 	"proctor/handlers"
 	"proctor/internal/evaltest"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/runner"
 	"proctor/service/servicetest"
 	"proctor/static"
@@ -90,16 +89,16 @@ func newStudyPagesFixture(t *testing.T) *studyPagesFixture {
 	db := storagetest.OpenSQLite(t)
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(sealer, netguard.New(nil, nil))
+	db.UseAgentSecrets(sealer)
 	judging := &fakeStudyJudging{store: db}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
 		Store: db, Static: static.Files(), Logger: logger, StudyJudging: judging,
 	})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	plain, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Static: static.Files(), Logger: logger})
+	plain, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Static: static.Files(), Logger: logger, Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil)})
 	require.NoError(t, err)
 	noJudging := httptest.NewServer(plain)
 	t.Cleanup(noJudging.Close)
@@ -109,8 +108,8 @@ func newStudyPagesFixture(t *testing.T) *studyPagesFixture {
 	rf := &runsFixture{agentFixture: newAgentFixture(t, b), sys: models.WithActor(context.Background(), models.SystemActor())}
 	importBench(t, b, "mini")
 	script := `{"actions":[{"type":"stop","reason":"fixture"}]}`
-	require.NoError(t, db.CreateAgent(actorCtx(rf.member), "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay, Config: script}, nil))
-	require.NoError(t, db.CreateAgent(actorCtx(rf.outsider), "other", &models.Agent{Name: "Rover", Kind: models.AgentReplay, Config: script}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(rf.member), "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay, Config: script}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(rf.outsider), "other", &models.Agent{Name: "Rover", Kind: models.AgentReplay, Config: script}, nil))
 	bf := &breakdownsFixture{runsFixture: rf, attempts: map[int64][]int64{}}
 	const s, x, e = models.OutcomeSuccess, models.OutcomeFailure, models.OutcomeError
 	bf.walker = bf.gradedRun(t, rf.member, "lab", "walker", "", []string{s, x, s, e}, 0.10, 3)

@@ -30,7 +30,6 @@ import (
 	"proctor/handlers"
 	"proctor/internal/evaltest"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/runner"
 	"proctor/service"
 	"proctor/service/servicetest"
@@ -61,13 +60,13 @@ func newSubsFixture(t *testing.T, opts subsOptions) *subsFixture {
 	db := storagetest.OpenSQLite(t)
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(sealer, netguard.New(nil, nil))
+	db.UseAgentSecrets(sealer)
 	signer := artifact.NewURLSigner([]byte(strings.Repeat("s", 32)))
 	store, err := artifact.NewLocal(t.TempDir(), signer, "")
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	deps := handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db),
+	deps := handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
 		Store: db, Artifacts: store, ArtifactHandler: artifact.NewLocalHandler(store, signer), ArtifactURLs: store,
 		Static: static.Files(), Logger: logger,
 	}
@@ -108,7 +107,7 @@ func newSubsFixture(t *testing.T, opts subsOptions) *subsFixture {
 	b.admin = b.newUser(t, "admin@example.org", true)
 	f.agentFixture = newAgentFixture(t, b)
 	importBench(t, b, "mini")
-	require.NoError(t, db.CreateAgent(actorCtx(f.member), "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.member), "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
 	return f
 }
 

@@ -11,8 +11,9 @@ import (
 	"proctor/web"
 )
 
-// TeamStore is what the team pages and the team API need from storage.
-type TeamStore interface {
+// TeamService is what the team pages and the team API need from the team
+// service.
+type TeamService interface {
 	ListTeams(ctx context.Context, page, perPage int) ([]models.TeamSummary, int, error)
 	MemberTeams(ctx context.Context) ([]models.Team, error)
 	CreateTeam(ctx context.Context, name, slug, description string) (*models.Team, error)
@@ -25,8 +26,8 @@ type TeamStore interface {
 	SetTeamMemberRole(ctx context.Context, slug string, userID int64, role string) error
 }
 
-// teamRoutes registers the team pages. Team pages are public; the store decides
-// who may act (owners and admins manage, members leave).
+// teamRoutes registers the team pages. Team pages are public; the team service
+// decides who may act (owners and admins manage, members leave).
 func (s *Server) teamRoutes(e *echo.Echo) {
 	e.GET("/teams", s.listTeams)
 	e.POST("/teams", s.createTeam, requireUser)
@@ -49,7 +50,7 @@ func (s *Server) renderTeams(c echo.Context, status int, f web.Form) error {
 	if err != nil {
 		return err
 	}
-	list, total, err := s.store.ListTeams(c.Request().Context(), page, perPage)
+	list, total, err := s.deps.Teams.ListTeams(c.Request().Context(), page, perPage)
 	if err != nil {
 		return err
 	}
@@ -61,7 +62,7 @@ func (s *Server) renderTeams(c echo.Context, status int, f web.Form) error {
 }
 
 func (s *Server) createTeam(c echo.Context) error {
-	t, err := s.store.CreateTeam(c.Request().Context(), c.FormValue("name"), c.FormValue("slug"), c.FormValue("description"))
+	t, err := s.deps.Teams.CreateTeam(c.Request().Context(), c.FormValue("name"), c.FormValue("slug"), c.FormValue("description"))
 	if err != nil {
 		switch models.ErrorCode(err) {
 		case models.EINVALID, models.ECONFLICT:
@@ -78,7 +79,7 @@ func (s *Server) showTeam(c echo.Context) error {
 
 // renderTeam renders a team's page with f carrying a refused action's error.
 func (s *Server) renderTeam(c echo.Context, status int, f web.Form) error {
-	d, err := s.store.TeamDetails(c.Request().Context(), c.Param("slug"))
+	d, err := s.deps.Teams.TeamDetails(c.Request().Context(), c.Param("slug"))
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func (s *Server) teamActionError(c echo.Context, err error) error {
 
 // createInvite answers with the page that shows the invitation link, once.
 func (s *Server) createInvite(c echo.Context) error {
-	d, token, err := s.store.CreateTeamInvite(c.Request().Context(), c.Param("slug"), c.FormValue("role"))
+	d, token, err := s.deps.Teams.CreateTeamInvite(c.Request().Context(), c.Param("slug"), c.FormValue("role"))
 	if err != nil {
 		return s.teamActionError(c, err)
 	}
@@ -120,7 +121,7 @@ func (s *Server) inviteURL(c echo.Context, token string) string {
 
 func (s *Server) leaveTeam(c echo.Context) error {
 	slug := c.Param("slug")
-	if err := s.store.LeaveTeam(c.Request().Context(), slug); err != nil {
+	if err := s.deps.Teams.LeaveTeam(c.Request().Context(), slug); err != nil {
 		return s.teamActionError(c, err)
 	}
 	return redirect(c, "/teams/"+url.PathEscape(slug)+"?notice=saved")
@@ -132,7 +133,7 @@ func (s *Server) removeMember(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.RemoveTeamMember(c.Request().Context(), slug, userID); err != nil {
+	if err := s.deps.Teams.RemoveTeamMember(c.Request().Context(), slug, userID); err != nil {
 		return s.teamActionError(c, err)
 	}
 	return redirect(c, "/teams/"+url.PathEscape(slug)+"?notice=saved")
@@ -144,7 +145,7 @@ func (s *Server) changeMemberRole(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.SetTeamMemberRole(c.Request().Context(), slug, userID, c.FormValue("role")); err != nil {
+	if err := s.deps.Teams.SetTeamMemberRole(c.Request().Context(), slug, userID, c.FormValue("role")); err != nil {
 		return s.teamActionError(c, err)
 	}
 	return redirect(c, "/teams/"+url.PathEscape(slug)+"?notice=saved")
@@ -152,7 +153,7 @@ func (s *Server) changeMemberRole(c echo.Context) error {
 
 func (s *Server) showInvite(c echo.Context) error {
 	token := c.Param("token")
-	d, err := s.store.InviteByToken(c.Request().Context(), token)
+	d, err := s.deps.Teams.InviteByToken(c.Request().Context(), token)
 	if err != nil {
 		return err
 	}
@@ -161,7 +162,7 @@ func (s *Server) showInvite(c echo.Context) error {
 }
 
 func (s *Server) acceptInvite(c echo.Context) error {
-	t, err := s.store.AcceptTeamInvite(c.Request().Context(), c.Param("token"))
+	t, err := s.deps.Teams.AcceptTeamInvite(c.Request().Context(), c.Param("token"))
 	if err != nil {
 		return err
 	}

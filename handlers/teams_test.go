@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 )
 
 var invitePattern = regexp.MustCompile(`/invites/(inv_[A-Za-z0-9_-]{43})`)
@@ -30,15 +31,15 @@ type teamFixture struct {
 // newTeamFixture creates a team owned by owner with member in it.
 func newTeamFixture(t *testing.T, b *testBundle, owner, member *client, n int64) teamFixture {
 	t.Helper()
-	team, err := b.db.CreateTeam(actorCtx(owner), fmt.Sprintf("Fixture %d", n), "", "")
+	team, err := servicetest.Teams(b.db).CreateTeam(actorCtx(owner), fmt.Sprintf("Fixture %d", n), "", "")
 	require.NoError(t, err)
-	_, join, err := b.db.CreateTeamInvite(actorCtx(owner), team.Slug, models.RoleMember)
+	_, join, err := servicetest.Teams(b.db).CreateTeamInvite(actorCtx(owner), team.Slug, models.RoleMember)
 	require.NoError(t, err)
-	_, err = b.db.AcceptTeamInvite(actorCtx(member), join)
+	_, err = servicetest.Teams(b.db).AcceptTeamInvite(actorCtx(member), join)
 	require.NoError(t, err)
-	_, invite, err := b.db.CreateTeamInvite(actorCtx(owner), team.Slug, models.RoleMember)
+	_, invite, err := servicetest.Teams(b.db).CreateTeamInvite(actorCtx(owner), team.Slug, models.RoleMember)
 	require.NoError(t, err)
-	tok, _, err := b.db.CreateAPIToken(actorCtx(member), fmt.Sprintf("fixture %d", n))
+	tok, _, err := servicetest.Teams(b.db).CreateAPIToken(actorCtx(member), fmt.Sprintf("fixture %d", n))
 	require.NoError(t, err)
 	return teamFixture{slug: team.Slug, memberID: member.user.ID, invite: invite, tokenID: tok.ID}
 }
@@ -57,7 +58,7 @@ func TestAuthz_Teams(t *testing.T) {
 	owner := b.newUser(t, "owner@example.org", false)
 	member := b.newUser(t, "member@example.org", false)
 	outsider := b.newUser(t, "outsider@example.org", false)
-	_, err := b.db.CreateTeam(actorCtx(outsider), "Elsewhere", "", "")
+	_, err := servicetest.Teams(b.db).CreateTeam(actorCtx(outsider), "Elsewhere", "", "")
 	require.NoError(t, err)
 	clients := map[string]*client{
 		"anonymous": b.anonymous(t), "member": member, "owner": owner, "outsider": outsider, "admin": b.admin,
@@ -225,7 +226,7 @@ func TestTeams(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, outsider.get("/invites/inv_nope").StatusCode)
 	})
 	t.Run("ExpiredInvite", func(t *testing.T) {
-		d, plain, err := b.db.CreateTeamInvite(actorCtx(owner), "browser-bots", models.RoleMember)
+		d, plain, err := servicetest.Teams(b.db).CreateTeamInvite(actorCtx(owner), "browser-bots", models.RoleMember)
 		require.NoError(t, err)
 		require.NoError(t, b.db.Gorm().Model(&d.Invite).Update("expires_at", time.Now().UTC().Add(-time.Minute)).Error)
 		res := outsider.get("/invites/" + plain)
@@ -334,7 +335,7 @@ func TestAPI_Teams(t *testing.T) {
 		m := invitePattern.FindStringSubmatch(inv.URL)
 		require.NotNil(t, m, inv.URL)
 		require.True(t, strings.HasPrefix(inv.URL, b.srv.URL+"/invites/"))
-		_, err := b.db.AcceptTeamInvite(actorCtx(member), m[1])
+		_, err := servicetest.Teams(b.db).AcceptTeamInvite(actorCtx(member), m[1])
 		require.NoError(t, err)
 
 		res = owner.api(http.MethodPost, "/api/v1/teams/zeta-agents/invites", map[string]string{"role": "owner"})
@@ -343,7 +344,7 @@ func TestAPI_Teams(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, res.StatusCode)
 	})
 	t.Run("List", func(t *testing.T) {
-		_, err := b.db.CreateTeam(actorCtx(outsider), "Alpha", "", "")
+		_, err := servicetest.Teams(b.db).CreateTeam(actorCtx(outsider), "Alpha", "", "")
 		require.NoError(t, err)
 		res := outsider.api(http.MethodGet, "/api/v1/teams?per_page=1", nil)
 		require.Equal(t, http.StatusOK, res.StatusCode)

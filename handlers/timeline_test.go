@@ -28,7 +28,6 @@ import (
 	"proctor/importer"
 	"proctor/internal/evaltest"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/storage/artifact"
@@ -633,12 +632,12 @@ func BenchmarkTimeline200Steps(b *testing.B) {
 	db := storagetest.OpenSQLite(b)
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(b, err)
-	db.UseAgentDeps(sealer, netguard.New(nil, nil))
+	db.UseAgentSecrets(sealer)
 	signer := artifact.NewURLSigner([]byte(strings.Repeat("s", 32)))
 	store, err := artifact.NewLocal(b.TempDir(), signer, "")
 	require.NoError(b, err)
 	b.Cleanup(func() { store.Close() })
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
 		Store: db, Artifacts: store, ArtifactHandler: artifact.NewLocalHandler(store, signer), ArtifactURLs: store,
 		Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -655,9 +654,9 @@ func BenchmarkTimeline200Steps(b *testing.B) {
 	owner, err := db.CreateUser(context.Background(), "owner@bench.test", "owner", "correct horse battery", false)
 	require.NoError(b, err)
 	ownerCtx := models.WithActor(context.Background(), models.Actor{UserID: owner.ID, Email: owner.Email})
-	_, err = db.CreateTeam(ownerCtx, "Lab", "lab", "")
+	_, err = servicetest.Teams(db).CreateTeam(ownerCtx, "Lab", "lab", "")
 	require.NoError(b, err)
-	require.NoError(b, db.CreateAgent(ownerCtx, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay, Config: `{"actions":[{"type":"stop"}]}`}, nil))
+	require.NoError(b, servicetest.CreateAgent(db, ownerCtx, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay, Config: `{"actions":[{"type":"stop"}]}`}, nil))
 	run, err := servicetest.QueueRun(ownerCtx, db, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini"})
 	require.NoError(b, err)
 	require.NoError(b, db.Gorm().Model(&models.Run{}).Where("id = ?", run.ID).Update("published", true).Error)

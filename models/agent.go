@@ -42,7 +42,7 @@ type Agent struct {
 	UpdatedAt         time.Time
 
 	Team *Team `gorm:"foreignKey:TeamID"`
-	// CanManage is set by storage when the caller may edit the agent (a member of
+	// CanManage is set by the team service when the caller may edit the agent (a member of
 	// its team or an admin); the endpoint URL is blanked for everyone else.
 	CanManage bool `gorm:"-"`
 }

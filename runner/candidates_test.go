@@ -16,8 +16,8 @@ import (
 	"proctor/internal/evaltest"
 	"proctor/migrations"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/runner"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 	"proctor/vault"
@@ -39,7 +39,7 @@ func TestRunner_SubmitCandidates(t *testing.T) {
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 		require.NoError(t, err)
-		db.UseAgentDeps(sealer, netguard.New(nil, nil))
+		db.UseAgentSecrets(sealer)
 		r, err := runner.New(runner.Config{Evaluators: evaltest.Registry(),
 			DB: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
@@ -55,14 +55,15 @@ func TestRunner_SubmitCandidates(t *testing.T) {
 		u, err := db.CreateUser(ctx, "builder@example.org", "Builder", "correct horse battery", false)
 		require.NoError(t, err)
 		member := models.WithActor(ctx, models.Actor{UserID: u.ID, Email: u.Email})
-		_, err = db.CreateTeam(member, "Lab", "lab", "")
+		_, err = servicetest.Teams(db).CreateTeam(member, "Lab", "lab", "")
 		require.NoError(t, err)
-		require.NoError(t, db.CreateAgent(member, "lab", &models.Agent{Name: "Builder", Kind: models.AgentUpload}, nil))
+		require.NoError(t, servicetest.CreateAgent(db, member, "lab", &models.Agent{Name: "Builder", Kind: models.AgentUpload}, nil))
 
 		req := models.CandidateRunRequest{TeamSlug: "lab", AgentSlug: "builder", BenchmarkSlug: "rebuilds", Candidates: []models.CandidateSpec{
 			{TaskID: "r1", BaseURL: "http://93.184.216.34/shop"}, {TaskID: "r2", BaseURL: "http://93.184.216.34/forum"},
 		}}
-		run, err := r.SubmitCandidates(member, req)
+		candidates := servicetest.Candidates(db, r.Jobs())
+		run, err := candidates.SubmitCandidates(member, req)
 		require.NoError(t, err)
 		var attempts []int64
 		require.NoError(t, db.Gorm().Model(&models.Attempt{}).Where("run_id = ?", run.ID).Order("id").Pluck("id", &attempts).Error)
@@ -73,7 +74,7 @@ func TestRunner_SubmitCandidates(t *testing.T) {
 		}
 
 		req.Candidates[1].BaseURL = "http://127.0.0.1/forum"
-		_, err = r.SubmitCandidates(member, req)
+		_, err = candidates.SubmitCandidates(member, req)
 		require.Equal(t, "candidates[1].base_url", models.ErrorField(err))
 		require.Len(t, hiddenTestsJobs(t, db), 2, "a refused submission queues nothing")
 	})

@@ -22,9 +22,9 @@ import (
 	"proctor/internal/evaltest"
 	"proctor/migrations"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/runner"
 	"proctor/sandbox"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 	"proctor/vault"
@@ -55,7 +55,7 @@ func setupFaulty(t *testing.T, db *storage.DB, opts runner.Options) *faultyBundl
 	// The same key as setupRun's vault, so secrets sealed there still open.
 	v, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(v, netguard.New([]string{"127.0.0.1"}, nil))
+	db.UseAgentSecrets(v)
 
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), []importer.SubsetFile{
 		{Name: subsetOne, R: strings.NewReader(`{"description": "one shop task", "task_ids": ["shop-keyboard-price"]}`)},
@@ -156,7 +156,7 @@ func (f *faultyBundle) addAgentWithSecrets(t *testing.T, name string, secrets ma
 	}))
 	t.Cleanup(srv.Close)
 	ag := &models.Agent{Name: name, Kind: models.AgentHTTP, EndpointURL: srv.URL + "/step", Config: `{"screenshot": false}`}
-	require.NoError(t, f.db.CreateAgent(f.member, "lab", ag, secrets))
+	require.NoError(t, servicetest.CreateAgent(f.db, f.member, "lab", ag, secrets))
 	a.slug = ag.Slug
 	return a
 }

@@ -37,6 +37,8 @@ import (
 	"proctor/runner/episode"
 	"proctor/runner/hidden"
 	"proctor/sandbox"
+	"proctor/service"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/storage/storagetest"
@@ -227,6 +229,7 @@ type hiddenBundle struct {
 	jobs      *river.Client[*sql.Tx]
 	member    context.Context
 	system    context.Context
+	guard     service.HostGuard // the candidates' SSRF guard: 127.0.0.1 allowed
 	taskID    int64
 	versionID int64
 	teamID    int64
@@ -263,7 +266,7 @@ func setupHidden(t *testing.T, db *storage.DB, browser episode.BrowserOptions, s
 	v, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
 	guard := netguard.New([]string{"127.0.0.1"}, nil)
-	db.UseAgentDeps(v, guard)
+	db.UseAgentSecrets(v)
 
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(hiddenBenchmarkFile(t, suite, caps)), nil)
 	require.NoError(t, err)
@@ -276,11 +279,11 @@ func setupHidden(t *testing.T, db *storage.DB, browser episode.BrowserOptions, s
 	u, err := db.CreateUser(ctx, "builder@example.org", "Builder", "correct horse battery", false)
 	require.NoError(t, err)
 	h.member = models.WithActor(ctx, models.Actor{UserID: u.ID, Email: u.Email})
-	team, err := db.CreateTeam(h.member, "Builders", "builders", "")
+	team, err := servicetest.Teams(db).CreateTeam(h.member, "Builders", "builders", "")
 	require.NoError(t, err)
 	agent := &models.Agent{Name: "Site builder", Kind: models.AgentUpload}
-	require.NoError(t, db.CreateAgent(h.member, "builders", agent, nil))
-	h.teamID, h.agentID = team.ID, agent.ID
+	require.NoError(t, servicetest.CreateAgent(db, h.member, "builders", agent, nil))
+	h.teamID, h.agentID, h.guard = team.ID, agent.ID, guard
 
 	h.artifacts, err = artifact.NewLocal(filepath.Join(t.TempDir(), "artifacts"), artifact.NewURLSigner([]byte(strings.Repeat("s", 32))), "http://proctor.test")
 	require.NoError(t, err)
@@ -342,7 +345,7 @@ func (h *hiddenBundle) submit(t *testing.T, cand models.HiddenCandidate) (int64,
 	t.Helper()
 	spec := submitted
 	spec.TaskID, spec.BaseURL, spec.RestartURL, spec.HealthURL = "shop-rebuild", cand.BaseURL, cand.RestartURL, cand.HealthURL
-	run, err := h.runner.SubmitCandidates(h.member, models.CandidateRunRequest{
+	run, err := service.NewCandidates(h.db, h.runner.Jobs(), h.guard, service.CandidateOptions{}).SubmitCandidates(h.member, models.CandidateRunRequest{
 		TeamSlug: "builders", AgentSlug: "site-builder", BenchmarkSlug: hiddenBenchmarkSlug, Candidates: []models.CandidateSpec{spec},
 	})
 	require.NoError(t, err)

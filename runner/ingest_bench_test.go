@@ -27,10 +27,10 @@ import (
 	"proctor/importer"
 	"proctor/internal/evaltest"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/runner"
 	"proctor/sandbox"
 	"proctor/service"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/vault"
@@ -255,7 +255,7 @@ func benchTeam(ctx context.Context, db *storage.DB) (context.Context, error) {
 	if err != nil {
 		return nil, err
 	}
-	db.UseAgentDeps(v, netguard.New(nil, nil))
+	db.UseAgentSecrets(v)
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
 	if err != nil {
 		return nil, err
@@ -268,10 +268,10 @@ func benchTeam(ctx context.Context, db *storage.DB) (context.Context, error) {
 		return nil, err
 	}
 	member := models.WithActor(ctx, models.Actor{UserID: u.ID, Email: u.Email, Name: u.Name})
-	if _, err := db.CreateTeam(member, "Bench", "bench", ""); err != nil {
+	if _, err := servicetest.Teams(db).CreateTeam(member, "Bench", "bench", ""); err != nil {
 		return nil, err
 	}
-	return member, db.CreateAgent(member, "bench", &models.Agent{Name: "Navigator", Model: "bench-model", Kind: models.AgentUpload}, nil)
+	return member, servicetest.CreateAgent(db, member, "bench", &models.Agent{Name: "Navigator", Model: "bench-model", Kind: models.AgentUpload}, nil)
 }
 
 // waitSubmission polls until the submission reaches want, or fails when it

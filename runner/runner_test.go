@@ -21,11 +21,11 @@ import (
 	"proctor/internal/evaltest"
 	"proctor/internal/testenv"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/runner"
 	"proctor/runner/episode"
 	"proctor/sandbox"
 	"proctor/service"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/storage/storagetest"
@@ -74,7 +74,7 @@ func setupRunFrom(t *testing.T, db *storage.DB, episodes int, judges runner.Judg
 	system := models.WithActor(ctx, models.SystemActor())
 	v, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(v, netguard.New(nil, nil))
+	db.UseAgentSecrets(v)
 
 	box := sandbox.New(sandbox.Options{})
 	srv := httptest.NewServer(box)
@@ -92,9 +92,9 @@ func setupRunFrom(t *testing.T, db *storage.DB, episodes int, judges runner.Judg
 	u, err := db.CreateUser(ctx, "runner@example.org", "Runner", "correct horse battery", false)
 	require.NoError(t, err)
 	member := models.WithActor(ctx, models.Actor{UserID: u.ID, Email: u.Email})
-	_, err = db.CreateTeam(member, "Lab", "lab", "")
+	_, err = servicetest.Teams(db).CreateTeam(member, "Lab", "lab", "")
 	require.NoError(t, err)
-	require.NoError(t, db.CreateAgent(member, "lab", &models.Agent{Name: "Replayer", Kind: models.AgentReplay}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, member, "lab", &models.Agent{Name: "Replayer", Kind: models.AgentReplay}, nil))
 
 	store, err := artifact.NewLocal(filepath.Join(t.TempDir(), "artifacts"), artifact.NewURLSigner([]byte(strings.Repeat("s", 32))), "http://proctor.test")
 	require.NoError(t, err)

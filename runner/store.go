@@ -21,7 +21,6 @@ type Store interface {
 	HiddenTestStore
 	SubmissionJobStore
 	StudyJobStore
-	CandidateStore
 	service.MetricsStore
 }
 
@@ -94,9 +93,4 @@ type StudyJobStore interface {
 	StudyJudgeWork(ctx context.Context, studyID int64, judge string) ([]models.StudyItem, error)
 	StudyOverview(ctx context.Context, id int64) (*models.StudyView, error)
 	StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyVerdict, error)
-}
-
-// CandidateStore queues hidden-tests runs of candidate websites.
-type CandidateStore interface {
-	SubmitCandidates(ctx context.Context, req models.CandidateRunRequest, dailyQuota int, enqueue func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error) (*models.Run, error)
 }

@@ -32,10 +32,10 @@ import (
 	"proctor/internal/evaltest"
 	"proctor/internal/testenv"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/runner"
 	"proctor/sandbox"
 	"proctor/service"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/storage/storagetest"
@@ -147,7 +147,7 @@ func newPortal(t *testing.T, db *storage.DB, ps portalStore, opts portalOptions)
 	system := models.WithActor(ctx, models.SystemActor())
 	v, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(v, netguard.New(nil, nil))
+	db.UseAgentSecrets(v)
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
 	require.NoError(t, err)
 	_, err = db.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl")
@@ -160,10 +160,10 @@ func newPortal(t *testing.T, db *storage.DB, ps portalStore, opts portalOptions)
 	}
 	p := &portal{db: db, member: user("member@portal.test", false), outsider: user("outsider@portal.test", false),
 		admin: user("admin@portal.test", true), system: system}
-	_, err = db.CreateTeam(p.member, "Lab", "lab", "")
+	_, err = servicetest.Teams(db).CreateTeam(p.member, "Lab", "lab", "")
 	require.NoError(t, err)
-	require.NoError(t, db.CreateAgent(p.member, "lab", &models.Agent{Name: "Navigator", Model: "local-model", Kind: models.AgentUpload}, nil))
-	_, err = db.CreateTeam(p.outsider, "Other", "other", "")
+	require.NoError(t, servicetest.CreateAgent(db, p.member, "lab", &models.Agent{Name: "Navigator", Model: "local-model", Kind: models.AgentUpload}, nil))
+	_, err = servicetest.Teams(db).CreateTeam(p.outsider, "Other", "other", "")
 	require.NoError(t, err)
 
 	store, dir := ps.open(t)

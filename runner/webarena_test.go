@@ -26,6 +26,7 @@ import (
 	"proctor/models"
 	"proctor/runner"
 	"proctor/sandbox"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -188,8 +189,8 @@ func TestRunner_WebArenaOnSandbox(t *testing.T) {
 
 		right := &models.Agent{Name: "Keyboard Shopper", Kind: models.AgentReplay, Config: shopperScript(t, "keyboard", "mech-keyboard", "$79.00")}
 		wrong := &models.Agent{Name: "Mouse Shopper", Kind: models.AgentReplay, Config: shopperScript(t, "mouse", "wireless-mouse", "$24.99")}
-		require.NoError(t, db.CreateAgent(b.member, "lab", right, nil))
-		require.NoError(t, db.CreateAgent(b.member, "lab", wrong, nil))
+		require.NoError(t, servicetest.CreateAgent(db, b.member, "lab", right, nil))
+		require.NoError(t, servicetest.CreateAgent(db, b.member, "lab", wrong, nil))
 
 		type agentCase struct {
 			agent   *models.Agent

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/service"
 	"proctor/service/servicetest"
 	"proctor/storage"
@@ -38,7 +37,7 @@ func newBenchSvcFixture(t *testing.T, db *storage.DB) *benchSvcFixture {
 	t.Helper()
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(sealer, netguard.New(nil, nil))
+	db.UseAgentSecrets(sealer)
 	f := &benchSvcFixture{db: db, svc: servicetest.Benchmarks(db), anon: context.Background(),
 		system: models.WithActor(context.Background(), models.SystemActor())}
 	user := func(email string, admin bool) context.Context {
@@ -47,9 +46,9 @@ func newBenchSvcFixture(t *testing.T, db *storage.DB) *benchSvcFixture {
 		return models.WithActor(context.Background(), models.Actor{UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin})
 	}
 	f.member, f.other, f.admin = user("member@bench.test", false), user("other@bench.test", false), user("admin@bench.test", true)
-	_, err = db.CreateTeam(f.member, "Lab", "lab", "")
+	_, err = servicetest.CreateTeam(db, f.member, "Lab", "lab", "")
 	require.NoError(t, err)
-	_, err = db.CreateTeam(f.other, "Other", "other", "")
+	_, err = servicetest.CreateTeam(db, f.other, "Other", "other", "")
 	require.NoError(t, err)
 	for _, slug := range []string{"shop", "draft", "verified"} {
 		_, err := f.svc.Import(f.admin, f.request(slug, benchSvcFile))

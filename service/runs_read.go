@@ -2,7 +2,9 @@ package service
 
 import (
 	"context"
+	"strings"
 
+	"proctor/hiddentest"
 	"proctor/models"
 	"proctor/stats"
 	"proctor/storage"
@@ -23,8 +25,8 @@ type RunReadStore interface {
 	AttemptTimeline(ctx context.Context, attemptID int64) (*models.Timeline, error)
 	AttemptSteps(ctx context.Context, attemptID int64) (*models.AttemptSteps, error)
 	AttemptExpectedAnswer(ctx context.Context, attemptID int64) (*models.ExpectedAnswer, error)
-	AttemptHiddenTests(ctx context.Context, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, error)
-	AttemptHiddenTest(ctx context.Context, attemptID int64, testID string) (*models.AttemptHiddenTest, error)
+	AttemptHiddenTests(ctx context.Context, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, string, error)
+	AttemptHiddenTest(ctx context.Context, attemptID int64, testID string) (*models.AttemptHiddenTest, string, error)
 	CompareSource(ctx context.Context, ids []int64) (*storage.CompareSource, error)
 	BreakdownBoard(ctx context.Context, bq models.BreakdownQuery, withheld storage.Withheld) (*models.BreakdownBoard, error)
 	TaskMatrix(ctx context.Context, bq models.BreakdownQuery, withheld storage.Withheld) (*models.TaskMatrix, error)
@@ -209,12 +211,16 @@ func (s *Runs) AttemptExpectedAnswer(ctx context.Context, attemptID int64) (*mod
 // AttemptHiddenTests returns an attempt's hidden-test browser; EFORBIDDEN for
 // an annotator of a blind study over its run's attempts.
 func (s *Runs) AttemptHiddenTests(ctx context.Context, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, error) {
-	out, err := s.store.AttemptHiddenTests(ctx, attemptID, f)
+	out, suite, err := s.store.AttemptHiddenTests(ctx, attemptID, f)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.access.ReadRuns(ctx, out.RunID); err != nil {
 		return nil, err
+	}
+	titles := testTitles(suite)
+	for i := range out.Tests {
+		out.Tests[i].Title = titles[out.Tests[i].TestID]
 	}
 	return out, nil
 }
@@ -222,14 +228,32 @@ func (s *Runs) AttemptHiddenTests(ctx context.Context, attemptID int64, f models
 // AttemptHiddenTest returns one hidden test's result for an attempt, under
 // the same rule as AttemptHiddenTests.
 func (s *Runs) AttemptHiddenTest(ctx context.Context, attemptID int64, testID string) (*models.AttemptHiddenTest, error) {
-	out, err := s.store.AttemptHiddenTest(ctx, attemptID, testID)
+	out, suite, err := s.store.AttemptHiddenTest(ctx, attemptID, testID)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.access.ReadRuns(ctx, out.RunID); err != nil {
 		return nil, err
 	}
+	out.Test.Title = testTitles(suite)[out.Test.TestID]
 	return out, nil
+}
+
+// testTitles maps a hidden-test suite's test ids to their titles; a suite
+// that cannot be read names no test (the results keep their ids).
+func testTitles(spec string) map[string]string {
+	out := map[string]string{}
+	if strings.TrimSpace(spec) == "" {
+		return out
+	}
+	suite, err := hiddentest.Parse(strings.NewReader(spec))
+	if err != nil {
+		return out
+	}
+	for _, t := range suite.Tests {
+		out[t.ID] = t.Title
+	}
+	return out
 }
 
 // BreakdownBoard returns a board broken down by one dimension; a run blind to

@@ -12,8 +12,8 @@ import (
 	"proctor/importer"
 	"proctor/internal/evaltest"
 	"proctor/models"
-	"proctor/netguard"
 	"proctor/service"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 	"proctor/vault"
@@ -42,18 +42,18 @@ func newFixture(t *testing.T, db *storage.DB) *fixture {
 	t.Helper()
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
-	db.UseAgentDeps(sealer, netguard.New(nil, nil))
+	db.UseAgentSecrets(sealer)
 	f := &fixture{db: db, anon: context.Background(), system: models.WithActor(context.Background(), models.SystemActor())}
 	f.memberUser, f.member = f.user(t, "member@runs.test", false)
 	f.otherUser, f.other = f.user(t, "other@runs.test", false)
 	f.adminID, f.admin = f.user(t, "admin@runs.test", true)
-	_, err = db.CreateTeam(f.member, "Lab", "lab", "")
+	_, err = servicetest.Teams(db).CreateTeam(f.member, "Lab", "lab", "")
 	require.NoError(t, err)
-	_, err = db.CreateTeam(f.other, "Other", "other", "")
+	_, err = servicetest.Teams(db).CreateTeam(f.other, "Other", "other", "")
 	require.NoError(t, err)
-	require.NoError(t, db.CreateAgent(f.member, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay}, nil))
-	require.NoError(t, db.CreateAgent(f.member, "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
-	require.NoError(t, db.CreateAgent(f.other, "other", &models.Agent{Name: "Theirs", Kind: models.AgentReplay}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, f.member, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, f.member, "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, f.other, "other", &models.Agent{Name: "Theirs", Kind: models.AgentReplay}, nil))
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(miniBench), nil)
 	require.NoError(t, err)
 	_, err = db.ImportBenchmark(f.system, "mini", ds, "mini.jsonl")
@@ -121,7 +121,7 @@ func TestRuns_QueueRun(t *testing.T) {
 
 		t.Run("SnapshotSurvivesAgentEdits", func(t *testing.T) {
 			model := "edited-model"
-			_, err := db.PatchAgent(f.member, "lab", "walker", &models.AgentPatch{Model: &model}, nil, nil)
+			_, err := servicetest.Teams(db).PatchAgent(f.member, "lab", "walker", &models.AgentPatch{Model: &model}, nil, nil)
 			require.NoError(t, err)
 			var got models.Run
 			require.NoError(t, db.Gorm().First(&got, run.ID).Error)
@@ -197,7 +197,7 @@ func TestRuns_ReferenceReplayGate(t *testing.T) {
 		require.Equal(t, "agent", models.ErrorField(err), "a re-run cannot reveal them either")
 
 		script := `{"actions":[{"type":"stop","reason":"done"}]}`
-		require.NoError(t, db.CreateAgent(f.member, "lab", &models.Agent{Name: "Scripted", Kind: models.AgentReplay, Config: script}, nil))
+		require.NoError(t, servicetest.CreateAgent(db, f.member, "lab", &models.Agent{Name: "Scripted", Kind: models.AgentReplay, Config: script}, nil))
 		_, err = runs.QueueRun(f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "scripted", BenchmarkSlug: "mini"})
 		require.NoError(t, err, "a replay agent with its own script reveals nothing")
 
@@ -216,7 +216,7 @@ func TestRuns_RerunRun(t *testing.T) {
 			MaxSteps: 12, MaxEpisodeSeconds: 120, MaxAgentCallSeconds: 30, MaxCost: &cost, Parallelism: 3, Notes: "first try"})
 		require.NoError(t, err)
 		model := "edited-model"
-		_, err = db.PatchAgent(f.member, "lab", "walker", &models.AgentPatch{Model: &model}, nil, nil)
+		_, err = servicetest.Teams(db).PatchAgent(f.member, "lab", "walker", &models.AgentPatch{Model: &model}, nil, nil)
 		require.NoError(t, err)
 		jobs.dispatched = nil
 

@@ -230,7 +230,7 @@ func (s *Submissions) newSubmission(ctx context.Context, req models.SubmissionRe
 	if bench.CurrentVersionID == nil {
 		return nil, false, models.FieldError("benchmark", "benchmark %s has no imported tasks", bench.Slug)
 	}
-	if bench.Evaluator == models.EvaluatorHiddenTests {
+	if bench.GradesCandidates() {
 		return nil, false, models.FieldError("benchmark", "%s is a hidden-tests benchmark: submit the candidate websites (/benchmarks/%s/candidates/new) rather than trajectories", bench.Slug, bench.Slug)
 	}
 	versionID := *bench.CurrentVersionID

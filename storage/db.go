@@ -37,8 +37,7 @@ type DB struct {
 	dummyOnce sync.Once
 	dummyHash []byte
 
-	agentSecrets AgentSecrets // seals agent secrets; set by UseAgentDeps
-	hostGuard    HostGuard    // checks agent endpoint URLs; set by UseAgentDeps
+	agentSecrets AgentSecrets // seals agent secrets; set by UseAgentSecrets
 }
 
 // DatabaseLocation is where the database is. The configuration parses it

@@ -23,8 +23,8 @@ func TestStore_FairShare(t *testing.T) {
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newCandidateFixture(t, db)
 		require.NoError(t, db.SetRevealReferences(f.system, "mini", true))
-		require.NoError(t, db.CreateAgent(f.member, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay}, nil))
-		require.NoError(t, db.CreateAgent(f.stranger, "other", &models.Agent{Name: "Runner", Kind: models.AgentReplay}, nil))
+		require.NoError(t, servicetest.CreateAgent(db, f.member, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay}, nil))
+		require.NoError(t, servicetest.CreateAgent(db, f.stranger, "other", &models.Agent{Name: "Runner", Kind: models.AgentReplay}, nil))
 		dispatch := func(ctx context.Context, team, agent string) []int64 {
 			run, err := servicetest.QueueRun(ctx, db, models.RunRequest{TeamSlug: team, AgentSlug: agent, BenchmarkSlug: "mini", Parallelism: 4})
 			require.NoError(t, err)
@@ -73,7 +73,7 @@ func TestStore_FairShare(t *testing.T) {
 			if ctx == f.stranger {
 				req.TeamSlug, req.AgentSlug = "other", "theirs"
 			}
-			_, err := db.SubmitCandidates(ctx, req, 0, func(_ context.Context, _ *sql.Tx, _ *models.Run, ids []int64) error {
+			_, err := submitCandidates(ctx, db, req, func(_ context.Context, _ *sql.Tx, _ *models.Run, ids []int64) error {
 				hidden = append(hidden, ids)
 				return nil
 			})

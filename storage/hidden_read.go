@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strings"
 
 	"gorm.io/gorm"
 
-	"proctor/hiddentest"
 	"proctor/models"
 )
 
@@ -243,64 +241,47 @@ func attemptHiddenTally(ctx context.Context, q *gorm.DB, run *models.Run, attemp
 	return &models.TimelineHiddenTests{Summary: models.SummarizeHiddenResults(rows), CanBrowse: mayBrowseHiddenTests(ctx, b)}, nil
 }
 
-// testTitles maps the suite's test ids to their titles; a suite that cannot
-// be read names no test (the results keep their ids).
-func testTitles(spec string) map[string]string {
-	out := map[string]string{}
-	if strings.TrimSpace(spec) == "" {
-		return out
-	}
-	suite, err := hiddentest.Parse(strings.NewReader(spec))
-	if err != nil {
-		return out
-	}
-	for _, t := range suite.Tests {
-		out[t.ID] = t.Title
-	}
-	return out
-}
-
 // hiddenResultColumns are a result's columns without its runs.
 const hiddenResultColumns = "id, attempt_id, test_id, position, test_group, level, result, flaky, reason, duration_ms, created_at"
 
-func hiddenTestView(r models.HiddenTestResult, titles map[string]string) models.HiddenTestView {
+func hiddenTestView(r models.HiddenTestResult) models.HiddenTestView {
 	return models.HiddenTestView{
-		TestID: r.TestID, Title: titles[r.TestID], Position: r.Position, Group: r.Group, Level: r.Level,
+		TestID: r.TestID, Position: r.Position, Group: r.Group, Level: r.Level,
 		Result: r.Result, Flaky: r.Flaky, Reason: r.Reason, DurationMS: r.DurationMS,
 	}
 }
 
 // AttemptHiddenTests returns an attempt's hidden tests for the test browser:
 // its tally over every test and, in suite order, the tests that pass the
-// filter with their titles, results and reasons (not their runs). EINVALID
+// filter with their results and reasons (not their runs nor their titles),
+// and the task's hidden-test suite, which names them. EINVALID
 // naming the parameter for a bad filter; otherwise the errors of
 // hiddenAttemptAccess: ENOTFOUND for who may not see the run,
 // EUNAUTHORIZED or EFORBIDDEN for who may see it but not the tests.
-func (db *DB) AttemptHiddenTests(ctx context.Context, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, error) {
+func (db *DB) AttemptHiddenTests(ctx context.Context, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, string, error) {
 	if err := f.Validate(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	q := db.q(ctx)
 	ha, err := db.hiddenAttemptAccess(ctx, q, attemptID)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var rows []models.HiddenTestResult
 	if err := q.Select(hiddenResultColumns).Where("attempt_id = ?", attemptID).Order("position, id").Find(&rows).Error; err != nil {
-		return nil, wrap(err, "hidden test results")
+		return nil, "", wrap(err, "hidden test results")
 	}
-	titles := testTitles(ha.task.EvalSpec)
 	out := &models.AttemptHiddenTests{
 		RunID: ha.attempt.RunID, AttemptID: attemptID, TaskID: ha.task.ExternalID, SiteKey: ha.task.SiteKey,
 		Status: ha.attempt.Status, Outcome: ha.attempt.Outcome, Summary: models.SummarizeHiddenResults(rows),
 		Filter: f, TotalTests: len(rows), Tests: []models.HiddenTestView{},
 	}
 	for _, r := range rows {
-		if v := hiddenTestView(r, titles); f.Keeps(v) {
+		if v := hiddenTestView(r); f.Keeps(v) {
 			out.Tests = append(out.Tests, v)
 		}
 	}
-	return out, nil
+	return out, ha.task.EvalSpec, nil
 }
 
 // AttemptHiddenTest returns one hidden test of an attempt with both its runs:
@@ -308,24 +289,26 @@ func (db *DB) AttemptHiddenTests(ctx context.Context, attemptID int64, f models.
 // with the keys of the candidate's, the reference's and the SSIM map's
 // images (all stored under the attempt's artifacts). ENOTFOUND for a test
 // the attempt has no result of; otherwise the errors of AttemptHiddenTests.
-func (db *DB) AttemptHiddenTest(ctx context.Context, attemptID int64, testID string) (*models.AttemptHiddenTest, error) {
+// The test comes without its title; the task's suite, which names it, is
+// returned beside it.
+func (db *DB) AttemptHiddenTest(ctx context.Context, attemptID int64, testID string) (*models.AttemptHiddenTest, string, error) {
 	q := db.q(ctx)
 	ha, err := db.hiddenAttemptAccess(ctx, q, attemptID)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var rows []models.HiddenTestResult
 	if err := q.Where("attempt_id = ? AND test_id = ?", attemptID, testID).Limit(1).Find(&rows).Error; err != nil {
-		return nil, wrap(err, "hidden test result")
+		return nil, "", wrap(err, "hidden test result")
 	}
 	if len(rows) == 0 {
-		return nil, models.Errorf(models.ENOTFOUND, "Attempt %d has no result of a test %q.", attemptID, cutText(testID, 80))
+		return nil, "", models.Errorf(models.ENOTFOUND, "Attempt %d has no result of a test %q.", attemptID, cutText(testID, 80))
 	}
-	v := hiddenTestView(rows[0], testTitles(ha.task.EvalSpec))
+	v := hiddenTestView(rows[0])
 	if err := json.Unmarshal([]byte(rows[0].Runs), &v.Runs); err != nil {
-		return nil, wrap(err, "hidden test runs")
+		return nil, "", wrap(err, "hidden test runs")
 	}
-	return &models.AttemptHiddenTest{RunID: ha.attempt.RunID, AttemptID: attemptID, TaskID: ha.task.ExternalID, Test: v}, nil
+	return &models.AttemptHiddenTest{RunID: ha.attempt.RunID, AttemptID: attemptID, TaskID: ha.task.ExternalID, Test: v}, ha.task.EvalSpec, nil
 }
 
 // cutText shortens s to n runes for messages.

@@ -27,9 +27,9 @@ func newRunFixture(t *testing.T, db *storage.DB) *runFixture {
 	t.Helper()
 	af := newAgentFixture(t, db)
 	importBenchFixture(t, db)
-	require.NoError(t, db.CreateAgent(af.member, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay}, nil))
-	require.NoError(t, db.CreateAgent(af.member, "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
-	require.NoError(t, db.CreateAgent(af.stranger, "other", &models.Agent{Name: "Theirs", Kind: models.AgentReplay}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, af.member, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, af.member, "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, af.stranger, "other", &models.Agent{Name: "Theirs", Kind: models.AgentReplay}, nil))
 	require.NoError(t, db.SetRevealReferences(af.system, "mini", true))
 	return &runFixture{db: db, member: af.member, outsider: af.stranger, system: af.system}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -30,7 +31,7 @@ type studyFixture struct {
 func newStudyFixture(t *testing.T, db *storage.DB) *studyFixture {
 	t.Helper()
 	f := &studyFixture{readFixture: newReadFixture(t, db)}
-	require.NoError(t, db.CreateAgent(f.member, "lab", &models.Agent{Name: "Runner", Kind: models.AgentReplay, Model: "model-r"}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, f.member, "lab", &models.Agent{Name: "Runner", Kind: models.AgentReplay, Model: "model-r"}, nil))
 	second, err := f.queue(t, f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini"}, 0)
 	require.NoError(t, err)
 	third, err := f.queue(t, f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "runner", BenchmarkSlug: "mini"}, 0)

@@ -3,9 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -15,26 +13,12 @@ import (
 // APITokenPrefix starts every personal API token, so leaked tokens are easy to spot.
 const APITokenPrefix = "prt_"
 
-// tokenDisplayLength is how many leading characters of a token are kept in clear
-// (the prefix plus eight random characters) so that users can tell tokens apart.
-const tokenDisplayLength = len(APITokenPrefix) + 8
-
-// maxTokenNameLength bounds a token's name.
-const maxTokenNameLength = 100
-
-// TokenUser resolves a bearer token to its user, recording when it was last used
-// (at most once a minute). EUNAUTHORIZED for unknown or revoked tokens.
-func (db *DB) TokenUser(ctx context.Context, token string) (*models.User, error) {
-	fail := models.Errorf(models.EUNAUTHORIZED, "The API token is invalid or revoked.")
-	if !strings.HasPrefix(token, APITokenPrefix) {
-		return nil, fail
-	}
+// APITokenUser returns the user of the active token with the hash,
+// recording when it was last used (at most once a minute). ENOTFOUND for an
+// unknown or revoked token.
+func (db *DB) APITokenUser(ctx context.Context, tokenHash string) (*models.User, error) {
 	var t models.APIToken
-	err := db.q(ctx).Where("token_hash = ? AND revoked_at IS NULL", models.HashToken(token)).First(&t).Error
-	if err != nil {
-		if models.ErrorCode(wrap(err, "token")) == models.ENOTFOUND {
-			return nil, fail
-		}
+	if err := db.q(ctx).Where("token_hash = ? AND revoked_at IS NULL", tokenHash).First(&t).Error; err != nil {
 		return nil, wrap(err, "token")
 	}
 	now := db.now()
@@ -46,76 +30,40 @@ func (db *DB) TokenUser(ctx context.Context, token string) (*models.User, error)
 	return db.UserByID(ctx, t.UserID)
 }
 
-// CreateAPIToken creates a named personal API token for the signed-in user and
-// returns it with its plaintext, which is never stored and cannot be shown again.
-// EUNAUTHORIZED when nobody is signed in, EFORBIDDEN for the system actor (it has
-// no account), EINVALID (field name) for a missing or too long name, ECONFLICT
-// (field name) when an active token of the user already has that name.
-func (db *DB) CreateAPIToken(ctx context.Context, name string) (*models.APIToken, string, error) {
-	a, err := models.RequireUser(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	if a.UserID == 0 {
-		return nil, "", models.Errorf(models.EFORBIDDEN, "API tokens belong to a user account; the system actor has none.")
-	}
-	name = strings.TrimSpace(name)
-	switch {
-	case name == "":
-		return nil, "", models.FieldError("name", "name is required: say where the token will be used, e.g. \"CI\"")
-	case utf8.RuneCountInString(name) > maxTokenNameLength:
-		return nil, "", models.FieldError("name", "name must be at most %d characters", maxTokenNameLength)
-	}
-	plain, hash := models.NewToken(APITokenPrefix)
-	t := &models.APIToken{UserID: a.UserID, Name: name, Prefix: plain[:tokenDisplayLength], TokenHash: hash, CreatedAt: db.now()}
-	conflict := &models.Error{Code: models.ECONFLICT, Field: "name", Message: fmt.Sprintf("a token named %q already exists", name)}
-	err = db.tx(ctx, func(tx *gorm.DB) error {
+// InsertAPIToken stores a user's new token with its audit event. ECONFLICT
+// when an active token of the user already has its name (a concurrent
+// request may have taken it).
+func (db *DB) InsertAPIToken(ctx context.Context, t *models.APIToken) error {
+	t.CreatedAt = db.now()
+	return db.tx(ctx, func(tx *gorm.DB) error {
 		var n int64
-		if err := tx.Model(&models.APIToken{}).Where("user_id = ? AND name = ? AND revoked_at IS NULL", a.UserID, name).Count(&n).Error; err != nil {
+		if err := tx.Model(&models.APIToken{}).Where("user_id = ? AND name = ? AND revoked_at IS NULL", t.UserID, t.Name).Count(&n).Error; err != nil {
 			return wrap(err, "token")
 		}
 		if n > 0 {
-			return conflict
+			return models.Errorf(models.ECONFLICT, "token already exists.")
 		}
 		if err := tx.Create(t).Error; err != nil {
-			if isUniqueViolation(err) {
-				return conflict // a concurrent request took the name
-			}
 			return wrap(err, "token")
 		}
 		return db.auditTx(ctx, tx, "token.created", fmt.Sprintf("token %d %q", t.ID, t.Name), "prefix "+t.Prefix, nil)
 	})
-	if err != nil {
-		return nil, "", err
-	}
-	return t, plain, nil
 }
 
-// ListAPITokens returns the signed-in user's tokens, active ones first, newest
-// first. EUNAUTHORIZED when nobody is signed in.
-func (db *DB) ListAPITokens(ctx context.Context) ([]models.APIToken, error) {
-	a, err := models.RequireUser(ctx)
-	if err != nil {
-		return nil, err
-	}
+// ListAPITokens returns a user's tokens, active ones first, newest first.
+func (db *DB) ListAPITokens(ctx context.Context, userID int64) ([]models.APIToken, error) {
 	var out []models.APIToken
-	err = db.q(ctx).Where("user_id = ?", a.UserID).
+	err := db.q(ctx).Where("user_id = ?", userID).
 		Order("CASE WHEN revoked_at IS NULL THEN 0 ELSE 1 END, created_at DESC, id DESC").Find(&out).Error
 	return out, wrap(err, "tokens")
 }
 
-// RevokeAPIToken revokes one of the signed-in user's tokens and returns it;
-// revoking a revoked token changes nothing. EUNAUTHORIZED when nobody is signed
-// in, ENOTFOUND when the token does not exist or belongs to someone else (admins
-// included: a token is its owner's alone).
-func (db *DB) RevokeAPIToken(ctx context.Context, id int64) (*models.APIToken, error) {
-	a, err := models.RequireUser(ctx)
-	if err != nil {
-		return nil, err
-	}
+// RevokeAPIToken revokes a user's token and returns it; revoking a revoked
+// token changes nothing. ENOTFOUND when the user has no token id.
+func (db *DB) RevokeAPIToken(ctx context.Context, userID, id int64) (*models.APIToken, error) {
 	var t models.APIToken
-	err = db.tx(ctx, func(tx *gorm.DB) error {
-		if err := tx.Where("id = ? AND user_id = ?", id, a.UserID).First(&t).Error; err != nil {
+	err := db.tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Where("id = ? AND user_id = ?", id, userID).First(&t).Error; err != nil {
 			return wrap(err, "token")
 		}
 		if t.RevokedAt != nil {
@@ -132,30 +80,4 @@ func (db *DB) RevokeAPIToken(ctx context.Context, id int64) (*models.APIToken, e
 		return nil, err
 	}
 	return &t, nil
-}
-
-// AccountOverview returns the signed-in user's account, teams and API tokens.
-// EUNAUTHORIZED when nobody is signed in, EFORBIDDEN for the system actor.
-func (db *DB) AccountOverview(ctx context.Context) (*models.Account, error) {
-	a, err := models.RequireUser(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if a.UserID == 0 {
-		return nil, models.Errorf(models.EFORBIDDEN, "The system actor has no account.")
-	}
-	u, err := db.UserByID(ctx, a.UserID)
-	if err != nil {
-		return nil, err
-	}
-	acc := &models.Account{User: u}
-	err = db.q(ctx).Preload("Team").Joins("JOIN teams ON teams.id = memberships.team_id").
-		Where("memberships.user_id = ?", a.UserID).Order("LOWER(teams.name), teams.id").Find(&acc.Memberships).Error
-	if err != nil {
-		return nil, wrap(err, "memberships")
-	}
-	if acc.Tokens, err = db.ListAPITokens(ctx); err != nil {
-		return nil, err
-	}
-	return acc, nil
 }

@@ -100,7 +100,7 @@ func (p *Program) openApp(ctx context.Context, cf *commonFlags, migrate bool) (*
 	if app.DB, err = storage.Open(ctx, storage.DatabaseLocation(cfg.Database)); err != nil {
 		return nil, err
 	}
-	app.DB.UseAgentDeps(v, netguard.New(cfg.AgentAllowHosts, nil))
+	app.DB.UseAgentSecrets(v)
 	if migrate {
 		if _, err := app.DB.Migrate(ctx, log); err != nil {
 			app.Close()
@@ -212,6 +212,19 @@ func judgeFactory(server config.Judge) runner.JudgeFactory {
 		}
 		return c, nil
 	}
+}
+
+// teamService is the team service over this process's database, with the
+// SSRF guard of agent endpoints.
+func (app *App) teamService() *service.Teams {
+	return service.NewTeams(app.DB, netguard.New(app.Config.AgentAllowHosts, nil))
+}
+
+// candidateService is the candidate service over this process's database,
+// enqueuing the hidden tests through run's queue under the daily run quota.
+func (app *App) candidateService(run *runner.Runner) *service.Candidates {
+	return service.NewCandidates(app.DB, run.Jobs(), netguard.New(app.Config.AgentAllowHosts, nil),
+		service.CandidateOptions{DailyRunQuota: app.Config.RunQuota})
 }
 
 // runService is the run service over this process's database, enqueuing

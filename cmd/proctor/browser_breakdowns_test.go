@@ -46,13 +46,13 @@ func seedBreakdownBoard(t *testing.T, app *App, agents []breakdownAgent) {
 			u, err := app.DB.CreateUser(ctx, slug+"@example.org", a.team, "correct horse battery", false)
 			require.NoError(t, err)
 			member = models.WithActor(ctx, models.Actor{UserID: u.ID, Email: u.Email})
-			_, err = app.DB.CreateTeam(member, a.team, slug, "")
+			_, err = servicetest.Teams(app.DB).CreateTeam(member, a.team, slug, "")
 			require.NoError(t, err)
 			members[a.team] = member
 		}
 		teamSlug := strings.ToLower(strings.ReplaceAll(a.team, " ", "-"))
 		agent := &models.Agent{Name: a.name, Kind: models.AgentReplay, Model: "model-" + strings.ToLower(a.name)}
-		if err := app.DB.CreateAgent(member, teamSlug, agent, nil); err != nil {
+		if err := servicetest.CreateAgent(app.DB, member, teamSlug, agent, nil); err != nil {
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "an agent with a second run exists already")
 		}
 		run, err := servicetest.QueueRun(member, app.DB, models.RunRequest{TeamSlug: teamSlug, AgentSlug: strings.ToLower(a.name), BenchmarkSlug: sandbox.Slug, Subset: a.subset})

@@ -65,9 +65,9 @@ func seedComparedRuns(t *testing.T, env testEnv) (navigator, pathfinder, scout c
 		user, err := db.CreateUser(ctx, strings.ToLower(agent)+"@example.org", agent+" maintainer", "a long enough password", false)
 		require.NoError(t, err)
 		as := models.WithActor(ctx, models.Actor{UserID: user.ID, Email: user.Email})
-		tm, err := db.CreateTeam(as, team, "", "")
+		tm, err := servicetest.Teams(db).CreateTeam(as, team, "", "")
 		require.NoError(t, err)
-		require.NoError(t, db.CreateAgent(as, tm.Slug, &models.Agent{Name: agent, Kind: models.AgentReplay, Model: model,
+		require.NoError(t, servicetest.CreateAgent(db, as, tm.Slug, &models.Agent{Name: agent, Kind: models.AgentReplay, Model: model,
 			Config: `{"actions":[{"type":"stop","reason":"seeded"}]}`}, nil))
 		run, err := servicetest.QueueRun(as, db, models.RunRequest{TeamSlug: tm.Slug, AgentSlug: strings.ToLower(agent), BenchmarkSlug: "shop-forum"})
 		require.NoError(t, err)

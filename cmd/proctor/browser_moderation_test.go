@@ -33,9 +33,9 @@ func seedCompletedRun(t *testing.T, env testEnv) int64 {
 	_, err = db.CreateUser(ctx, "ada@example.org", "Ada", "an admin passphrase", true)
 	require.NoError(t, err)
 	member := models.WithActor(ctx, models.Actor{UserID: mia.ID, Email: mia.Email, Name: mia.Name})
-	_, err = db.CreateTeam(member, "Lab", "lab", "")
+	_, err = servicetest.Teams(db).CreateTeam(member, "Lab", "lab", "")
 	require.NoError(t, err)
-	require.NoError(t, db.CreateAgent(member, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, member, "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay}, nil))
 	run, err := servicetest.QueueRun(member, db, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "sandbox", Subset: "hard"})
 	require.NoError(t, err)
 	var ids []int64

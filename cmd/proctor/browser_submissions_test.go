@@ -15,6 +15,7 @@ import (
 	"proctor/models"
 	"proctor/runner/episode"
 	"proctor/sandbox"
+	"proctor/service/servicetest"
 )
 
 // seedUploader prepares a server for the submission portal: the sandbox
@@ -28,9 +29,9 @@ func seedUploader(t *testing.T, env testEnv) {
 	mia, err := db.CreateUser(ctx, "mia@example.org", "Mia", "a long enough password", false)
 	require.NoError(t, err)
 	member := models.WithActor(ctx, models.Actor{UserID: mia.ID, Email: mia.Email, Name: mia.Name})
-	_, err = db.CreateTeam(member, "Lab", "lab", "")
+	_, err = servicetest.Teams(db).CreateTeam(member, "Lab", "lab", "")
 	require.NoError(t, err)
-	require.NoError(t, db.CreateAgent(member, "lab", &models.Agent{Name: "Offline", Kind: models.AgentUpload}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, member, "lab", &models.Agent{Name: "Offline", Kind: models.AgentUpload}, nil))
 }
 
 // sandboxHardBundle writes a WebArena-Verified submission for the sandbox's

@@ -13,6 +13,7 @@ import (
 	"proctor/importer"
 	"proctor/internal/evaltest"
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 )
 
@@ -64,7 +65,7 @@ func TestRemote_CandidatesSubmit(t *testing.T) {
 	require.Equal(t, "from the file", run.Notes)
 	require.InDelta(t, 2.5, run.Cost, 1e-9)
 	require.Equal(t, 7, run.StepsSum)
-	list, err := b.app.DB.HiddenCandidates(b.member, created.ID)
+	list, err := servicetest.Candidates(b.app.DB, nil).HiddenCandidates(b.member, created.ID)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	require.Equal(t, "http://93.184.216.34/restart", list[0].RestartURL)

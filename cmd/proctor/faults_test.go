@@ -26,6 +26,7 @@ import (
 	"proctor/models"
 	"proctor/runner"
 	"proctor/sandbox"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/artifact"
 )
@@ -86,9 +87,9 @@ func newFaultRig(t testing.TB, env testEnv) *faultRig {
 	user, err := app.DB.CreateUser(ctx, "faults@example.org", "Faults", "correct horse battery", false)
 	require.NoError(t, err)
 	member := models.WithActor(ctx, models.Actor{UserID: user.ID, Email: user.Email})
-	_, err = app.DB.CreateTeam(member, "Faults", "faults", "")
+	_, err = servicetest.Teams(app.DB).CreateTeam(member, "Faults", "faults", "")
 	require.NoError(t, err)
-	require.NoError(t, app.DB.CreateAgent(member, "faults", &models.Agent{Name: "Replayer", Kind: models.AgentReplay}, nil))
+	require.NoError(t, servicetest.CreateAgent(app.DB, member, "faults", &models.Agent{Name: "Replayer", Kind: models.AgentReplay}, nil))
 	p := &Program{Getenv: func(k string) string { return env[k] }}
 	q, err := p.newRunner(app, 0)
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"proctor/internal/hiddenfixture"
 	"proctor/models"
 	"proctor/sandbox"
+	"proctor/service/servicetest"
 	"proctor/storage"
 )
 
@@ -85,7 +86,7 @@ func TestHiddenSample_EndToEnd(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, res.Tasks, 1)
 		require.True(t, res.CanBrowse, "the sample reveals its tests to the team")
-		tests, err := b.app.DB.AttemptHiddenTests(b.member, res.Tasks[0].AttemptID, models.HiddenTestFilter{})
+		tests, err := servicetest.Runs(b.app.DB, 0).AttemptHiddenTests(b.member, res.Tasks[0].AttemptID, models.HiddenTestFilter{})
 		require.NoError(t, err)
 		require.Len(t, tests.Tests, 43)
 		return tests
@@ -121,7 +122,7 @@ func TestHiddenSample_EndToEnd(t *testing.T) {
 	require.Len(t, got[models.HiddenPassed], 31)
 	require.Equal(t, models.OutcomeFailure, brokenTests.Outcome)
 	for _, id := range want {
-		one, err := b.app.DB.AttemptHiddenTest(b.member, brokenTests.AttemptID, id)
+		one, err := servicetest.Runs(b.app.DB, 0).AttemptHiddenTest(b.member, brokenTests.AttemptID, id)
 		require.NoError(t, err)
 		require.Len(t, one.Test.Runs, 2, "%s: a failed test ran once more and both runs are kept", id)
 		require.NotEqual(t, models.HiddenPassed, one.Test.Runs[0].Result, id)

@@ -43,12 +43,12 @@ func setupRemote(t *testing.T, extra map[string]string) remoteBundle {
 	u, err := app.DB.CreateUser(ctx, "ci@example.org", "CI", "correct horse battery", false)
 	require.NoError(t, err)
 	member := models.WithActor(ctx, models.Actor{UserID: u.ID, Email: u.Email})
-	_, err = app.DB.CreateTeam(member, "Lab", "lab", "")
+	_, err = servicetest.Teams(app.DB).CreateTeam(member, "Lab", "lab", "")
 	require.NoError(t, err)
-	require.NoError(t, app.DB.CreateAgent(member, "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
-	require.NoError(t, app.DB.CreateAgent(member, "lab", &models.Agent{Name: "Scripted", Kind: models.AgentReplay,
+	require.NoError(t, servicetest.CreateAgent(app.DB, member, "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
+	require.NoError(t, servicetest.CreateAgent(app.DB, member, "lab", &models.Agent{Name: "Scripted", Kind: models.AgentReplay,
 		Config: `{"actions":[{"type":"stop","answer":"done"}]}`}, nil))
-	_, token, err := app.DB.CreateAPIToken(member, "CI")
+	_, token, err := servicetest.Teams(app.DB).CreateAPIToken(member, "CI")
 	require.NoError(t, err)
 	return remoteBundle{env: env, app: app, server: env.serve(t), token: token, member: member}
 }

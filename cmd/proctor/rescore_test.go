@@ -31,9 +31,9 @@ func TestProgram_Rescore(t *testing.T) {
 	u, err := app.DB.CreateUser(ctx, "rescore@example.org", "Rescore", "correct horse battery", false)
 	require.NoError(t, err)
 	member := models.WithActor(ctx, models.Actor{UserID: u.ID, Email: u.Email})
-	_, err = app.DB.CreateTeam(member, "Lab", "lab", "")
+	_, err = servicetest.Teams(app.DB).CreateTeam(member, "Lab", "lab", "")
 	require.NoError(t, err)
-	require.NoError(t, app.DB.CreateAgent(member, "lab", &models.Agent{Name: "Replayer", Kind: models.AgentReplay}, nil))
+	require.NoError(t, servicetest.CreateAgent(app.DB, member, "lab", &models.Agent{Name: "Replayer", Kind: models.AgentReplay}, nil))
 	run, err := servicetest.QueueRun(member, app.DB, models.RunRequest{TeamSlug: "lab", AgentSlug: "replayer", BenchmarkSlug: sandbox.Slug, Subset: "hard"})
 	require.NoError(t, err)
 	var ids []int64

@@ -9,6 +9,7 @@ import (
 
 	"proctor/internal/evaltest"
 	"proctor/models"
+	"proctor/netguard"
 	"proctor/service"
 	"proctor/storage"
 	"proctor/storage/artifact"
@@ -64,4 +65,43 @@ func (NoJobs) IngestSubmission(context.Context, *sql.Tx, int64) error { return n
 // enqueuing nothing: a fixture's submissions wait for jobs that never run.
 func SubmissionsOver(db *storage.DB, files artifact.Store, opts service.SubmissionOptions) *service.Submissions {
 	return service.NewSubmissions(db, files, NoJobs{}, opts)
+}
+
+// AllowHosts is a host guard that accepts every URL: fixtures register
+// agents and candidates at whatever address their test serves.
+type AllowHosts struct{}
+
+// CheckURL accepts every URL.
+func (AllowHosts) CheckURL(context.Context, string) error { return nil }
+
+// HiddenTestsFunc is a service.CandidateJobs that calls itself.
+type HiddenTestsFunc func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error
+
+// HiddenTests calls f.
+func (f HiddenTestsFunc) HiddenTests(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error {
+	return f(ctx, tx, run, attemptIDs)
+}
+
+// Teams is the team service over db with the SSRF guard of a server that
+// allows no internal host (IP literals only: no DNS).
+func Teams(db *storage.DB) *service.Teams {
+	return service.NewTeams(db, netguard.New(nil, nil))
+}
+
+// CreateTeam creates a team owned by the context's user through the team
+// service.
+func CreateTeam(db *storage.DB, ctx context.Context, name, slug, description string) (*models.Team, error) {
+	return Teams(db).CreateTeam(ctx, name, slug, description)
+}
+
+// CreateAgent registers an agent in a team for the context's actor through
+// the team service, accepting any endpoint address.
+func CreateAgent(db *storage.DB, ctx context.Context, teamSlug string, a *models.Agent, secrets map[string]string) error {
+	return service.NewTeams(db, AllowHosts{}).CreateAgent(ctx, teamSlug, a, secrets)
+}
+
+// Candidates is the candidate service over db enqueuing through jobs (nil:
+// a process without a queue), with the guard of Teams and no quota.
+func Candidates(db *storage.DB, jobs service.CandidateJobs) *service.Candidates {
+	return service.NewCandidates(db, jobs, netguard.New(nil, nil), service.CandidateOptions{})
 }

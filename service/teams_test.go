@@ -1,4 +1,4 @@
-package storage_test
+package service_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -26,16 +28,17 @@ func memberRole(t *testing.T, db *storage.DB, teamID, userID int64) string {
 	return roles[0]
 }
 
-func TestStore_Teams(t *testing.T) {
+func TestTeams_Teams(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		teams := servicetest.Teams(db)
 		owner := acctUser(t, db, "owner@example.org", false)
 		member := acctUser(t, db, "member@example.org", false)
 		stranger := acctUser(t, db, "stranger@example.org", false)
 		admin := acctUser(t, db, "root@example.org", true)
 		anon := context.Background()
 
-		team, err := db.CreateTeam(acctCtx(owner), "  Web Agents Lab ", "", "We build agents.")
+		team, err := teams.CreateTeam(acctCtx(owner), "  Web Agents Lab ", "", "We build agents.")
 		require.NoError(t, err)
 		require.Equal(t, "web-agents-lab", team.Slug)
 		require.Equal(t, "Web Agents Lab", team.Name)
@@ -49,77 +52,77 @@ func TestStore_Teams(t *testing.T) {
 				{"Web agents lab", "", "slug", models.ECONFLICT},
 				{"Other", "web-agents-lab", "slug", models.ECONFLICT},
 			} {
-				_, err := db.CreateTeam(acctCtx(stranger), tc.name, tc.slug, "")
+				_, err := teams.CreateTeam(acctCtx(stranger), tc.name, tc.slug, "")
 				require.Equal(t, tc.code, models.ErrorCode(err), "%q/%q: %v", tc.name, tc.slug, err)
 				require.Equal(t, tc.field, models.ErrorField(err), "%q/%q", tc.name, tc.slug)
 			}
-			_, err := db.CreateTeam(anon, "Anon", "", "")
+			_, err := teams.CreateTeam(anon, "Anon", "", "")
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-			_, err = db.CreateTeam(acctCtx(stranger), strings.Repeat("n", 100), "", "")
+			_, err = teams.CreateTeam(acctCtx(stranger), strings.Repeat("n", 100), "", "")
 			require.NoError(t, err, "100 characters is allowed")
 		})
 		t.Run("ErrNotFound", func(t *testing.T) {
 			_, err := db.TeamBySlug(anon, "nope")
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-			_, err = db.TeamDetails(anon, "nope")
+			_, err = teams.TeamDetails(anon, "nope")
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 		})
 
 		// The owner invites a member through a link.
-		created, plain, err := db.CreateTeamInvite(acctCtx(owner), team.Slug, "")
+		created, plain, err := teams.CreateTeamInvite(acctCtx(owner), team.Slug, "")
 		require.NoError(t, err)
 		inv := created.Invite
 		require.Equal(t, team.Slug, created.Team.Slug)
 		require.Equal(t, models.RoleMember, inv.Role)
-		require.WithinDuration(t, time.Now().Add(storage.InviteTTL), inv.ExpiresAt, time.Minute)
+		require.WithinDuration(t, time.Now().Add(service.InviteTTL), inv.ExpiresAt, time.Minute)
 		require.Equal(t, models.HashToken(plain), inv.TokenHash)
 
 		t.Run("InviteOwnersOnly", func(t *testing.T) {
-			_, _, err := db.CreateTeamInvite(anon, team.Slug, "member")
+			_, _, err := teams.CreateTeamInvite(anon, team.Slug, "member")
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-			_, _, err = db.CreateTeamInvite(acctCtx(stranger), team.Slug, "member")
+			_, _, err = teams.CreateTeamInvite(acctCtx(stranger), team.Slug, "member")
 			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
-			_, _, err = db.CreateTeamInvite(acctCtx(owner), team.Slug, "boss")
+			_, _, err = teams.CreateTeamInvite(acctCtx(owner), team.Slug, "boss")
 			require.Equal(t, models.EINVALID, models.ErrorCode(err))
 			require.Equal(t, "role", models.ErrorField(err))
-			_, _, err = db.CreateTeamInvite(acctCtx(owner), "nope", "member")
+			_, _, err = teams.CreateTeamInvite(acctCtx(owner), "nope", "member")
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 		})
 
-		d, err := db.InviteByToken(acctCtx(member), plain)
+		d, err := teams.InviteByToken(acctCtx(member), plain)
 		require.NoError(t, err)
 		require.Equal(t, team.ID, d.Team.ID)
-		joined, err := db.AcceptTeamInvite(acctCtx(member), plain)
+		joined, err := teams.AcceptTeamInvite(acctCtx(member), plain)
 		require.NoError(t, err)
 		require.Equal(t, team.ID, joined.ID)
 
 		t.Run("InviteSingleUse", func(t *testing.T) {
-			_, err := db.AcceptTeamInvite(acctCtx(stranger), plain)
+			_, err := teams.AcceptTeamInvite(acctCtx(stranger), plain)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			require.Contains(t, models.ErrorMessage(err), "already been used")
-			_, err = db.InviteByToken(acctCtx(stranger), plain)
+			_, err = teams.InviteByToken(acctCtx(stranger), plain)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
-			_, err = db.AcceptTeamInvite(acctCtx(stranger), "inv_unknown")
+			_, err = teams.AcceptTeamInvite(acctCtx(stranger), "inv_unknown")
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-			_, err = db.AcceptTeamInvite(anon, plain)
+			_, err = teams.AcceptTeamInvite(anon, plain)
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
 		})
 		t.Run("InviteExpired", func(t *testing.T) {
-			inv, plain, err := db.CreateTeamInvite(acctCtx(owner), team.Slug, "member")
+			inv, plain, err := teams.CreateTeamInvite(acctCtx(owner), team.Slug, "member")
 			require.NoError(t, err)
 			require.NoError(t, db.Gorm().Model(&inv.Invite).Update("expires_at", time.Now().UTC().Add(-time.Hour)).Error)
-			_, err = db.AcceptTeamInvite(acctCtx(stranger), plain)
+			_, err = teams.AcceptTeamInvite(acctCtx(stranger), plain)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			require.Contains(t, models.ErrorMessage(err), "This invitation has expired")
 			require.Empty(t, memberRole(t, db, team.ID, stranger.ID), "nothing half-written")
 		})
 		t.Run("InviteAlreadyMember", func(t *testing.T) {
-			_, plain, err := db.CreateTeamInvite(acctCtx(owner), team.Slug, "member")
+			_, plain, err := teams.CreateTeamInvite(acctCtx(owner), team.Slug, "member")
 			require.NoError(t, err)
-			_, err = db.AcceptTeamInvite(acctCtx(member), plain)
+			_, err = teams.AcceptTeamInvite(acctCtx(member), plain)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			require.Contains(t, models.ErrorMessage(err), "already a member")
-			_, err = db.InviteByToken(acctCtx(stranger), plain)
+			_, err = teams.InviteByToken(acctCtx(stranger), plain)
 			require.NoError(t, err, "the refused acceptance did not use the invitation")
 		})
 
@@ -137,7 +140,7 @@ func TestStore_Teams(t *testing.T) {
 			require.NoError(t, err)
 		})
 		t.Run("AccountMemberships", func(t *testing.T) {
-			acc, err := db.AccountOverview(acctCtx(member))
+			acc, err := teams.AccountOverview(acctCtx(member))
 			require.NoError(t, err)
 			require.Len(t, acc.Memberships, 1)
 			require.Equal(t, team.Slug, acc.Memberships[0].Team.Slug)
@@ -145,18 +148,18 @@ func TestStore_Teams(t *testing.T) {
 		})
 		t.Run("ListTeams", func(t *testing.T) {
 			// By name: the "nnn…" team from CreateValidation, then "Web Agents Lab".
-			list, total, err := db.ListTeams(anon, 1, 1)
+			list, total, err := teams.ListTeams(anon, 1, 1)
 			require.NoError(t, err)
 			require.Equal(t, 2, total)
 			require.Len(t, list, 1)
 			require.Equal(t, 1, list[0].MemberCount)
-			list, _, err = db.ListTeams(anon, 2, 1)
+			list, _, err = teams.ListTeams(anon, 2, 1)
 			require.NoError(t, err)
 			require.Len(t, list, 1)
 			require.Equal(t, team.ID, list[0].ID)
 			require.Equal(t, team.Slug, list[0].Slug)
 			require.Equal(t, 2, list[0].MemberCount)
-			list, _, err = db.ListTeams(anon, 3, 1)
+			list, _, err = teams.ListTeams(anon, 3, 1)
 			require.NoError(t, err)
 			require.Empty(t, list)
 		})
@@ -169,7 +172,7 @@ func TestStore_Teams(t *testing.T) {
 				{anon, false, false}, {acctCtx(stranger), false, false}, {acctCtx(member), true, false},
 				{acctCtx(owner), true, true}, {acctCtx(admin), true, true},
 			} {
-				d, err := db.TeamDetails(tc.ctx, team.Slug)
+				d, err := teams.TeamDetails(tc.ctx, team.Slug)
 				require.NoError(t, err)
 				require.Equal(t, tc.visible, d.MembersVisible)
 				require.Equal(t, tc.manage, d.CanManage)
@@ -184,51 +187,51 @@ func TestStore_Teams(t *testing.T) {
 		})
 
 		t.Run("Roles", func(t *testing.T) {
-			err := db.SetTeamMemberRole(acctCtx(member), team.Slug, member.ID, models.RoleOwner)
+			err := teams.SetTeamMemberRole(acctCtx(member), team.Slug, member.ID, models.RoleOwner)
 			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err), "members cannot promote themselves")
-			err = db.SetTeamMemberRole(acctCtx(owner), team.Slug, owner.ID, models.RoleMember)
+			err = teams.SetTeamMemberRole(acctCtx(owner), team.Slug, owner.ID, models.RoleMember)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "never zero owners")
-			err = db.SetTeamMemberRole(acctCtx(owner), team.Slug, member.ID, "king")
+			err = teams.SetTeamMemberRole(acctCtx(owner), team.Slug, member.ID, "king")
 			require.Equal(t, models.EINVALID, models.ErrorCode(err))
-			err = db.SetTeamMemberRole(acctCtx(owner), team.Slug, stranger.ID, models.RoleOwner)
+			err = teams.SetTeamMemberRole(acctCtx(owner), team.Slug, stranger.ID, models.RoleOwner)
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-			require.NoError(t, db.SetTeamMemberRole(acctCtx(admin), team.Slug, member.ID, models.RoleOwner))
-			require.NoError(t, db.SetTeamMemberRole(acctCtx(member), team.Slug, owner.ID, models.RoleMember))
+			require.NoError(t, teams.SetTeamMemberRole(acctCtx(admin), team.Slug, member.ID, models.RoleOwner))
+			require.NoError(t, teams.SetTeamMemberRole(acctCtx(member), team.Slug, owner.ID, models.RoleMember))
 			require.Equal(t, models.RoleMember, memberRole(t, db, team.ID, owner.ID))
 			// Back to the original roles.
-			require.NoError(t, db.SetTeamMemberRole(acctCtx(member), team.Slug, owner.ID, models.RoleOwner))
-			require.NoError(t, db.SetTeamMemberRole(acctCtx(owner), team.Slug, member.ID, models.RoleMember))
+			require.NoError(t, teams.SetTeamMemberRole(acctCtx(member), team.Slug, owner.ID, models.RoleOwner))
+			require.NoError(t, teams.SetTeamMemberRole(acctCtx(owner), team.Slug, member.ID, models.RoleMember))
 		})
 		t.Run("RemoveAndLeave", func(t *testing.T) {
-			err := db.RemoveTeamMember(acctCtx(member), team.Slug, owner.ID)
+			err := teams.RemoveTeamMember(acctCtx(member), team.Slug, owner.ID)
 			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
-			err = db.RemoveTeamMember(acctCtx(stranger), team.Slug, member.ID)
+			err = teams.RemoveTeamMember(acctCtx(stranger), team.Slug, member.ID)
 			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
-			err = db.RemoveTeamMember(anon, team.Slug, member.ID)
+			err = teams.RemoveTeamMember(anon, team.Slug, member.ID)
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-			err = db.RemoveTeamMember(acctCtx(owner), team.Slug, owner.ID)
+			err = teams.RemoveTeamMember(acctCtx(owner), team.Slug, owner.ID)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			require.Contains(t, models.ErrorMessage(err), "last owner")
-			err = db.RemoveTeamMember(acctCtx(owner), team.Slug, stranger.ID)
+			err = teams.RemoveTeamMember(acctCtx(owner), team.Slug, stranger.ID)
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-			err = db.LeaveTeam(acctCtx(owner), team.Slug)
+			err = teams.LeaveTeam(acctCtx(owner), team.Slug)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			require.Contains(t, models.ErrorMessage(err), "last owner")
-			err = db.LeaveTeam(acctCtx(stranger), team.Slug)
+			err = teams.LeaveTeam(acctCtx(stranger), team.Slug)
 			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
-			err = db.LeaveTeam(anon, team.Slug)
+			err = teams.LeaveTeam(anon, team.Slug)
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
 
-			require.NoError(t, db.LeaveTeam(acctCtx(member), team.Slug))
+			require.NoError(t, teams.LeaveTeam(acctCtx(member), team.Slug))
 			require.Empty(t, memberRole(t, db, team.ID, member.ID))
 
-			_, plain, err := db.CreateTeamInvite(acctCtx(admin), team.Slug, models.RoleOwner)
+			_, plain, err := teams.CreateTeamInvite(acctCtx(admin), team.Slug, models.RoleOwner)
 			require.NoError(t, err)
-			_, err = db.AcceptTeamInvite(acctCtx(stranger), plain)
+			_, err = teams.AcceptTeamInvite(acctCtx(stranger), plain)
 			require.NoError(t, err)
 			require.Equal(t, models.RoleOwner, memberRole(t, db, team.ID, stranger.ID))
-			require.NoError(t, db.RemoveTeamMember(acctCtx(stranger), team.Slug, owner.ID), "a second owner may remove the first")
-			err = db.RemoveTeamMember(acctCtx(admin), team.Slug, stranger.ID)
+			require.NoError(t, teams.RemoveTeamMember(acctCtx(stranger), team.Slug, owner.ID), "a second owner may remove the first")
+			err = teams.RemoveTeamMember(acctCtx(admin), team.Slug, stranger.ID)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "admins cannot empty a team of owners either")
 		})
 		t.Run("Audited", func(t *testing.T) {
@@ -240,20 +243,21 @@ func TestStore_Teams(t *testing.T) {
 	})
 }
 
-func TestStore_TeamsConcurrency(t *testing.T) {
+func TestTeams_TeamsConcurrency(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		teams := servicetest.Teams(db)
 		a := acctUser(t, db, "a@example.org", false)
 		b := acctUser(t, db, "b@example.org", false)
-		team, err := db.CreateTeam(acctCtx(a), "Race", "", "")
+		team, err := teams.CreateTeam(acctCtx(a), "Race", "", "")
 		require.NoError(t, err)
-		_, plain, err := db.CreateTeamInvite(acctCtx(a), team.Slug, models.RoleOwner)
+		_, plain, err := teams.CreateTeamInvite(acctCtx(a), team.Slug, models.RoleOwner)
 		require.NoError(t, err)
-		_, err = db.AcceptTeamInvite(acctCtx(b), plain)
+		_, err = teams.AcceptTeamInvite(acctCtx(b), plain)
 		require.NoError(t, err)
 
 		t.Run("InviteUsedOnce", func(t *testing.T) {
-			_, plain, err := db.CreateTeamInvite(acctCtx(a), team.Slug, models.RoleMember)
+			_, plain, err := teams.CreateTeamInvite(acctCtx(a), team.Slug, models.RoleMember)
 			require.NoError(t, err)
 			var users []*models.User
 			for i := range 4 {
@@ -262,7 +266,7 @@ func TestStore_TeamsConcurrency(t *testing.T) {
 			errs := make(chan error, len(users))
 			for _, u := range users {
 				go func() {
-					_, err := db.AcceptTeamInvite(acctCtx(u), plain)
+					_, err := teams.AcceptTeamInvite(acctCtx(u), plain)
 					errs <- err
 				}()
 			}
@@ -281,7 +285,7 @@ func TestStore_TeamsConcurrency(t *testing.T) {
 			// Both owners leave at once: one must be refused.
 			errs := make(chan error, 2)
 			for _, u := range []*models.User{a, b} {
-				go func() { errs <- db.LeaveTeam(acctCtx(u), team.Slug) }()
+				go func() { errs <- teams.LeaveTeam(acctCtx(u), team.Slug) }()
 			}
 			e1, e2 := <-errs, <-errs
 			require.True(t, (e1 == nil) != (e2 == nil), "exactly one leaves: %v / %v", e1, e2)

@@ -1,4 +1,4 @@
-package storage_test
+package service_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -32,15 +33,16 @@ func acctAuditActions(t *testing.T, db *storage.DB) []string {
 	return out
 }
 
-func TestStore_APITokens(t *testing.T) {
+func TestTeams_APITokens(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		teams := servicetest.Teams(db)
 		alice := acctUser(t, db, "alice@example.org", false)
 		bob := acctUser(t, db, "bob@example.org", false)
 		admin := acctUser(t, db, "root@example.org", true)
 		ctx := acctCtx(alice)
 
-		tok, plain, err := db.CreateAPIToken(ctx, "  CI  ")
+		tok, plain, err := teams.CreateAPIToken(ctx, "  CI  ")
 		require.NoError(t, err)
 		require.Equal(t, "CI", tok.Name)
 		require.True(t, strings.HasPrefix(plain, storage.APITokenPrefix))
@@ -57,57 +59,57 @@ func TestStore_APITokens(t *testing.T) {
 			require.Zero(t, n)
 		})
 		t.Run("Validation", func(t *testing.T) {
-			_, _, err := db.CreateAPIToken(ctx, " ")
+			_, _, err := teams.CreateAPIToken(ctx, " ")
 			require.Equal(t, models.EINVALID, models.ErrorCode(err))
 			require.Equal(t, "name", models.ErrorField(err))
-			_, _, err = db.CreateAPIToken(ctx, strings.Repeat("x", 101))
+			_, _, err = teams.CreateAPIToken(ctx, strings.Repeat("x", 101))
 			require.Equal(t, models.EINVALID, models.ErrorCode(err))
-			_, _, err = db.CreateAPIToken(context.Background(), "anon")
+			_, _, err = teams.CreateAPIToken(context.Background(), "anon")
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
 		})
 		t.Run("ErrConflict", func(t *testing.T) {
-			_, _, err := db.CreateAPIToken(ctx, "CI")
+			_, _, err := teams.CreateAPIToken(ctx, "CI")
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			require.Equal(t, "name", models.ErrorField(err))
 			require.Equal(t, `a token named "CI" already exists`, models.ErrorMessage(err))
 			// The same name is free for someone else.
-			_, _, err = db.CreateAPIToken(acctCtx(bob), "CI")
+			_, _, err = teams.CreateAPIToken(acctCtx(bob), "CI")
 			require.NoError(t, err)
 		})
 		t.Run("LastUsed", func(t *testing.T) {
-			u, err := db.TokenUser(context.Background(), plain)
+			u, err := teams.TokenUser(context.Background(), plain)
 			require.NoError(t, err)
 			require.Equal(t, alice.ID, u.ID)
-			list, err := db.ListAPITokens(ctx)
+			list, err := teams.ListAPITokens(ctx)
 			require.NoError(t, err)
 			require.Len(t, list, 1)
 			require.NotNil(t, list[0].LastUsedAt)
-			_, err = db.TokenUser(context.Background(), plain+"x")
+			_, err = teams.TokenUser(context.Background(), plain+"x")
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
 		})
 		t.Run("RevokeOnlyOwn", func(t *testing.T) {
-			_, err := db.RevokeAPIToken(acctCtx(bob), tok.ID)
+			_, err := teams.RevokeAPIToken(acctCtx(bob), tok.ID)
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-			_, err = db.RevokeAPIToken(acctCtx(admin), tok.ID)
+			_, err = teams.RevokeAPIToken(acctCtx(admin), tok.ID)
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-			_, err = db.RevokeAPIToken(context.Background(), tok.ID)
+			_, err = teams.RevokeAPIToken(context.Background(), tok.ID)
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-			_, err = db.TokenUser(context.Background(), plain)
+			_, err = teams.TokenUser(context.Background(), plain)
 			require.NoError(t, err, "a refused revocation leaves the token working")
 		})
 		t.Run("Revoke", func(t *testing.T) {
-			got, err := db.RevokeAPIToken(ctx, tok.ID)
+			got, err := teams.RevokeAPIToken(ctx, tok.ID)
 			require.NoError(t, err)
 			require.NotNil(t, got.RevokedAt)
-			_, err = db.TokenUser(context.Background(), plain)
+			_, err = teams.TokenUser(context.Background(), plain)
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-			again, err := db.RevokeAPIToken(ctx, tok.ID)
+			again, err := teams.RevokeAPIToken(ctx, tok.ID)
 			require.NoError(t, err, "revoking twice is harmless")
 			require.Equal(t, got.RevokedAt.Unix(), again.RevokedAt.Unix())
 			// A revoked token's name may be reused.
-			_, _, err = db.CreateAPIToken(ctx, "CI")
+			_, _, err = teams.CreateAPIToken(ctx, "CI")
 			require.NoError(t, err)
-			list, err := db.ListAPITokens(ctx)
+			list, err := teams.ListAPITokens(ctx)
 			require.NoError(t, err)
 			require.Len(t, list, 2)
 			require.Nil(t, list[0].RevokedAt, "active tokens come first")
@@ -119,11 +121,11 @@ func TestStore_APITokens(t *testing.T) {
 			require.Contains(t, actions, "token.revoked")
 		})
 		t.Run("AccountOverview", func(t *testing.T) {
-			acc, err := db.AccountOverview(ctx)
+			acc, err := teams.AccountOverview(ctx)
 			require.NoError(t, err)
 			require.Equal(t, alice.ID, acc.User.ID)
 			require.Len(t, acc.Tokens, 2)
-			_, err = db.AccountOverview(context.Background())
+			_, err = teams.AccountOverview(context.Background())
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
 		})
 	})

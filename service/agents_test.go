@@ -1,4 +1,4 @@
-package storage_test
+package service_test
 
 import (
 	"bytes"
@@ -14,15 +14,20 @@ import (
 
 	"proctor/models"
 	"proctor/netguard"
+	"proctor/service"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 	"proctor/vault"
 )
 
-// agentFixture is a database with the agent registry wired, one team with a
-// member, a user of another team, an admin and an anonymous context.
+// agentFixture is a database with the team service wired (its SSRF guard
+// resolves agent.example.com to a public address and allows internal.test),
+// one team with a member, a user of another team, an admin and an anonymous
+// context.
 type agentFixture struct {
 	db                       *storage.DB
+	teams                    *service.Teams
+	guard                    service.HostGuard
 	team                     *models.Team
 	member, stranger, admin  context.Context
 	anon, system             context.Context
@@ -43,10 +48,10 @@ func newAgentFixture(t *testing.T, db *storage.DB) *agentFixture {
 		}
 		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 	}
-	db.UseAgentDeps(v, g)
+	db.UseAgentSecrets(v)
 
 	ctx := context.Background()
-	f := &agentFixture{db: db, anon: ctx, system: models.WithActor(ctx, models.SystemActor())}
+	f := &agentFixture{db: db, teams: service.NewTeams(db, g), guard: g, anon: ctx, system: models.WithActor(ctx, models.SystemActor())}
 	f.memberUser = agentTestUser(t, db, "member@agents.test", false)
 	f.strangerUser = agentTestUser(t, db, "stranger@agents.test", false)
 	adminUser := agentTestUser(t, db, "admin@agents.test", true)
@@ -98,13 +103,13 @@ func httpAgent(name string) *models.Agent {
 
 const secretValue = "sk-live-DO-NOT-LEAK-1234567890"
 
-func TestStore_CreateAgent(t *testing.T) {
+func TestTeams_CreateAgent(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newAgentFixture(t, db)
 
 		a := httpAgent("Browser Bot")
-		require.NoError(t, db.CreateAgent(f.member, "lab", a, map[string]string{"OPENAI_API_KEY": secretValue, "B_TOKEN": "bee"}))
+		require.NoError(t, f.teams.CreateAgent(f.member, "lab", a, map[string]string{"OPENAI_API_KEY": secretValue, "B_TOKEN": "bee"}))
 		require.Equal(t, "browser-bot", a.Slug)
 		require.Equal(t, f.team.ID, a.TeamID)
 		require.Equal(t, "B_TOKEN,OPENAI_API_KEY", a.SecretNames)
@@ -117,36 +122,36 @@ func TestStore_CreateAgent(t *testing.T) {
 			require.False(t, bytes.Contains(sealed, []byte("OPENAI_API_KEY")), "names are sealed too")
 		})
 		t.Run("AgentSecretsRoundTrip", func(t *testing.T) {
-			got, err := db.AgentSecrets(f.system, a.ID)
+			got, err := f.teams.AgentSecrets(f.system, a.ID)
 			require.NoError(t, err)
 			require.Equal(t, map[string]string{"OPENAI_API_KEY": secretValue, "B_TOKEN": "bee"}, got)
-			_, err = db.AgentSecrets(f.admin, a.ID)
+			_, err = f.teams.AgentSecrets(f.admin, a.ID)
 			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err), "not even admins read secret values")
-			_, err = db.AgentSecrets(f.member, a.ID)
+			_, err = f.teams.AgentSecrets(f.member, a.ID)
 			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
-			_, err = db.AgentSecrets(f.anon, a.ID)
+			_, err = f.teams.AgentSecrets(f.anon, a.ID)
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-			_, err = db.AgentSecrets(f.system, a.ID+1000)
+			_, err = f.teams.AgentSecrets(f.system, a.ID+1000)
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 		})
 		t.Run("CiphertextBoundToAgent", func(t *testing.T) {
 			b := &models.Agent{Name: "Copy", Kind: models.AgentReplay}
-			require.NoError(t, db.CreateAgent(f.member, "lab", b, map[string]string{"X": "y"}))
+			require.NoError(t, f.teams.CreateAgent(f.member, "lab", b, map[string]string{"X": "y"}))
 			require.NoError(t, db.Gorm().Table("agents").Where("id = ?", b.ID).Update("secrets_ciphertext", f.ciphertext(t, a.ID)).Error)
-			_, err := db.AgentSecrets(f.system, b.ID)
+			_, err := f.teams.AgentSecrets(f.system, b.ID)
 			require.Error(t, err, "a ciphertext copied to another agent must not open")
-			require.NoError(t, db.DeleteAgent(f.member, "lab", "copy"))
+			require.NoError(t, f.teams.DeleteAgent(f.member, "lab", "copy"))
 		})
 		t.Run("Permissions", func(t *testing.T) {
 			before := f.count(t)
-			err := db.CreateAgent(f.stranger, "lab", httpAgent("Intruder"), nil)
+			err := f.teams.CreateAgent(f.stranger, "lab", httpAgent("Intruder"), nil)
 			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
-			err = db.CreateAgent(f.anon, "lab", httpAgent("Anon"), nil)
+			err = f.teams.CreateAgent(f.anon, "lab", httpAgent("Anon"), nil)
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-			err = db.CreateAgent(f.member, "nope", httpAgent("Lost"), nil)
+			err = f.teams.CreateAgent(f.member, "nope", httpAgent("Lost"), nil)
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 			require.Equal(t, before, f.count(t))
-			require.NoError(t, db.CreateAgent(f.admin, "lab", httpAgent("By Admin"), nil), "admins manage every team")
+			require.NoError(t, f.teams.CreateAgent(f.admin, "lab", httpAgent("By Admin"), nil), "admins manage every team")
 		})
 		t.Run("ForbiddenEndpoints", func(t *testing.T) {
 			before := f.count(t)
@@ -156,7 +161,7 @@ func TestStore_CreateAgent(t *testing.T) {
 			} {
 				a := httpAgent(fmt.Sprintf("Bad %d", i))
 				a.EndpointURL = endpoint
-				err := db.CreateAgent(f.member, "lab", a, map[string]string{"KEY": "v"})
+				err := f.teams.CreateAgent(f.member, "lab", a, map[string]string{"KEY": "v"})
 				require.Equal(t, models.EINVALID, models.ErrorCode(err), "%s: %v", endpoint, err)
 				require.Equal(t, "endpoint_url", models.ErrorField(err), endpoint)
 			}
@@ -165,7 +170,7 @@ func TestStore_CreateAgent(t *testing.T) {
 		t.Run("AllowListedHost", func(t *testing.T) {
 			a := httpAgent("Internal")
 			a.EndpointURL = "http://internal.test:9000/step"
-			require.NoError(t, db.CreateAgent(f.member, "lab", a, nil))
+			require.NoError(t, f.teams.CreateAgent(f.member, "lab", a, nil))
 		})
 		t.Run("Validation", func(t *testing.T) {
 			before := f.count(t)
@@ -188,12 +193,12 @@ func TestStore_CreateAgent(t *testing.T) {
 				{&models.Agent{Name: "X", Kind: models.AgentReplay}, map[string]string{"BIG": strings.Repeat("v", 4097)}, "secrets", models.EINVALID},
 				{&models.Agent{Name: "X", Kind: models.AgentReplay}, manySecrets(21), "secrets", models.EINVALID},
 			} {
-				err := db.CreateAgent(f.member, "lab", tc.agent, tc.secrets)
+				err := f.teams.CreateAgent(f.member, "lab", tc.agent, tc.secrets)
 				require.Equal(t, tc.code, models.ErrorCode(err), "%+v: %v", tc.agent, err)
 				require.Equal(t, tc.field, models.ErrorField(err), "%+v", tc.agent)
 			}
 			require.Equal(t, before, f.count(t))
-			require.NoError(t, db.CreateAgent(f.member, "lab", &models.Agent{Name: "Twenty", Kind: models.AgentReplay}, manySecrets(20)))
+			require.NoError(t, f.teams.CreateAgent(f.member, "lab", &models.Agent{Name: "Twenty", Kind: models.AgentReplay}, manySecrets(20)))
 		})
 	})
 }
@@ -206,68 +211,68 @@ func manySecrets(n int) map[string]string {
 	return out
 }
 
-func TestStore_UpdateAgent(t *testing.T) {
+func TestTeams_UpdateAgent(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newAgentFixture(t, db)
 		a := httpAgent("Editable")
-		require.NoError(t, db.CreateAgent(f.member, "lab", a, map[string]string{"OPENAI_API_KEY": secretValue, "OLD": "old"}))
+		require.NoError(t, f.teams.CreateAgent(f.member, "lab", a, map[string]string{"OPENAI_API_KEY": secretValue, "OLD": "old"}))
 
 		t.Run("SecretsKeepSetClear", func(t *testing.T) {
 			edit := httpAgent("Edited")
 			edit.Description = "now described"
-			err := db.UpdateAgent(f.member, "lab", "editable", edit, map[string]string{"OPENAI_API_KEY": "", "NEW_KEY": "new"}, []string{"OLD"})
+			err := f.teams.UpdateAgent(f.member, "lab", "editable", edit, map[string]string{"OPENAI_API_KEY": "", "NEW_KEY": "new"}, []string{"OLD"})
 			require.NoError(t, err)
 			require.Equal(t, "editable", edit.Slug, "the slug stays")
 			require.Equal(t, "Edited", edit.Name)
 			require.Equal(t, "NEW_KEY,OPENAI_API_KEY", edit.SecretNames)
-			got, err := db.AgentSecrets(f.system, a.ID)
+			got, err := f.teams.AgentSecrets(f.system, a.ID)
 			require.NoError(t, err)
 			require.Equal(t, map[string]string{"OPENAI_API_KEY": secretValue, "NEW_KEY": "new"}, got)
 		})
 		t.Run("ClearAll", func(t *testing.T) {
 			b := &models.Agent{Name: "Clearable", Kind: models.AgentReplay}
-			require.NoError(t, db.CreateAgent(f.member, "lab", b, map[string]string{"ONLY": "x"}))
-			require.NoError(t, db.UpdateAgent(f.member, "lab", "clearable", &models.Agent{Name: "Clearable", Kind: models.AgentReplay}, nil, []string{"ONLY"}))
+			require.NoError(t, f.teams.CreateAgent(f.member, "lab", b, map[string]string{"ONLY": "x"}))
+			require.NoError(t, f.teams.UpdateAgent(f.member, "lab", "clearable", &models.Agent{Name: "Clearable", Kind: models.AgentReplay}, nil, []string{"ONLY"}))
 			require.Empty(t, f.ciphertext(t, b.ID))
-			got, err := db.AgentSecrets(f.system, b.ID)
+			got, err := f.teams.AgentSecrets(f.system, b.ID)
 			require.NoError(t, err)
 			require.Empty(t, got)
 		})
 		t.Run("SlugIsFixed", func(t *testing.T) {
 			edit := httpAgent("Edited")
 			edit.Slug = "renamed"
-			err := db.UpdateAgent(f.member, "lab", "editable", edit, nil, nil)
+			err := f.teams.UpdateAgent(f.member, "lab", "editable", edit, nil, nil)
 			require.Equal(t, models.EINVALID, models.ErrorCode(err))
 			require.Equal(t, "slug", models.ErrorField(err))
 		})
 		t.Run("RefusedEndpointChangesNothing", func(t *testing.T) {
 			edit := httpAgent("Should not stick")
 			edit.EndpointURL = "http://169.254.169.254/latest/"
-			err := db.UpdateAgent(f.member, "lab", "editable", edit, map[string]string{"OPENAI_API_KEY": "replaced"}, nil)
+			err := f.teams.UpdateAgent(f.member, "lab", "editable", edit, map[string]string{"OPENAI_API_KEY": "replaced"}, nil)
 			require.Equal(t, models.EINVALID, models.ErrorCode(err))
 			require.Equal(t, "endpoint_url", models.ErrorField(err))
-			got, err := db.AgentBySlug(f.member, "lab", "editable")
+			got, err := f.teams.AgentBySlug(f.member, "lab", "editable")
 			require.NoError(t, err)
 			require.Equal(t, "Edited", got.Name)
 			require.Equal(t, "https://agent.example.com/step", got.EndpointURL)
-			s, err := db.AgentSecrets(f.system, a.ID)
+			s, err := f.teams.AgentSecrets(f.system, a.ID)
 			require.NoError(t, err)
 			require.Equal(t, secretValue, s["OPENAI_API_KEY"])
 		})
 		t.Run("Permissions", func(t *testing.T) {
-			err := db.UpdateAgent(f.stranger, "lab", "editable", httpAgent("Hijack"), nil, nil)
+			err := f.teams.UpdateAgent(f.stranger, "lab", "editable", httpAgent("Hijack"), nil, nil)
 			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
-			err = db.UpdateAgent(f.anon, "lab", "editable", httpAgent("Hijack"), nil, nil)
+			err = f.teams.UpdateAgent(f.anon, "lab", "editable", httpAgent("Hijack"), nil, nil)
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-			err = db.UpdateAgent(f.member, "lab", "missing", httpAgent("Missing"), nil, nil)
+			err = f.teams.UpdateAgent(f.member, "lab", "missing", httpAgent("Missing"), nil, nil)
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-			_, err = db.PatchAgent(f.stranger, "lab", "editable", &models.AgentPatch{}, nil, nil)
+			_, err = f.teams.PatchAgent(f.stranger, "lab", "editable", &models.AgentPatch{}, nil, nil)
 			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
 		})
 		t.Run("Patch", func(t *testing.T) {
 			desc, open := "patched", true
-			got, err := db.PatchAgent(f.admin, "lab", "editable", &models.AgentPatch{Description: &desc, OpenSource: &open}, map[string]string{"PATCHED": "p"}, nil)
+			got, err := f.teams.PatchAgent(f.admin, "lab", "editable", &models.AgentPatch{Description: &desc, OpenSource: &open}, map[string]string{"PATCHED": "p"}, nil)
 			require.NoError(t, err)
 			require.Equal(t, "Edited", got.Name, "unset fields stay")
 			require.Equal(t, "patched", got.Description)
@@ -278,11 +283,11 @@ func TestStore_UpdateAgent(t *testing.T) {
 	})
 }
 
-func TestStore_AgentForms(t *testing.T) {
+func TestTeams_AgentForms(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newAgentFixture(t, db)
-		require.NoError(t, db.CreateAgent(f.member, "lab", httpAgent("Formed"), map[string]string{"KEY": secretValue}))
+		require.NoError(t, f.teams.CreateAgent(f.member, "lab", httpAgent("Formed"), map[string]string{"KEY": secretValue}))
 		for _, tc := range []struct {
 			ctx  context.Context
 			team string
@@ -291,9 +296,9 @@ func TestStore_AgentForms(t *testing.T) {
 			{f.member, "lab", ""}, {f.admin, "lab", ""}, {f.stranger, "lab", models.EFORBIDDEN},
 			{f.anon, "lab", models.EUNAUTHORIZED}, {f.member, "nope", models.ENOTFOUND},
 		} {
-			_, err := db.AgentTeam(tc.ctx, tc.team)
+			_, err := f.teams.AgentTeam(tc.ctx, tc.team)
 			require.Equal(t, tc.code, models.ErrorCode(err))
-			a, err := db.EditableAgent(tc.ctx, tc.team, "formed")
+			a, err := f.teams.EditableAgent(tc.ctx, tc.team, "formed")
 			require.Equal(t, tc.code, models.ErrorCode(err))
 			if err == nil {
 				require.Equal(t, "https://agent.example.com/step", a.EndpointURL)
@@ -301,26 +306,26 @@ func TestStore_AgentForms(t *testing.T) {
 				require.Equal(t, "KEY", a.SecretNames)
 			}
 		}
-		_, err := db.EditableAgent(f.member, "lab", "nope")
+		_, err := f.teams.EditableAgent(f.member, "lab", "nope")
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 	})
 }
 
-func TestStore_DeleteAgent(t *testing.T) {
+func TestTeams_DeleteAgent(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newAgentFixture(t, db)
-		require.NoError(t, db.CreateAgent(f.member, "lab", httpAgent("Doomed"), nil))
-		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(db.DeleteAgent(f.stranger, "lab", "doomed")))
-		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(db.DeleteAgent(f.anon, "lab", "doomed")))
-		require.Equal(t, models.ENOTFOUND, models.ErrorCode(db.DeleteAgent(f.member, "lab", "nope")))
-		require.NoError(t, db.DeleteAgent(f.member, "lab", "doomed"))
-		_, err := db.AgentBySlug(f.anon, "lab", "doomed")
+		require.NoError(t, f.teams.CreateAgent(f.member, "lab", httpAgent("Doomed"), nil))
+		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(f.teams.DeleteAgent(f.stranger, "lab", "doomed")))
+		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(f.teams.DeleteAgent(f.anon, "lab", "doomed")))
+		require.Equal(t, models.ENOTFOUND, models.ErrorCode(f.teams.DeleteAgent(f.member, "lab", "nope")))
+		require.NoError(t, f.teams.DeleteAgent(f.member, "lab", "doomed"))
+		_, err := f.teams.AgentBySlug(f.anon, "lab", "doomed")
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 
 		t.Run("ErrConflictWithRuns", func(t *testing.T) {
 			a := httpAgent("Used")
-			require.NoError(t, db.CreateAgent(f.member, "lab", a, nil))
+			require.NoError(t, f.teams.CreateAgent(f.member, "lab", a, nil))
 			g, now := db.Gorm(), time.Now().UTC()
 			require.NoError(t, g.Exec("INSERT INTO benchmarks (slug, name, format, evaluator, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)", "b", "B", "proctor", "none", now, now).Error)
 			var benchID, versionID int64
@@ -328,26 +333,26 @@ func TestStore_DeleteAgent(t *testing.T) {
 			require.NoError(t, g.Exec("INSERT INTO benchmark_versions (benchmark_id, version, checksum, created_at) VALUES (?, 1, ?, ?)", benchID, "sum", now).Error)
 			require.NoError(t, g.Raw("SELECT id FROM benchmark_versions WHERE benchmark_id = ?", benchID).Scan(&versionID).Error)
 			require.NoError(t, g.Exec("INSERT INTO runs (team_id, agent_id, version_id, status, origin, created_at) VALUES (?, ?, ?, 'completed', 'executed', ?)", f.team.ID, a.ID, versionID, now).Error)
-			err := db.DeleteAgent(f.member, "lab", "used")
+			err := f.teams.DeleteAgent(f.member, "lab", "used")
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			require.Contains(t, models.ErrorMessage(err), "is used by 1 run(s)")
-			_, err = db.AgentBySlug(f.anon, "lab", "used")
+			_, err = f.teams.AgentBySlug(f.anon, "lab", "used")
 			require.NoError(t, err, "still there")
 		})
 	})
 }
 
-func TestStore_ListAgents(t *testing.T) {
+func TestTeams_ListAgents(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newAgentFixture(t, db)
-		require.NoError(t, db.CreateAgent(f.member, "lab", httpAgent("Zeta"), map[string]string{"KEY": secretValue}))
-		require.NoError(t, db.CreateAgent(f.member, "lab", &models.Agent{Name: "Alpha", Kind: models.AgentReplay}, nil))
-		require.NoError(t, db.CreateAgent(f.stranger, "other", httpAgent("Mid"), nil))
+		require.NoError(t, f.teams.CreateAgent(f.member, "lab", httpAgent("Zeta"), map[string]string{"KEY": secretValue}))
+		require.NoError(t, f.teams.CreateAgent(f.member, "lab", &models.Agent{Name: "Alpha", Kind: models.AgentReplay}, nil))
+		require.NoError(t, f.teams.CreateAgent(f.stranger, "other", httpAgent("Mid"), nil))
 
 		t.Run("PublicRedacted", func(t *testing.T) {
 			for name, ctx := range map[string]context.Context{"anonymous": f.anon, "stranger": f.stranger} {
-				res, err := db.ListAgents(ctx, "lab")
+				res, err := f.teams.ListAgents(ctx, "lab")
 				require.NoError(t, err, name)
 				require.False(t, res.CanManage)
 				require.Equal(t, "lab", res.Team.Slug)
@@ -360,27 +365,27 @@ func TestStore_ListAgents(t *testing.T) {
 				require.Nil(t, zeta.SecretsCiphertext)
 				require.Equal(t, map[string]string{"KEY": "set"}, zeta.SecretStatus())
 			}
-			_, err := db.ListAgents(f.anon, "nope")
+			_, err := f.teams.ListAgents(f.anon, "nope")
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 		})
 		t.Run("MembersSeeEndpoint", func(t *testing.T) {
 			for _, ctx := range []context.Context{f.member, f.admin} {
-				res, err := db.ListAgents(ctx, "lab")
+				res, err := f.teams.ListAgents(ctx, "lab")
 				require.NoError(t, err)
 				require.True(t, res.CanManage)
 				require.Equal(t, "https://agent.example.com/step", res.Agents[1].EndpointURL)
-				a, err := db.AgentBySlug(ctx, "lab", "zeta")
+				a, err := f.teams.AgentBySlug(ctx, "lab", "zeta")
 				require.NoError(t, err)
 				require.True(t, a.CanManage)
 				require.Equal(t, "https://agent.example.com/step", a.EndpointURL)
 				require.Nil(t, a.SecretsCiphertext)
 			}
-			a, err := db.AgentBySlug(f.stranger, "lab", "zeta")
+			a, err := f.teams.AgentBySlug(f.stranger, "lab", "zeta")
 			require.NoError(t, err)
 			require.Empty(t, a.EndpointURL)
 		})
 		t.Run("AllTeamsPaginated", func(t *testing.T) {
-			list, total, err := db.ListAllAgents(f.stranger, 1, 2)
+			list, total, err := f.teams.ListAllAgents(f.stranger, 1, 2)
 			require.NoError(t, err)
 			require.Equal(t, 3, total)
 			require.Len(t, list, 2)
@@ -388,7 +393,7 @@ func TestStore_ListAgents(t *testing.T) {
 			require.Equal(t, "other", list[1].Team.Slug)
 			require.True(t, list[1].CanManage, "the stranger is a member of other")
 			require.Equal(t, "https://agent.example.com/step", list[1].EndpointURL)
-			list, _, err = db.ListAllAgents(f.stranger, 2, 2)
+			list, _, err = f.teams.ListAllAgents(f.stranger, 2, 2)
 			require.NoError(t, err)
 			require.Len(t, list, 1)
 			require.Equal(t, "zeta", list[0].Slug)
@@ -400,17 +405,15 @@ func TestStore_ListAgents(t *testing.T) {
 
 // TestStore_PatchAgentConcurrent: two edits of different fields that overlap both
 // survive; the slower one re-applies its change to the row as it is at commit.
-func TestStore_PatchAgentConcurrent(t *testing.T) {
+func TestTeams_PatchAgentConcurrent(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newAgentFixture(t, db)
 		a := &models.Agent{Name: "Walker", Kind: models.AgentHTTP, EndpointURL: "https://agent.example.com/step"}
-		require.NoError(t, db.CreateAgent(f.member, "lab", a, nil))
+		require.NoError(t, f.teams.CreateAgent(f.member, "lab", a, nil))
 
 		// A guard whose next lookup blocks until released, holding the first
 		// edit between its checks and its transaction.
-		v, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
-		require.NoError(t, err)
 		var block atomic.Bool
 		entered, release := make(chan struct{}), make(chan struct{})
 		g := netguard.New(nil, nil)
@@ -421,22 +424,22 @@ func TestStore_PatchAgentConcurrent(t *testing.T) {
 			}
 			return []net.IP{net.ParseIP("93.184.216.34")}, nil
 		}
-		db.UseAgentDeps(v, g)
+		teams := service.NewTeams(db, g)
 
 		renamed, described := "Renamed", "Now with retries"
 		block.Store(true)
 		done := make(chan error, 1)
 		go func() {
-			_, err := db.PatchAgent(f.member, "lab", a.Slug, &models.AgentPatch{Name: &renamed}, nil, nil)
+			_, err := teams.PatchAgent(f.member, "lab", a.Slug, &models.AgentPatch{Name: &renamed}, nil, nil)
 			done <- err
 		}()
 		<-entered
-		_, err = db.PatchAgent(f.member, "lab", a.Slug, &models.AgentPatch{Description: &described}, nil, nil)
+		_, err := teams.PatchAgent(f.member, "lab", a.Slug, &models.AgentPatch{Description: &described}, nil, nil)
 		require.NoError(t, err)
 		close(release)
 		require.NoError(t, <-done)
 
-		got, err := db.AgentBySlug(f.member, "lab", a.Slug)
+		got, err := f.teams.AgentBySlug(f.member, "lab", a.Slug)
 		require.NoError(t, err)
 		require.Equal(t, renamed, got.Name)
 		require.Equal(t, described, got.Description, "the overlapping edit is kept")

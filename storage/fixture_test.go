@@ -1,0 +1,83 @@
+package storage_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"proctor/models"
+	"proctor/storage"
+	"proctor/vault"
+)
+
+// agentFixture is a database whose agent secrets are sealed, one team "lab"
+// with a member, team "other" with a stranger, an admin and an anonymous
+// context.
+type agentFixture struct {
+	db                       *storage.DB
+	team                     *models.Team
+	member, stranger, admin  context.Context
+	anon, system             context.Context
+	memberUser, strangerUser *models.User
+}
+
+func newAgentFixture(t *testing.T, db *storage.DB) *agentFixture {
+	t.Helper()
+	v, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
+	require.NoError(t, err)
+	db.UseAgentSecrets(v)
+	ctx := context.Background()
+	f := &agentFixture{db: db, anon: ctx, system: models.WithActor(ctx, models.SystemActor())}
+	f.memberUser = agentTestUser(t, db, "member@agents.test", false)
+	f.strangerUser = agentTestUser(t, db, "stranger@agents.test", false)
+	adminUser := agentTestUser(t, db, "admin@agents.test", true)
+	f.member, f.stranger, f.admin = actorCtx(f.memberUser), actorCtx(f.strangerUser), actorCtx(adminUser)
+	f.team = agentTestTeam(t, db, "lab", f.memberUser)
+	agentTestTeam(t, db, "other", f.strangerUser)
+	return f
+}
+
+func agentTestUser(t *testing.T, db *storage.DB, email string, admin bool) *models.User {
+	t.Helper()
+	u, err := db.CreateUser(context.Background(), email, strings.Split(email, "@")[0], "correct horse battery", admin)
+	require.NoError(t, err)
+	return u
+}
+
+func actorCtx(u *models.User) context.Context {
+	return models.WithActor(context.Background(), models.Actor{UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin})
+}
+
+// agentTestTeam inserts a team with one owner directly, so these tests do not
+// depend on the team service's rules.
+func agentTestTeam(t *testing.T, db *storage.DB, slug string, owner *models.User) *models.Team {
+	t.Helper()
+	now := time.Now().UTC()
+	team := &models.Team{Slug: slug, Name: strings.ToUpper(slug), CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, db.Gorm().Create(team).Error)
+	require.NoError(t, db.Gorm().Create(&models.Membership{TeamID: team.ID, UserID: owner.ID, Role: models.RoleOwner, CreatedAt: now}).Error)
+	return team
+}
+
+// as returns a context acting as u.
+func acctCtx(u *models.User) context.Context {
+	return models.WithActor(context.Background(), models.Actor{UserID: u.ID, Email: u.Email, Name: u.Name, IsAdmin: u.IsAdmin})
+}
+
+func acctUser(t *testing.T, db *storage.DB, email string, admin bool) *models.User {
+	t.Helper()
+	u, err := db.CreateUser(context.Background(), email, strings.Split(email, "@")[0], "correct horse battery", admin)
+	require.NoError(t, err)
+	return u
+}
+
+// auditActions returns the actions recorded so far, oldest first.
+func acctAuditActions(t *testing.T, db *storage.DB) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, db.Gorm().Model(&models.AuditEvent{}).Order("id").Pluck("action", &out).Error)
+	return out
+}
