@@ -9,7 +9,6 @@ import (
 
 	"proctor/models"
 	"proctor/service"
-	"proctor/storage"
 )
 
 // Store is everything the runner's workers read and write, one small
@@ -71,7 +70,7 @@ type HiddenTestStore interface {
 type SubmissionJobStore interface {
 	AbandonedUploads(ctx context.Context, cutoff time.Time, limit int) ([]models.Submission, error)
 	CompleteSubmissionUpload(ctx context.Context, id, size int64, enqueue func(ctx context.Context, tx *sql.Tx, id int64) error) error
-	CreateUploadedRun(ctx context.Context, id int64, in storage.SubmissionIngest, rules storage.UploadedRunRules, enqueue func(ctx context.Context, tx *sql.Tx, runID int64, evaluate []int64) error) (*models.Run, error)
+	CreateUploadedRun(ctx context.Context, id int64, in models.SubmissionIngest, rules models.UploadedRunRules, enqueue func(ctx context.Context, tx *sql.Tx, runID int64, evaluate []int64) error) (*models.Run, error)
 	DiscardSubmission(ctx context.Context, id int64) (*models.Submission, error)
 	ExpireUpload(ctx context.Context, id int64, cutoff time.Time, reason string) (*models.Submission, error)
 	FailSubmission(ctx context.Context, id int64, reason string) error

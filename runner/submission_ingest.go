@@ -18,7 +18,6 @@ import (
 	"proctor/bundle"
 	"proctor/models"
 	"proctor/service"
-	"proctor/storage"
 	"proctor/storage/artifact"
 )
 
@@ -121,7 +120,7 @@ func (e *storeError) Error() string { return e.err.Error() }
 func (e *storeError) Unwrap() error { return e.err }
 
 // submissionTasksPrefix holds an ingested submission's task files.
-func submissionTasksPrefix(id int64) string { return storage.SubmissionPrefix(id) + "tasks/" }
+func submissionTasksPrefix(id int64) string { return models.SubmissionPrefix(id) + "tasks/" }
 
 // ingestSubmission reads the bundle twice — once to list its tasks and
 // files, once to store the files it keeps — then creates the run.
@@ -184,7 +183,7 @@ func (r *Runner) ingestSubmission(ctx context.Context, s *models.Submission) (*m
 		}
 		return nil, fmt.Errorf("extract bundle: %w", err)
 	}
-	in := storage.SubmissionIngest{Manifest: bun.Manifest}
+	in := models.SubmissionIngest{Manifest: bun.Manifest}
 	for _, t := range bun.Tasks {
 		if inSubset[t.ID] {
 			in.Tasks = append(in.Tasks, uploadedTask(t, stored))
@@ -196,8 +195,8 @@ func (r *Runner) ingestSubmission(ctx context.Context, s *models.Submission) (*m
 // uploadedTask is a bundle task as the run stores it: its files by the keys
 // they were stored under (a file the bundle reader did not keep, such as a
 // screenshot that is not an image, is left out).
-func uploadedTask(t *bundle.Task, stored map[string]string) storage.UploadedTask {
-	out := storage.UploadedTask{
+func uploadedTask(t *bundle.Task, stored map[string]string) models.UploadedTask {
+	out := models.UploadedTask{
 		ExternalID: t.ID, NotAttempted: t.NotAttempted, HARKey: stored[t.HAR],
 		TokensIn: t.TokensIn, TokensOut: t.TokensOut, Cost: t.Cost, TokensStated: t.TokensStated, CostStated: t.CostStated, DurationMS: t.DurationMS,
 		StartedAt: t.StartedAt, ErrorMessage: t.ErrorMessage,

@@ -558,7 +558,7 @@ func TestSubmission_WebArenaVerifiedDemo(t *testing.T) {
 // store or, for the local store, anywhere on disk (staged parts included).
 func (p *portal) requireNothingStored(t *testing.T, id int64) {
 	t.Helper()
-	infos, err := p.store.List(context.Background(), storage.SubmissionPrefix(id))
+	infos, err := p.store.List(context.Background(), models.SubmissionPrefix(id))
 	require.NoError(t, err)
 	require.Empty(t, infos, "nothing under submissions/%d/", id)
 	if p.dir == "" {
@@ -770,7 +770,7 @@ func TestSubmission_BadUploads(t *testing.T) {
 			require.Equal(t, "Storing the bundle's screenshots and network logs failed; try again later or ask an administrator.", v.Error)
 			require.Nil(t, v.RunID)
 			require.Zero(t, countSubmissionRuns(t, p.db), "no half-made run")
-			infos, err := p.store.List(context.Background(), storage.SubmissionPrefix(v.ID)+"tasks/")
+			infos, err := p.store.List(context.Background(), models.SubmissionPrefix(v.ID)+"tasks/")
 			require.NoError(t, err)
 			require.Empty(t, infos, "the files stored before the failure are deleted")
 			var audits int64
@@ -973,7 +973,7 @@ func TestSubmission_LastTryOutOfTime(t *testing.T) {
 		p.wait(t, ingesting.ID, models.SubmissionValidated)
 
 		store.stall(validating.StorageKey)
-		store.stall(storage.SubmissionPrefix(ingesting.ID) + "tasks/")
+		store.stall(models.SubmissionPrefix(ingesting.ID) + "tasks/")
 		_, err = p.svc.CompleteSubmission(p.member, validating.ID)
 		require.NoError(t, err)
 		_, err = p.svc.IngestSubmission(p.member, ingesting.ID)
@@ -987,7 +987,7 @@ func TestSubmission_LastTryOutOfTime(t *testing.T) {
 		require.Contains(t, v.Error, "Ingesting the bundle took too long: its last try did not finish within the 1.5 seconds a try may take.")
 		require.Nil(t, v.RunID)
 		require.Zero(t, countSubmissionRuns(t, p.db))
-		infos, err := p.store.List(context.Background(), storage.SubmissionPrefix(v.ID)+"tasks/")
+		infos, err := p.store.List(context.Background(), models.SubmissionPrefix(v.ID)+"tasks/")
 		require.NoError(t, err)
 		require.Empty(t, infos, "no task file is left")
 		again, resumed, err := p.svc.CreateSubmission(p.member, request(sandbox.Slug, "", fail))

@@ -500,7 +500,7 @@ func DeleteSubmissionBytes(ctx context.Context, files artifact.Store, s *models.
 			errs = append(errs, err)
 		}
 	}
-	if err := artifact.DeletePrefix(ctx, files, storage.SubmissionPrefix(s.ID)); err != nil {
+	if err := artifact.DeletePrefix(ctx, files, models.SubmissionPrefix(s.ID)); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

@@ -31,7 +31,7 @@ func newSubmissionAuthzFixture(t *testing.T, db *storage.DB) *submissionAuthzFix
 	id := f.submission(t, models.SubmissionValidated)
 	_, err := f.subs.IngestSubmission(f.member, id)
 	require.NoError(t, err)
-	run, err := db.CreateUploadedRun(f.system, id, storage.SubmissionIngest{Tasks: []storage.UploadedTask{{ExternalID: "t1"}}}, service.UploadedRunRules(), noEvaluations)
+	run, err := db.CreateUploadedRun(f.system, id, models.SubmissionIngest{Tasks: []models.UploadedTask{{ExternalID: "t1"}}}, service.UploadedRunRules(), noEvaluations)
 	require.NoError(t, err)
 	var attempt int64
 	require.NoError(t, db.Gorm().Model(&models.Attempt{}).Where("run_id = ?", run.ID).Order("id").Limit(1).Pluck("id", &attempt).Error)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"proctor/models"
-	"proctor/storage"
 )
 
 // UploadedRunRules are how an ingested submission's run is made: the ingest
@@ -15,8 +14,8 @@ import (
 // transaction. The run takes the manifest's budgets, date, notes, model and
 // framework; a task the bundle did not attempt, or does not hold, is a
 // failure charged to the agent.
-func UploadedRunRules() storage.UploadedRunRules {
-	return storage.UploadedRunRules{Run: uploadedRun, Attempt: uploadedAttempt}
+func UploadedRunRules() models.UploadedRunRules {
+	return models.UploadedRunRules{Run: uploadedRun, Attempt: uploadedAttempt}
 }
 
 // Messages of the attempts an uploaded run holds for tasks it did not attempt.
@@ -83,7 +82,7 @@ func manifestDate(s string) (time.Time, bool) {
 // uploadedAttempt is the attempt row of one task of an uploaded run: the
 // bundle's task waiting for evaluation, or a failure charged to the agent
 // when the bundle did not attempt it (t nil: absent).
-func uploadedAttempt(runID, taskID int64, t *storage.UploadedTask, now time.Time) models.Attempt {
+func uploadedAttempt(runID, taskID int64, t *models.UploadedTask, now time.Time) models.Attempt {
 	a := models.Attempt{RunID: runID, TaskID: taskID, Tries: 1, CreatedAt: now, UpdatedAt: now}
 	if t == nil || t.NotAttempted {
 		msg := absentMessage

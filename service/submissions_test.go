@@ -423,7 +423,7 @@ func TestSubmissions_SubmissionVisibility(t *testing.T) {
 		_, _, err = db.StartSubmissionValidation(f.admin, ours.ID)
 		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
 		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(db.RefuseSubmission(f.member, ours.ID, "no")))
-		_, err = db.CreateUploadedRun(f.admin, ours.ID, storage.SubmissionIngest{}, service.UploadedRunRules(), nil)
+		_, err = db.CreateUploadedRun(f.admin, ours.ID, models.SubmissionIngest{}, service.UploadedRunRules(), nil)
 		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
 
 		// Discarding and ingesting are the team's and the administrators'.
@@ -526,10 +526,10 @@ func TestSubmissions_SubmissionLifecycle(t *testing.T) {
 
 		started := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 		maxCost := 2.5
-		in := storage.SubmissionIngest{
+		in := models.SubmissionIngest{
 			Manifest: &models.BundleManifest{Model: "gpt-test", AgentFramework: "browsergym", Date: "2026-03-01",
 				Budgets: models.BundleBudgets{MaxSteps: 12, MaxEpisodeSeconds: 600, MaxCost: &maxCost}},
-			Tasks: []storage.UploadedTask{
+			Tasks: []models.UploadedTask{
 				{ExternalID: "t1", FinalAnswer: `{"type":"answer","text":"cable"}`, HARKey: "submissions/1/tasks/t1/network.har",
 					TokensIn: 100, TokensOut: 10, Cost: 0.5, TokensStated: true, DurationMS: 3000, StartedAt: &started,
 					Steps: []models.Step{
@@ -630,7 +630,7 @@ func TestSubmissions_SubmissionLifecycle(t *testing.T) {
 			f.validate(t, s.ID, models.SubmissionReport{Format: models.BundleWebArenaVerified, SHA256: sha("7"), TasksFound: []string{"t1"}})
 			_, err := f.subs.IngestSubmission(f.member, s.ID)
 			require.NoError(t, err)
-			run, err := db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{Tasks: []storage.UploadedTask{{ExternalID: "t1", NotAttempted: true}}}, service.UploadedRunRules(),
+			run, err := db.CreateUploadedRun(f.system, s.ID, models.SubmissionIngest{Tasks: []models.UploadedTask{{ExternalID: "t1", NotAttempted: true}}}, service.UploadedRunRules(),
 				func(_ context.Context, _ *sql.Tx, _ int64, ids []int64) error {
 					require.Empty(t, ids)
 					return nil
@@ -681,7 +681,7 @@ func TestSubmissions_SubmissionLifecycle(t *testing.T) {
 			_, err := f.subs.IngestSubmission(f.admin, s.ID)
 			require.NoError(t, err, "administrators may ingest")
 			require.NoError(t, db.FailSubmission(f.system, s.ID, "Storing the bundle's files failed."))
-			_, err = db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{}, service.UploadedRunRules(), nil)
+			_, err = db.CreateUploadedRun(f.system, s.ID, models.SubmissionIngest{}, service.UploadedRunRules(), nil)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "a failed ingest makes no run")
 			v, err := f.subs.Submission(f.member, s.ID)
 			require.NoError(t, err)
@@ -698,7 +698,7 @@ func TestSubmissions_SubmissionLifecycle(t *testing.T) {
 			_, err := f.subs.IngestSubmission(f.member, s.ID)
 			require.NoError(t, err)
 			runs := countRows(t, db, "runs", "")
-			_, err = db.CreateUploadedRun(f.system, s.ID, storage.SubmissionIngest{Tasks: []storage.UploadedTask{{ExternalID: "t1"}}}, service.UploadedRunRules(),
+			_, err = db.CreateUploadedRun(f.system, s.ID, models.SubmissionIngest{Tasks: []models.UploadedTask{{ExternalID: "t1"}}}, service.UploadedRunRules(),
 				func(context.Context, *sql.Tx, int64, []int64) error { return fmt.Errorf("queue unavailable") })
 			require.Error(t, err)
 			require.Equal(t, runs, countRows(t, db, "runs", ""), "no half-made run")

@@ -21,13 +21,6 @@ import (
 // so a redelivered job or a second click never moves it twice, and each is
 // written to audit_events with the change: who submitted what and when.
 
-// SubmissionKey is the artifact key of a submission's assembled bundle.
-func SubmissionKey(id int64) string { return SubmissionPrefix(id) + "bundle" }
-
-// SubmissionPrefix is the artifact prefix holding every byte of a submission:
-// its bundle and, once ingested, its tasks' screenshots and network logs.
-func SubmissionPrefix(id int64) string { return "submissions/" + strconv.FormatInt(id, 10) + "/" }
-
 // submissionNotFound hides a submission from callers who may not see it.
 func submissionNotFound(id int64) error {
 	return models.Errorf(models.ENOTFOUND, "Submission %d not found.", id)
@@ -95,7 +88,7 @@ func (db *DB) InsertSubmission(ctx context.Context, sub *models.Submission, ins 
 		if err := tx.Create(sub).Error; err != nil {
 			return wrap(err, "submission")
 		}
-		sub.StorageKey = SubmissionKey(sub.ID)
+		sub.StorageKey = models.SubmissionKey(sub.ID)
 		if err := tx.Model(sub).Update("storage_key", sub.StorageKey).Error; err != nil {
 			return wrap(err, "submission")
 		}

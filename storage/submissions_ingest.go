@@ -4,53 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 
 	"gorm.io/gorm"
 
 	"proctor/models"
 )
-
-// UploadedTask is one task of an ingested bundle, its files already in the
-// artifact store under the submission's prefix.
-type UploadedTask struct {
-	ExternalID string
-	// NotAttempted marks a task the bundle says the agent did not attempt
-	// (an empty .missing marker, an empty result).
-	NotAttempted bool
-	FinalAnswer  string // the final action as models.Action JSON, or ""
-	HARKey       string
-	TokensIn     int64
-	TokensOut    int64
-	Cost         float64
-	// TokensStated, CostStated: the bundle stated them (else unknown).
-	TokensStated bool
-	CostStated   bool
-	DurationMS   int64
-	StartedAt    *time.Time
-	ErrorMessage string        // the agent's own error, when the bundle records one
-	Steps        []models.Step // AttemptID is filled in here
-}
-
-// SubmissionIngest is what the ingest job read from a validated bundle.
-type SubmissionIngest struct {
-	Manifest *models.BundleManifest
-	// Tasks are the bundle's tasks of the submission's subset; the subset's
-	// other tasks are absent from the bundle.
-	Tasks []UploadedTask
-}
-
-// UploadedRunRules build the rows of an uploaded run: the service's rules,
-// called inside CreateUploadedRun's transaction with what it read.
-type UploadedRunRules struct {
-	// Run is the run of submission s, for agent on bench, of tasks tasks,
-	// with the manifest m (nil when the bundle has none); its agent
-	// snapshot included.
-	Run func(s *models.Submission, agent *models.Agent, bench *models.Benchmark, m *models.BundleManifest, tasks int, now time.Time) (models.Run, error)
-	// Attempt is the attempt of run runID on task taskID: the bundle's task
-	// t, or nil when the bundle does not hold it.
-	Attempt func(runID, taskID int64, t *UploadedTask, now time.Time) models.Attempt
-}
 
 // CreateUploadedRun turns an ingesting submission into a run in one
 // transaction: the Run (origin uploaded, status evaluating, the agent's
@@ -63,7 +21,7 @@ type UploadedRunRules struct {
 // ingested with the run's id. A run whose every attempt is already done
 // completes at once. A redelivered job finding the run made returns it and
 // does nothing. System only; ECONFLICT when the submission is not ingesting.
-func (db *DB) CreateUploadedRun(ctx context.Context, id int64, in SubmissionIngest, rules UploadedRunRules,
+func (db *DB) CreateUploadedRun(ctx context.Context, id int64, in models.SubmissionIngest, rules models.UploadedRunRules,
 	enqueue func(ctx context.Context, tx *sql.Tx, runID int64, evaluate []int64) error) (*models.Run, error) {
 	if !models.ActorFrom(ctx).System {
 		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue ingests submissions.")
@@ -104,7 +62,7 @@ func (db *DB) CreateUploadedRun(ctx context.Context, id int64, in SubmissionInge
 		if err := db.insertRun(tx, &run, nil); err != nil {
 			return err
 		}
-		byID := make(map[string]*UploadedTask, len(in.Tasks))
+		byID := make(map[string]*models.UploadedTask, len(in.Tasks))
 		for i := range in.Tasks {
 			byID[in.Tasks[i].ExternalID] = &in.Tasks[i]
 		}

@@ -51,8 +51,6 @@ var layerRules = []layerRule{
 var knownViolations = map[string]bool{
 	"storage -> agreement": true,
 	"storage -> study":     true,
-	"handlers -> storage":  true,
-	"runner -> storage":    true,
 }
 
 // listedPackage is the part of `go list -json` the test reads.
