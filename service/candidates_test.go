@@ -72,7 +72,7 @@ func (f *candidateFixture) HiddenTests(_ context.Context, tx *sql.Tx, run *model
 // markHiddenTests turns an imported benchmark into a hidden-tests one.
 func markHiddenTests(t *testing.T, db *storage.DB, slug string) {
 	t.Helper()
-	require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", slug).Update("evaluator", models.EvaluatorHiddenTests).Error)
+	require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", slug).Updates(map[string]any{"evaluator": models.EvaluatorHiddenTests, "grades": models.GradesCandidates}).Error)
 }
 
 func (f *candidateFixture) submit(ctx context.Context, req models.CandidateRunRequest, quota int) (*models.Run, error) {
