@@ -41,7 +41,7 @@ func setup(t *testing.T) *testBundle {
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
 	db.UseAgentDeps(sealer, netguard.New(nil, nil)) // tests use IP literals: no DNS
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Runs: servicetest.Runs(db, 0),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Runs: servicetest.Runs(db, 0), Studies: servicetest.Studies(db, nil),
 		Store: db, Static: static.Files(), Docs: docs.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		TaskChecks: verified.Checker{},
 	})

@@ -555,7 +555,7 @@ func TestOpenAPI_SubmissionAnswersMatchDocument(t *testing.T) {
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 		Options:     runner.Options{Submissions: runner.SubmissionOptions{TempDir: t.TempDir()}}})
 	require.NoError(t, err)
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Runs: servicetest.Runs(db, 0),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Runs: servicetest.Runs(db, 0), Studies: servicetest.Studies(db, nil),
 		Store: db, Artifacts: store, Static: static.Files(), Logger: logger, Submissions: svc,
 	})
 	require.NoError(t, err)

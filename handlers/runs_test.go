@@ -61,7 +61,7 @@ func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
 	deps := handlers.Deps{
-		Store: db, Artifacts: store, ArtifactHandler: artifact.NewLocalHandler(store, signer), ArtifactURLs: store,
+		Studies: servicetest.Studies(db, nil), Store: db, Artifacts: store, ArtifactHandler: artifact.NewLocalHandler(store, signer), ArtifactURLs: store,
 		Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if opts.noQueue {

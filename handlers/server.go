@@ -64,9 +64,9 @@ type Deps struct {
 	// Submissions moves uploaded bundles through the submission portal; nil
 	// when this process has no queue (the portal answers 503).
 	Submissions SubmissionService
-	// StudyJudging runs agreement studies' judge configurations; nil when
-	// this process has no queue (judging answers 503).
-	StudyJudging StudyJudging
+	// Studies is the agreement-study service; it answers 503 to judging
+	// when this process has no queue.
+	Studies StudyService
 	// Candidates queues hidden-tests runs of submitted candidate websites;
 	// nil when this process has no queue (submitting answers 503).
 	Candidates CandidateService
@@ -88,7 +88,6 @@ type Store interface {
 	LeaderboardStore
 	ModerationStore
 	SubmissionStore
-	StudyStore
 	CandidateStore
 }
 

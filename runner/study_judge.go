@@ -11,6 +11,7 @@ import (
 
 	"proctor/eval/judge"
 	"proctor/models"
+	"proctor/service"
 )
 
 // studyJudgeWorker runs one judge configuration of an agreement study over
@@ -259,7 +260,7 @@ func (s *studyJudging) save(ctx context.Context, v *models.StudyVerdict) error {
 	if v.Error != "" {
 		v.Labels = nil
 	}
-	if err := s.r.db.SaveStudyVerdict(ctx, v); err != nil {
+	if err := s.r.db.SaveStudyVerdict(ctx, v, service.CanonicalVerdictLabels); err != nil {
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -63,7 +64,7 @@ func TestStore_CreateStudy(t *testing.T) {
 				"OnlyAnEmptyRun": {func(r *models.StudyRequest) { r.RunIDs = []int64{f.queued.ID} }, "run_ids", fmt.Sprintf("run %d", f.queued.ID)},
 			} {
 				t.Run(name, func(t *testing.T) {
-					_, err := db.CreateStudy(f.member, f.request(tc.mod))
+					_, err := servicetest.Studies(db, nil).CreateStudy(f.member, f.request(tc.mod))
 					requireField(t, tc.field, tc.contains, err)
 				})
 			}
@@ -71,19 +72,19 @@ func TestStore_CreateStudy(t *testing.T) {
 		})
 
 		t.Run("Permissions", func(t *testing.T) {
-			_, err := db.CreateStudy(f.anon, f.request(nil))
+			_, err := servicetest.Studies(db, nil).CreateStudy(f.anon, f.request(nil))
 			requireCode(t, models.EUNAUTHORIZED, err)
-			_, err = db.CreateStudy(f.system, f.request(nil))
+			_, err = servicetest.Studies(db, nil).CreateStudy(f.system, f.request(nil))
 			requireCode(t, models.EUNAUTHORIZED, err) // a study has an owner
-			_, err = db.CreateStudy(f.outsider, f.request(nil))
+			_, err = servicetest.Studies(db, nil).CreateStudy(f.outsider, f.request(nil))
 			requireCode(t, models.ENOTFOUND, err)
 			require.Equal(t, "run_ids", models.ErrorField(err))
 			require.Equal(t, fmt.Sprintf("Run %d not found.", f.runs[0].ID), models.ErrorMessage(err), "the first run the outsider may not see")
-			_, err = db.CreateStudy(f.member, f.request(func(r *models.StudyRequest) { r.RunIDs, r.Benchmarks = nil, []string{"nope"} }))
+			_, err = servicetest.Studies(db, nil).CreateStudy(f.member, f.request(func(r *models.StudyRequest) { r.RunIDs, r.Benchmarks = nil, []string{"nope"} }))
 			requireCode(t, models.ENOTFOUND, err)
 			require.Equal(t, "benchmarks", models.ErrorField(err))
 			require.Contains(t, models.ErrorMessage(err), `"nope"`)
-			_, err = db.CreateStudy(f.admin, f.request(nil))
+			_, err = servicetest.Studies(db, nil).CreateStudy(f.admin, f.request(nil))
 			require.NoError(t, err, "administrators see every run")
 		})
 
@@ -134,16 +135,16 @@ func TestStore_CreateStudy(t *testing.T) {
 		})
 
 		t.Run("BenchmarkSources", func(t *testing.T) {
-			st, err := db.CreateStudy(f.member, f.request(func(r *models.StudyRequest) { r.RunIDs, r.Benchmarks, r.SampleSize = nil, []string{"mini"}, 100 }))
+			st, err := servicetest.Studies(db, nil).CreateStudy(f.member, f.request(func(r *models.StudyRequest) { r.RunIDs, r.Benchmarks, r.SampleSize = nil, []string{"mini"}, 100 }))
 			require.NoError(t, err)
 			require.Equal(t, 12, st.ItemCount, "the completed runs the owner may see; the queued run has nothing")
 			require.Len(t, st.BenchmarkIDs, 1)
 
-			_, err = db.CreateStudy(f.outsider, f.request(func(r *models.StudyRequest) { r.RunIDs, r.Benchmarks = nil, []string{"mini"} }))
+			_, err = servicetest.Studies(db, nil).CreateStudy(f.outsider, f.request(func(r *models.StudyRequest) { r.RunIDs, r.Benchmarks = nil, []string{"mini"} }))
 			requireField(t, "benchmarks", `The sources have no finished attempts to sample: benchmark "mini".`, err)
 			f.publish(t, f.runs[0].ID, true)
 			defer f.publish(t, f.runs[0].ID, false)
-			st, err = db.CreateStudy(f.outsider, f.request(func(r *models.StudyRequest) {
+			st, err = servicetest.Studies(db, nil).CreateStudy(f.outsider, f.request(func(r *models.StudyRequest) {
 				r.RunIDs, r.Benchmarks, r.SampleSize, r.Annotators = nil, []string{"mini"}, 100, nil
 			}))
 			require.NoError(t, err)

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
+	"time"
 
 	"gorm.io/gorm"
 
-	"proctor/agreement"
 	"proctor/models"
 )
 
@@ -301,86 +300,6 @@ func (db *DB) StudyItem(ctx context.Context, studyID, itemID int64) (*models.Stu
 	return v, nil
 }
 
-// allowedAnswers lists a label's answers as forms spell them, for messages.
-func allowedAnswers(spec agreement.Spec) string {
-	values := slices.Clone(spec.Display)
-	if spec.AllowsUnsure {
-		values = append(values, "Unsure")
-	}
-	return strings.Join(values, ", ")
-}
-
-// offeredAnswer refuses a saved unsure answer to a label the annotation form
-// offers no unsure for (optimality, looping): imported files may hold one, as
-// AgentRewardBench's do (agreement.Spec.ReadsUnsure), but an annotator in
-// Proctor chooses among the form's answers. EINVALID on field key.
-func offeredAnswer(key, raw, canonical string) error {
-	spec, ok := agreement.SpecOf(agreement.Label(key))
-	if !ok || canonical != agreement.Unsure || spec.AllowsUnsure {
-		return nil
-	}
-	return models.FieldError(key, "%q is not an answer to %s (allowed: %s).", strings.TrimSpace(raw), key, allowedAnswers(spec))
-}
-
-// rubricItemKey reads a RubricLabelKey; ok false when key is not one.
-func rubricItemKey(key string) (int64, bool) {
-	rest, ok := strings.CutPrefix(key, models.StudyLabelRubric+":")
-	if !ok {
-		return 0, false
-	}
-	id, err := strconv.ParseInt(rest, 10, 64)
-	return id, err == nil && id > 0 && models.RubricLabelKey(id) == key
-}
-
-// canonicalLabel reads one label's value and returns its canonical
-// spelling ("" clears it): EINVALID on field key naming the allowed answers.
-// rubric lists the item's rubric items a rubric key may name; asks tells
-// which labels are asked (nil: any label agreement knows).
-func canonicalLabel(key, raw string, asks func(string) bool, rubric []models.RubricItem) (string, error) {
-	if id, ok := rubricItemKey(key); ok {
-		if asks != nil && !asks(models.StudyLabelRubric) {
-			return "", models.FieldError(key, "The study does not ask about rubric items.")
-		}
-		if !slices.ContainsFunc(rubric, func(it models.RubricItem) bool { return it.ID == id }) {
-			return "", models.FieldError(key, "Rubric item %d is not one of this task's.", id)
-		}
-		switch v := strings.ToLower(strings.TrimSpace(raw)); v {
-		case "", models.RubricPass, models.RubricFail:
-			return v, nil
-		}
-		return "", models.FieldError(key, "%q is not an answer to a rubric item (allowed: %s, %s).", raw, models.RubricPass, models.RubricFail)
-	}
-	spec, ok := agreement.SpecOf(agreement.Label(key))
-	if !ok || (asks != nil && !asks(key)) {
-		return "", models.FieldError(key, "The study does not ask %q.", key)
-	}
-	v, err := spec.Parse(raw)
-	if err != nil {
-		return "", models.FieldError(key, "%q is not an answer to %s (allowed: %s).", strings.TrimSpace(raw), key, allowedAnswers(spec))
-	}
-	return v, nil
-}
-
-// missingLabels lists the asked labels (and rubric items, when asked) that
-// labels leave unanswered, in form order.
-func missingLabels(st *models.Study, labels models.StudyLabels, rubric []models.RubricItem) []string {
-	var missing []string
-	for _, l := range st.Labels {
-		if l == models.StudyLabelRubric {
-			for _, it := range rubric {
-				if labels[models.RubricLabelKey(it.ID)] == "" {
-					missing = append(missing, models.RubricLabelKey(it.ID))
-				}
-			}
-			continue
-		}
-		if labels[l] == "" {
-			missing = append(missing, l)
-		}
-	}
-	return missing
-}
-
 // taskRubric lists the rubric items of an attempt's task, in order.
 func taskRubric(q *gorm.DB, attemptID int64) ([]models.RubricItem, error) {
 	var items []models.RubricItem
@@ -388,37 +307,15 @@ func taskRubric(q *gorm.DB, attemptID int64) ([]models.RubricItem, error) {
 	return items, wrap(err, "rubric items")
 }
 
-// SaveStudyLabels saves the actor's labels for an item assigned to them while
-// the study is open. Values are stored in canonical spelling; a label left out
-// keeps its saved value and "" clears it. "save" keeps the status (a done item
-// whose answers are no longer complete goes back to pending), "submit" needs
-// every asked label (and every rubric item when rubric is asked), "skip" and
-// "flag" need a reason. Time spent adds up, at most MaxStudyTimeDeltaMS per
-// save. EUNAUTHORIZED, ENOTFOUND as StudyItem; ECONFLICT unless the study is
-// open; EFORBIDDEN naming the item when it is not assigned to the actor;
-// EINVALID naming the field (the label, "reason", "action" or
-// "time_spent_ms") for a bad input or the missing labels.
-func (db *DB) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in models.StudyLabelInput) (*models.StudyAssignment, error) {
-	action := strings.TrimSpace(in.Action)
-	if action == "" {
-		action = models.LabelActionSave
-	}
-	reason := strings.TrimSpace(in.Reason)
-	switch action {
-	case models.LabelActionSave, models.LabelActionSubmit:
-	case models.LabelActionSkip, models.LabelActionFlag:
-		if reason == "" {
-			return nil, models.FieldError("reason", "Say why you %s this item.", map[string]string{models.LabelActionSkip: "skip", models.LabelActionFlag: "flag"}[action])
-		}
-	default:
-		return nil, models.FieldError("action", "The action must be save, submit, skip or flag, not %q.", action)
-	}
-	if len(reason) > models.MaxStudyReasonLen {
-		return nil, models.FieldError("reason", "The reason must be at most %d characters.", models.MaxStudyReasonLen)
-	}
-	if in.TimeSpentMS < 0 {
-		return nil, models.FieldError("time_spent_ms", "The time spent cannot be negative.")
-	}
+// SaveStudyLabels changes the actor's assignment of an item while the study
+// is open: apply (the study service's rules) sets its labels, status, reason
+// and time spent from the study, the saved assignment, the task's rubric and
+// the time now, and the assignment is written in the same transaction.
+// EUNAUTHORIZED, ENOTFOUND as StudyItem; ECONFLICT unless the study is open;
+// EFORBIDDEN naming the item when it is not assigned to the actor; whatever
+// apply returns.
+func (db *DB) SaveStudyLabels(ctx context.Context, studyID, itemID int64,
+	apply func(st *models.Study, as *models.StudyAssignment, rubric []models.RubricItem, now time.Time) error) (*models.StudyAssignment, error) {
 	var out *models.StudyAssignment
 	err := db.tx(ctx, func(tx *gorm.DB) error {
 		// Shared: a close (which locks the study for update) either waits for
@@ -453,48 +350,10 @@ func (db *DB) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in mod
 		if err != nil {
 			return err
 		}
-		labels := models.StudyLabels{}
-		for k, v := range as.Labels {
-			labels[k] = v
-		}
-		keys := make([]string, 0, len(in.Labels))
-		for k := range in.Labels {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys) // the first bad label named is always the same one
-		for _, k := range keys {
-			v, err := canonicalLabel(k, in.Labels[k], acc.Study.Asks, rubric)
-			if err == nil {
-				err = offeredAnswer(k, in.Labels[k], v)
-			}
-			if err != nil {
-				return err
-			}
-			if v == "" {
-				delete(labels, k)
-			} else {
-				labels[k] = v
-			}
-		}
 		now := db.now()
-		missing := missingLabels(acc.Study, labels, rubric)
-		switch action {
-		case models.LabelActionSubmit:
-			if len(missing) > 0 {
-				return models.FieldError(missing[0], "Answer every question before submitting; missing: %s.", strings.Join(missing, ", "))
-			}
-			as.Status, as.Reason, as.SubmittedAt = models.AssignmentDone, "", &now
-		case models.LabelActionSkip:
-			as.Status, as.Reason, as.SubmittedAt = models.AssignmentSkipped, reason, &now
-		case models.LabelActionFlag:
-			as.Status, as.Reason, as.SubmittedAt = models.AssignmentFlagged, reason, &now
-		case models.LabelActionSave:
-			if as.Status == models.AssignmentDone && len(missing) > 0 {
-				as.Status, as.SubmittedAt = models.AssignmentPending, nil
-			}
+		if err := apply(acc.Study, as, rubric, now); err != nil {
+			return err
 		}
-		as.Labels = labels
-		as.TimeSpentMS += min(in.TimeSpentMS, models.MaxStudyTimeDeltaMS)
 		as.UpdatedAt = now
 		err = tx.Model(&models.StudyAssignment{}).Where("id = ?", as.ID).Updates(map[string]any{
 			"status": as.Status, "reason": as.Reason, "labels": as.Labels, "time_spent_ms": as.TimeSpentMS,

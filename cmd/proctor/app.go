@@ -211,3 +211,9 @@ func judgeFactory(server config.Judge) runner.JudgeFactory {
 func (app *App) runService(run *runner.Runner) *service.Runs {
 	return service.NewRuns(app.DB, run.Jobs(), service.RunOptions{DailyRunQuota: app.Config.RunQuota})
 }
+
+// studyService is the study service over this process's database, judging
+// through run's queue.
+func (app *App) studyService(run *runner.Runner) *service.Studies {
+	return service.NewStudies(app.DB, run)
+}

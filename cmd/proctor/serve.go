@@ -62,7 +62,7 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 	}, handlers.Deps{
 		Store: app.DB, Artifacts: app.Artifacts, ArtifactHandler: app.ArtifactHandler,
 		Static: static.Files(), Docs: docs.Files(), Logger: app.Log,
-		ArtifactURLs: app.Artifacts, Runs: app.runService(run), Submissions: run, StudyJudging: run, Candidates: run, QueueUI: queueUI,
+		ArtifactURLs: app.Artifacts, Runs: app.runService(run), Submissions: run, Studies: app.studyService(run), Candidates: run, QueueUI: queueUI,
 		TaskChecks: verified.Checker{},
 	})
 	if err != nil {

@@ -40,3 +40,9 @@ func QueueRun(ctx context.Context, db *storage.DB, req models.RunRequest) (*mode
 func NoQueue(db *storage.DB) *service.Runs {
 	return service.NewRuns(db, nil, service.RunOptions{})
 }
+
+// Studies is the study service over db, judging through jobs (nil: a
+// process without a queue).
+func Studies(db *storage.DB, jobs service.StudyJobs) *service.Studies {
+	return service.NewStudies(db, jobs)
+}
