@@ -18,6 +18,7 @@ import (
 // anonymous callers, ENOTFOUND for users who neither manage nor annotate it,
 // EFORBIDDEN for annotators where only managers may act.
 type StudyStore interface {
+	AccessStore
 	CreateStudy(ctx context.Context, spec *storage.StudySpec, sample func([]storage.StudyCandidate) []storage.StudyPick) (*models.Study, error)
 	Studies(ctx context.Context) ([]models.StudyListItem, error)
 	StudyOverview(ctx context.Context, id int64) (*models.StudyView, error)
@@ -64,14 +65,15 @@ const (
 // verdicts, scores or other labels when the study is blind); for everyone
 // else it does not exist.
 type Studies struct {
-	store StudyStore
-	jobs  StudyJobs
+	store  StudyStore
+	jobs   StudyJobs
+	access Access
 }
 
 // NewStudies returns the study service over store, judging through jobs;
 // nil jobs (a process without a queue) answers EUNAVAILABLE to judging.
 func NewStudies(store StudyStore, jobs StudyJobs) *Studies {
-	return &Studies{store: store, jobs: jobs}
+	return &Studies{store: store, jobs: jobs, access: NewAccess(store)}
 }
 
 // CreateStudy validates the request, draws the sample (study.Sample over the
@@ -80,13 +82,18 @@ func NewStudies(store StudyStore, jobs StudyJobs) *Studies {
 // annotators, in one transaction. EUNAUTHORIZED unless a user is signed in;
 // EINVALID naming the field for a bad request, an email of no user the
 // caller may invite or sources with nothing to sample; ENOTFOUND naming a run
-// or benchmark the caller may not see.
+// or benchmark the caller may not see; EFORBIDDEN (BlindRunMessage) for a
+// run whose results the blind-study rule keeps from the caller, who would
+// read them as the new study's owner.
 func (s *Studies) CreateStudy(ctx context.Context, req models.StudyRequest) (*models.Study, error) {
 	if models.ActorFrom(ctx).UserID == 0 {
 		return nil, models.Errorf(models.EUNAUTHORIZED, "You must be signed in to create a study.")
 	}
 	spec, err := checkStudyRequest(req)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.access.ReadRuns(ctx, spec.RunIDs...); err != nil {
 		return nil, err
 	}
 	return s.store.CreateStudy(ctx, spec, func(cands []storage.StudyCandidate) []storage.StudyPick {
