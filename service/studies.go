@@ -21,20 +21,20 @@ type StudyStore interface {
 	AccessStore
 	CreateStudy(ctx context.Context, spec *storage.StudySpec, sample func([]storage.StudyCandidate) []storage.StudyPick) (*models.Study, error)
 	Studies(ctx context.Context) ([]models.StudyListItem, error)
-	StudyOverview(ctx context.Context, id int64) (*models.StudyView, error)
-	InviteAnnotator(ctx context.Context, studyID int64, email string) error
-	RemoveAnnotator(ctx context.Context, studyID, userID int64) error
-	SetStudyJudges(ctx context.Context, studyID int64, checked []models.StudyJudge) error
-	OpenStudy(ctx context.Context, id int64, assign func(st *models.Study, items, annotators []int64) map[int64][]int64) error
-	CloseStudy(ctx context.Context, id int64) error
-	StudyQueue(ctx context.Context, studyID int64) (*models.StudyQueue, error)
-	StudyItem(ctx context.Context, studyID, itemID int64) (*models.StudyItemView, error)
-	SaveStudyLabels(ctx context.Context, studyID, itemID int64,
+	StudyOverview(ctx context.Context, gate storage.StudyGate, id int64) (*models.StudyView, error)
+	InviteAnnotator(ctx context.Context, gate storage.StudyGate, studyID int64, email string) error
+	RemoveAnnotator(ctx context.Context, gate storage.StudyGate, studyID, userID int64) error
+	SetStudyJudges(ctx context.Context, gate storage.StudyGate, studyID int64, checked []models.StudyJudge) error
+	OpenStudy(ctx context.Context, gate storage.StudyGate, id int64, assign func(st *models.Study, items, annotators []int64) map[int64][]int64) error
+	CloseStudy(ctx context.Context, gate storage.StudyGate, id int64) error
+	StudyQueue(ctx context.Context, gate storage.StudyGate, studyID int64) (*models.StudyQueue, error)
+	StudyItem(ctx context.Context, gate storage.StudyGate, studyID, itemID int64) (*models.StudyItemView, error)
+	SaveStudyLabels(ctx context.Context, gate storage.StudyGate, studyID, itemID int64,
 		apply func(st *models.Study, as *models.StudyAssignment, rubric []models.RubricItem, now time.Time) error) (*models.StudyAssignment, error)
-	StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyVerdict, error)
-	StudyData(ctx context.Context, studyID int64) (*models.StudyData, error)
-	ImportStudyLabels(ctx context.Context, studyID int64, match storage.StudyImportMatcher) (*models.StudyImportResult, error)
-	ImportStudyVerdicts(ctx context.Context, studyID int64, match storage.StudyImportMatcher) (*models.StudyImportResult, error)
+	StudyVerdicts(ctx context.Context, gate storage.StudyGate, studyID int64) ([]models.StudyVerdict, error)
+	StudyData(ctx context.Context, gate storage.StudyGate, studyID int64) (*models.StudyData, error)
+	ImportStudyLabels(ctx context.Context, gate storage.StudyGate, studyID int64, match storage.StudyImportMatcher) (*models.StudyImportResult, error)
+	ImportStudyVerdicts(ctx context.Context, gate storage.StudyGate, studyID int64, match storage.StudyImportMatcher) (*models.StudyImportResult, error)
 }
 
 // StudyJobs enqueues the judging of a study's judge configurations (the
@@ -117,6 +117,9 @@ func (s *Studies) CreateStudy(ctx context.Context, req models.StudyRequest) (*mo
 // Studies lists the studies the caller owns or annotates (administrators:
 // every study), newest first. EUNAUTHORIZED for anonymous callers.
 func (s *Studies) Studies(ctx context.Context) ([]models.StudyListItem, error) {
+	if _, err := models.RequireUser(ctx); err != nil {
+		return nil, err
+	}
 	return s.store.Studies(ctx)
 }
 
@@ -124,20 +127,29 @@ func (s *Studies) Studies(ctx context.Context) ([]models.StudyListItem, error) {
 // and the judges' work, annotators their own progress. EUNAUTHORIZED,
 // ENOTFOUND for a study the caller may not see.
 func (s *Studies) StudyOverview(ctx context.Context, id int64) (*models.StudyView, error) {
-	return s.store.StudyOverview(ctx, id)
+	if _, err := models.RequireUser(ctx); err != nil {
+		return nil, err
+	}
+	return s.store.StudyOverview(ctx, SeeStudy, id)
 }
 
 // InviteAnnotator invites a user by email to a draft study (managers only).
 // EUNAUTHORIZED, ENOTFOUND, EFORBIDDEN, ECONFLICT or EINVALID (field
 // "email").
 func (s *Studies) InviteAnnotator(ctx context.Context, studyID int64, email string) error {
-	return s.store.InviteAnnotator(ctx, studyID, email)
+	if _, err := models.RequireUser(ctx); err != nil {
+		return err
+	}
+	return s.store.InviteAnnotator(ctx, ManageStudy, studyID, email)
 }
 
 // RemoveAnnotator withdraws an invitation to a draft study (managers only).
 // EUNAUTHORIZED, ENOTFOUND, EFORBIDDEN or ECONFLICT.
 func (s *Studies) RemoveAnnotator(ctx context.Context, studyID, userID int64) error {
-	return s.store.RemoveAnnotator(ctx, studyID, userID)
+	if _, err := models.RequireUser(ctx); err != nil {
+		return err
+	}
+	return s.store.RemoveAnnotator(ctx, ManageStudy, studyID, userID)
 }
 
 // SetStudyJudges replaces the judge configurations of a study that is not
@@ -145,11 +157,14 @@ func (s *Studies) RemoveAnnotator(ctx context.Context, studyID, userID int64) er
 // EINVALID (field "judges") for a bad configuration; EUNAUTHORIZED,
 // ENOTFOUND, EFORBIDDEN or ECONFLICT.
 func (s *Studies) SetStudyJudges(ctx context.Context, studyID int64, judges []models.StudyJudge) error {
+	if _, err := models.RequireUser(ctx); err != nil {
+		return err
+	}
 	checked, err := checkStudyJudges(judges)
 	if err != nil {
 		return err
 	}
-	return s.store.SetStudyJudges(ctx, studyID, checked)
+	return s.store.SetStudyJudges(ctx, ManageStudy, studyID, checked)
 }
 
 // OpenStudy assigns a draft study's items (study.Assign: the overlap
@@ -158,7 +173,10 @@ func (s *Studies) SetStudyJudges(ctx context.Context, studyID int64, judges []mo
 // only). EUNAUTHORIZED, ENOTFOUND, EFORBIDDEN, ECONFLICT or EINVALID (field
 // "annotators") without enough annotators.
 func (s *Studies) OpenStudy(ctx context.Context, id int64) error {
-	return s.store.OpenStudy(ctx, id, func(st *models.Study, items, annotators []int64) map[int64][]int64 {
+	if _, err := models.RequireUser(ctx); err != nil {
+		return err
+	}
+	return s.store.OpenStudy(ctx, ManageStudy, id, func(st *models.Study, items, annotators []int64) map[int64][]int64 {
 		return study.Assign(items, annotators, st.OverlapFraction, st.OverlapAnnotators, st.Seed)
 	})
 }
@@ -166,13 +184,19 @@ func (s *Studies) OpenStudy(ctx context.Context, id int64) error {
 // CloseStudy closes an open study (managers only): its labels are final.
 // EUNAUTHORIZED, ENOTFOUND, EFORBIDDEN or ECONFLICT.
 func (s *Studies) CloseStudy(ctx context.Context, id int64) error {
-	return s.store.CloseStudy(ctx, id)
+	if _, err := models.RequireUser(ctx); err != nil {
+		return err
+	}
+	return s.store.CloseStudy(ctx, ManageStudy, id)
 }
 
 // StudyQueue is the caller's own queue in a study. EUNAUTHORIZED or
 // ENOTFOUND as StudyOverview.
 func (s *Studies) StudyQueue(ctx context.Context, studyID int64) (*models.StudyQueue, error) {
-	return s.store.StudyQueue(ctx, studyID)
+	if _, err := models.RequireUser(ctx); err != nil {
+		return nil, err
+	}
+	return s.store.StudyQueue(ctx, SeeStudy, studyID)
 }
 
 // StudyItem is one item for the annotation page: annotators only their
@@ -181,7 +205,17 @@ func (s *Studies) StudyQueue(ctx context.Context, studyID int64) (*models.StudyQ
 // never marked with its run's results. EUNAUTHORIZED, ENOTFOUND, or
 // EFORBIDDEN for an item not assigned to an annotator.
 func (s *Studies) StudyItem(ctx context.Context, studyID, itemID int64) (*models.StudyItemView, error) {
-	return s.store.StudyItem(ctx, studyID, itemID)
+	if _, err := models.RequireUser(ctx); err != nil {
+		return nil, err
+	}
+	v, err := s.store.StudyItem(ctx, SeeStudy, studyID, itemID)
+	if err != nil {
+		return nil, err
+	}
+	if v.Study.Blind && v.Role == models.StudyRoleAnnotator {
+		stripBlind(v)
+	}
+	return v, nil
 }
 
 // SaveStudyLabels saves the caller's labels for an item assigned to them
@@ -196,6 +230,9 @@ func (s *Studies) StudyItem(ctx context.Context, studyID, itemID int64) (*models
 // "reason", "action" or "time_spent_ms") for a bad input or the missing
 // labels.
 func (s *Studies) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in models.StudyLabelInput) (*models.StudyAssignment, error) {
+	if _, err := models.RequireUser(ctx); err != nil {
+		return nil, err
+	}
 	action := strings.TrimSpace(in.Action)
 	if action == "" {
 		action = models.LabelActionSave
@@ -216,7 +253,7 @@ func (s *Studies) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in
 	if in.TimeSpentMS < 0 {
 		return nil, models.FieldError("time_spent_ms", "The time spent cannot be negative.")
 	}
-	return s.store.SaveStudyLabels(ctx, studyID, itemID, func(st *models.Study, as *models.StudyAssignment, rubric []models.RubricItem, now time.Time) error {
+	return s.store.SaveStudyLabels(ctx, SeeStudy, studyID, itemID, func(st *models.Study, as *models.StudyAssignment, rubric []models.RubricItem, now time.Time) error {
 		labels := models.StudyLabels{}
 		for k, v := range as.Labels {
 			labels[k] = v
@@ -266,13 +303,24 @@ func (s *Studies) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in
 // of studies that are not blind. EUNAUTHORIZED, ENOTFOUND, or EFORBIDDEN to
 // the annotators of a blind study.
 func (s *Studies) StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyVerdict, error) {
-	return s.store.StudyVerdicts(ctx, studyID)
+	if _, err := models.RequireUser(ctx); err != nil {
+		return nil, err
+	}
+	return s.store.StudyVerdicts(ctx, seeVerdicts, studyID)
 }
 
 // StudyData is everything the agreement report and the exports read
 // (managers only). EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN.
 func (s *Studies) StudyData(ctx context.Context, studyID int64) (*models.StudyData, error) {
-	return s.store.StudyData(ctx, studyID)
+	return s.studyData(ctx, studyID)
+}
+
+// studyData is StudyData for managers.
+func (s *Studies) studyData(ctx context.Context, studyID int64) (*models.StudyData, error) {
+	if _, err := models.RequireUser(ctx); err != nil {
+		return nil, err
+	}
+	return s.store.StudyData(ctx, ManageStudy, studyID)
 }
 
 // StudyReport is a study's data with its agreement report (agreement
@@ -280,7 +328,7 @@ func (s *Studies) StudyData(ctx context.Context, studyID int64) (*models.StudyDa
 // by facets (managers only). EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN; EINVALID
 // when the report cannot be built.
 func (s *Studies) StudyReport(ctx context.Context, studyID int64, facets []string) (*models.StudyData, *agreement.StudyReport, error) {
-	d, err := s.store.StudyData(ctx, studyID)
+	d, err := s.studyData(ctx, studyID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -295,7 +343,7 @@ func (s *Studies) StudyReport(ctx context.Context, studyID int64, facets []strin
 // disagreements: no intervals (no bootstrap) and no breakdown (managers
 // only). EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN.
 func (s *Studies) StudyDisagreements(ctx context.Context, studyID int64) (*models.StudyData, *agreement.StudyReport, error) {
-	d, err := s.store.StudyData(ctx, studyID)
+	d, err := s.studyData(ctx, studyID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -323,7 +371,10 @@ func BuildStudyReport(d *models.StudyData, facets []string) (*agreement.StudyRep
 // row matches an item, or when the study would hold too many imported
 // annotators.
 func (s *Studies) ImportStudyLabels(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error) {
-	return s.store.ImportStudyLabels(ctx, studyID, func(items []models.StudyDataItem) ([]storage.StudyImportMatch, *models.StudyImportResult, error) {
+	if _, err := models.RequireUser(ctx); err != nil {
+		return nil, err
+	}
+	return s.store.ImportStudyLabels(ctx, ManageStudy, studyID, func(items []models.StudyDataItem) ([]storage.StudyImportMatch, *models.StudyImportResult, error) {
 		return matchImport(items, rows, "annotator")
 	})
 }
@@ -333,7 +384,10 @@ func (s *Studies) ImportStudyLabels(ctx context.Context, studyID int64, rows []m
 // ENOTFOUND or EFORBIDDEN; EINVALID as ImportStudyLabels, or for a judge
 // named like one of the study's configurations.
 func (s *Studies) ImportStudyVerdicts(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error) {
-	return s.store.ImportStudyVerdicts(ctx, studyID, func(items []models.StudyDataItem) ([]storage.StudyImportMatch, *models.StudyImportResult, error) {
+	if _, err := models.RequireUser(ctx); err != nil {
+		return nil, err
+	}
+	return s.store.ImportStudyVerdicts(ctx, ManageStudy, studyID, func(items []models.StudyDataItem) ([]storage.StudyImportMatch, *models.StudyImportResult, error) {
 		return matchImport(items, rows, "judge")
 	})
 }
@@ -355,7 +409,7 @@ func (s *Studies) JudgeAvailable() error {
 // EINVALID (field "judge") naming unknown configurations, or when the study
 // has none; EUNAVAILABLE without a queue or an LLM judge.
 func (s *Studies) QueueStudyJudges(ctx context.Context, studyID int64, names []string) error {
-	view, err := s.store.StudyOverview(ctx, studyID)
+	view, err := s.StudyOverview(ctx, studyID)
 	if err != nil {
 		return err
 	}
@@ -427,4 +481,61 @@ func CanonicalVerdictLabels(in models.StudyLabels, rubric []models.RubricItem) (
 		}
 	}
 	return labels, nil
+}
+
+// SeeStudy is who sees a study: its managers (the owner and administrators,
+// and the system) everything, its invited annotators the study, their own
+// queue and the items assigned to them; for everyone else it does not exist
+// (ENOTFOUND). Nothing about studies is public, so anonymous callers get
+// EUNAUTHORIZED for every study id alike, which lets pages send them to sign
+// in without telling which ids exist.
+func SeeStudy(a models.Actor, st *models.Study, annotator bool) (string, bool, error) {
+	switch {
+	case !a.SignedIn():
+		return "", false, models.Errorf(models.EUNAUTHORIZED, "You must be signed in.")
+	case st == nil:
+		return "", false, nil // storage answers ENOTFOUND
+	case a.UserID != 0 && st.OwnerID == a.UserID:
+		return models.StudyRoleOwner, true, nil
+	case a.Privileged():
+		return models.StudyRoleAdmin, true, nil
+	case annotator:
+		return models.StudyRoleAnnotator, false, nil
+	}
+	return "", false, models.Errorf(models.ENOTFOUND, "Study %d not found.", st.ID)
+}
+
+// ManageStudy lets in a study's managers only: SeeStudy's answer, and
+// EFORBIDDEN for its annotators.
+func ManageStudy(a models.Actor, st *models.Study, annotator bool) (string, bool, error) {
+	role, manage, err := SeeStudy(a, st, annotator)
+	if err == nil && st != nil && !manage {
+		err = models.Errorf(models.EFORBIDDEN, "Only the study's owner and administrators may do this.")
+	}
+	return role, manage, err
+}
+
+// seeVerdicts lets in the study's managers and the annotators of a study
+// that is not blind: a blind study's verdicts are kept from its annotators.
+func seeVerdicts(a models.Actor, st *models.Study, annotator bool) (string, bool, error) {
+	role, manage, err := SeeStudy(a, st, annotator)
+	if err == nil && st != nil && st.Blind && !manage {
+		err = models.Errorf(models.EFORBIDDEN, "This study is blind: its judges' verdicts are hidden from its annotators.")
+	}
+	return role, manage, err
+}
+
+// stripBlind removes from an item view what a blind study keeps from its
+// annotators: every evaluation, the attempt's outcome, score and error, the
+// run's success and error counts, the reveal, and the item's stratum, which
+// is the attempt's outcome when the sample is stratified by outcome. Every
+// stratum is cleared, not only outcomes: annotators need none of them.
+func stripBlind(v *models.StudyItemView) {
+	tl := &v.Timeline
+	tl.Evaluation, tl.Evaluations = nil, nil
+	tl.Attempt.Outcome, tl.Attempt.Score, tl.Attempt.ErrorClass, tl.Attempt.ErrorMessage = "", nil, "", ""
+	tl.Run.Successes, tl.Run.Errors = 0, 0
+	tl.CanManage = false
+	v.Item.Stratum = ""
+	v.Reveal = nil
 }

@@ -14,12 +14,6 @@ import (
 	"proctor/models"
 )
 
-// Who sees a study: its managers (the owner and administrators) everything,
-// its invited annotators the study, their own queue and the items assigned to
-// them; for everyone else it does not exist (ENOTFOUND). Nothing about studies
-// is public, so anonymous callers get EUNAUTHORIZED for every study id alike,
-// which lets pages send them to sign in without telling which ids exist.
-
 // studyAccess is a study as the context's actor may see it.
 type studyAccess struct {
 	Study *models.Study
@@ -29,10 +23,6 @@ type studyAccess struct {
 	// Annotator is true when the actor was invited to annotate the study.
 	Annotator bool
 	UserID    int64
-}
-
-func studyNotFound(id int64) error {
-	return models.Errorf(models.ENOTFOUND, "Study %d not found.", id)
 }
 
 // studyLock is the row lock loadStudyAccess takes on the study in
@@ -51,15 +41,19 @@ const (
 	studyExclusive
 )
 
-// changeStudy runs change in a transaction holding the study row exclusively,
-// for its managers only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise.
-func (db *DB) changeStudy(ctx context.Context, id int64, change func(tx *gorm.DB, acc *studyAccess) error) error {
+// StudyGate is the study service's access rule for one operation: given the
+// actor, the study (nil when there is no such study) and whether the actor
+// was invited to annotate it, the actor's role in the study and whether they
+// manage it, or the error to answer. Storage applies it inside the
+// transaction that reads or changes the study.
+type StudyGate func(a models.Actor, st *models.Study, annotator bool) (role string, manage bool, err error)
+
+// changeStudy runs change in a transaction holding the study row
+// exclusively, once gate lets the actor in.
+func (db *DB) changeStudy(ctx context.Context, id int64, gate StudyGate, change func(tx *gorm.DB, acc *studyAccess) error) error {
 	return db.tx(ctx, func(tx *gorm.DB) error {
-		acc, err := db.loadStudyAccess(ctx, tx, id, studyExclusive)
+		acc, err := db.loadStudyAccess(ctx, tx, id, studyExclusive, gate)
 		if err != nil {
-			return err
-		}
-		if err := acc.requireManage(); err != nil {
 			return err
 		}
 		return change(tx, acc)
@@ -67,13 +61,9 @@ func (db *DB) changeStudy(ctx context.Context, id int64, change func(tx *gorm.DB
 }
 
 // loadStudyAccess loads a study, locked as asked, with the actor's role in
-// it: EUNAUTHORIZED for anonymous callers, ENOTFOUND for signed-in users who
-// neither manage nor annotate it.
-func (db *DB) loadStudyAccess(ctx context.Context, q *gorm.DB, id int64, lock studyLock) (*studyAccess, error) {
-	a, err := models.RequireUser(ctx)
-	if err != nil {
-		return nil, err
-	}
+// it as gate decides; gate's error otherwise.
+func (db *DB) loadStudyAccess(ctx context.Context, q *gorm.DB, id int64, lock studyLock, gate StudyGate) (*studyAccess, error) {
+	a := models.ActorFrom(ctx)
 	qq := q
 	switch {
 	case lock == studyExclusive:
@@ -86,7 +76,11 @@ func (db *DB) loadStudyAccess(ctx context.Context, q *gorm.DB, id int64, lock st
 		return nil, wrap(err, "study")
 	}
 	if len(rows) == 0 {
-		return nil, studyNotFound(id)
+		_, _, err := gate(a, nil, false)
+		if err == nil {
+			err = models.Errorf(models.ENOTFOUND, "Study %d not found.", id)
+		}
+		return nil, err
 	}
 	acc := &studyAccess{Study: &rows[0], UserID: a.UserID}
 	if a.UserID != 0 {
@@ -96,30 +90,18 @@ func (db *DB) loadStudyAccess(ctx context.Context, q *gorm.DB, id int64, lock st
 		}
 		acc.Annotator = n > 0
 	}
-	switch {
-	case a.UserID != 0 && acc.Study.OwnerID == a.UserID:
-		acc.Role, acc.Manage = models.StudyRoleOwner, true
-	case a.Privileged():
-		acc.Role, acc.Manage = models.StudyRoleAdmin, true
-	case acc.Annotator:
-		acc.Role = models.StudyRoleAnnotator
-	default:
-		return nil, studyNotFound(id)
+	var err error
+	if acc.Role, acc.Manage, err = gate(a, acc.Study, acc.Annotator); err != nil {
+		return nil, err
 	}
 	return acc, nil
 }
 
-// requireManage is EFORBIDDEN unless the actor manages the study.
-func (acc *studyAccess) requireManage() error {
-	if !acc.Manage {
-		return models.Errorf(models.EFORBIDDEN, "Only the study's owner and administrators may do this.")
-	}
-	return nil
+// systemGate lets the system (the job queue) into every study as an
+// administrator.
+func systemGate(models.Actor, *models.Study, bool) (string, bool, error) {
+	return models.StudyRoleAdmin, true, nil
 }
-
-// blind reports whether the study's verdicts, scores and other labels are
-// kept from the actor: an annotator, not a manager, of a blind study.
-func (acc *studyAccess) blind() bool { return acc.Study.Blind && !acc.Manage }
 
 func studySubject(id int64) string { return "study " + strconv.FormatInt(id, 10) }
 
@@ -427,9 +409,9 @@ func studyProgress(q *gorm.DB, studyID, userID int64) ([]progressRow, error) {
 // judged; for annotators their own progress only. The owner is named as
 // studyOwnerName names them. EUNAUTHORIZED for anonymous callers, ENOTFOUND
 // for everyone else who may not see the study.
-func (db *DB) StudyOverview(ctx context.Context, id int64) (*models.StudyView, error) {
+func (db *DB) StudyOverview(ctx context.Context, gate StudyGate, id int64) (*models.StudyView, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, id, studyUnlocked)
+	acc, err := db.loadStudyAccess(ctx, q, id, studyUnlocked, gate)
 	if err != nil {
 		return nil, err
 	}
@@ -513,13 +495,13 @@ func draftOnly(st *models.Study, what string) error {
 
 // InviteAnnotator invites the user with an email to annotate a draft study:
 // administrators any user, the owner only users who share a team with them.
-// Managers only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT
+// The gate's error when it refuses the actor; ECONFLICT
 // when the study is no longer a draft or the user is already invited;
 // EINVALID (field "email") for a malformed email, one of no user the actor
 // may invite (the same answer whether or not the email has an account), or a
 // study with MaxStudyAnnotators annotators.
-func (db *DB) InviteAnnotator(ctx context.Context, studyID int64, email string) error {
-	return db.changeStudy(ctx, studyID, func(tx *gorm.DB, acc *studyAccess) error {
+func (db *DB) InviteAnnotator(ctx context.Context, gate StudyGate, studyID int64, email string) error {
+	return db.changeStudy(ctx, studyID, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		if err := draftOnly(acc.Study, "annotators are invited"); err != nil {
 			return err
 		}
@@ -557,10 +539,10 @@ func (db *DB) InviteAnnotator(ctx context.Context, studyID int64, email string) 
 }
 
 // RemoveAnnotator withdraws a user's invitation to a draft study. Managers
-// only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT when the
+// only (gate): ECONFLICT when the
 // study is no longer a draft; ENOTFOUND when the user is not invited.
-func (db *DB) RemoveAnnotator(ctx context.Context, studyID, userID int64) error {
-	return db.changeStudy(ctx, studyID, func(tx *gorm.DB, acc *studyAccess) error {
+func (db *DB) RemoveAnnotator(ctx context.Context, gate StudyGate, studyID, userID int64) error {
+	return db.changeStudy(ctx, studyID, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		if err := draftOnly(acc.Study, "annotators are removed"); err != nil {
 			return err
 		}
@@ -580,12 +562,12 @@ func (db *DB) RemoveAnnotator(ctx context.Context, studyID, userID int64) error 
 // (not imported ones) of every configuration removed or changed (model,
 // prompt, screenshots or accessibility): a report must never credit a
 // configuration with what another one answered. Unchanged configurations keep
-// theirs. Managers only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise;
+// theirs. The gate's error when it refuses the actor;
 // ECONFLICT once the study is closed; EINVALID (field "judges") for a bad
 // configuration named like a judge imported from a file. The judges are
 // checked by the study service.
-func (db *DB) SetStudyJudges(ctx context.Context, studyID int64, checked []models.StudyJudge) error {
-	return db.changeStudy(ctx, studyID, func(tx *gorm.DB, acc *studyAccess) error {
+func (db *DB) SetStudyJudges(ctx context.Context, gate StudyGate, studyID int64, checked []models.StudyJudge) error {
+	return db.changeStudy(ctx, studyID, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		if acc.Study.Status == models.StudyClosed {
 			return models.Errorf(models.ECONFLICT, "The study is closed; its judges can no longer be changed.")
 		}
@@ -627,10 +609,10 @@ func (db *DB) SetStudyJudges(ctx context.Context, studyID int64, checked []model
 
 // OpenStudy gives the study's items to its annotators (assign returns each
 // annotator's queue of items, in order) and opens it. Managers
-// only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT unless the
+// only (gate): ECONFLICT unless the
 // study is a draft; EINVALID (field "annotators") without enough annotators.
-func (db *DB) OpenStudy(ctx context.Context, id int64, assign func(st *models.Study, items, annotators []int64) map[int64][]int64) error {
-	return db.changeStudy(ctx, id, func(tx *gorm.DB, acc *studyAccess) error {
+func (db *DB) OpenStudy(ctx context.Context, gate StudyGate, id int64, assign func(st *models.Study, items, annotators []int64) map[int64][]int64) error {
+	return db.changeStudy(ctx, id, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		st := acc.Study
 		if st.Status != models.StudyDraft {
 			return models.Errorf(models.ECONFLICT, "The study is already %s.", st.Status)
@@ -675,8 +657,8 @@ func (db *DB) OpenStudy(ctx context.Context, id int64, assign func(st *models.St
 
 // CloseStudy closes an open study: its labels are final. Managers only:
 // EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT unless open.
-func (db *DB) CloseStudy(ctx context.Context, id int64) error {
-	return db.changeStudy(ctx, id, func(tx *gorm.DB, acc *studyAccess) error {
+func (db *DB) CloseStudy(ctx context.Context, gate StudyGate, id int64) error {
+	return db.changeStudy(ctx, id, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		switch acc.Study.Status {
 		case models.StudyDraft:
 			return models.Errorf(models.ECONFLICT, "The study is still a draft; open it before closing it.")

@@ -77,13 +77,10 @@ func studyDataItems(q *gorm.DB, studyID int64) ([]models.StudyDataItem, error) {
 // current evaluations (the automatic judges), in a fixed number of queries.
 // Verdict errors are worded as StudyVerdicts words them. Managers only:
 // EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise.
-func (db *DB) StudyData(ctx context.Context, studyID int64) (*models.StudyData, error) {
+func (db *DB) StudyData(ctx context.Context, gate StudyGate, studyID int64) (*models.StudyData, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked)
+	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate)
 	if err != nil {
-		return nil, err
-	}
-	if err := acc.requireManage(); err != nil {
 		return nil, err
 	}
 	d := &models.StudyData{Study: *acc.Study}
@@ -186,12 +183,9 @@ func checkImportedNames(stored []string, matches []StudyImportMatch, limit int, 
 type StudyImportMatcher func(items []models.StudyDataItem) ([]StudyImportMatch, *models.StudyImportResult, error)
 
 // importTarget loads a study for an import: managers only.
-func (db *DB) importTarget(ctx context.Context, tx *gorm.DB, studyID int64) (*studyAccess, []models.StudyDataItem, error) {
-	acc, err := db.loadStudyAccess(ctx, tx, studyID, studyExclusive)
+func (db *DB) importTarget(ctx context.Context, tx *gorm.DB, studyID int64, gate StudyGate) (*studyAccess, []models.StudyDataItem, error) {
+	acc, err := db.loadStudyAccess(ctx, tx, studyID, studyExclusive, gate)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := acc.requireManage(); err != nil {
 		return nil, nil, err
 	}
 	items, err := studyDataItems(tx, studyID)
@@ -203,13 +197,13 @@ func (db *DB) importTarget(ctx context.Context, tx *gorm.DB, studyID int64) (*st
 // model and task id (agreement.StudyKeys), whatever the study's status:
 // files hold labels collected elsewhere, which closing a study does not
 // freeze. Importing labels of the same annotator and item again replaces
-// them. Managers only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise;
+// them. The gate's error when it refuses the actor;
 // EINVALID naming the line of a bad row, when no row matches an item, or when
 // the study would hold more than MaxStudyAnnotators imported annotators.
-func (db *DB) ImportStudyLabels(ctx context.Context, studyID int64, match StudyImportMatcher) (*models.StudyImportResult, error) {
+func (db *DB) ImportStudyLabels(ctx context.Context, gate StudyGate, studyID int64, match StudyImportMatcher) (*models.StudyImportResult, error) {
 	var res *models.StudyImportResult
 	err := db.tx(ctx, func(tx *gorm.DB) error {
-		_, items, err := db.importTarget(ctx, tx, studyID)
+		_, items, err := db.importTarget(ctx, tx, studyID, gate)
 		if err != nil {
 			return err
 		}
@@ -281,15 +275,15 @@ func (importedAssignment) TableName() string { return "study_assignments" }
 
 // ImportStudyVerdicts stores judge verdicts from a file as imported judges,
 // matched to the study's items as ImportStudyLabels does. Importing a judge's
-// verdict on an item again replaces it. Managers only: EUNAUTHORIZED,
+// verdict on an item again replaces it. The gate's error when it refuses the actor;
 // ENOTFOUND or EFORBIDDEN otherwise; EINVALID naming the line of a bad row,
 // for a judge named like one of the study's judge configurations, when no
 // row matches an item, or when the study would hold more than MaxStudyJudges
 // imported judges.
-func (db *DB) ImportStudyVerdicts(ctx context.Context, studyID int64, match StudyImportMatcher) (*models.StudyImportResult, error) {
+func (db *DB) ImportStudyVerdicts(ctx context.Context, gate StudyGate, studyID int64, match StudyImportMatcher) (*models.StudyImportResult, error) {
 	var res *models.StudyImportResult
 	err := db.tx(ctx, func(tx *gorm.DB) error {
-		acc, items, err := db.importTarget(ctx, tx, studyID)
+		acc, items, err := db.importTarget(ctx, tx, studyID, gate)
 		if err != nil {
 			return err
 		}
@@ -377,7 +371,7 @@ func (db *DB) StudyJudgeWork(ctx context.Context, studyID int64, judge string) (
 		return nil, wrap(err, "study")
 	}
 	if len(studies) == 0 {
-		return nil, studyNotFound(studyID)
+		return nil, models.Errorf(models.ENOTFOUND, "Study %d not found.", studyID)
 	}
 	if !slices.ContainsFunc(studies[0].Judges, func(j models.StudyJudge) bool { return j.Name == judge }) {
 		return nil, models.Errorf(models.ENOTFOUND, "Study %d has no judge configuration %q.", studyID, judge)
@@ -406,7 +400,7 @@ func (db *DB) SaveStudyVerdict(ctx context.Context, v *models.StudyVerdict,
 	}
 	return db.tx(ctx, func(tx *gorm.DB) error {
 		if v.Config != nil {
-			acc, err := db.loadStudyAccess(ctx, tx, v.StudyID, studyShared)
+			acc, err := db.loadStudyAccess(ctx, tx, v.StudyID, studyShared, systemGate)
 			if err != nil {
 				return err
 			}

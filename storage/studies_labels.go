@@ -54,9 +54,9 @@ func notAssigned(itemID int64) error {
 // progress and the next pending item. Managers who annotate nothing get an
 // empty queue. EUNAUTHORIZED for anonymous callers, ENOTFOUND for everyone
 // else who may not see the study.
-func (db *DB) StudyQueue(ctx context.Context, studyID int64) (*models.StudyQueue, error) {
+func (db *DB) StudyQueue(ctx context.Context, gate StudyGate, studyID int64) (*models.StudyQueue, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked)
+	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate)
 	if err != nil {
 		return nil, err
 	}
@@ -140,21 +140,6 @@ func studyTimeline(ctx context.Context, q *gorm.DB, attemptID int64) (*models.Ti
 	return tl, nil
 }
 
-// stripBlind removes from an item view what a blind study keeps from its
-// annotators: every evaluation, the attempt's outcome, score and error, the
-// run's success and error counts, the reveal, and the item's stratum, which
-// is the attempt's outcome when the sample is stratified by outcome. Every
-// stratum is cleared, not only outcomes: annotators need none of them.
-func stripBlind(v *models.StudyItemView) {
-	tl := &v.Timeline
-	tl.Evaluation, tl.Evaluations = nil, nil
-	tl.Attempt.Outcome, tl.Attempt.Score, tl.Attempt.ErrorClass, tl.Attempt.ErrorMessage = "", nil, "", ""
-	tl.Run.Successes, tl.Run.Errors = 0, 0
-	tl.CanManage = false
-	v.Item.Stratum = ""
-	v.Reveal = nil
-}
-
 // annotatorLabels lists every assignment's labels of an item (imported ones
 // included), annotators by name (managers: the email when a user has no
 // name).
@@ -228,9 +213,9 @@ func publicVerdictErrors(ctx context.Context, verdicts []models.StudyVerdict) {
 // when the item is assigned to them, else the sample. EUNAUTHORIZED for
 // anonymous callers, ENOTFOUND for an unknown item or a study the actor may
 // not see.
-func (db *DB) StudyItem(ctx context.Context, studyID, itemID int64) (*models.StudyItemView, error) {
+func (db *DB) StudyItem(ctx context.Context, gate StudyGate, studyID, itemID int64) (*models.StudyItemView, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked)
+	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate)
 	if err != nil {
 		return nil, err
 	}
@@ -275,11 +260,6 @@ func (db *DB) StudyItem(ctx context.Context, studyID, itemID int64) (*models.Stu
 			v.NextID = order[i+1]
 		}
 	}
-	if acc.blind() {
-		v.Timeline = *tl
-		stripBlind(v)
-		return v, nil
-	}
 	reveal := &models.StudyReveal{}
 	for _, ev := range tl.Evaluations {
 		if ev.IsCurrent {
@@ -314,14 +294,14 @@ func taskRubric(q *gorm.DB, attemptID int64) ([]models.RubricItem, error) {
 // EUNAUTHORIZED, ENOTFOUND as StudyItem; ECONFLICT unless the study is open;
 // EFORBIDDEN naming the item when it is not assigned to the actor; whatever
 // apply returns.
-func (db *DB) SaveStudyLabels(ctx context.Context, studyID, itemID int64,
+func (db *DB) SaveStudyLabels(ctx context.Context, gate StudyGate, studyID, itemID int64,
 	apply func(st *models.Study, as *models.StudyAssignment, rubric []models.RubricItem, now time.Time) error) (*models.StudyAssignment, error) {
 	var out *models.StudyAssignment
 	err := db.tx(ctx, func(tx *gorm.DB) error {
 		// Shared: a close (which locks the study for update) either waits for
 		// this save to commit or makes it wait and then read the study closed,
 		// so no label is saved after the study's closing time.
-		acc, err := db.loadStudyAccess(ctx, tx, studyID, studyShared)
+		acc, err := db.loadStudyAccess(ctx, tx, studyID, studyShared, gate)
 		if err != nil {
 			return err
 		}
@@ -376,14 +356,10 @@ func (db *DB) SaveStudyLabels(ctx context.Context, studyID, itemID int64,
 // blind. Why a judge gave no verdict reads as one fixed sentence for everyone
 // but administrators. EUNAUTHORIZED or ENOTFOUND as StudyOverview;
 // EFORBIDDEN to the annotators of a blind study.
-func (db *DB) StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyVerdict, error) {
+func (db *DB) StudyVerdicts(ctx context.Context, gate StudyGate, studyID int64) ([]models.StudyVerdict, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked)
-	if err != nil {
+	if _, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate); err != nil {
 		return nil, err
-	}
-	if acc.blind() {
-		return nil, models.Errorf(models.EFORBIDDEN, "This study is blind: its judges' verdicts are hidden from its annotators.")
 	}
 	var out []models.StudyVerdict
 	if err := q.Table("study_verdicts v").Select("v.*").Joins("JOIN study_items si ON si.id = v.study_item_id").
