@@ -140,7 +140,7 @@ func (s *Studies) InviteAnnotator(ctx context.Context, studyID int64, email stri
 	if _, err := models.RequireUser(ctx); err != nil {
 		return err
 	}
-	return s.store.InviteAnnotator(ctx, ManageStudy, studyID, email)
+	return s.store.InviteAnnotator(ctx, manageDraft("annotators are invited"), studyID, email)
 }
 
 // RemoveAnnotator withdraws an invitation to a draft study (managers only).
@@ -149,7 +149,7 @@ func (s *Studies) RemoveAnnotator(ctx context.Context, studyID, userID int64) er
 	if _, err := models.RequireUser(ctx); err != nil {
 		return err
 	}
-	return s.store.RemoveAnnotator(ctx, ManageStudy, studyID, userID)
+	return s.store.RemoveAnnotator(ctx, manageDraft("annotators are removed"), studyID, userID)
 }
 
 // SetStudyJudges replaces the judge configurations of a study that is not
@@ -164,7 +164,12 @@ func (s *Studies) SetStudyJudges(ctx context.Context, studyID int64, judges []mo
 	if err != nil {
 		return err
 	}
-	return s.store.SetStudyJudges(ctx, ManageStudy, studyID, checked)
+	return s.store.SetStudyJudges(ctx, manageWhen(func(st *models.Study) error {
+		if st.Status == models.StudyClosed {
+			return models.Errorf(models.ECONFLICT, "The study is closed; its judges can no longer be changed.")
+		}
+		return nil
+	}), studyID, checked)
 }
 
 // OpenStudy assigns a draft study's items (study.Assign: the overlap
@@ -176,7 +181,12 @@ func (s *Studies) OpenStudy(ctx context.Context, id int64) error {
 	if _, err := models.RequireUser(ctx); err != nil {
 		return err
 	}
-	return s.store.OpenStudy(ctx, ManageStudy, id, func(st *models.Study, items, annotators []int64) map[int64][]int64 {
+	return s.store.OpenStudy(ctx, manageWhen(func(st *models.Study) error {
+		if st.Status != models.StudyDraft {
+			return models.Errorf(models.ECONFLICT, "The study is already %s.", st.Status)
+		}
+		return nil
+	}), id, func(st *models.Study, items, annotators []int64) map[int64][]int64 {
 		return study.Assign(items, annotators, st.OverlapFraction, st.OverlapAnnotators, st.Seed)
 	})
 }
@@ -187,7 +197,15 @@ func (s *Studies) CloseStudy(ctx context.Context, id int64) error {
 	if _, err := models.RequireUser(ctx); err != nil {
 		return err
 	}
-	return s.store.CloseStudy(ctx, ManageStudy, id)
+	return s.store.CloseStudy(ctx, manageWhen(func(st *models.Study) error {
+		switch st.Status {
+		case models.StudyDraft:
+			return models.Errorf(models.ECONFLICT, "The study is still a draft; open it before closing it.")
+		case models.StudyClosed:
+			return models.Errorf(models.ECONFLICT, "The study is already closed.")
+		}
+		return nil
+	}), id)
 }
 
 // StudyQueue is the caller's own queue in a study. EUNAUTHORIZED or
@@ -253,7 +271,7 @@ func (s *Studies) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in
 	if in.TimeSpentMS < 0 {
 		return nil, models.FieldError("time_spent_ms", "The time spent cannot be negative.")
 	}
-	return s.store.SaveStudyLabels(ctx, SeeStudy, studyID, itemID, func(st *models.Study, as *models.StudyAssignment, rubric []models.RubricItem, now time.Time) error {
+	return s.store.SaveStudyLabels(ctx, labelling, studyID, itemID, func(st *models.Study, as *models.StudyAssignment, rubric []models.RubricItem, now time.Time) error {
 		labels := models.StudyLabels{}
 		for k, v := range as.Labels {
 			labels[k] = v
@@ -511,6 +529,47 @@ func ManageStudy(a models.Actor, st *models.Study, annotator bool) (string, bool
 	role, manage, err := SeeStudy(a, st, annotator)
 	if err == nil && st != nil && !manage {
 		err = models.Errorf(models.EFORBIDDEN, "Only the study's owner and administrators may do this.")
+	}
+	return role, manage, err
+}
+
+// manageWhen is ManageStudy, then check on the study (its status) inside
+// the transaction that changes it.
+func manageWhen(check func(st *models.Study) error) storage.StudyGate {
+	return func(a models.Actor, st *models.Study, annotator bool) (string, bool, error) {
+		role, manage, err := ManageStudy(a, st, annotator)
+		if err == nil && st != nil {
+			err = check(st)
+		}
+		return role, manage, err
+	}
+}
+
+// manageDraft is ManageStudy for changes made only to a draft study: what
+// names them in the ECONFLICT answered otherwise.
+func manageDraft(what string) storage.StudyGate {
+	return manageWhen(func(st *models.Study) error {
+		if st.Status != models.StudyDraft {
+			return models.Errorf(models.ECONFLICT, "The study is %s: %s only while it is a draft.", st.Status, what)
+		}
+		return nil
+	})
+}
+
+// labelling is SeeStudy for saving labels, which an open study only takes.
+// Storage holds the study in share mode while it saves, so a close either
+// waits for the save or makes it read the study closed: no label is saved
+// after the study's closing time.
+func labelling(a models.Actor, st *models.Study, annotator bool) (string, bool, error) {
+	role, manage, err := SeeStudy(a, st, annotator)
+	if err != nil || st == nil {
+		return role, manage, err
+	}
+	switch st.Status {
+	case models.StudyDraft:
+		err = models.Errorf(models.ECONFLICT, "The study is not open yet; labels are accepted once it opens.")
+	case models.StudyClosed:
+		err = models.Errorf(models.ECONFLICT, "The study is closed; labels can no longer be changed.")
 	}
 	return role, manage, err
 }

@@ -485,14 +485,6 @@ func (db *DB) StudyOverview(ctx context.Context, gate StudyGate, id int64) (*mod
 	return v, nil
 }
 
-// draftOnly is ECONFLICT unless the study is a draft.
-func draftOnly(st *models.Study, what string) error {
-	if st.Status != models.StudyDraft {
-		return models.Errorf(models.ECONFLICT, "The study is %s: %s only while it is a draft.", st.Status, what)
-	}
-	return nil
-}
-
 // InviteAnnotator invites the user with an email to annotate a draft study:
 // administrators any user, the owner only users who share a team with them.
 // The gate's error when it refuses the actor; ECONFLICT
@@ -502,9 +494,6 @@ func draftOnly(st *models.Study, what string) error {
 // study with MaxStudyAnnotators annotators.
 func (db *DB) InviteAnnotator(ctx context.Context, gate StudyGate, studyID int64, email string) error {
 	return db.changeStudy(ctx, studyID, gate, func(tx *gorm.DB, acc *studyAccess) error {
-		if err := draftOnly(acc.Study, "annotators are invited"); err != nil {
-			return err
-		}
 		email, err := models.NormalizeEmail(email)
 		if err != nil {
 			return err
@@ -543,9 +532,6 @@ func (db *DB) InviteAnnotator(ctx context.Context, gate StudyGate, studyID int64
 // study is no longer a draft; ENOTFOUND when the user is not invited.
 func (db *DB) RemoveAnnotator(ctx context.Context, gate StudyGate, studyID, userID int64) error {
 	return db.changeStudy(ctx, studyID, gate, func(tx *gorm.DB, acc *studyAccess) error {
-		if err := draftOnly(acc.Study, "annotators are removed"); err != nil {
-			return err
-		}
 		res := tx.Where("study_id = ? AND user_id = ?", studyID, userID).Delete(&models.StudyAnnotator{})
 		if res.Error != nil {
 			return wrap(res.Error, "study annotator")
@@ -568,9 +554,6 @@ func (db *DB) RemoveAnnotator(ctx context.Context, gate StudyGate, studyID, user
 // checked by the study service.
 func (db *DB) SetStudyJudges(ctx context.Context, gate StudyGate, studyID int64, checked []models.StudyJudge) error {
 	return db.changeStudy(ctx, studyID, gate, func(tx *gorm.DB, acc *studyAccess) error {
-		if acc.Study.Status == models.StudyClosed {
-			return models.Errorf(models.ECONFLICT, "The study is closed; its judges can no longer be changed.")
-		}
 		var imported []string
 		if err := tx.Table("study_verdicts").Where("study_id = ? AND imported = ?", studyID, true).
 			Distinct().Pluck("judge", &imported).Error; err != nil {
@@ -614,9 +597,6 @@ func (db *DB) SetStudyJudges(ctx context.Context, gate StudyGate, studyID int64,
 func (db *DB) OpenStudy(ctx context.Context, gate StudyGate, id int64, assign func(st *models.Study, items, annotators []int64) map[int64][]int64) error {
 	return db.changeStudy(ctx, id, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		st := acc.Study
-		if st.Status != models.StudyDraft {
-			return models.Errorf(models.ECONFLICT, "The study is already %s.", st.Status)
-		}
 		var annotators []int64
 		if err := tx.Table("study_annotators").Where("study_id = ?", id).Order("user_id").Pluck("user_id", &annotators).Error; err != nil {
 			return wrap(err, "study annotators")
@@ -659,12 +639,6 @@ func (db *DB) OpenStudy(ctx context.Context, gate StudyGate, id int64, assign fu
 // EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT unless open.
 func (db *DB) CloseStudy(ctx context.Context, gate StudyGate, id int64) error {
 	return db.changeStudy(ctx, id, gate, func(tx *gorm.DB, acc *studyAccess) error {
-		switch acc.Study.Status {
-		case models.StudyDraft:
-			return models.Errorf(models.ECONFLICT, "The study is still a draft; open it before closing it.")
-		case models.StudyClosed:
-			return models.Errorf(models.ECONFLICT, "The study is already closed.")
-		}
 		now := db.now()
 		if err := tx.Model(&models.Study{}).Where("id = ?", id).
 			Updates(map[string]any{"status": models.StudyClosed, "closed_at": now, "updated_at": now}).Error; err != nil {

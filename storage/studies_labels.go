@@ -305,12 +305,6 @@ func (db *DB) SaveStudyLabels(ctx context.Context, gate StudyGate, studyID, item
 		if err != nil {
 			return err
 		}
-		switch acc.Study.Status {
-		case models.StudyDraft:
-			return models.Errorf(models.ECONFLICT, "The study is not open yet; labels are accepted once it opens.")
-		case models.StudyClosed:
-			return models.Errorf(models.ECONFLICT, "The study is closed; labels can no longer be changed.")
-		}
 		item, err := studyItemOf(tx, studyID, itemID)
 		if err != nil {
 			return err
