@@ -25,7 +25,7 @@ type StudyStore interface {
 	InviteAnnotator(ctx context.Context, gate storage.StudyGate, studyID int64, email string) error
 	RemoveAnnotator(ctx context.Context, gate storage.StudyGate, studyID, userID int64) error
 	SetStudyJudges(ctx context.Context, gate storage.StudyGate, studyID int64, checked []models.StudyJudge) error
-	OpenStudy(ctx context.Context, gate storage.StudyGate, id int64, assign func(st *models.Study, items, annotators []int64) map[int64][]int64) error
+	OpenStudy(ctx context.Context, gate storage.StudyGate, id int64, assign func(st *models.Study, items, annotators []int64) (map[int64][]int64, error)) error
 	CloseStudy(ctx context.Context, gate storage.StudyGate, id int64) error
 	StudyQueue(ctx context.Context, gate storage.StudyGate, studyID int64) (*models.StudyQueue, error)
 	StudyItem(ctx context.Context, gate storage.StudyGate, studyID, itemID int64) (*models.StudyItemView, error)
@@ -186,8 +186,15 @@ func (s *Studies) OpenStudy(ctx context.Context, id int64) error {
 			return models.Errorf(models.ECONFLICT, "The study is already %s.", st.Status)
 		}
 		return nil
-	}), id, func(st *models.Study, items, annotators []int64) map[int64][]int64 {
-		return study.Assign(items, annotators, st.OverlapFraction, st.OverlapAnnotators, st.Seed)
+	}), id, func(st *models.Study, items, annotators []int64) (map[int64][]int64, error) {
+		switch {
+		case len(annotators) == 0:
+			return nil, models.FieldError("annotators", "Invite at least one annotator before opening the study.")
+		case st.OverlapFraction > 0 && len(annotators) < st.OverlapAnnotators:
+			return nil, models.FieldError("annotators", "Overlapping items go to %d annotators each, but the study has %d; invite more or lower the overlap.",
+				st.OverlapAnnotators, len(annotators))
+		}
+		return study.Assign(items, annotators, st.OverlapFraction, st.OverlapAnnotators, st.Seed), nil
 	})
 }
 

@@ -591,28 +591,24 @@ func (db *DB) SetStudyJudges(ctx context.Context, gate StudyGate, studyID int64,
 }
 
 // OpenStudy gives the study's items to its annotators (assign returns each
-// annotator's queue of items, in order) and opens it. Managers
+// annotator's queue of items, in order, or refuses) and opens it. Managers
 // only (gate): ECONFLICT unless the
 // study is a draft; EINVALID (field "annotators") without enough annotators.
-func (db *DB) OpenStudy(ctx context.Context, gate StudyGate, id int64, assign func(st *models.Study, items, annotators []int64) map[int64][]int64) error {
+func (db *DB) OpenStudy(ctx context.Context, gate StudyGate, id int64, assign func(st *models.Study, items, annotators []int64) (map[int64][]int64, error)) error {
 	return db.changeStudy(ctx, id, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		st := acc.Study
 		var annotators []int64
 		if err := tx.Table("study_annotators").Where("study_id = ?", id).Order("user_id").Pluck("user_id", &annotators).Error; err != nil {
 			return wrap(err, "study annotators")
 		}
-		switch {
-		case len(annotators) == 0:
-			return models.FieldError("annotators", "Invite at least one annotator before opening the study.")
-		case st.OverlapFraction > 0 && len(annotators) < st.OverlapAnnotators:
-			return models.FieldError("annotators", "Overlapping items go to %d annotators each, but the study has %d; invite more or lower the overlap.",
-				st.OverlapAnnotators, len(annotators))
-		}
 		var items []int64
 		if err := tx.Table("study_items").Where("study_id = ?", id).Order("position").Pluck("id", &items).Error; err != nil {
 			return wrap(err, "study items")
 		}
-		queues := assign(st, items, annotators)
+		queues, err := assign(st, items, annotators)
+		if err != nil {
+			return err
+		}
 		now := db.now()
 		var rows []models.StudyAssignment
 		for _, who := range annotators {
