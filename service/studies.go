@@ -399,8 +399,15 @@ func (s *Studies) ImportStudyLabels(ctx context.Context, studyID int64, rows []m
 	if _, err := models.RequireUser(ctx); err != nil {
 		return nil, err
 	}
-	return s.store.ImportStudyLabels(ctx, ManageStudy, studyID, func(items []models.StudyDataItem) ([]storage.StudyImportMatch, *models.StudyImportResult, error) {
-		return matchImport(items, rows, "annotator")
+	return s.store.ImportStudyLabels(ctx, ManageStudy, studyID, func(_ *models.Study, items []models.StudyDataItem, stored []string) ([]storage.StudyImportMatch, *models.StudyImportResult, error) {
+		matches, res, err := matchImport(items, rows, "annotator")
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := checkImportedNames(stored, matches, models.MaxStudyAnnotators, "annotator"); err != nil {
+			return nil, nil, err
+		}
+		return matches, res, nil
 	})
 }
 
@@ -412,8 +419,22 @@ func (s *Studies) ImportStudyVerdicts(ctx context.Context, studyID int64, rows [
 	if _, err := models.RequireUser(ctx); err != nil {
 		return nil, err
 	}
-	return s.store.ImportStudyVerdicts(ctx, ManageStudy, studyID, func(items []models.StudyDataItem) ([]storage.StudyImportMatch, *models.StudyImportResult, error) {
-		return matchImport(items, rows, "judge")
+	return s.store.ImportStudyVerdicts(ctx, ManageStudy, studyID, func(st *models.Study, items []models.StudyDataItem, stored []string) ([]storage.StudyImportMatch, *models.StudyImportResult, error) {
+		matches, res, err := matchImport(items, rows, "judge")
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, m := range matches {
+			for _, j := range st.Judges {
+				if strings.EqualFold(j.Name, m.Who) {
+					return nil, nil, models.Errorf(models.EINVALID, "%q is the name of one of the study's judge configurations; rename the judge in the file.", m.Who)
+				}
+			}
+		}
+		if err := checkImportedNames(stored, matches, models.MaxStudyJudges, "judge"); err != nil {
+			return nil, nil, err
+		}
+		return matches, res, nil
 	})
 }
 

@@ -325,3 +325,24 @@ func matchImport(items []models.StudyDataItem, rows []models.StudyImportRow, par
 	}
 	return matches, res, nil
 }
+
+// checkImportedNames refuses an import that would leave a study with more
+// than limit distinct imported annotators or judges (party): each one adds
+// columns and pairwise comparisons to every report of the study. stored
+// lists the names the study already holds.
+func checkImportedNames(stored []string, matches []storage.StudyImportMatch, limit int, party string) error {
+	have := make(map[string]bool, len(stored))
+	for _, name := range stored {
+		have[name] = true
+	}
+	added := map[string]bool{}
+	for _, m := range matches {
+		if !have[m.Who] {
+			added[m.Who] = true
+		}
+	}
+	if len(have)+len(added) > limit {
+		return models.Errorf(models.EINVALID, "A study holds at most %d imported %ss; it has %d and the file adds %d.", limit, party, len(have), len(added))
+	}
+	return nil
+}

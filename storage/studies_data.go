@@ -156,31 +156,11 @@ type StudyImportMatch struct {
 	Labels models.StudyLabels
 }
 
-// checkImportedNames refuses an import that would leave a study with more
-// than limit distinct imported annotators or judges (party): each one adds
-// columns and pairwise comparisons to every report of the study. stored
-// lists the names the study already holds.
-func checkImportedNames(stored []string, matches []StudyImportMatch, limit int, party string) error {
-	have := make(map[string]bool, len(stored))
-	for _, name := range stored {
-		have[name] = true
-	}
-	added := map[string]bool{}
-	for _, m := range matches {
-		if !have[m.Who] {
-			added[m.Who] = true
-		}
-	}
-	if len(have)+len(added) > limit {
-		return models.Errorf(models.EINVALID, "A study holds at most %d imported %ss; it has %d and the file adds %d.", limit, party, len(have), len(added))
-	}
-	return nil
-}
-
 // StudyImportMatcher matches a file's rows to a study's items (the study
-// service's rules): the matches, the result listing unmatched rows, or
-// EINVALID.
-type StudyImportMatcher func(items []models.StudyDataItem) ([]StudyImportMatch, *models.StudyImportResult, error)
+// service's rules), given the names of the annotators or judges the study
+// already holds from files: the matches, the result listing unmatched rows,
+// or EINVALID.
+type StudyImportMatcher func(st *models.Study, items []models.StudyDataItem, stored []string) ([]StudyImportMatch, *models.StudyImportResult, error)
 
 // importTarget loads a study for an import: managers only.
 func (db *DB) importTarget(ctx context.Context, tx *gorm.DB, studyID int64, gate StudyGate) (*studyAccess, []models.StudyDataItem, error) {
@@ -203,15 +183,10 @@ func (db *DB) importTarget(ctx context.Context, tx *gorm.DB, studyID int64, gate
 func (db *DB) ImportStudyLabels(ctx context.Context, gate StudyGate, studyID int64, match StudyImportMatcher) (*models.StudyImportResult, error) {
 	var res *models.StudyImportResult
 	err := db.tx(ctx, func(tx *gorm.DB) error {
-		_, items, err := db.importTarget(ctx, tx, studyID, gate)
+		acc, items, err := db.importTarget(ctx, tx, studyID, gate)
 		if err != nil {
 			return err
 		}
-		matches, r, err := match(items)
-		if err != nil {
-			return err
-		}
-		res = r
 		var existing []struct {
 			StudyItemID   int64
 			AnnotatorName string
@@ -228,9 +203,11 @@ func (db *DB) ImportStudyLabels(ctx context.Context, gate StudyGate, studyID int
 				names = append(names, e.AnnotatorName)
 			}
 		}
-		if err := checkImportedNames(names, matches, models.MaxStudyAnnotators, "annotator"); err != nil {
+		matches, r, err := match(acc.Study, items, names)
+		if err != nil {
 			return err
 		}
+		res = r
 		now := db.now()
 		batch := make([]importedAssignment, len(matches))
 		for i, m := range matches {
@@ -287,18 +264,6 @@ func (db *DB) ImportStudyVerdicts(ctx context.Context, gate StudyGate, studyID i
 		if err != nil {
 			return err
 		}
-		matches, r, err := match(items)
-		if err != nil {
-			return err
-		}
-		res = r
-		for _, m := range matches {
-			for _, j := range acc.Study.Judges {
-				if strings.EqualFold(j.Name, m.Who) {
-					return models.Errorf(models.EINVALID, "%q is the name of one of the study's judge configurations; rename the judge in the file.", m.Who)
-				}
-			}
-		}
 		var existing []struct {
 			StudyItemID int64
 			Judge       string
@@ -315,9 +280,11 @@ func (db *DB) ImportStudyVerdicts(ctx context.Context, gate StudyGate, studyID i
 				names = append(names, e.Judge)
 			}
 		}
-		if err := checkImportedNames(names, matches, models.MaxStudyJudges, "judge"); err != nil {
+		matches, r, err := match(acc.Study, items, names)
+		if err != nil {
 			return err
 		}
+		res = r
 		now := db.now()
 		batch := make([]models.StudyVerdict, len(matches))
 		for i, m := range matches {
