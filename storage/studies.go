@@ -407,8 +407,7 @@ func studyProgress(q *gorm.DB, studyID, userID int64) ([]progressRow, error) {
 // StudyOverview is a study's page: for managers every annotator with their
 // progress, the whole study's progress and what each judge configuration has
 // judged; for annotators their own progress only. The owner is named as
-// studyOwnerName names them. EUNAUTHORIZED for anonymous callers, ENOTFOUND
-// for everyone else who may not see the study.
+// studyOwnerName names them. The gate's error when it refuses the actor.
 func (db *DB) StudyOverview(ctx context.Context, gate StudyGate, id int64) (*models.StudyView, error) {
 	q := db.q(ctx)
 	acc, err := db.loadStudyAccess(ctx, q, id, studyUnlocked, gate)
@@ -487,8 +486,8 @@ func (db *DB) StudyOverview(ctx context.Context, gate StudyGate, id int64) (*mod
 
 // InviteAnnotator invites the user with an email to annotate a draft study:
 // administrators any user, the owner only users who share a team with them.
-// The gate's error when it refuses the actor; ECONFLICT
-// when the study is no longer a draft or the user is already invited;
+// The gate's error when it refuses the actor (or the study's status);
+// ECONFLICT when the user is already invited;
 // EINVALID (field "email") for a malformed email, one of no user the actor
 // may invite (the same answer whether or not the email has an account), or a
 // study with MaxStudyAnnotators annotators.
@@ -527,9 +526,9 @@ func (db *DB) InviteAnnotator(ctx context.Context, gate StudyGate, studyID int64
 	})
 }
 
-// RemoveAnnotator withdraws a user's invitation to a draft study. Managers
-// only (gate): ECONFLICT when the
-// study is no longer a draft; ENOTFOUND when the user is not invited.
+// RemoveAnnotator withdraws a user's invitation to a study. The gate's error
+// when it refuses the actor (or the study's status); ENOTFOUND when the user
+// is not invited.
 func (db *DB) RemoveAnnotator(ctx context.Context, gate StudyGate, studyID, userID int64) error {
 	return db.changeStudy(ctx, studyID, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		res := tx.Where("study_id = ? AND user_id = ?", studyID, userID).Delete(&models.StudyAnnotator{})
@@ -548,10 +547,9 @@ func (db *DB) RemoveAnnotator(ctx context.Context, gate StudyGate, studyID, user
 // (not imported ones) of every configuration removed or changed (model,
 // prompt, screenshots or accessibility): a report must never credit a
 // configuration with what another one answered. Unchanged configurations keep
-// theirs. The gate's error when it refuses the actor;
-// ECONFLICT once the study is closed; EINVALID (field "judges") for a bad
-// configuration named like a judge imported from a file. The judges are
-// checked by the study service.
+// theirs. The gate's error when it refuses the actor (or the study's
+// status); EINVALID (field "judges") for a configuration named like a judge
+// imported from a file. The judges are checked by the study service.
 func (db *DB) SetStudyJudges(ctx context.Context, gate StudyGate, studyID int64, checked []models.StudyJudge) error {
 	return db.changeStudy(ctx, studyID, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		var imported []string
@@ -591,9 +589,8 @@ func (db *DB) SetStudyJudges(ctx context.Context, gate StudyGate, studyID int64,
 }
 
 // OpenStudy gives the study's items to its annotators (assign returns each
-// annotator's queue of items, in order, or refuses) and opens it. Managers
-// only (gate): ECONFLICT unless the
-// study is a draft; EINVALID (field "annotators") without enough annotators.
+// annotator's queue of items, in order, or refuses) and opens it. The gate's
+// error when it refuses the actor (or the study's status); assign's error.
 func (db *DB) OpenStudy(ctx context.Context, gate StudyGate, id int64, assign func(st *models.Study, items, annotators []int64) (map[int64][]int64, error)) error {
 	return db.changeStudy(ctx, id, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		st := acc.Study
@@ -631,8 +628,8 @@ func (db *DB) OpenStudy(ctx context.Context, gate StudyGate, id int64, assign fu
 	})
 }
 
-// CloseStudy closes an open study: its labels are final. Managers only:
-// EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT unless open.
+// CloseStudy closes a study: its labels are final. The gate's error when it
+// refuses the actor (or the study's status).
 func (db *DB) CloseStudy(ctx context.Context, gate StudyGate, id int64) error {
 	return db.changeStudy(ctx, id, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		now := db.now()

@@ -75,8 +75,8 @@ func studyDataItems(q *gorm.DB, studyID int64) ([]models.StudyDataItem, error) {
 // StudyData is everything a study's agreement report reads: the items, the
 // submitted and imported human labels, the judges' verdicts and the items'
 // current evaluations (the automatic judges), in a fixed number of queries.
-// Verdict errors are worded as StudyVerdicts words them. Managers only:
-// EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise.
+// Verdict errors are worded as StudyVerdicts words them. The gate's error
+// when it refuses the actor.
 func (db *DB) StudyData(ctx context.Context, gate StudyGate, studyID int64) (*models.StudyData, error) {
 	q := db.q(ctx)
 	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate)
@@ -177,9 +177,7 @@ func (db *DB) importTarget(ctx context.Context, tx *gorm.DB, studyID int64, gate
 // model and task id (agreement.StudyKeys), whatever the study's status:
 // files hold labels collected elsewhere, which closing a study does not
 // freeze. Importing labels of the same annotator and item again replaces
-// them. The gate's error when it refuses the actor;
-// EINVALID naming the line of a bad row, when no row matches an item, or when
-// the study would hold more than MaxStudyAnnotators imported annotators.
+// them. The gate's error when it refuses the actor; match's error.
 func (db *DB) ImportStudyLabels(ctx context.Context, gate StudyGate, studyID int64, match StudyImportMatcher) (*models.StudyImportResult, error) {
 	var res *models.StudyImportResult
 	err := db.tx(ctx, func(tx *gorm.DB) error {
@@ -252,11 +250,8 @@ func (importedAssignment) TableName() string { return "study_assignments" }
 
 // ImportStudyVerdicts stores judge verdicts from a file as imported judges,
 // matched to the study's items as ImportStudyLabels does. Importing a judge's
-// verdict on an item again replaces it. The gate's error when it refuses the actor;
-// ENOTFOUND or EFORBIDDEN otherwise; EINVALID naming the line of a bad row,
-// for a judge named like one of the study's judge configurations, when no
-// row matches an item, or when the study would hold more than MaxStudyJudges
-// imported judges.
+// verdict on an item again replaces it. The gate's error when it refuses the
+// actor; match's error.
 func (db *DB) ImportStudyVerdicts(ctx context.Context, gate StudyGate, studyID int64, match StudyImportMatcher) (*models.StudyImportResult, error) {
 	var res *models.StudyImportResult
 	err := db.tx(ctx, func(tx *gorm.DB) error {

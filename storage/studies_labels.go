@@ -52,8 +52,7 @@ func notAssigned(itemID int64) error {
 
 // StudyQueue is the actor's own queue in a study, in order, with their
 // progress and the next pending item. Managers who annotate nothing get an
-// empty queue. EUNAUTHORIZED for anonymous callers, ENOTFOUND for everyone
-// else who may not see the study.
+// empty queue. The gate's error when it refuses the actor.
 func (db *DB) StudyQueue(ctx context.Context, gate StudyGate, studyID int64) (*models.StudyQueue, error) {
 	q := db.q(ctx)
 	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate)
@@ -205,14 +204,12 @@ func publicVerdictErrors(ctx context.Context, verdicts []models.StudyVerdict) {
 
 // StudyItem is one item for the annotation page. Annotators may open only the
 // items assigned to them (EFORBIDDEN naming the item otherwise); managers any.
-// For an annotator of a blind study the timeline carries no evaluation, the
-// attempt no outcome, score or error, the run no success counts, the item no
-// stratum, and Reveal is nil; everyone else gets Reveal: the current
-// evaluations, the judges' verdicts (errors worded as StudyVerdicts words
-// them) and every annotator's labels. Navigation follows the viewer's queue
-// when the item is assigned to them, else the sample. EUNAUTHORIZED for
-// anonymous callers, ENOTFOUND for an unknown item or a study the actor may
-// not see.
+// Reveal holds the current evaluations, the judges' verdicts (errors worded
+// as StudyVerdicts words them) and every annotator's labels; the study
+// service withholds them, with the attempt's results, from the annotators of
+// a blind study. Navigation follows the viewer's queue when the item is
+// assigned to them, else the sample. The gate's error when it refuses the
+// actor; ENOTFOUND for an unknown item.
 func (db *DB) StudyItem(ctx context.Context, gate StudyGate, studyID, itemID int64) (*models.StudyItemView, error) {
 	q := db.q(ctx)
 	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate)
@@ -346,10 +343,8 @@ func (db *DB) SaveStudyLabels(ctx context.Context, gate StudyGate, studyID, item
 }
 
 // StudyVerdicts lists the judges' verdicts on a study's items, in sample order
-// and by judge: managers always, annotators only of studies that are not
-// blind. Why a judge gave no verdict reads as one fixed sentence for everyone
-// but administrators. EUNAUTHORIZED or ENOTFOUND as StudyOverview;
-// EFORBIDDEN to the annotators of a blind study.
+// and by judge, to whom the gate lets in. Why a judge gave no verdict reads as
+// one fixed sentence for everyone but administrators.
 func (db *DB) StudyVerdicts(ctx context.Context, gate StudyGate, studyID int64) ([]models.StudyVerdict, error) {
 	q := db.q(ctx)
 	if _, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate); err != nil {
