@@ -240,6 +240,9 @@ func (s *Studies) StudyItem(ctx context.Context, studyID, itemID int64) (*models
 	if v.Study.Blind && v.Role == models.StudyRoleAnnotator {
 		stripBlind(v)
 	}
+	if v.Reveal != nil {
+		publicVerdictErrors(ctx, v.Reveal.Verdicts)
+	}
 	return v, nil
 }
 
@@ -325,13 +328,20 @@ func (s *Studies) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in
 }
 
 // StudyVerdicts lists the judges' verdicts: managers always, annotators only
-// of studies that are not blind. EUNAUTHORIZED, ENOTFOUND, or EFORBIDDEN to
+// of studies that are not blind. Why a judge gave no verdict reads as one
+// fixed sentence for everyone but administrators (publicVerdictErrors), here
+// and wherever the service returns verdicts. EUNAUTHORIZED, ENOTFOUND, or EFORBIDDEN to
 // the annotators of a blind study.
 func (s *Studies) StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyVerdict, error) {
 	if _, err := models.RequireUser(ctx); err != nil {
 		return nil, err
 	}
-	return s.store.StudyVerdicts(ctx, seeVerdicts, studyID)
+	out, err := s.store.StudyVerdicts(ctx, seeVerdicts, studyID)
+	if err != nil {
+		return nil, err
+	}
+	publicVerdictErrors(ctx, out)
+	return out, nil
 }
 
 // StudyData is everything the agreement report and the exports read
@@ -345,7 +355,12 @@ func (s *Studies) studyData(ctx context.Context, studyID int64) (*models.StudyDa
 	if _, err := models.RequireUser(ctx); err != nil {
 		return nil, err
 	}
-	return s.store.StudyData(ctx, ManageStudy, studyID)
+	d, err := s.store.StudyData(ctx, ManageStudy, studyID)
+	if err != nil {
+		return nil, err
+	}
+	publicVerdictErrors(ctx, d.Verdicts)
+	return d, nil
 }
 
 // StudyReport is a study's data with its agreement report (agreement
@@ -625,4 +640,19 @@ func stripBlind(v *models.StudyItemView) {
 	tl.CanManage = false
 	v.Item.Stratum = ""
 	v.Reveal = nil
+}
+
+// publicVerdictErrors replaces why a judge gave no verdict by one fixed
+// sentence for everyone but administrators: the runner's text may quote the
+// judge endpoint's address or a piece of its reply, which study owners and
+// annotators must not read.
+func publicVerdictErrors(ctx context.Context, verdicts []models.StudyVerdict) {
+	if models.ActorFrom(ctx).Privileged() {
+		return
+	}
+	for i := range verdicts {
+		if verdicts[i].Error != "" {
+			verdicts[i].Error = storage.PublicJudgeFailed
+		}
+	}
 }

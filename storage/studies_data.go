@@ -75,8 +75,7 @@ func studyDataItems(q *gorm.DB, studyID int64) ([]models.StudyDataItem, error) {
 // StudyData is everything a study's agreement report reads: the items, the
 // submitted and imported human labels, the judges' verdicts and the items'
 // current evaluations (the automatic judges), in a fixed number of queries.
-// Verdict errors are worded as StudyVerdicts words them. The gate's error
-// when it refuses the actor.
+// The gate's error when it refuses the actor.
 func (db *DB) StudyData(ctx context.Context, gate StudyGate, studyID int64) (*models.StudyData, error) {
 	q := db.q(ctx)
 	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate)
@@ -110,7 +109,6 @@ func (db *DB) StudyData(ctx context.Context, gate StudyGate, studyID int64) (*mo
 		Where("v.study_id = ?", studyID).Order("si.position, v.judge").Scan(&d.Verdicts).Error; err != nil {
 		return nil, wrap(err, "study verdicts")
 	}
-	publicVerdictErrors(ctx, d.Verdicts)
 	var evs []struct {
 		ID, ItemID               int64
 		Kind, Evaluator, Verdict string

@@ -13,6 +13,10 @@ import (
 	"proctor/models"
 )
 
+// PublicJudgeFailed is why a judge gave no verdict, as everyone but
+// administrators reads it (an evaluation's failure reads the same).
+const PublicJudgeFailed = publicJudgeFailed
+
 // assignmentColumns reads a study assignment; imported labels have no user
 // (user_id NULL), which models.StudyAssignment holds as 0.
 const assignmentColumns = `sa.id, sa.study_id, sa.study_item_id, COALESCE(sa.user_id, 0) AS user_id, sa.annotator_name,
@@ -183,29 +187,13 @@ func itemVerdicts(ctx context.Context, q *gorm.DB, itemID int64) ([]models.Study
 	if err := q.Where("study_item_id = ?", itemID).Order("judge").Find(&out).Error; err != nil {
 		return nil, wrap(err, "study verdicts")
 	}
-	publicVerdictErrors(ctx, out)
 	return out, nil
-}
-
-// publicVerdictErrors replaces why a judge gave no verdict by one fixed
-// sentence for everyone but administrators: the runner's text may quote the
-// judge endpoint's address or a piece of its reply, which study owners and
-// annotators must not read.
-func publicVerdictErrors(ctx context.Context, verdicts []models.StudyVerdict) {
-	if models.ActorFrom(ctx).Privileged() {
-		return
-	}
-	for i := range verdicts {
-		if verdicts[i].Error != "" {
-			verdicts[i].Error = publicJudgeFailed
-		}
-	}
 }
 
 // StudyItem is one item for the annotation page. Annotators may open only the
 // items assigned to them (EFORBIDDEN naming the item otherwise); managers any.
-// Reveal holds the current evaluations, the judges' verdicts (errors worded
-// as StudyVerdicts words them) and every annotator's labels; the study
+// Reveal holds the current evaluations, the judges' verdicts and every
+// annotator's labels; the study
 // service withholds them, with the attempt's results, from the annotators of
 // a blind study. Navigation follows the viewer's queue when the item is
 // assigned to them, else the sample. The gate's error when it refuses the
@@ -343,8 +331,7 @@ func (db *DB) SaveStudyLabels(ctx context.Context, gate StudyGate, studyID, item
 }
 
 // StudyVerdicts lists the judges' verdicts on a study's items, in sample order
-// and by judge, to whom the gate lets in. Why a judge gave no verdict reads as
-// one fixed sentence for everyone but administrators.
+// and by judge, to whom the gate lets in.
 func (db *DB) StudyVerdicts(ctx context.Context, gate StudyGate, studyID int64) ([]models.StudyVerdict, error) {
 	q := db.q(ctx)
 	if _, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate); err != nil {
@@ -355,6 +342,5 @@ func (db *DB) StudyVerdicts(ctx context.Context, gate StudyGate, studyID int64) 
 		Where("v.study_id = ?", studyID).Order("si.position, v.judge").Scan(&out).Error; err != nil {
 		return nil, wrap(err, "study verdicts")
 	}
-	publicVerdictErrors(ctx, out)
 	return out, nil
 }
