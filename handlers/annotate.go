@@ -36,7 +36,7 @@ func (s *Server) showStudyQueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q, err := s.store.StudyQueue(c.Request().Context(), id)
+	q, err := s.deps.Studies.StudyQueue(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (s *Server) showStudyItem(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.store.StudyItem(c.Request().Context(), studyID, itemID)
+	v, err := s.deps.Studies.StudyItem(c.Request().Context(), studyID, itemID)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (s *Server) saveStudyItemLabels(c echo.Context) error {
 	}
 	in, err := labelInputOf(c)
 	if err == nil {
-		_, err = s.store.SaveStudyLabels(c.Request().Context(), studyID, itemID, in)
+		_, err = s.deps.Studies.SaveStudyLabels(c.Request().Context(), studyID, itemID, in)
 	}
 	if err != nil {
 		return s.refuseLabels(c, studyID, itemID, err)
@@ -142,7 +142,7 @@ func (s *Server) refuseLabels(c echo.Context, studyID, itemID int64, err error) 
 		}
 		return err
 	}
-	v, loadErr := s.store.StudyItem(c.Request().Context(), studyID, itemID)
+	v, loadErr := s.deps.Studies.StudyItem(c.Request().Context(), studyID, itemID)
 	if loadErr != nil || v.Assignment == nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func asksQuestion(v *models.StudyItemView, name string) bool {
 // next pending item of their queue after it (wrapping around), or the queue
 // when none is left.
 func (s *Server) nextPendingItem(ctx context.Context, studyID, itemID int64) (string, error) {
-	q, err := s.store.StudyQueue(ctx, studyID)
+	q, err := s.deps.Studies.StudyQueue(ctx, studyID)
 	if err != nil {
 		return "", err
 	}
@@ -435,7 +435,7 @@ func (s *Server) studyItemSteps(c echo.Context) (*models.StudyItemView, *models.
 	if err != nil {
 		return nil, nil, err
 	}
-	v, err := s.store.StudyItem(c.Request().Context(), studyID, itemID)
+	v, err := s.deps.Studies.StudyItem(c.Request().Context(), studyID, itemID)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"proctor/models"
 	"proctor/service"
+	"proctor/service/servicetest"
 )
 
 // studyFixture is an open study over a published, played run of the lab
@@ -48,12 +49,12 @@ func newStudyFixture(t *testing.T, blind bool, labels ...string) *studyFixture {
 	if len(labels) == 0 {
 		labels = allStudyLabels()
 	}
-	st, err := b.db.CreateStudy(actorCtx(f.member), models.StudyRequest{
+	st, err := servicetest.Studies(b.db, nil).CreateStudy(actorCtx(f.member), models.StudyRequest{
 		Name: "Cable study", RunIDs: []int64{run.ID}, Sampling: models.SampleRandom, Seed: 7, SampleSize: len(ids),
 		Blind: blind, Labels: labels, Annotators: []string{f.ann.user.Email, f.ann2.user.Email},
 	})
 	require.NoError(t, err)
-	require.NoError(t, b.db.OpenStudy(actorCtx(f.member), st.ID))
+	require.NoError(t, servicetest.Studies(b.db, nil).OpenStudy(actorCtx(f.member), st.ID))
 	f.study = st
 	f.mine = f.queueOf(t, f.ann)
 	f.theirs = f.queueOf(t, f.ann2)
@@ -65,7 +66,7 @@ func newStudyFixture(t *testing.T, blind bool, labels ...string) *studyFixture {
 // queueOf lists a user's items in queue order.
 func (f *studyFixture) queueOf(t *testing.T, c *client) []int64 {
 	t.Helper()
-	q, err := f.b.db.StudyQueue(actorCtx(c), f.study.ID)
+	q, err := servicetest.Studies(f.b.db, nil).StudyQueue(actorCtx(c), f.study.ID)
 	require.NoError(t, err)
 	var ids []int64
 	for _, e := range q.Entries {
@@ -81,7 +82,7 @@ func (f *studyFixture) itemPath(itemID int64) string {
 // attemptOf is the attempt a study item samples.
 func (f *studyFixture) attemptOf(t *testing.T, c *client, itemID int64) int64 {
 	t.Helper()
-	v, err := f.b.db.StudyItem(actorCtx(c), f.study.ID, itemID)
+	v, err := servicetest.Studies(f.b.db, nil).StudyItem(actorCtx(c), f.study.ID, itemID)
 	require.NoError(t, err)
 	return v.Item.AttemptID
 }
@@ -89,7 +90,7 @@ func (f *studyFixture) attemptOf(t *testing.T, c *client, itemID int64) int64 {
 // fullLabels answers every question of an item.
 func (f *studyFixture) fullLabels(t *testing.T, c *client, itemID int64) url.Values {
 	t.Helper()
-	v, err := f.b.db.StudyItem(actorCtx(c), f.study.ID, itemID)
+	v, err := servicetest.Studies(f.b.db, nil).StudyItem(actorCtx(c), f.study.ID, itemID)
 	require.NoError(t, err)
 	form := url.Values{"success": {"successful"}, "score": {"4"}, "side_effect": {"no"}, "looping": {"no"}, "optimality": {"3"}}
 	for _, it := range v.RubricItems {
@@ -304,7 +305,7 @@ func TestAnnotate_BlindStudy(t *testing.T) {
 	}
 
 	// Closed: the labels are final, and the run's pages open to the annotator.
-	require.NoError(t, f.b.db.CloseStudy(actorCtx(f.member), f.study.ID))
+	require.NoError(t, servicetest.Studies(f.b.db, nil).CloseStudy(actorCtx(f.member), f.study.ID))
 	for _, path := range []string{run, "/api/v1/runs/" + runID + "/attempts/" + strconv.FormatInt(attempt, 10), "/api/v1/runs/" + runID + "/attempts"} {
 		res := f.ann.get(path)
 		require.Equal(t, http.StatusOK, res.StatusCode, "%s: %s", path, readBody(t, res))
@@ -363,14 +364,14 @@ func TestAnnotate_Labels(t *testing.T) {
 		c.t = t
 		res := postLabels(t, c, labels, url.Values{"action": {"save"}, "score": {"2"}, "time_spent_ms": {"2500"}}, true)
 		require.Equal(t, http.StatusNoContent, res.StatusCode, readBody(t, res))
-		v, err := f.b.db.StudyItem(actorCtx(c), f.study.ID, first)
+		v, err := servicetest.Studies(f.b.db, nil).StudyItem(actorCtx(c), f.study.ID, first)
 		require.NoError(t, err)
 		require.Equal(t, models.StudyLabels{"success": "unsuccessful", "score": "2"}, v.Assignment.Labels)
 		require.Equal(t, int64(4000), v.Assignment.TimeSpentMS, "time adds up")
 		// A cleared answer is sent as "".
 		res = postLabels(t, c, labels, url.Values{"action": {"save"}, "score": {""}, "time_spent_ms": {"0"}}, true)
 		require.Equal(t, http.StatusNoContent, res.StatusCode)
-		v, err = f.b.db.StudyItem(actorCtx(c), f.study.ID, first)
+		v, err = servicetest.Studies(f.b.db, nil).StudyItem(actorCtx(c), f.study.ID, first)
 		require.NoError(t, err)
 		require.Equal(t, models.StudyLabels{"success": "unsuccessful"}, v.Assignment.Labels)
 		// A refused autosave is an error fragment naming the field.
@@ -444,7 +445,7 @@ func TestAnnotate_Labels(t *testing.T) {
 
 	t.Run("ClosedStudy", func(t *testing.T) {
 		c.t = t
-		require.NoError(t, f.b.db.CloseStudy(actorCtx(f.member), f.study.ID))
+		require.NoError(t, servicetest.Studies(f.b.db, nil).CloseStudy(actorCtx(f.member), f.study.ID))
 		res := postLabels(t, c, labels, url.Values{"action": {"save"}, "success": {"unsure"}}, false)
 		page := readBody(t, res)
 		require.Equal(t, http.StatusConflict, res.StatusCode, page)

@@ -116,7 +116,7 @@ func (s *Server) toAPIStudyItem(c echo.Context, v *models.StudyItemView) api.Stu
 }
 
 func (s *Server) apiListStudies(c echo.Context) error {
-	items, err := s.store.Studies(c.Request().Context())
+	items, err := s.deps.Studies.Studies(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (s *Server) apiCreateStudy(c echo.Context) error {
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	st, err := s.store.CreateStudy(c.Request().Context(), models.StudyRequest(in))
+	st, err := s.deps.Studies.CreateStudy(c.Request().Context(), models.StudyRequest(in))
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func (s *Server) apiShowStudy(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.store.StudyOverview(c.Request().Context(), id)
+	v, err := s.deps.Studies.StudyOverview(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (s *Server) apiStudyQueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q, err := s.store.StudyQueue(c.Request().Context(), id)
+	q, err := s.deps.Studies.StudyQueue(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func (s *Server) apiStudyItem(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.store.StudyItem(c.Request().Context(), studyID, itemID)
+	v, err := s.deps.Studies.StudyItem(c.Request().Context(), studyID, itemID)
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func (s *Server) apiSaveStudyLabels(c echo.Context) error {
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	a, err := s.store.SaveStudyLabels(c.Request().Context(), studyID, itemID, in)
+	a, err := s.deps.Studies.SaveStudyLabels(c.Request().Context(), studyID, itemID, in)
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (s *Server) apiStudyVerdicts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := s.store.StudyVerdicts(c.Request().Context(), id)
+	list, err := s.deps.Studies.StudyVerdicts(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}

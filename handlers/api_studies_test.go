@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 )
 
 // apiStudyClients are the callers of the API tables, with bearer tokens.
@@ -129,7 +130,7 @@ func TestAPI_Studies(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, res.StatusCode)
 	require.Equal(t, "sample", decodeAPIError(t, res).Error.Field, "unknown fields are refused")
 
-	require.NoError(t, f.b.db.OpenStudy(actorCtx(f.owner), st.ID))
+	require.NoError(t, servicetest.Studies(f.b.db, nil).OpenStudy(actorCtx(f.owner), st.ID))
 	items := f.itemsOf(t, st.ID)
 	var success models.StudyDataItem
 	for _, it := range items {
@@ -298,7 +299,7 @@ func TestOpenAPI_StudyAnswersMatchDocument(t *testing.T) {
 	send(owner, http.MethodGet, base, "", http.StatusOK)
 	send(stranger, http.MethodGet, base, "", http.StatusNotFound)
 	send(owner, http.MethodGet, base+"/report", "", http.StatusOK) // no label yet
-	require.NoError(t, f.b.db.OpenStudy(actorCtx(f.owner), studyID))
+	require.NoError(t, servicetest.Studies(f.b.db, nil).OpenStudy(actorCtx(f.owner), studyID))
 	send(annotator, http.MethodGet, base, "", http.StatusOK)
 
 	queue := send(annotator, http.MethodGet, base+"/queue", "", http.StatusOK)
@@ -331,7 +332,7 @@ func TestOpenAPI_StudyAnswersMatchDocument(t *testing.T) {
 	send(annotator, http.MethodGet, base+"/verdicts", "", http.StatusOK)
 	send(owner, http.MethodGet, base+"/report", "", http.StatusOK)
 	send(annotator, http.MethodGet, base+"/report", "", http.StatusForbidden)
-	require.NoError(t, f.b.db.CloseStudy(actorCtx(f.owner), studyID))
+	require.NoError(t, servicetest.Studies(f.b.db, nil).CloseStudy(actorCtx(f.owner), studyID))
 	send(annotator, http.MethodPut, item+"/labels", `{"labels":{"success":"unsuccessful"},"action":"save"}`, http.StatusConflict)
 
 	for _, op := range []string{"listStudies", "createStudy", "getStudy", "getStudyQueue", "getStudyItem", "saveStudyLabels", "listStudyVerdicts", "getStudyReport"} {

@@ -70,9 +70,9 @@ type Deps struct {
 	// Submissions is the submission portal's service; without a queue it
 	// lists submissions and answers 503 to the rest.
 	Submissions SubmissionService
-	// StudyJudging runs agreement studies' judge configurations; nil when
-	// this process has no queue (judging answers 503).
-	StudyJudging StudyJudging
+	// Studies is the agreement-study service; it answers 503 to judging
+	// when this process has no queue.
+	Studies StudyService
 	// Candidates is the candidate service: the candidate form and
 	// hidden-tests runs of submitted candidate websites (submitting answers
 	// 503 when it has no queue).
@@ -94,7 +94,6 @@ type Store interface {
 	LeaderboardStore
 	ModerationStore
 	SubmissionStore
-	StudyStore
 }
 
 // isUpload reports whether a request is an upload POST, which skips the global

@@ -43,7 +43,7 @@ func (s *Server) studyRoutes(e *echo.Echo) {
 const studyFormRuns = 100
 
 func (s *Server) listStudies(c echo.Context) error {
-	items, err := s.store.Studies(c.Request().Context())
+	items, err := s.deps.Studies.Studies(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (s *Server) createStudy(c echo.Context) error {
 	if len(v.Form.Errors) > 0 {
 		return s.renderStudyForm(c, http.StatusBadRequest, v)
 	}
-	st, err := s.store.CreateStudy(c.Request().Context(), req)
+	st, err := s.deps.Studies.CreateStudy(c.Request().Context(), req)
 	switch code := models.ErrorCode(err); code {
 	case "":
 		return redirect(c, web.StudyPath(st.ID)+"?notice=created")
@@ -289,14 +289,12 @@ func (s *Server) renderStudy(c echo.Context, status int, v web.StudyPageView) er
 		return err
 	}
 	ctx := c.Request().Context()
-	view, err := s.store.StudyOverview(ctx, id)
+	view, err := s.deps.Studies.StudyOverview(ctx, id)
 	if err != nil {
 		return err
 	}
 	v.View = view
-	if s.deps.StudyJudging == nil {
-		v.JudgingUnavailable = models.ErrorMessage(errNoStudyJudging())
-	} else if err := s.deps.StudyJudging.JudgeAvailable(); err != nil {
+	if err := s.deps.Studies.JudgeAvailable(); err != nil {
 		v.JudgingUnavailable = models.ErrorMessage(err)
 	}
 	v.MaxImportMiB = maxStudyImportBytes >> 20
@@ -337,7 +335,7 @@ func (s *Server) inviteStudyAnnotator(c echo.Context) error {
 		return err
 	}
 	email := strings.TrimSpace(c.FormValue("email"))
-	if err := s.store.InviteAnnotator(c.Request().Context(), id, email); err != nil {
+	if err := s.deps.Studies.InviteAnnotator(c.Request().Context(), id, email); err != nil {
 		invite := web.NewForm()
 		invite.Values["email"] = email
 		if models.ErrorCode(err) == models.EINVALID || models.ErrorCode(err) == models.ECONFLICT {
@@ -357,7 +355,7 @@ func (s *Server) removeStudyAnnotator(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.RemoveAnnotator(c.Request().Context(), id, userID); err != nil {
+	if err := s.deps.Studies.RemoveAnnotator(c.Request().Context(), id, userID); err != nil {
 		return s.studyActionError(c, web.StudySectionAnnotators, err, web.StudyPageView{})
 	}
 	return redirect(c, web.StudyPath(id)+"?notice=removed#"+web.StudySectionAnnotators)
@@ -375,7 +373,7 @@ func (s *Server) setStudyJudges(c echo.Context) error {
 	}
 	judges, rows, err := judgesOf(form)
 	if err == nil {
-		err = s.store.SetStudyJudges(c.Request().Context(), id, judges)
+		err = s.deps.Studies.SetStudyJudges(c.Request().Context(), id, judges)
 	}
 	if err != nil {
 		jf := web.NewForm()
@@ -396,22 +394,14 @@ func (s *Server) runStudyJudges(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.deps.StudyJudging == nil {
-		return s.studyActionError(c, web.StudySectionJudges, errNoStudyJudging(), web.StudyPageView{})
-	}
 	form, err := c.FormParams()
 	if err != nil {
 		return models.Errorf(models.EINVALID, "The form could not be read.")
 	}
-	if err := s.deps.StudyJudging.QueueStudyJudges(c.Request().Context(), id, form["judge"]); err != nil {
+	if err := s.deps.Studies.QueueStudyJudges(c.Request().Context(), id, form["judge"]); err != nil {
 		return s.studyActionError(c, web.StudySectionJudges, err, web.StudyPageView{})
 	}
 	return redirect(c, web.StudyPath(id)+"?notice=judging#"+web.StudySectionJudges)
-}
-
-// errNoStudyJudging answers when this process has no queue to judge with.
-func errNoStudyJudging() error {
-	return models.Errorf(models.EUNAVAILABLE, "Judges cannot run on this server right now: it has no job queue. Try again later or ask an administrator.")
 }
 
 func (s *Server) openStudy(c echo.Context) error {
@@ -419,7 +409,7 @@ func (s *Server) openStudy(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.OpenStudy(c.Request().Context(), id); err != nil {
+	if err := s.deps.Studies.OpenStudy(c.Request().Context(), id); err != nil {
 		return s.studyActionError(c, web.StudySectionLifecycle, err, web.StudyPageView{})
 	}
 	return redirect(c, web.StudyPath(id)+"?notice=opened")
@@ -430,7 +420,7 @@ func (s *Server) closeStudy(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.CloseStudy(c.Request().Context(), id); err != nil {
+	if err := s.deps.Studies.CloseStudy(c.Request().Context(), id); err != nil {
 		return s.studyActionError(c, web.StudySectionLifecycle, err, web.StudyPageView{})
 	}
 	return redirect(c, web.StudyPath(id)+"?notice=closed")

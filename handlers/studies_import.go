@@ -141,7 +141,7 @@ func (s *Server) importStudyLabels(c echo.Context) error {
 			return nil, nil, err
 		}
 		return untextRows(agreement.HumanImportRows(humans)), skipped, nil
-	}, s.store.ImportStudyLabels)
+	}, s.deps.Studies.ImportStudyLabels)
 }
 
 // importStudyVerdicts imports judge verdicts from CSV or JSON Lines.
@@ -165,7 +165,7 @@ func (s *Server) importStudyVerdicts(c echo.Context) error {
 			return nil, nil, err
 		}
 		return agreement.VerdictImportRows(verdicts), skipped, nil
-	}, s.store.ImportStudyVerdicts)
+	}, s.deps.Studies.ImportStudyVerdicts)
 }
 
 // untextRows undoes the formula guard of Proctor's own CSV exports
@@ -203,7 +203,7 @@ func (s *Server) importStudyFile(c echo.Context, section string,
 	}
 	// Only the study's managers import: others are refused before their file
 	// is parsed.
-	view, err := s.store.StudyOverview(c.Request().Context(), id)
+	view, err := s.deps.Studies.StudyOverview(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}

@@ -14,36 +14,19 @@ import (
 
 	"proctor/agreement"
 	"proctor/models"
+	"proctor/service"
 	"proctor/stats"
 	"proctor/web"
 )
 
-// studyReport loads a study's data and builds its agreement report, broken
-// down by the facets asked for (none: an empty list; every one: nil).
+// studyReport loads a study's data and its agreement report, broken down by
+// the facets asked for (none: an empty list; every one: nil).
 func (s *Server) studyReport(c echo.Context, facets []string) (*models.StudyData, *agreement.StudyReport, error) {
 	id, err := int64Param(c, "id")
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := s.store.StudyData(c.Request().Context(), id)
-	if err != nil {
-		return nil, nil, err
-	}
-	r, err := buildStudyReport(d, facets)
-	if err != nil {
-		return nil, nil, err
-	}
-	return d, r, nil
-}
-
-// buildStudyReport builds a study's report with 95% bootstrap intervals
-// seeded with the study's seed, so that a page shows the same intervals every
-// time, and its breakdowns by facets without intervals: the bootstrap is most
-// of a report's cost (seconds for thousands of items and a few judges), and
-// drawing it again for every facet value would multiply it.
-func buildStudyReport(d *models.StudyData, facets []string) (*agreement.StudyReport, error) {
-	return agreement.BuildStudyReport(d, agreement.Options{Resamples: agreement.DefaultResamples, Seed: uint64(d.Study.Seed),
-		Facets: facets, BreakdownsWithoutIntervals: true})
+	return s.deps.Studies.StudyReport(c.Request().Context(), id, facets)
 }
 
 // studyFacet reads ?by=: "" for no breakdown, else a facet of
@@ -377,12 +360,7 @@ func (s *Server) showStudyDisagreements(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.store.StudyData(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
-	// The list needs no intervals: no bootstrap, and no breakdown.
-	r, err := agreement.BuildStudyReport(d, agreement.Options{Facets: []string{}})
+	d, r, err := s.deps.Studies.StudyDisagreements(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -441,7 +419,7 @@ func (s *Server) exportStudy(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.store.StudyData(c.Request().Context(), id)
+	d, err := s.deps.Studies.StudyData(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -457,7 +435,7 @@ func (s *Server) exportStudy(c echo.Context) error {
 		err = agreement.WriteVerdictsJSONL(&buf, agreement.StudyVerdictList(d))
 	default:
 		var r *agreement.StudyReport
-		if r, err = buildStudyReport(d, facets); err != nil {
+		if r, err = service.BuildStudyReport(d, facets); err != nil {
 			return err
 		}
 		if file == "report.json" {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 )
 
 // TestStudies_Report checks the report page before and after labels: the
@@ -261,7 +262,7 @@ func TestStudies_Import(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, status, "JSON Lines read as CSV")
 		require.Contains(t, body, `data-testid="import-verdicts-error"`)
 
-		list, err := f.b.db.StudyVerdicts(actorCtx(f.owner), st.ID)
+		list, err := servicetest.Studies(f.b.db, nil).StudyVerdicts(actorCtx(f.owner), st.ID)
 		require.NoError(t, err)
 		require.Len(t, list, 2)
 		require.True(t, list[0].Imported)
@@ -291,7 +292,7 @@ func TestStudies_Import(t *testing.T) {
 		require.Contains(t, body, `<span data-testid="import-imported">5 imported</span>`)
 		require.Contains(t, body, `<span data-testid="import-skipped">0 skipped</span>`)
 
-		d, err := f.b.db.StudyData(actorCtx(f.owner), st.ID)
+		d, err := servicetest.Studies(f.b.db, nil).StudyData(actorCtx(f.owner), st.ID)
 		require.NoError(t, err)
 		imported := map[string]int{}
 		for _, h := range d.Human {

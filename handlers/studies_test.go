@@ -27,29 +27,18 @@ import (
 	"proctor/vault"
 )
 
-// fakeStudyJudging records the judging it is asked to queue; like the real
-// queue it lets only a study's managers queue.
+// fakeStudyJudging records the judging the study service asks it to queue
+// (the service decides who may and which configurations).
 type fakeStudyJudging struct {
-	store  handlers.Store
 	mu     sync.Mutex
 	queued []string // "study id: names"
-	// unavailable is JudgeAvailable's answer, and QueueStudyJudges's refusal.
+	// unavailable is JudgeAvailable's answer, and JudgeStudy's refusal.
 	unavailable error
 }
 
 func (j *fakeStudyJudging) JudgeAvailable() error { return j.unavailable }
 
-func (j *fakeStudyJudging) QueueStudyJudges(ctx context.Context, studyID int64, names []string) error {
-	v, err := j.store.StudyOverview(ctx, studyID)
-	if err != nil {
-		return err
-	}
-	if !v.CanManage {
-		return models.Errorf(models.EFORBIDDEN, "Only the study's owner and administrators may do this.")
-	}
-	if !models.ActorFrom(ctx).Privileged() {
-		return models.Errorf(models.EFORBIDDEN, runner.StudyJudgesAdminOnly)
-	}
+func (j *fakeStudyJudging) JudgeStudy(ctx context.Context, studyID int64, names []string) error {
 	if j.unavailable != nil {
 		return j.unavailable
 	}
@@ -90,15 +79,15 @@ func newStudyPagesFixture(t *testing.T) *studyPagesFixture {
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
 	db.UseAgentSecrets(sealer)
-	judging := &fakeStudyJudging{store: db}
+	judging := &fakeStudyJudging{}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
-		Store: db, Static: static.Files(), Logger: logger, StudyJudging: judging,
+		Store: db, Static: static.Files(), Logger: logger, Studies: servicetest.Studies(db, judging),
 	})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	plain, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Static: static.Files(), Logger: logger, Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil)})
+	plain, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Static: static.Files(), Logger: logger, Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil), Studies: servicetest.Studies(db, nil)})
 	require.NoError(t, err)
 	noJudging := httptest.NewServer(plain)
 	t.Cleanup(noJudging.Close)
@@ -165,7 +154,7 @@ func (f *studyPagesFixture) study(t *testing.T, o studyOptions) *models.Study {
 		o.labels = []string{models.StudyLabelSuccess}
 	}
 	db := f.b.db
-	st, err := db.CreateStudy(actorCtx(f.owner), models.StudyRequest{
+	st, err := servicetest.Studies(db, nil).CreateStudy(actorCtx(f.owner), models.StudyRequest{
 		Name: "Judge check", Description: "Do judges agree with people?", RunIDs: []int64{f.walker.ID, f.rover.ID},
 		Sampling: models.SampleRandom, Seed: 11, SampleSize: 8, OverlapFraction: 1, OverlapAnnotators: 2,
 		Blind: o.blind, Labels: o.labels, Judges: o.judges,
@@ -173,10 +162,10 @@ func (f *studyPagesFixture) study(t *testing.T, o studyOptions) *models.Study {
 	})
 	require.NoError(t, err)
 	if o.state == models.StudyOpen || o.state == models.StudyClosed {
-		require.NoError(t, db.OpenStudy(actorCtx(f.owner), st.ID))
+		require.NoError(t, servicetest.Studies(db, nil).OpenStudy(actorCtx(f.owner), st.ID))
 	}
 	if o.state == models.StudyClosed {
-		require.NoError(t, db.CloseStudy(actorCtx(f.owner), st.ID))
+		require.NoError(t, servicetest.Studies(db, nil).CloseStudy(actorCtx(f.owner), st.ID))
 	}
 	return st
 }
@@ -184,7 +173,7 @@ func (f *studyPagesFixture) study(t *testing.T, o studyOptions) *models.Study {
 // itemsOf lists a study's items in sample order with the attempt each samples.
 func (f *studyPagesFixture) itemsOf(t *testing.T, studyID int64) []models.StudyDataItem {
 	t.Helper()
-	d, err := f.b.db.StudyData(actorCtx(f.owner), studyID)
+	d, err := servicetest.Studies(f.b.db, nil).StudyData(actorCtx(f.owner), studyID)
 	require.NoError(t, err)
 	return d.Items
 }
@@ -192,7 +181,7 @@ func (f *studyPagesFixture) itemsOf(t *testing.T, studyID int64) []models.StudyD
 // label submits an annotator's labels for an item.
 func (f *studyPagesFixture) label(t *testing.T, c *client, studyID, itemID int64, labels map[string]string) {
 	t.Helper()
-	_, err := f.b.db.SaveStudyLabels(actorCtx(c), studyID, itemID, models.StudyLabelInput{Labels: labels, Action: models.LabelActionSubmit})
+	_, err := servicetest.Studies(f.b.db, nil).SaveStudyLabels(actorCtx(c), studyID, itemID, models.StudyLabelInput{Labels: labels, Action: models.LabelActionSubmit})
 	require.NoError(t, err)
 }
 
@@ -294,6 +283,9 @@ func TestAuthz_Studies(t *testing.T) {
 				}
 				if want == forbidden && role == "owner" {
 					require.Contains(t, body, "only an administrator may start it", "the owner may not spend on judging")
+				} else if want == forbidden && strings.HasSuffix(r.path, "/judges/run") {
+					// The study service's own refusal, as the queue answered it.
+					require.Contains(t, body, "Only the study&#39;s owner or an administrator may run its judges.")
 				} else if want == forbidden {
 					require.Contains(t, body, "Only the study&#39;s owner and administrators may do this.")
 				}
@@ -595,7 +587,7 @@ func TestStudies_Overview(t *testing.T) {
 
 	t.Run("Lifecycle", func(t *testing.T) {
 		f.owner.t = t
-		lonely, err := f.b.db.CreateStudy(actorCtx(f.owner), models.StudyRequest{Name: "Alone", RunIDs: []int64{f.walker.ID},
+		lonely, err := servicetest.Studies(f.b.db, nil).CreateStudy(actorCtx(f.owner), models.StudyRequest{Name: "Alone", RunIDs: []int64{f.walker.ID},
 			SampleSize: 2, Labels: []string{"success"}, OverlapFraction: 0.5, Annotators: []string{f.annotator.user.Email}})
 		require.NoError(t, err)
 		lonelyPath := "/studies/" + strconv.FormatInt(lonely.ID, 10)

@@ -3,15 +3,16 @@ package handlers
 import (
 	"context"
 
+	"proctor/agreement"
 	"proctor/models"
 )
 
-// StudyStore is what agreement studies need from storage. Every method reads
-// the actor from the context: owners and admins manage a study and read its
-// report; invited annotators see the study, their own queue and the items
-// assigned to them (without verdicts, scores or other labels when the study is
-// blind); everyone else gets ENOTFOUND.
-type StudyStore interface {
+// StudyService is the agreement-study service (service.Studies). Every
+// method reads the actor from the context: owners and admins manage a study
+// and read its report; invited annotators see the study, their own queue and
+// the items assigned to them (without verdicts, scores or other labels when
+// the study is blind); everyone else gets ENOTFOUND.
+type StudyService interface {
 	// CreateStudy validates the request, draws the sample from the sources
 	// the actor may see and invites the annotators, in one transaction.
 	CreateStudy(ctx context.Context, req models.StudyRequest) (*models.Study, error)
@@ -40,21 +41,23 @@ type StudyStore interface {
 	// StudyVerdicts lists the judges' verdicts: managers always, annotators
 	// only of studies that are not blind (EFORBIDDEN otherwise).
 	StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyVerdict, error)
-	// StudyData is everything the agreement report reads (managers only).
+	// StudyData is everything the exports read (managers only).
 	StudyData(ctx context.Context, studyID int64) (*models.StudyData, error)
+	// StudyReport is the study's data and agreement report, broken down by
+	// facets (managers only).
+	StudyReport(ctx context.Context, studyID int64, facets []string) (*models.StudyData, *agreement.StudyReport, error)
+	// StudyDisagreements is the study's data and a report without intervals
+	// or breakdowns, for its disagreements (managers only).
+	StudyDisagreements(ctx context.Context, studyID int64) (*models.StudyData, *agreement.StudyReport, error)
 	// ImportStudyLabels stores imported human labels (managers).
 	ImportStudyLabels(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error)
 	// ImportStudyVerdicts stores imported judge verdicts (managers).
 	ImportStudyVerdicts(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error)
-}
-
-// StudyJudging runs a study's judge configurations over its items; nil when
-// this process has no queue (judging answers 503).
-type StudyJudging interface {
 	// QueueStudyJudges queues the named configurations (all when names is
-	// empty) over every item they have not judged yet. Managers only.
+	// empty) over every item they have not judged yet. Administrators only;
+	// EUNAVAILABLE without a queue or an LLM judge.
 	QueueStudyJudges(ctx context.Context, studyID int64, names []string) error
-	// JudgeAvailable is nil when an LLM judge can be used, else an
-	// EUNAVAILABLE error saying what to do.
+	// JudgeAvailable is nil when judges can run, else an EUNAVAILABLE error
+	// saying what to do.
 	JudgeAvailable() error
 }

@@ -448,3 +448,10 @@ type StudyImportResult struct {
 	Unmatched []string // keys that match no item (capped), "line N: benchmark/model/task"
 	Skipped   int      // bad rows left out (the user chose to skip them)
 }
+
+// StudyGate is the study service's access rule for one operation: given the
+// actor, the study (nil when there is no such study) and whether the actor
+// was invited to annotate it, the actor's role in the study and whether they
+// manage it, or the error to answer. Storage applies it inside the
+// transaction that reads or changes the study.
+type StudyGate func(a Actor, st *Study, annotator bool) (role string, manage bool, err error)

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -365,39 +363,17 @@ func studyJudgeUnique() river.UniqueOpts {
 	}}
 }
 
-// QueueStudyJudges queues the named judge configurations of a study (every
-// one when names is empty), one job each over the items it has not judged
-// yet; a configuration already waiting or running is not queued twice. The
-// study's owner and admins only: ENOTFOUND for a study the actor may not
-// see, EFORBIDDEN for its annotators; EINVALID naming unknown
-// configurations, or when the study has none; EUNAVAILABLE when no LLM judge
-// is configured.
-// StudyJudgesAdminOnly is why a study's owner cannot start its judges.
-const StudyJudgesAdminOnly = "Running the judges calls the server's paid LLM endpoint, so only an administrator may start it: ask one to run this study's judges."
-
-func (q *Queue) QueueStudyJudges(ctx context.Context, studyID int64, names []string) error {
-	view, err := q.db.StudyOverview(ctx, studyID)
-	if err != nil {
-		return err
-	}
-	if !view.CanManage {
-		return models.Errorf(models.EFORBIDDEN, "Only the study's owner or an administrator may run its judges.")
-	}
-	if !models.ActorFrom(ctx).Privileged() {
-		// Every judgment is a paid call to the server's LLM endpoint, up to
-		// MaxStudySample items × MaxStudyJudges configurations a click: the
-		// operator decides when to spend that.
-		return models.Errorf(models.EFORBIDDEN, StudyJudgesAdminOnly)
-	}
-	chosen, err := chooseStudyJudges(view.Study.Judges, names)
-	if err != nil {
-		return err
-	}
+// JudgeStudy queues the named judge configurations of a study, one job each
+// over the items it has not judged yet; a configuration already waiting or
+// running is not queued twice. The study service decides who may and which
+// names; EUNAVAILABLE (logged when the judge is configured but broken) when
+// no LLM judge can be used.
+func (q *Queue) JudgeStudy(ctx context.Context, studyID int64, judges []string) error {
 	if err := q.judgeAvailable(); err != nil {
 		return err
 	}
-	params := make([]river.InsertManyParams, len(chosen))
-	for i, name := range chosen {
+	params := make([]river.InsertManyParams, len(judges))
+	for i, name := range judges {
 		params[i] = river.InsertManyParams{Args: StudyJudgeArgs{StudyID: studyID, Judge: name}, InsertOpts: &river.InsertOpts{
 			Queue: QueueStudies, MaxAttempts: studyJudgeAttempts, UniqueOpts: studyJudgeUnique(),
 		}}
@@ -406,41 +382,6 @@ func (q *Queue) QueueStudyJudges(ctx context.Context, studyID int64, names []str
 		return fmt.Errorf("queue judges of study %d: %w", studyID, err)
 	}
 	return nil
-}
-
-// chooseStudyJudges returns the names of the configurations to run: every
-// one for no names, else the named ones (once each), EINVALID naming those
-// the study does not have.
-func chooseStudyJudges(configs []models.StudyJudge, names []string) ([]string, error) {
-	if len(configs) == 0 {
-		return nil, models.FieldError("judge", "The study has no judge configurations to run: add one first.")
-	}
-	have := map[string]bool{}
-	var all []string
-	for _, c := range configs {
-		have[c.Name] = true
-		all = append(all, c.Name)
-	}
-	if len(names) == 0 {
-		return all, nil
-	}
-	var chosen, unknown []string
-	seen := map[string]bool{}
-	for _, n := range names {
-		n = strings.TrimSpace(n)
-		switch {
-		case seen[n]:
-		case have[n]:
-			chosen = append(chosen, n)
-		default:
-			unknown = append(unknown, strconv.Quote(n))
-		}
-		seen[n] = true
-	}
-	if len(unknown) > 0 {
-		return nil, models.FieldError("judge", "The study has no judge configuration named %s (it has: %s).", strings.Join(unknown, ", "), strings.Join(all, ", "))
-	}
-	return chosen, nil
 }
 
 // NoJudgeConfigured is why judges cannot run on a server without an LLM

@@ -128,10 +128,10 @@ func (r *Runner) Jobs() *Queue {
 	return r.queue
 }
 
-// QueueStudyJudges queues an agreement study's judge configurations (see
-// Queue.QueueStudyJudges).
-func (r *Runner) QueueStudyJudges(ctx context.Context, studyID int64, names []string) error {
-	return r.queue.QueueStudyJudges(ctx, studyID, names)
+// JudgeStudy queues an agreement study's judge configurations (see
+// Queue.JudgeStudy).
+func (r *Runner) JudgeStudy(ctx context.Context, studyID int64, judges []string) error {
+	return r.queue.JudgeStudy(ctx, studyID, judges)
 }
 
 // JudgeAvailable is nil when an LLM judge can be used (see

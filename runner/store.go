@@ -88,8 +88,8 @@ type SubmissionJobStore interface {
 
 // StudyJobStore is what judging an agreement study reads and writes.
 type StudyJobStore interface {
-	SaveStudyVerdict(ctx context.Context, v *models.StudyVerdict) error
+	SaveStudyVerdict(ctx context.Context, v *models.StudyVerdict, canon func(labels models.StudyLabels, rubric []models.RubricItem) (models.StudyLabels, error)) error
 	StudyJudgeWork(ctx context.Context, studyID int64, judge string) ([]models.StudyItem, error)
-	StudyOverview(ctx context.Context, id int64) (*models.StudyView, error)
-	StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyVerdict, error)
+	StudyOverview(ctx context.Context, gate models.StudyGate, id int64) (*models.StudyView, error)
+	StudyVerdicts(ctx context.Context, gate models.StudyGate, studyID int64) ([]models.StudyVerdict, error)
 }

@@ -11,6 +11,7 @@ import (
 
 	"proctor/eval/judge"
 	"proctor/models"
+	"proctor/service"
 )
 
 // studyJudgeWorker runs one judge configuration of an agreement study over
@@ -45,7 +46,7 @@ func (w *studyJudgeWorker) Timeout(*river.Job[StudyJudgeArgs]) time.Duration {
 func (w *studyJudgeWorker) Work(ctx context.Context, job *river.Job[StudyJudgeArgs]) error {
 	r := w.r
 	ctx = models.WithActor(ctx, models.SystemActor())
-	view, err := r.db.StudyOverview(ctx, job.Args.StudyID)
+	view, err := r.db.StudyOverview(ctx, service.SeeStudy, job.Args.StudyID)
 	if models.ErrorCode(err) == models.ENOTFOUND {
 		return river.JobCancel(err) // the study is gone
 	}
@@ -98,7 +99,7 @@ func (w *studyJudgeWorker) Work(ctx context.Context, job *river.Job[StudyJudgeAr
 // the work list holds them again (a later job retries them), and judging
 // them again in every slice could keep a job from ever finishing.
 func (w *studyJudgeWorker) untried(ctx context.Context, job *river.Job[StudyJudgeArgs], items []models.StudyItem) ([]models.StudyItem, error) {
-	verdicts, err := w.r.db.StudyVerdicts(ctx, job.Args.StudyID)
+	verdicts, err := w.r.db.StudyVerdicts(ctx, service.SeeStudy, job.Args.StudyID)
 	if err != nil {
 		return nil, fmt.Errorf("study %d verdicts: %w", job.Args.StudyID, err)
 	}
@@ -259,7 +260,7 @@ func (s *studyJudging) save(ctx context.Context, v *models.StudyVerdict) error {
 	if v.Error != "" {
 		v.Labels = nil
 	}
-	if err := s.r.db.SaveStudyVerdict(ctx, v); err != nil {
+	if err := s.r.db.SaveStudyVerdict(ctx, v, service.CanonicalVerdictLabels); err != nil {
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -20,6 +20,8 @@ import (
 	"proctor/models"
 	"proctor/runner"
 	"proctor/sandbox"
+	"proctor/service"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -185,7 +187,7 @@ func TestRunner_StudyJudges(t *testing.T) {
 		got := b.waitRun(t, run.ID, 5*time.Minute)
 		require.Equal(t, models.RunCompleted, got.Status)
 
-		st, err := db.CreateStudy(b.member, models.StudyRequest{
+		st, err := servicetest.Studies(db, nil).CreateStudy(b.member, models.StudyRequest{
 			Name: "Judges compared", RunIDs: []int64{run.ID}, Sampling: models.SampleRandom, Seed: 7, SampleSize: 50,
 			Labels: models.StudyLabelNames(),
 			Judges: []models.StudyJudge{
@@ -201,18 +203,18 @@ func TestRunner_StudyJudges(t *testing.T) {
 		// Only managers may judge; names must be the study's.
 		outsider, err := db.CreateUser(context.Background(), "outsider@example.org", "Outsider", "correct horse battery", false)
 		require.NoError(t, err)
-		err = b.runner.QueueStudyJudges(models.WithActor(context.Background(), models.Actor{UserID: outsider.ID, Email: outsider.Email}), st.ID, nil)
+		err = servicetest.Studies(db, b.runner).QueueStudyJudges(models.WithActor(context.Background(), models.Actor{UserID: outsider.ID, Email: outsider.Email}), st.ID, nil)
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "%v", err)
 		// The owner configures; judging spends the operator's money, so an
 		// administrator starts it.
-		err = b.runner.QueueStudyJudges(b.member, st.ID, nil)
+		err = servicetest.Studies(db, b.runner).QueueStudyJudges(b.member, st.ID, nil)
 		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err), "%v", err)
-		require.Equal(t, runner.StudyJudgesAdminOnly, models.ErrorMessage(err))
+		require.Equal(t, service.StudyJudgesAdminOnly, models.ErrorMessage(err))
 		require.Zero(t, studyJobsLeft(t, db))
 		adminUser, err := db.CreateUser(context.Background(), "operator@example.org", "Operator", "correct horse battery", true)
 		require.NoError(t, err)
 		admin := models.WithActor(context.Background(), models.Actor{UserID: adminUser.ID, Email: adminUser.Email, IsAdmin: true})
-		err = b.runner.QueueStudyJudges(admin, st.ID, []string{"trajectory, text only", "gpt-7", "claude"})
+		err = servicetest.Studies(db, b.runner).QueueStudyJudges(admin, st.ID, []string{"trajectory, text only", "gpt-7", "claude"})
 		require.Equal(t, models.EINVALID, models.ErrorCode(err))
 		require.Contains(t, models.ErrorMessage(err), `no judge configuration named "gpt-7", "claude"`)
 		require.Zero(t, studyJobsLeft(t, db))
@@ -221,14 +223,14 @@ func TestRunner_StudyJudges(t *testing.T) {
 		bare, err := runner.New(runner.Config{Evaluators: evaltest.Registry(), DB: db, Artifacts: b.artifacts, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			AgentClient: func(time.Duration) *http.Client { return http.DefaultClient }})
 		require.NoError(t, err)
-		err = bare.QueueStudyJudges(admin, st.ID, nil)
+		err = servicetest.Studies(db, bare).QueueStudyJudges(admin, st.ID, nil)
 		require.Equal(t, models.EUNAVAILABLE, models.ErrorCode(err))
 		require.Equal(t, runner.NoJudgeConfigured, models.ErrorMessage(err))
 
 		// Two clicks while the judges are busy queue one job per configuration.
-		require.NoError(t, b.runner.QueueStudyJudges(admin, st.ID, nil))
+		require.NoError(t, servicetest.Studies(db, b.runner).QueueStudyJudges(admin, st.ID, nil))
 		require.Eventually(t, func() bool { return js.heldRequests() > 0 }, time.Minute, 50*time.Millisecond, "a judge job is running, waiting for its answer")
-		require.NoError(t, b.runner.QueueStudyJudges(admin, st.ID, []string{"labels with screenshots", "trajectory, text only"}))
+		require.NoError(t, servicetest.Studies(db, b.runner).QueueStudyJudges(admin, st.ID, []string{"labels with screenshots", "trajectory, text only"}))
 		var jobs int64
 		require.NoError(t, db.Gorm().Table("river_job").Where("kind = ?", "study_judge").Count(&jobs).Error)
 		require.EqualValues(t, 3, jobs, "one job per configuration")
@@ -237,7 +239,7 @@ func TestRunner_StudyJudges(t *testing.T) {
 
 		// Read as an administrator: only administrators read why a judge
 		// gave no verdict in the judge's own words.
-		verdicts, err := db.StudyVerdicts(admin, st.ID)
+		verdicts, err := servicetest.Studies(db, nil).StudyVerdicts(admin, st.ID)
 		require.NoError(t, err)
 		require.Len(t, verdicts, 3*items, "one verdict per item and configuration")
 		prompts := map[string]string{}
@@ -306,9 +308,9 @@ func TestRunner_StudyJudges(t *testing.T) {
 		// saving it) is judged again, and nothing else is.
 		require.NoError(t, db.Gorm().Where("study_id = ? AND judge = ? AND study_item_id = ?", st.ID, "trajectory, text only", verdicts[0].StudyItemID).
 			Delete(&models.StudyVerdict{}).Error)
-		require.NoError(t, b.runner.QueueStudyJudges(admin, st.ID, nil))
+		require.NoError(t, servicetest.Studies(db, b.runner).QueueStudyJudges(admin, st.ID, nil))
 		require.Eventually(t, func() bool { return studyJobsLeft(t, db) == 0 }, 2*time.Minute, 100*time.Millisecond)
-		again, err := db.StudyVerdicts(b.member, st.ID)
+		again, err := servicetest.Studies(db, nil).StudyVerdicts(b.member, st.ID)
 		require.NoError(t, err)
 		require.Len(t, again, 3*items)
 		n, _, _ := js.counts(largeModel)
@@ -319,7 +321,7 @@ func TestRunner_StudyJudges(t *testing.T) {
 		require.Equal(t, 2*brokenRequests, n, "error verdicts are judged again")
 
 		// The study's page sums each configuration's cost.
-		view, err := db.StudyOverview(b.member, st.ID)
+		view, err := servicetest.Studies(db, nil).StudyOverview(b.member, st.ID)
 		require.NoError(t, err)
 		require.Len(t, view.Judges, 3)
 		for _, jr := range view.Judges {

@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,22 +12,6 @@ import (
 
 	"proctor/migrations"
 	"proctor/models"
-	"proctor/study"
-)
-
-// Who sees a study: its managers (the owner and administrators) everything,
-// its invited annotators the study, their own queue and the items assigned to
-// them; for everyone else it does not exist (ENOTFOUND). Nothing about studies
-// is public, so anonymous callers get EUNAUTHORIZED for every study id alike,
-// which lets pages send them to sign in without telling which ids exist.
-
-// Limits of a study request beyond those in models.
-const (
-	maxStudyRuns              = 500 // source runs named in one request
-	maxStudyBenchmarks        = 50  // source benchmarks named in one request
-	maxStudyOverlapAnnotators = 10  // annotators of one overlapping item
-	maxStudyJudgeNameLen      = 100
-	maxStudyJudgeModelLen     = 200
 )
 
 // studyAccess is a study as the context's actor may see it.
@@ -40,10 +23,6 @@ type studyAccess struct {
 	// Annotator is true when the actor was invited to annotate the study.
 	Annotator bool
 	UserID    int64
-}
-
-func studyNotFound(id int64) error {
-	return models.Errorf(models.ENOTFOUND, "Study %d not found.", id)
 }
 
 // studyLock is the row lock loadStudyAccess takes on the study in
@@ -62,15 +41,12 @@ const (
 	studyExclusive
 )
 
-// changeStudy runs change in a transaction holding the study row exclusively,
-// for its managers only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise.
-func (db *DB) changeStudy(ctx context.Context, id int64, change func(tx *gorm.DB, acc *studyAccess) error) error {
+// changeStudy runs change in a transaction holding the study row
+// exclusively, once gate lets the actor in.
+func (db *DB) changeStudy(ctx context.Context, id int64, gate models.StudyGate, change func(tx *gorm.DB, acc *studyAccess) error) error {
 	return db.tx(ctx, func(tx *gorm.DB) error {
-		acc, err := db.loadStudyAccess(ctx, tx, id, studyExclusive)
+		acc, err := db.loadStudyAccess(ctx, tx, id, studyExclusive, gate)
 		if err != nil {
-			return err
-		}
-		if err := acc.requireManage(); err != nil {
 			return err
 		}
 		return change(tx, acc)
@@ -78,13 +54,9 @@ func (db *DB) changeStudy(ctx context.Context, id int64, change func(tx *gorm.DB
 }
 
 // loadStudyAccess loads a study, locked as asked, with the actor's role in
-// it: EUNAUTHORIZED for anonymous callers, ENOTFOUND for signed-in users who
-// neither manage nor annotate it.
-func (db *DB) loadStudyAccess(ctx context.Context, q *gorm.DB, id int64, lock studyLock) (*studyAccess, error) {
-	a, err := models.RequireUser(ctx)
-	if err != nil {
-		return nil, err
-	}
+// it as gate decides; gate's error otherwise.
+func (db *DB) loadStudyAccess(ctx context.Context, q *gorm.DB, id int64, lock studyLock, gate models.StudyGate) (*studyAccess, error) {
+	a := models.ActorFrom(ctx)
 	qq := q
 	switch {
 	case lock == studyExclusive:
@@ -97,7 +69,11 @@ func (db *DB) loadStudyAccess(ctx context.Context, q *gorm.DB, id int64, lock st
 		return nil, wrap(err, "study")
 	}
 	if len(rows) == 0 {
-		return nil, studyNotFound(id)
+		_, _, err := gate(a, nil, false)
+		if err == nil {
+			err = models.Errorf(models.ENOTFOUND, "Study %d not found.", id)
+		}
+		return nil, err
 	}
 	acc := &studyAccess{Study: &rows[0], UserID: a.UserID}
 	if a.UserID != 0 {
@@ -107,191 +83,20 @@ func (db *DB) loadStudyAccess(ctx context.Context, q *gorm.DB, id int64, lock st
 		}
 		acc.Annotator = n > 0
 	}
-	switch {
-	case a.UserID != 0 && acc.Study.OwnerID == a.UserID:
-		acc.Role, acc.Manage = models.StudyRoleOwner, true
-	case a.Privileged():
-		acc.Role, acc.Manage = models.StudyRoleAdmin, true
-	case acc.Annotator:
-		acc.Role = models.StudyRoleAnnotator
-	default:
-		return nil, studyNotFound(id)
+	var err error
+	if acc.Role, acc.Manage, err = gate(a, acc.Study, acc.Annotator); err != nil {
+		return nil, err
 	}
 	return acc, nil
 }
 
-// requireManage is EFORBIDDEN unless the actor manages the study.
-func (acc *studyAccess) requireManage() error {
-	if !acc.Manage {
-		return models.Errorf(models.EFORBIDDEN, "Only the study's owner and administrators may do this.")
-	}
-	return nil
+// systemGate lets the system (the job queue) into every study as an
+// administrator.
+func systemGate(models.Actor, *models.Study, bool) (string, bool, error) {
+	return models.StudyRoleAdmin, true, nil
 }
-
-// blind reports whether the study's verdicts, scores and other labels are
-// kept from the actor: an annotator, not a manager, of a blind study.
-func (acc *studyAccess) blind() bool { return acc.Study.Blind && !acc.Manage }
 
 func studySubject(id int64) string { return "study " + strconv.FormatInt(id, 10) }
-
-// studySpec is a validated StudyRequest.
-type studySpec struct {
-	Name, Description    string
-	RunIDs               []int64
-	Benchmarks           []string
-	Sampling, StratifyBy string
-	Seed                 int64
-	SampleSize           int
-	OverlapFraction      float64
-	OverlapAnnotators    int
-	Blind                bool
-	Labels               []string
-	Judges               []models.StudyJudge
-	Emails               []string
-}
-
-// checkStudyRequest validates every field of a request and returns it
-// normalised; EINVALID naming the first bad field (its JSON name).
-func checkStudyRequest(req models.StudyRequest) (*studySpec, error) {
-	s := &studySpec{
-		Name: strings.TrimSpace(req.Name), Description: strings.TrimSpace(req.Description),
-		Sampling: strings.TrimSpace(req.Sampling), StratifyBy: strings.TrimSpace(req.StratifyBy),
-		Seed: req.Seed, SampleSize: req.SampleSize, OverlapFraction: req.OverlapFraction,
-		OverlapAnnotators: req.OverlapAnnotators, Blind: req.Blind,
-	}
-	switch {
-	case s.Name == "":
-		return nil, models.FieldError("name", "Name the study.")
-	case len(s.Name) > models.MaxStudyNameLen:
-		return nil, models.FieldError("name", "The name must be at most %d characters.", models.MaxStudyNameLen)
-	case len(s.Description) > models.MaxStudyDescription:
-		return nil, models.FieldError("description", "The description must be at most %d characters.", models.MaxStudyDescription)
-	}
-	for _, id := range req.RunIDs {
-		if id <= 0 {
-			return nil, models.FieldError("run_ids", "%d is not a run id.", id)
-		}
-		if !slices.Contains(s.RunIDs, id) {
-			s.RunIDs = append(s.RunIDs, id)
-		}
-	}
-	for _, slug := range req.Benchmarks {
-		slug = strings.TrimSpace(slug)
-		if slug != "" && !slices.Contains(s.Benchmarks, slug) {
-			s.Benchmarks = append(s.Benchmarks, slug)
-		}
-	}
-	switch {
-	case len(s.RunIDs) == 0 && len(s.Benchmarks) == 0:
-		return nil, models.FieldError("run_ids", "Choose at least one run or benchmark to sample from.")
-	case len(s.RunIDs) > maxStudyRuns:
-		return nil, models.FieldError("run_ids", "A study samples from at most %d runs.", maxStudyRuns)
-	case len(s.Benchmarks) > maxStudyBenchmarks:
-		return nil, models.FieldError("benchmarks", "A study samples from at most %d benchmarks.", maxStudyBenchmarks)
-	}
-	if s.Sampling == "" {
-		s.Sampling = models.SampleRandom
-	}
-	switch s.Sampling {
-	case models.SampleRandom:
-		if s.StratifyBy != "" {
-			return nil, models.FieldError("stratify_by", "Only stratified samples have strata; choose stratified sampling or no stratum.")
-		}
-	case models.SampleStratified:
-		if !slices.Contains(models.StudyStrata(), s.StratifyBy) {
-			return nil, models.FieldError("stratify_by", "A stratified sample needs a stratum: one of %s.", strings.Join(models.StudyStrata(), ", "))
-		}
-	default:
-		return nil, models.FieldError("sampling", "Sampling must be %s or %s, not %q.", models.SampleRandom, models.SampleStratified, s.Sampling)
-	}
-	if s.SampleSize < 1 || s.SampleSize > models.MaxStudySample {
-		return nil, models.FieldError("sample_size", "The sample size must be between 1 and %d.", models.MaxStudySample)
-	}
-	if math.IsNaN(s.OverlapFraction) || s.OverlapFraction < 0 || s.OverlapFraction > 1 {
-		return nil, models.FieldError("overlap_fraction", "The overlap fraction must be between 0 and 1.")
-	}
-	if s.OverlapAnnotators == 0 {
-		s.OverlapAnnotators = 2
-	}
-	if s.OverlapAnnotators < 2 || s.OverlapAnnotators > maxStudyOverlapAnnotators {
-		return nil, models.FieldError("overlap_annotators", "Overlapping items go to between 2 and %d annotators.", maxStudyOverlapAnnotators)
-	}
-	labels, err := checkStudyLabels(req.Labels)
-	if err != nil {
-		return nil, err
-	}
-	s.Labels = labels
-	if s.Judges, err = checkStudyJudges(req.Judges); err != nil {
-		return nil, err
-	}
-	if len(req.Annotators) > models.MaxStudyAnnotators {
-		return nil, models.FieldError("annotators", "A study has at most %d annotators.", models.MaxStudyAnnotators)
-	}
-	for _, raw := range req.Annotators {
-		if strings.TrimSpace(raw) == "" {
-			continue
-		}
-		email, err := models.NormalizeEmail(raw)
-		if err != nil {
-			return nil, models.FieldError("annotators", "%s", models.ErrorMessage(err))
-		}
-		if !slices.Contains(s.Emails, email) {
-			s.Emails = append(s.Emails, email)
-		}
-	}
-	return s, nil
-}
-
-// checkStudyLabels checks the asked labels and returns them once each, in
-// models.StudyLabelNames order.
-func checkStudyLabels(labels []string) ([]string, error) {
-	asked := map[string]bool{}
-	for _, l := range labels {
-		l = strings.TrimSpace(l)
-		if !slices.Contains(models.StudyLabelNames(), l) {
-			return nil, models.FieldError("labels", "Unknown label %q; a study may ask %s.", l, strings.Join(models.StudyLabelNames(), ", "))
-		}
-		asked[l] = true
-	}
-	var out []string
-	for _, l := range models.StudyLabelNames() {
-		if asked[l] {
-			out = append(out, l)
-		}
-	}
-	if len(out) == 0 {
-		return nil, models.FieldError("labels", "Ask at least one label: %s.", strings.Join(models.StudyLabelNames(), ", "))
-	}
-	return out, nil
-}
-
-// checkStudyJudges checks judge configurations: at most MaxStudyJudges, each
-// with a unique name (case-insensitively) and a known prompt.
-func checkStudyJudges(judges []models.StudyJudge) ([]models.StudyJudge, error) {
-	if len(judges) > models.MaxStudyJudges {
-		return nil, models.FieldError("judges", "A study compares at most %d judge configurations.", models.MaxStudyJudges)
-	}
-	out := make([]models.StudyJudge, 0, len(judges))
-	seen := map[string]bool{}
-	for i, j := range judges {
-		j.Name, j.Model, j.Prompt = strings.TrimSpace(j.Name), strings.TrimSpace(j.Model), strings.TrimSpace(j.Prompt)
-		switch {
-		case j.Name == "":
-			return nil, models.FieldError("judges", "Judge configuration %d has no name.", i+1)
-		case len(j.Name) > maxStudyJudgeNameLen:
-			return nil, models.FieldError("judges", "Judge name %q is longer than %d characters.", j.Name[:maxStudyJudgeNameLen], maxStudyJudgeNameLen)
-		case seen[strings.ToLower(j.Name)]:
-			return nil, models.FieldError("judges", "Two judge configurations are named %q; names must differ.", j.Name)
-		case len(j.Model) > maxStudyJudgeModelLen:
-			return nil, models.FieldError("judges", "The model of judge %q is longer than %d characters.", j.Name, maxStudyJudgeModelLen)
-		case !slices.Contains(models.StudyPrompts(), j.Prompt):
-			return nil, models.FieldError("judges", "Judge %q: the prompt must be one of %s, not %q.", j.Name, strings.Join(models.StudyPrompts(), ", "), j.Prompt)
-		}
-		seen[strings.ToLower(j.Name)] = true
-		out = append(out, j)
-	}
-	return out, nil
-}
 
 // usersByEmail looks up the users the actor may invite to a study by
 // canonical email, in the order given: administrators (and the system) any
@@ -330,9 +135,32 @@ func usersByEmail(q *gorm.DB, a models.Actor, emails []string, field string) ([]
 	return out, nil
 }
 
-// studyCandidate is a finished attempt of a study's sources with what it may
+// StudySpec is a study request as the study service validated and
+// normalised it: what CreateStudy stores.
+type StudySpec struct {
+	Name, Description    string
+	RunIDs               []int64
+	Benchmarks           []string
+	Sampling, StratifyBy string
+	Seed                 int64
+	SampleSize           int
+	OverlapFraction      float64
+	OverlapAnnotators    int
+	Blind                bool
+	Labels               []string
+	Judges               []models.StudyJudge
+	Emails               []string
+}
+
+// StudyPick is an attempt drawn into a study's sample, with its stratum.
+type StudyPick struct {
+	AttemptID int64
+	Stratum   string
+}
+
+// StudyCandidate is a finished attempt of a study's sources with what it may
 // be stratified by.
-type studyCandidate struct {
+type StudyCandidate struct {
 	AttemptID  int64
 	RunID      int64
 	Outcome    string
@@ -341,31 +169,11 @@ type studyCandidate struct {
 	Difficulty string
 }
 
-func (c studyCandidate) stratum(by string) string {
-	switch by {
-	case models.StratumOutcome:
-		return c.Outcome
-	case models.StratumAgent:
-		return c.Agent
-	case models.StratumSite:
-		if c.SiteKey == "" {
-			return "unknown"
-		}
-		return c.SiteKey
-	case models.StratumDifficulty:
-		if c.Difficulty == "" {
-			return "unlabelled"
-		}
-		return c.Difficulty
-	}
-	return ""
-}
-
 // studySources resolves a request's sources as the actor may see them and
 // lists their finished attempts: ENOTFOUND naming a run or benchmark the
 // actor may not see, EINVALID naming the sources with nothing to sample. It
 // returns the benchmarks' ids in request order.
-func (db *DB) studySources(ctx context.Context, q *gorm.DB, s *studySpec) ([]int64, []studyCandidate, error) {
+func (db *DB) studySources(ctx context.Context, q *gorm.DB, s *StudySpec) ([]int64, []StudyCandidate, error) {
 	for _, id := range s.RunIDs {
 		if _, _, err := db.runAccess(ctx, q, id, false); err != nil {
 			if models.ErrorCode(err) == models.ENOTFOUND {
@@ -407,7 +215,7 @@ func (db *DB) studySources(ctx context.Context, q *gorm.DB, s *studySpec) ([]int
 			runIDs = append(runIDs, id)
 		}
 	}
-	var cands []studyCandidate
+	var cands []StudyCandidate
 	if len(runIDs) > 0 {
 		err := q.Table("attempts a").
 			Select("a.id AS attempt_id, a.run_id, a.outcome, ag.name AS agent, t.site_key, t.difficulty").
@@ -451,25 +259,17 @@ func (db *DB) studySources(ctx context.Context, q *gorm.DB, s *studySpec) ([]int
 	return benchIDs, cands, nil
 }
 
-// CreateStudy validates the request, draws the sample from the finished
-// attempts of the sources the actor may see, and creates the study as a draft
-// with its items and invited annotators, in one transaction. Administrators
-// may invite any user; everyone else only users who share a team with them.
-// EUNAUTHORIZED unless a user is signed in; EINVALID naming the field for a
-// bad request, an email of no user the actor may invite (usersByEmail) or
-// sources with nothing to sample; ENOTFOUND naming a run or benchmark the
-// actor may not see.
-func (db *DB) CreateStudy(ctx context.Context, req models.StudyRequest) (*models.Study, error) {
+// CreateStudy draws the sample (sample picks among the finished attempts of
+// the sources the actor may see) and creates the study as a draft with its
+// items and invited annotators, in one transaction. Administrators may invite
+// any user; everyone else only users who share a team with them. EINVALID
+// naming the field for an email of no user the actor may invite
+// (usersByEmail) or sources with nothing to sample; ENOTFOUND naming a run or
+// benchmark the actor may not see.
+func (db *DB) CreateStudy(ctx context.Context, spec *StudySpec, sample func([]StudyCandidate) []StudyPick) (*models.Study, error) {
 	a := models.ActorFrom(ctx)
-	if a.UserID == 0 {
-		return nil, models.Errorf(models.EUNAUTHORIZED, "You must be signed in to create a study.")
-	}
-	spec, err := checkStudyRequest(req)
-	if err != nil {
-		return nil, err
-	}
 	var st *models.Study
-	err = db.tx(ctx, func(tx *gorm.DB) error {
+	err := db.tx(ctx, func(tx *gorm.DB) error {
 		benchIDs, cands, err := db.studySources(ctx, tx, spec)
 		if err != nil {
 			return err
@@ -478,15 +278,7 @@ func (db *DB) CreateStudy(ctx context.Context, req models.StudyRequest) (*models
 		if err != nil {
 			return err
 		}
-		stratified := spec.Sampling == models.SampleStratified
-		pool := make([]study.Candidate, len(cands))
-		for i, c := range cands {
-			pool[i] = study.Candidate{AttemptID: c.AttemptID}
-			if stratified {
-				pool[i].Stratum = c.stratum(spec.StratifyBy)
-			}
-		}
-		picked := study.Sample(pool, spec.SampleSize, spec.Seed, stratified)
+		picked := sample(cands)
 		now := db.now()
 		st = &models.Study{
 			OwnerID: a.UserID, Name: spec.Name, Description: spec.Description, Status: models.StudyDraft,
@@ -608,11 +400,10 @@ func studyProgress(q *gorm.DB, studyID, userID int64) ([]progressRow, error) {
 // StudyOverview is a study's page: for managers every annotator with their
 // progress, the whole study's progress and what each judge configuration has
 // judged; for annotators their own progress only. The owner is named as
-// studyOwnerName names them. EUNAUTHORIZED for anonymous callers, ENOTFOUND
-// for everyone else who may not see the study.
-func (db *DB) StudyOverview(ctx context.Context, id int64) (*models.StudyView, error) {
+// studyOwnerName names them. The gate's error when it refuses the actor.
+func (db *DB) StudyOverview(ctx context.Context, gate models.StudyGate, id int64) (*models.StudyView, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, id, studyUnlocked)
+	acc, err := db.loadStudyAccess(ctx, q, id, studyUnlocked, gate)
 	if err != nil {
 		return nil, err
 	}
@@ -686,26 +477,15 @@ func (db *DB) StudyOverview(ctx context.Context, id int64) (*models.StudyView, e
 	return v, nil
 }
 
-// draftOnly is ECONFLICT unless the study is a draft.
-func draftOnly(st *models.Study, what string) error {
-	if st.Status != models.StudyDraft {
-		return models.Errorf(models.ECONFLICT, "The study is %s: %s only while it is a draft.", st.Status, what)
-	}
-	return nil
-}
-
 // InviteAnnotator invites the user with an email to annotate a draft study:
 // administrators any user, the owner only users who share a team with them.
-// Managers only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT
-// when the study is no longer a draft or the user is already invited;
+// The gate's error when it refuses the actor (or the study's status);
+// ECONFLICT when the user is already invited;
 // EINVALID (field "email") for a malformed email, one of no user the actor
 // may invite (the same answer whether or not the email has an account), or a
 // study with MaxStudyAnnotators annotators.
-func (db *DB) InviteAnnotator(ctx context.Context, studyID int64, email string) error {
-	return db.changeStudy(ctx, studyID, func(tx *gorm.DB, acc *studyAccess) error {
-		if err := draftOnly(acc.Study, "annotators are invited"); err != nil {
-			return err
-		}
+func (db *DB) InviteAnnotator(ctx context.Context, gate models.StudyGate, studyID int64, email string) error {
+	return db.changeStudy(ctx, studyID, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		email, err := models.NormalizeEmail(email)
 		if err != nil {
 			return err
@@ -739,14 +519,11 @@ func (db *DB) InviteAnnotator(ctx context.Context, studyID int64, email string) 
 	})
 }
 
-// RemoveAnnotator withdraws a user's invitation to a draft study. Managers
-// only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT when the
-// study is no longer a draft; ENOTFOUND when the user is not invited.
-func (db *DB) RemoveAnnotator(ctx context.Context, studyID, userID int64) error {
-	return db.changeStudy(ctx, studyID, func(tx *gorm.DB, acc *studyAccess) error {
-		if err := draftOnly(acc.Study, "annotators are removed"); err != nil {
-			return err
-		}
+// RemoveAnnotator withdraws a user's invitation to a study. The gate's error
+// when it refuses the actor (or the study's status); ENOTFOUND when the user
+// is not invited.
+func (db *DB) RemoveAnnotator(ctx context.Context, gate models.StudyGate, studyID, userID int64) error {
+	return db.changeStudy(ctx, studyID, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		res := tx.Where("study_id = ? AND user_id = ?", studyID, userID).Delete(&models.StudyAnnotator{})
 		if res.Error != nil {
 			return wrap(res.Error, "study annotator")
@@ -763,18 +540,11 @@ func (db *DB) RemoveAnnotator(ctx context.Context, studyID, userID int64) error 
 // (not imported ones) of every configuration removed or changed (model,
 // prompt, screenshots or accessibility): a report must never credit a
 // configuration with what another one answered. Unchanged configurations keep
-// theirs. Managers only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise;
-// ECONFLICT once the study is closed; EINVALID (field "judges") for a bad
-// configuration or one named like a judge imported from a file.
-func (db *DB) SetStudyJudges(ctx context.Context, studyID int64, judges []models.StudyJudge) error {
-	checked, err := checkStudyJudges(judges)
-	if err != nil {
-		return err
-	}
-	return db.changeStudy(ctx, studyID, func(tx *gorm.DB, acc *studyAccess) error {
-		if acc.Study.Status == models.StudyClosed {
-			return models.Errorf(models.ECONFLICT, "The study is closed; its judges can no longer be changed.")
-		}
+// theirs. The gate's error when it refuses the actor (or the study's
+// status); EINVALID (field "judges") for a configuration named like a judge
+// imported from a file. The judges are checked by the study service.
+func (db *DB) SetStudyJudges(ctx context.Context, gate models.StudyGate, studyID int64, checked []models.StudyJudge) error {
+	return db.changeStudy(ctx, studyID, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		var imported []string
 		if err := tx.Table("study_verdicts").Where("study_id = ? AND imported = ?", studyID, true).
 			Distinct().Pluck("judge", &imported).Error; err != nil {
@@ -801,7 +571,7 @@ func (db *DB) SetStudyJudges(ctx context.Context, studyID int64, judges []models
 		if res.Error != nil {
 			return wrap(res.Error, "study verdicts")
 		}
-		err = tx.Model(&models.Study{}).Where("id = ?", studyID).
+		err := tx.Model(&models.Study{}).Where("id = ?", studyID).
 			Updates(map[string]any{"judges": models.JSONList[models.StudyJudge](checked), "updated_at": db.now()}).Error
 		if err != nil {
 			return wrap(err, "study")
@@ -811,33 +581,24 @@ func (db *DB) SetStudyJudges(ctx context.Context, studyID int64, judges []models
 	})
 }
 
-// OpenStudy gives the study's items to its annotators (study.Assign: the
-// overlap fraction of the items to OverlapAnnotators annotators each, the rest
-// to one, balanced and deterministic from the seed) and opens it. Managers
-// only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT unless the
-// study is a draft; EINVALID (field "annotators") without enough annotators.
-func (db *DB) OpenStudy(ctx context.Context, id int64) error {
-	return db.changeStudy(ctx, id, func(tx *gorm.DB, acc *studyAccess) error {
+// OpenStudy gives the study's items to its annotators (assign returns each
+// annotator's queue of items, in order, or refuses) and opens it. The gate's
+// error when it refuses the actor (or the study's status); assign's error.
+func (db *DB) OpenStudy(ctx context.Context, gate models.StudyGate, id int64, assign func(st *models.Study, items, annotators []int64) (map[int64][]int64, error)) error {
+	return db.changeStudy(ctx, id, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		st := acc.Study
-		if st.Status != models.StudyDraft {
-			return models.Errorf(models.ECONFLICT, "The study is already %s.", st.Status)
-		}
 		var annotators []int64
 		if err := tx.Table("study_annotators").Where("study_id = ?", id).Order("user_id").Pluck("user_id", &annotators).Error; err != nil {
 			return wrap(err, "study annotators")
-		}
-		switch {
-		case len(annotators) == 0:
-			return models.FieldError("annotators", "Invite at least one annotator before opening the study.")
-		case st.OverlapFraction > 0 && len(annotators) < st.OverlapAnnotators:
-			return models.FieldError("annotators", "Overlapping items go to %d annotators each, but the study has %d; invite more or lower the overlap.",
-				st.OverlapAnnotators, len(annotators))
 		}
 		var items []int64
 		if err := tx.Table("study_items").Where("study_id = ?", id).Order("position").Pluck("id", &items).Error; err != nil {
 			return wrap(err, "study items")
 		}
-		queues := study.Assign(items, annotators, st.OverlapFraction, st.OverlapAnnotators, st.Seed)
+		queues, err := assign(st, items, annotators)
+		if err != nil {
+			return err
+		}
 		now := db.now()
 		var rows []models.StudyAssignment
 		for _, who := range annotators {
@@ -860,16 +621,10 @@ func (db *DB) OpenStudy(ctx context.Context, id int64) error {
 	})
 }
 
-// CloseStudy closes an open study: its labels are final. Managers only:
-// EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise; ECONFLICT unless open.
-func (db *DB) CloseStudy(ctx context.Context, id int64) error {
-	return db.changeStudy(ctx, id, func(tx *gorm.DB, acc *studyAccess) error {
-		switch acc.Study.Status {
-		case models.StudyDraft:
-			return models.Errorf(models.ECONFLICT, "The study is still a draft; open it before closing it.")
-		case models.StudyClosed:
-			return models.Errorf(models.ECONFLICT, "The study is already closed.")
-		}
+// CloseStudy closes a study: its labels are final. The gate's error when it
+// refuses the actor (or the study's status).
+func (db *DB) CloseStudy(ctx context.Context, gate models.StudyGate, id int64) error {
+	return db.changeStudy(ctx, id, gate, func(tx *gorm.DB, acc *studyAccess) error {
 		now := db.now()
 		if err := tx.Model(&models.Study{}).Where("id = ?", id).
 			Updates(map[string]any{"status": models.StudyClosed, "closed_at": now, "updated_at": now}).Error; err != nil {

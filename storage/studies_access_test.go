@@ -9,6 +9,8 @@ import (
 
 	"proctor/agreement"
 	"proctor/models"
+	"proctor/service"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -23,7 +25,7 @@ func TestStore_StudyPermissions(t *testing.T) {
 		st := f.create(t, nil)
 		items := f.items(t, st.ID)
 		judges := []models.StudyJudge{{Name: "other", Prompt: models.StudyPromptTrajectoryV2}}
-		data, err := db.StudyData(f.member, st.ID)
+		data, err := servicetest.Studies(db, nil).StudyData(f.member, st.ID)
 		require.NoError(t, err)
 		key := agreement.StudyKeys(data.Items)[data.Items[0].ItemID]
 		row := []models.StudyImportRow{{Benchmark: key.Benchmark, Model: key.Model, TaskID: key.TaskID, Who: "x", Line: 2,
@@ -42,26 +44,45 @@ func TestStore_StudyPermissions(t *testing.T) {
 			call func(ctx context.Context) error
 			want want
 		}{
-			"StudyOverview": {func(ctx context.Context) error { _, err := db.StudyOverview(ctx, st.ID); return err }, read},
-			"StudyQueue":    {func(ctx context.Context) error { _, err := db.StudyQueue(ctx, st.ID); return err }, read},
+			"StudyOverview": {func(ctx context.Context) error {
+				_, err := servicetest.Studies(db, nil).StudyOverview(ctx, st.ID)
+				return err
+			}, read},
+			"StudyQueue": {func(ctx context.Context) error {
+				_, err := servicetest.Studies(db, nil).StudyQueue(ctx, st.ID)
+				return err
+			}, read},
 			// Nothing is assigned in a draft: annotators may open no item yet.
-			"StudyItem":      {func(ctx context.Context) error { _, err := db.StudyItem(ctx, st.ID, items[0].ID); return err }, manage},
-			"StudyVerdicts":  {func(ctx context.Context) error { _, err := db.StudyVerdicts(ctx, st.ID); return err }, manage},
-			"StudyData":      {func(ctx context.Context) error { _, err := db.StudyData(ctx, st.ID); return err }, manage},
-			"SetStudyJudges": {func(ctx context.Context) error { return db.SetStudyJudges(ctx, st.ID, judges) }, manage},
+			"StudyItem": {func(ctx context.Context) error {
+				_, err := servicetest.Studies(db, nil).StudyItem(ctx, st.ID, items[0].ID)
+				return err
+			}, manage},
+			"StudyVerdicts": {func(ctx context.Context) error {
+				_, err := servicetest.Studies(db, nil).StudyVerdicts(ctx, st.ID)
+				return err
+			}, manage},
+			"StudyData": {func(ctx context.Context) error {
+				_, err := servicetest.Studies(db, nil).StudyData(ctx, st.ID)
+				return err
+			}, manage},
+			"SetStudyJudges": {func(ctx context.Context) error {
+				return servicetest.Studies(db, nil).SetStudyJudges(ctx, st.ID, judges)
+			}, manage},
 			"ImportStudyLabels": {func(ctx context.Context) error {
-				_, err := db.ImportStudyLabels(ctx, st.ID, row)
+				_, err := servicetest.Studies(db, nil).ImportStudyLabels(ctx, st.ID, row)
 				return err
 			}, manage},
 			"ImportStudyVerdicts": {func(ctx context.Context) error {
-				_, err := db.ImportStudyVerdicts(ctx, st.ID, row)
+				_, err := servicetest.Studies(db, nil).ImportStudyVerdicts(ctx, st.ID, row)
 				return err
 			}, manage},
 			// A removal the caller may make of someone never invited says so.
-			"RemoveAnnotator": {func(ctx context.Context) error { return db.RemoveAnnotator(ctx, st.ID, f.annUsers[2].ID) },
+			"RemoveAnnotator": {func(ctx context.Context) error {
+				return servicetest.Studies(db, nil).RemoveAnnotator(ctx, st.ID, f.annUsers[2].ID)
+			},
 				want{anonymous, hidden, forbidden, hidden, hidden}},
 			"SaveStudyLabels": {func(ctx context.Context) error {
-				_, err := db.SaveStudyLabels(ctx, st.ID, items[0].ID, models.StudyLabelInput{Action: models.LabelActionSave})
+				_, err := servicetest.Studies(db, nil).SaveStudyLabels(ctx, st.ID, items[0].ID, models.StudyLabelInput{Action: models.LabelActionSave})
 				return err
 			}, want{anonymous, hidden, models.ECONFLICT, models.ECONFLICT, models.ECONFLICT}},
 		} {
@@ -74,15 +95,15 @@ func TestStore_StudyPermissions(t *testing.T) {
 			})
 		}
 		t.Run("UninvitedUserSeesNothing", func(t *testing.T) {
-			_, err := db.StudyOverview(f.ann[2], st.ID)
+			_, err := servicetest.Studies(db, nil).StudyOverview(f.ann[2], st.ID)
 			requireCode(t, models.ENOTFOUND, err)
 			require.Equal(t, "Study "+itoa(int(st.ID))+" not found.", models.ErrorMessage(err))
-			_, err = db.StudyOverview(f.member, st.ID+1000)
+			_, err = servicetest.Studies(db, nil).StudyOverview(f.member, st.ID+1000)
 			requireCode(t, models.ENOTFOUND, err)
 		})
 		t.Run("Roles", func(t *testing.T) {
 			for ctx, role := range map[context.Context]string{f.member: models.StudyRoleOwner, f.admin: models.StudyRoleAdmin, f.ann[0]: models.StudyRoleAnnotator} {
-				v, err := db.StudyOverview(ctx, st.ID)
+				v, err := servicetest.Studies(db, nil).StudyOverview(ctx, st.ID)
 				require.NoError(t, err)
 				require.Equal(t, role, v.Role)
 				require.Equal(t, role != models.StudyRoleAnnotator, v.CanManage)
@@ -96,49 +117,49 @@ func TestStore_StudyPermissions(t *testing.T) {
 			}
 		})
 		t.Run("Invitations", func(t *testing.T) {
-			require.NoError(t, db.InviteAnnotator(f.member, st.ID, " ANN3@study.test "))
-			err := db.InviteAnnotator(f.admin, st.ID, "ann3@study.test")
+			require.NoError(t, servicetest.Studies(db, nil).InviteAnnotator(f.member, st.ID, " ANN3@study.test "))
+			err := servicetest.Studies(db, nil).InviteAnnotator(f.admin, st.ID, "ann3@study.test")
 			requireCode(t, models.ECONFLICT, err)
 			require.Equal(t, "email", models.ErrorField(err))
 			require.Contains(t, models.ErrorMessage(err), "already an annotator")
 			requireField(t, "email", "No member of your teams has the email ghost@study.test; an administrator can invite anyone.",
-				db.InviteAnnotator(f.member, st.ID, "ghost@study.test"))
-			requireField(t, "email", "No user has the email ghost@study.test.", db.InviteAnnotator(f.admin, st.ID, "ghost@study.test"))
-			requireField(t, "email", "not a valid email", db.InviteAnnotator(f.member, st.ID, "ghost"))
-			requireCode(t, models.EFORBIDDEN, db.InviteAnnotator(f.ann[0], st.ID, "admin@runs.test"))
-			requireCode(t, models.ENOTFOUND, db.InviteAnnotator(f.outsider, st.ID, "admin@runs.test"))
+				servicetest.Studies(db, nil).InviteAnnotator(f.member, st.ID, "ghost@study.test"))
+			requireField(t, "email", "No user has the email ghost@study.test.", servicetest.Studies(db, nil).InviteAnnotator(f.admin, st.ID, "ghost@study.test"))
+			requireField(t, "email", "not a valid email", servicetest.Studies(db, nil).InviteAnnotator(f.member, st.ID, "ghost"))
+			requireCode(t, models.EFORBIDDEN, servicetest.Studies(db, nil).InviteAnnotator(f.ann[0], st.ID, "admin@runs.test"))
+			requireCode(t, models.ENOTFOUND, servicetest.Studies(db, nil).InviteAnnotator(f.outsider, st.ID, "admin@runs.test"))
 
-			_, err = db.StudyOverview(f.ann[2], st.ID)
+			_, err = servicetest.Studies(db, nil).StudyOverview(f.ann[2], st.ID)
 			require.NoError(t, err, "invited: the study exists for them now")
-			require.NoError(t, db.RemoveAnnotator(f.admin, st.ID, f.annUsers[2].ID))
-			_, err = db.StudyOverview(f.ann[2], st.ID)
+			require.NoError(t, servicetest.Studies(db, nil).RemoveAnnotator(f.admin, st.ID, f.annUsers[2].ID))
+			_, err = servicetest.Studies(db, nil).StudyOverview(f.ann[2], st.ID)
 			requireCode(t, models.ENOTFOUND, err)
 		})
 		t.Run("SystemJobsOnly", func(t *testing.T) {
 			for _, ctx := range []context.Context{f.member, f.admin, f.ann[0]} {
 				_, err := db.StudyJudgeWork(ctx, st.ID, "gpt judge")
 				requireCode(t, models.EFORBIDDEN, err)
-				requireCode(t, models.EFORBIDDEN, db.SaveStudyVerdict(ctx, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID, Judge: "gpt judge"}))
+				requireCode(t, models.EFORBIDDEN, db.SaveStudyVerdict(ctx, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID, Judge: "gpt judge"}, service.CanonicalVerdictLabels))
 			}
 		})
 		t.Run("Lifecycle", func(t *testing.T) {
-			requireCode(t, models.EFORBIDDEN, db.OpenStudy(f.ann[0], st.ID))
-			requireCode(t, models.ENOTFOUND, db.OpenStudy(f.outsider, st.ID))
-			requireCode(t, models.EUNAUTHORIZED, db.OpenStudy(f.anon, st.ID))
-			requireCode(t, models.ECONFLICT, db.CloseStudy(f.member, st.ID))
-			require.NoError(t, db.OpenStudy(f.admin, st.ID))
-			err := db.OpenStudy(f.member, st.ID)
+			requireCode(t, models.EFORBIDDEN, servicetest.Studies(db, nil).OpenStudy(f.ann[0], st.ID))
+			requireCode(t, models.ENOTFOUND, servicetest.Studies(db, nil).OpenStudy(f.outsider, st.ID))
+			requireCode(t, models.EUNAUTHORIZED, servicetest.Studies(db, nil).OpenStudy(f.anon, st.ID))
+			requireCode(t, models.ECONFLICT, servicetest.Studies(db, nil).CloseStudy(f.member, st.ID))
+			require.NoError(t, servicetest.Studies(db, nil).OpenStudy(f.admin, st.ID))
+			err := servicetest.Studies(db, nil).OpenStudy(f.member, st.ID)
 			requireCode(t, models.ECONFLICT, err)
 			require.Equal(t, "The study is already open.", models.ErrorMessage(err))
-			err = db.InviteAnnotator(f.member, st.ID, "ann3@study.test")
+			err = servicetest.Studies(db, nil).InviteAnnotator(f.member, st.ID, "ann3@study.test")
 			requireCode(t, models.ECONFLICT, err)
 			require.Contains(t, models.ErrorMessage(err), "only while it is a draft")
-			requireCode(t, models.ECONFLICT, db.RemoveAnnotator(f.member, st.ID, f.annUsers[1].ID))
-			require.NoError(t, db.SetStudyJudges(f.member, st.ID, judges), "judges may change while open")
-			requireCode(t, models.EFORBIDDEN, db.CloseStudy(f.ann[0], st.ID))
-			require.NoError(t, db.CloseStudy(f.member, st.ID))
-			requireCode(t, models.ECONFLICT, db.CloseStudy(f.member, st.ID))
-			requireCode(t, models.ECONFLICT, db.SetStudyJudges(f.member, st.ID, judges))
+			requireCode(t, models.ECONFLICT, servicetest.Studies(db, nil).RemoveAnnotator(f.member, st.ID, f.annUsers[1].ID))
+			require.NoError(t, servicetest.Studies(db, nil).SetStudyJudges(f.member, st.ID, judges), "judges may change while open")
+			requireCode(t, models.EFORBIDDEN, servicetest.Studies(db, nil).CloseStudy(f.ann[0], st.ID))
+			require.NoError(t, servicetest.Studies(db, nil).CloseStudy(f.member, st.ID))
+			requireCode(t, models.ECONFLICT, servicetest.Studies(db, nil).CloseStudy(f.member, st.ID))
+			requireCode(t, models.ECONFLICT, servicetest.Studies(db, nil).SetStudyJudges(f.member, st.ID, judges))
 
 			var got models.Study
 			require.NoError(t, db.Gorm().First(&got, st.ID).Error)
@@ -156,9 +177,9 @@ func TestStore_Studies(t *testing.T) {
 		f := newStudyFixture(t, db)
 		first := f.create(t, nil)
 		second := f.create(t, func(r *models.StudyRequest) { r.Name, r.Annotators = "Second", []string{"ann2@study.test"} })
-		theirs, err := db.CreateStudy(f.admin, f.request(func(r *models.StudyRequest) { r.Name, r.Annotators = "Admin's", nil }))
+		theirs, err := servicetest.Studies(db, nil).CreateStudy(f.admin, f.request(func(r *models.StudyRequest) { r.Name, r.Annotators = "Admin's", nil }))
 		require.NoError(t, err)
-		require.NoError(t, db.OpenStudy(f.member, second.ID))
+		require.NoError(t, servicetest.Studies(db, nil).OpenStudy(f.member, second.ID))
 
 		ids := func(list []models.StudyListItem) []int64 {
 			out := []int64{}
@@ -167,13 +188,13 @@ func TestStore_Studies(t *testing.T) {
 			}
 			return out
 		}
-		list, err := db.Studies(f.member)
+		list, err := servicetest.Studies(db, nil).Studies(f.member)
 		require.NoError(t, err)
 		require.Equal(t, []int64{second.ID, first.ID}, ids(list), "newest first")
 		require.Equal(t, models.StudyRoleOwner, list[0].Role)
 		require.Zero(t, list[0].Assigned)
 
-		list, err = db.Studies(f.ann[1])
+		list, err = servicetest.Studies(db, nil).Studies(f.ann[1])
 		require.NoError(t, err)
 		require.Equal(t, []int64{second.ID, first.ID}, ids(list))
 		require.Equal(t, models.StudyRoleAnnotator, list[0].Role)
@@ -181,17 +202,17 @@ func TestStore_Studies(t *testing.T) {
 		require.Zero(t, list[0].Finished)
 		require.Equal(t, models.StudyOpen, list[0].Status)
 
-		list, err = db.Studies(f.admin)
+		list, err = servicetest.Studies(db, nil).Studies(f.admin)
 		require.NoError(t, err)
 		require.Equal(t, []int64{theirs.ID, second.ID, first.ID}, ids(list))
 		require.Equal(t, models.StudyRoleOwner, list[0].Role)
 		require.Equal(t, models.StudyRoleAdmin, list[1].Role)
 		require.Equal(t, "member", list[1].OwnerName)
 
-		list, err = db.Studies(f.outsider)
+		list, err = servicetest.Studies(db, nil).Studies(f.outsider)
 		require.NoError(t, err)
 		require.Empty(t, list)
-		_, err = db.Studies(f.anon)
+		_, err = servicetest.Studies(db, nil).Studies(f.anon)
 		requireCode(t, models.EUNAUTHORIZED, err)
 	})
 }
@@ -217,10 +238,10 @@ func TestStore_StudyOwnerName(t *testing.T) {
 			"admin":     {f.admin, email},
 			"annotator": {f.ann[0], "the study's owner"},
 		} {
-			view, err := db.StudyOverview(tc.ctx, st.ID)
+			view, err := servicetest.Studies(db, nil).StudyOverview(tc.ctx, st.ID)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, view.OwnerName, "%s: overview", who)
-			list, err := db.Studies(tc.ctx)
+			list, err := servicetest.Studies(db, nil).Studies(tc.ctx)
 			require.NoError(t, err)
 			require.Len(t, list, 1)
 			require.Equal(t, tc.want, list[0].OwnerName, "%s: list", who)
@@ -251,11 +272,11 @@ func TestStore_StudyInvitationsByTeam(t *testing.T) {
 
 		t.Run("Invite", func(t *testing.T) {
 			st := f.create(t, func(r *models.StudyRequest) { r.Annotators = nil })
-			require.NoError(t, db.InviteAnnotator(f.member, st.ID, "ann3@study.test"), "a teammate")
-			sameRefusal(t, db.InviteAnnotator(f.member, st.ID, stranger), db.InviteAnnotator(f.member, st.ID, unknown))
-			require.Equal(t, "email", models.ErrorField(db.InviteAnnotator(f.member, st.ID, unknown)))
-			require.NoError(t, db.InviteAnnotator(f.admin, st.ID, stranger), "administrators invite anyone")
-			view, err := db.StudyOverview(f.member, st.ID)
+			require.NoError(t, servicetest.Studies(db, nil).InviteAnnotator(f.member, st.ID, "ann3@study.test"), "a teammate")
+			sameRefusal(t, servicetest.Studies(db, nil).InviteAnnotator(f.member, st.ID, stranger), servicetest.Studies(db, nil).InviteAnnotator(f.member, st.ID, unknown))
+			require.Equal(t, "email", models.ErrorField(servicetest.Studies(db, nil).InviteAnnotator(f.member, st.ID, unknown)))
+			require.NoError(t, servicetest.Studies(db, nil).InviteAnnotator(f.admin, st.ID, stranger), "administrators invite anyone")
+			view, err := servicetest.Studies(db, nil).StudyOverview(f.member, st.ID)
 			require.NoError(t, err)
 			require.Len(t, view.Annotators, 2)
 		})
@@ -264,11 +285,11 @@ func TestStore_StudyInvitationsByTeam(t *testing.T) {
 			invite := func(email string) func(*models.StudyRequest) {
 				return func(r *models.StudyRequest) { r.Annotators = []string{"ann1@study.test", email} }
 			}
-			_, existing := db.CreateStudy(f.member, f.request(invite(stranger)))
-			_, missing := db.CreateStudy(f.member, f.request(invite(unknown)))
+			_, existing := servicetest.Studies(db, nil).CreateStudy(f.member, f.request(invite(stranger)))
+			_, missing := servicetest.Studies(db, nil).CreateStudy(f.member, f.request(invite(unknown)))
 			sameRefusal(t, existing, missing)
 			require.Equal(t, "annotators", models.ErrorField(existing))
-			st, err := db.CreateStudy(f.admin, f.request(invite(stranger)))
+			st, err := servicetest.Studies(db, nil).CreateStudy(f.admin, f.request(invite(stranger)))
 			require.NoError(t, err, "administrators invite anyone")
 			require.EqualValues(t, 2, countRows(t, db, "study_annotators", "study_id = ?", st.ID))
 		})

@@ -25,16 +25,16 @@ func TestStore_StudyBlind(t *testing.T) {
 		items := f.items(t, st.ID)
 		for _, it := range items {
 			require.NoError(t, db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: it.ID, Judge: "gpt judge",
-				Labels: models.StudyLabels{"success": "success"}, Rationale: "looks done"}))
+				Labels: models.StudyLabels{"success": "success"}, Rationale: "looks done"}, service.CanonicalVerdictLabels))
 		}
 		first := queues[1][0].ItemID
-		_, err := db.SaveStudyLabels(f.ann[1], st.ID, first, models.StudyLabelInput{Labels: map[string]string{"success": "unsuccessful"}})
+		_, err := servicetest.Studies(db, nil).SaveStudyLabels(f.ann[1], st.ID, first, models.StudyLabelInput{Labels: map[string]string{"success": "unsuccessful"}})
 		require.NoError(t, err)
 
 		t.Run("AnnotatorSeesNoVerdict", func(t *testing.T) {
 			errored := false
 			for _, e := range queues[0] {
-				v, err := db.StudyItem(f.ann[0], st.ID, e.ItemID)
+				v, err := servicetest.Studies(db, nil).StudyItem(f.ann[0], st.ID, e.ItemID)
 				require.NoError(t, err)
 				require.Equal(t, models.StudyRoleAnnotator, v.Role)
 				require.Nil(t, v.Reveal)
@@ -54,7 +54,7 @@ func TestStore_StudyBlind(t *testing.T) {
 				errored = errored || a.ErrorClass != ""
 			}
 			require.True(t, errored, "the queue holds an attempt that ended in an agent error")
-			_, err := db.StudyVerdicts(f.ann[0], st.ID)
+			_, err := servicetest.Studies(db, nil).StudyVerdicts(f.ann[0], st.ID)
 			requireCode(t, models.EFORBIDDEN, err)
 			require.Equal(t, "This study is blind: its judges' verdicts are hidden from its annotators.", models.ErrorMessage(err))
 		})
@@ -68,7 +68,7 @@ func TestStore_StudyBlind(t *testing.T) {
 				if ctx.name == "admin" {
 					actor = f.admin
 				}
-				v, err := db.StudyItem(actor, st.ID, first)
+				v, err := servicetest.Studies(db, nil).StudyItem(actor, st.ID, first)
 				require.NoError(t, err)
 				require.Equal(t, ctx.role, v.Role)
 				require.Nil(t, v.Assignment, "managers annotate nothing here")
@@ -81,7 +81,7 @@ func TestStore_StudyBlind(t *testing.T) {
 				require.Len(t, v.Reveal.Labels, 2, "both annotators of the overlapping item")
 				require.Equal(t, 12, v.Total, "managers move through the sample")
 				require.Equal(t, v.Item.Position, v.Position)
-				verdicts, err := db.StudyVerdicts(actor, st.ID)
+				verdicts, err := servicetest.Studies(db, nil).StudyVerdicts(actor, st.ID)
 				require.NoError(t, err)
 				require.Len(t, verdicts, 12)
 			}
@@ -123,7 +123,7 @@ func TestStore_StudyBlind(t *testing.T) {
 				{Action: models.LabelActionFlag, Reason: "blank screenshots"},
 				{Action: models.LabelActionSubmit, Labels: f.allLabels(t, st.ID, queues[0][0].ItemID)},
 			} {
-				as, err := db.SaveStudyLabels(f.ann[0], st.ID, queues[0][0].ItemID, in)
+				as, err := servicetest.Studies(db, nil).SaveStudyLabels(f.ann[0], st.ID, queues[0][0].ItemID, in)
 				require.NoError(t, err)
 				require.NotEqual(t, models.AssignmentPending, as.Status)
 				blind, err = blindAttempt(f.ann[0], db, pending)
@@ -131,7 +131,7 @@ func TestStore_StudyBlind(t *testing.T) {
 				require.True(t, blind, "%s: still blind while the study is open", as.Status)
 				requireCode(t, models.EFORBIDDEN, runAttempts())
 			}
-			require.NoError(t, db.CloseStudy(f.member, st.ID))
+			require.NoError(t, servicetest.Studies(db, nil).CloseStudy(f.member, st.ID))
 			for _, it := range queues[0] {
 				blind, err = blindAttempt(f.ann[0], db, attemptOf[it.ItemID])
 				require.NoError(t, err)
@@ -146,22 +146,22 @@ func TestStore_StudyBlind(t *testing.T) {
 				r.Sampling, r.StratifyBy, r.SampleSize = models.SampleStratified, models.StratumOutcome, 6
 			})
 			for _, e := range queues[0] {
-				v, err := db.StudyItem(f.ann[0], strat.ID, e.ItemID)
+				v, err := servicetest.Studies(db, nil).StudyItem(f.ann[0], strat.ID, e.ItemID)
 				require.NoError(t, err)
 				require.Empty(t, v.Item.Stratum, "item %d", e.ItemID)
-				owner, err := db.StudyItem(f.member, strat.ID, e.ItemID)
+				owner, err := servicetest.Studies(db, nil).StudyItem(f.member, strat.ID, e.ItemID)
 				require.NoError(t, err)
 				require.Contains(t, []string{models.OutcomeSuccess, models.OutcomeFailure, models.OutcomeError}, owner.Item.Stratum)
 			}
-			require.NoError(t, db.CloseStudy(f.member, strat.ID), "closed, it blinds no attempt of the tests that follow")
+			require.NoError(t, servicetest.Studies(db, nil).CloseStudy(f.member, strat.ID), "closed, it blinds no attempt of the tests that follow")
 		})
 
 		t.Run("NotBlind", func(t *testing.T) {
 			open, queues := f.openStudy(t, func(r *models.StudyRequest) { r.Blind, r.OverlapFraction = false, 1 })
 			item := queues[0][0].ItemID
-			_, err := db.SaveStudyLabels(f.ann[1], open.ID, item, models.StudyLabelInput{Labels: map[string]string{"success": "successful"}})
+			_, err := servicetest.Studies(db, nil).SaveStudyLabels(f.ann[1], open.ID, item, models.StudyLabelInput{Labels: map[string]string{"success": "successful"}})
 			require.NoError(t, err)
-			v, err := db.StudyItem(f.ann[0], open.ID, item)
+			v, err := servicetest.Studies(db, nil).StudyItem(f.ann[0], open.ID, item)
 			require.NoError(t, err)
 			require.NotNil(t, v.Timeline.Evaluation)
 			require.NotEmpty(t, v.Timeline.Attempt.Outcome)
@@ -174,7 +174,7 @@ func TestStore_StudyBlind(t *testing.T) {
 			require.Equal(t, 8, v.Total, "annotators move through their queue")
 			require.Equal(t, queues[0][1].ItemID, v.NextID)
 			require.Zero(t, v.PrevID)
-			_, err = db.StudyVerdicts(f.ann[0], open.ID)
+			_, err = servicetest.Studies(db, nil).StudyVerdicts(f.ann[0], open.ID)
 			require.NoError(t, err)
 			blind, err := blindAttempt(f.ann[0], db, v.Item.AttemptID)
 			require.NoError(t, err)

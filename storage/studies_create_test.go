@@ -2,13 +2,12 @@ package storage_test
 
 import (
 	"fmt"
-	"math"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -19,51 +18,19 @@ func TestStore_CreateStudy(t *testing.T) {
 		f := newStudyFixture(t, db)
 
 		t.Run("Validation", func(t *testing.T) {
-			manyJudges := make([]models.StudyJudge, models.MaxStudyJudges+1)
-			for i := range manyJudges {
-				manyJudges[i] = models.StudyJudge{Name: fmt.Sprintf("j%d", i), Prompt: models.StudyPromptLabelsV1}
-			}
+			// The request's own rules are the study service's
+			// (service.TestCheckStudyRequest); these need the database.
 			for name, tc := range map[string]struct {
 				mod      func(*models.StudyRequest)
 				field    string
 				contains string
 			}{
-				"NoName":             {func(r *models.StudyRequest) { r.Name = "  " }, "name", "Name the study"},
-				"LongName":           {func(r *models.StudyRequest) { r.Name = strings.Repeat("n", models.MaxStudyNameLen+1) }, "name", "at most 200"},
-				"LongDescription":    {func(r *models.StudyRequest) { r.Description = strings.Repeat("d", models.MaxStudyDescription+1) }, "description", "at most 4000"},
-				"NoSources":          {func(r *models.StudyRequest) { r.RunIDs, r.Benchmarks = nil, []string{" "} }, "run_ids", "at least one run or benchmark"},
-				"BadRunID":           {func(r *models.StudyRequest) { r.RunIDs = []int64{-3} }, "run_ids", "-3 is not a run id"},
-				"UnknownSampling":    {func(r *models.StudyRequest) { r.Sampling = "systematic" }, "sampling", `not "systematic"`},
-				"StratifiedNoStrata": {func(r *models.StudyRequest) { r.Sampling = models.SampleStratified }, "stratify_by", "outcome, agent, site, difficulty"},
-				"UnknownStratum":     {func(r *models.StudyRequest) { r.Sampling, r.StratifyBy = models.SampleStratified, "colour" }, "stratify_by", "needs a stratum"},
-				"RandomWithStratum":  {func(r *models.StudyRequest) { r.StratifyBy = models.StratumAgent }, "stratify_by", "Only stratified samples"},
-				"ZeroSize":           {func(r *models.StudyRequest) { r.SampleSize = 0 }, "sample_size", "between 1 and 5000"},
-				"HugeSize":           {func(r *models.StudyRequest) { r.SampleSize = models.MaxStudySample + 1 }, "sample_size", "between 1 and 5000"},
-				"NegativeOverlap":    {func(r *models.StudyRequest) { r.OverlapFraction = -0.1 }, "overlap_fraction", "between 0 and 1"},
-				"OverlapAboveOne":    {func(r *models.StudyRequest) { r.OverlapFraction = 1.5 }, "overlap_fraction", "between 0 and 1"},
-				"OverlapNaN":         {func(r *models.StudyRequest) { r.OverlapFraction = math.NaN() }, "overlap_fraction", "between 0 and 1"},
-				"OneOverlapper":      {func(r *models.StudyRequest) { r.OverlapAnnotators = 1 }, "overlap_annotators", "between 2 and 10"},
-				"ElevenOverlappers":  {func(r *models.StudyRequest) { r.OverlapAnnotators = 11 }, "overlap_annotators", "between 2 and 10"},
-				"NoLabels":           {func(r *models.StudyRequest) { r.Labels = nil }, "labels", "Ask at least one label"},
-				"UnknownLabel":       {func(r *models.StudyRequest) { r.Labels = []string{"success", "mood"} }, "labels", `Unknown label "mood"`},
-				"UnnamedJudge":       {func(r *models.StudyRequest) { r.Judges = []models.StudyJudge{{Prompt: models.StudyPromptLabelsV1}} }, "judges", "Judge configuration 1 has no name"},
-				"LongJudgeName": {func(r *models.StudyRequest) {
-					r.Judges = []models.StudyJudge{{Name: strings.Repeat("j", 101), Prompt: models.StudyPromptLabelsV1}}
-				}, "judges", "longer than 100"},
-				"TwinJudges": {func(r *models.StudyRequest) {
-					r.Judges = []models.StudyJudge{{Name: "A", Prompt: models.StudyPromptLabelsV1}, {Name: " a ", Prompt: models.StudyPromptTrajectoryV1}}
-				}, "judges", `Two judge configurations are named "a"`},
-				"UnknownPrompt": {func(r *models.StudyRequest) {
-					r.Judges = []models.StudyJudge{{Name: "A", Prompt: "vibes-v1"}}
-				}, "judges", "labels-v1, trajectory-v2, trajectory-v1"},
-				"TooManyJudges":  {func(r *models.StudyRequest) { r.Judges = manyJudges }, "judges", "at most 20"},
-				"BadEmail":       {func(r *models.StudyRequest) { r.Annotators = []string{"not an email"} }, "annotators", "not a valid email"},
 				"UnknownEmail":   {func(r *models.StudyRequest) { r.Annotators = []string{"nobody@study.test"} }, "annotators", "No member of your teams has the email nobody@study.test; an administrator can invite anyone."},
 				"EmptySources":   {func(r *models.StudyRequest) { r.RunIDs = []int64{f.runs[0].ID, f.queued.ID} }, "run_ids", fmt.Sprintf("The sources have no finished attempts to sample: run %d.", f.queued.ID)},
 				"OnlyAnEmptyRun": {func(r *models.StudyRequest) { r.RunIDs = []int64{f.queued.ID} }, "run_ids", fmt.Sprintf("run %d", f.queued.ID)},
 			} {
 				t.Run(name, func(t *testing.T) {
-					_, err := db.CreateStudy(f.member, f.request(tc.mod))
+					_, err := servicetest.Studies(db, nil).CreateStudy(f.member, f.request(tc.mod))
 					requireField(t, tc.field, tc.contains, err)
 				})
 			}
@@ -71,19 +38,19 @@ func TestStore_CreateStudy(t *testing.T) {
 		})
 
 		t.Run("Permissions", func(t *testing.T) {
-			_, err := db.CreateStudy(f.anon, f.request(nil))
+			_, err := servicetest.Studies(db, nil).CreateStudy(f.anon, f.request(nil))
 			requireCode(t, models.EUNAUTHORIZED, err)
-			_, err = db.CreateStudy(f.system, f.request(nil))
+			_, err = servicetest.Studies(db, nil).CreateStudy(f.system, f.request(nil))
 			requireCode(t, models.EUNAUTHORIZED, err) // a study has an owner
-			_, err = db.CreateStudy(f.outsider, f.request(nil))
+			_, err = servicetest.Studies(db, nil).CreateStudy(f.outsider, f.request(nil))
 			requireCode(t, models.ENOTFOUND, err)
 			require.Equal(t, "run_ids", models.ErrorField(err))
 			require.Equal(t, fmt.Sprintf("Run %d not found.", f.runs[0].ID), models.ErrorMessage(err), "the first run the outsider may not see")
-			_, err = db.CreateStudy(f.member, f.request(func(r *models.StudyRequest) { r.RunIDs, r.Benchmarks = nil, []string{"nope"} }))
+			_, err = servicetest.Studies(db, nil).CreateStudy(f.member, f.request(func(r *models.StudyRequest) { r.RunIDs, r.Benchmarks = nil, []string{"nope"} }))
 			requireCode(t, models.ENOTFOUND, err)
 			require.Equal(t, "benchmarks", models.ErrorField(err))
 			require.Contains(t, models.ErrorMessage(err), `"nope"`)
-			_, err = db.CreateStudy(f.admin, f.request(nil))
+			_, err = servicetest.Studies(db, nil).CreateStudy(f.admin, f.request(nil))
 			require.NoError(t, err, "administrators see every run")
 		})
 
@@ -134,16 +101,16 @@ func TestStore_CreateStudy(t *testing.T) {
 		})
 
 		t.Run("BenchmarkSources", func(t *testing.T) {
-			st, err := db.CreateStudy(f.member, f.request(func(r *models.StudyRequest) { r.RunIDs, r.Benchmarks, r.SampleSize = nil, []string{"mini"}, 100 }))
+			st, err := servicetest.Studies(db, nil).CreateStudy(f.member, f.request(func(r *models.StudyRequest) { r.RunIDs, r.Benchmarks, r.SampleSize = nil, []string{"mini"}, 100 }))
 			require.NoError(t, err)
 			require.Equal(t, 12, st.ItemCount, "the completed runs the owner may see; the queued run has nothing")
 			require.Len(t, st.BenchmarkIDs, 1)
 
-			_, err = db.CreateStudy(f.outsider, f.request(func(r *models.StudyRequest) { r.RunIDs, r.Benchmarks = nil, []string{"mini"} }))
+			_, err = servicetest.Studies(db, nil).CreateStudy(f.outsider, f.request(func(r *models.StudyRequest) { r.RunIDs, r.Benchmarks = nil, []string{"mini"} }))
 			requireField(t, "benchmarks", `The sources have no finished attempts to sample: benchmark "mini".`, err)
 			f.publish(t, f.runs[0].ID, true)
 			defer f.publish(t, f.runs[0].ID, false)
-			st, err = db.CreateStudy(f.outsider, f.request(func(r *models.StudyRequest) {
+			st, err = servicetest.Studies(db, nil).CreateStudy(f.outsider, f.request(func(r *models.StudyRequest) {
 				r.RunIDs, r.Benchmarks, r.SampleSize, r.Annotators = nil, []string{"mini"}, 100, nil
 			}))
 			require.NoError(t, err)

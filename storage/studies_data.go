@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -12,12 +11,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"proctor/agreement"
 	"proctor/models"
 )
-
-// maxStudyUnmatched caps the unmatched rows an import lists.
-const maxStudyUnmatched = 100
 
 // studyDataItems lists a study's items in sample order with what reports
 // group and key them by, and each task's rubric: three queries whatever the
@@ -80,15 +75,11 @@ func studyDataItems(q *gorm.DB, studyID int64) ([]models.StudyDataItem, error) {
 // StudyData is everything a study's agreement report reads: the items, the
 // submitted and imported human labels, the judges' verdicts and the items'
 // current evaluations (the automatic judges), in a fixed number of queries.
-// Verdict errors are worded as StudyVerdicts words them. Managers only:
-// EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise.
-func (db *DB) StudyData(ctx context.Context, studyID int64) (*models.StudyData, error) {
+// The gate's error when it refuses the actor.
+func (db *DB) StudyData(ctx context.Context, gate models.StudyGate, studyID int64) (*models.StudyData, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked)
+	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate)
 	if err != nil {
-		return nil, err
-	}
-	if err := acc.requireManage(); err != nil {
 		return nil, err
 	}
 	d := &models.StudyData{Study: *acc.Study}
@@ -118,7 +109,6 @@ func (db *DB) StudyData(ctx context.Context, studyID int64) (*models.StudyData, 
 		Where("v.study_id = ?", studyID).Order("si.position, v.judge").Scan(&d.Verdicts).Error; err != nil {
 		return nil, wrap(err, "study verdicts")
 	}
-	publicVerdictErrors(ctx, d.Verdicts)
 	var evs []struct {
 		ID, ItemID               int64
 		Kind, Evaluator, Verdict string
@@ -156,98 +146,24 @@ func (db *DB) StudyData(ctx context.Context, studyID int64) (*models.StudyData, 
 	return d, nil
 }
 
-// importMatch is an import row matched to a study item, with its labels in
-// canonical spelling.
-type importMatch struct {
+// StudyImportMatch is an import row matched to a study item, with its labels
+// in canonical spelling.
+type StudyImportMatch struct {
 	Item   models.StudyDataItem
 	Who    string
 	Labels models.StudyLabels
 }
 
-// matchImport checks import rows and matches them to the study's items the
-// way the study's exports key them (agreement.MatchStudyImport: rubric rows
-// by their "#" task ids, case and spaces ignored): EINVALID naming the line of
-// a row without a name or with a bad label, or when no row matches an item.
-// A later row for the same name and item replaces an earlier one's labels.
-// Rows matching no item are listed (capped) in the result.
-func matchImport(items []models.StudyDataItem, rows []models.StudyImportRow, party string) ([]importMatch, *models.StudyImportResult, error) {
-	res := &models.StudyImportResult{}
-	if len(rows) == 0 {
-		return nil, nil, models.Errorf(models.EINVALID, "The file has no rows to import.")
-	}
-	named := make([]models.StudyImportRow, len(rows))
-	for i, r := range rows {
-		r.Who = strings.TrimSpace(r.Who)
-		switch {
-		case r.Who == "":
-			return nil, nil, models.Errorf(models.EINVALID, "Line %d names no %s.", r.Line, party)
-		case len(r.Who) > maxStudyJudgeNameLen:
-			return nil, nil, models.Errorf(models.EINVALID, "Line %d: the name is longer than %d characters.", r.Line, maxStudyJudgeNameLen)
-		}
-		named[i] = r
-	}
-	found, unmatched := agreement.MatchStudyImport(items, named)
-	for i, r := range unmatched {
-		if i == maxStudyUnmatched {
-			res.Unmatched = append(res.Unmatched, fmt.Sprintf("… and %d more rows that match no item", len(unmatched)-maxStudyUnmatched))
-			break
-		}
-		res.Unmatched = append(res.Unmatched, fmt.Sprintf("line %d: %s/%s/%s", r.Line, r.Benchmark, r.Model, r.TaskID))
-	}
-	if len(found) == 0 {
-		return nil, nil, models.Errorf(models.EINVALID, "None of the file's %d rows matches an item of the study (items are matched by benchmark, model and task id), for example %s.",
-			len(rows), res.Unmatched[0])
-	}
-	byID := make(map[int64]models.StudyDataItem, len(items))
-	for _, it := range items {
-		byID[it.ItemID] = it
-	}
-	matches := make([]importMatch, 0, len(found))
-	for _, f := range found {
-		item := byID[f.ItemID]
-		labels := models.StudyLabels{}
-		for _, k := range slices.Sorted(maps.Keys(f.Labels)) {
-			v, err := canonicalLabel(k, f.Labels[k], nil, item.Rubric)
-			if err != nil {
-				return nil, nil, models.Errorf(models.EINVALID, "Line %d: %s", f.Lines[0], models.ErrorMessage(err))
-			}
-			if v != "" {
-				labels[k] = v
-			}
-		}
-		matches = append(matches, importMatch{Item: item, Who: f.Who, Labels: labels})
-	}
-	return matches, res, nil
-}
-
-// checkImportedNames refuses an import that would leave a study with more
-// than limit distinct imported annotators or judges (party): each one adds
-// columns and pairwise comparisons to every report of the study. stored
-// lists the names the study already holds.
-func checkImportedNames(stored []string, matches []importMatch, limit int, party string) error {
-	have := make(map[string]bool, len(stored))
-	for _, name := range stored {
-		have[name] = true
-	}
-	added := map[string]bool{}
-	for _, m := range matches {
-		if !have[m.Who] {
-			added[m.Who] = true
-		}
-	}
-	if len(have)+len(added) > limit {
-		return models.Errorf(models.EINVALID, "A study holds at most %d imported %ss; it has %d and the file adds %d.", limit, party, len(have), len(added))
-	}
-	return nil
-}
+// StudyImportMatcher matches a file's rows to a study's items (the study
+// service's rules), given the names of the annotators or judges the study
+// already holds from files: the matches, the result listing unmatched rows,
+// or EINVALID.
+type StudyImportMatcher func(st *models.Study, items []models.StudyDataItem, stored []string) ([]StudyImportMatch, *models.StudyImportResult, error)
 
 // importTarget loads a study for an import: managers only.
-func (db *DB) importTarget(ctx context.Context, tx *gorm.DB, studyID int64) (*studyAccess, []models.StudyDataItem, error) {
-	acc, err := db.loadStudyAccess(ctx, tx, studyID, studyExclusive)
+func (db *DB) importTarget(ctx context.Context, tx *gorm.DB, studyID int64, gate models.StudyGate) (*studyAccess, []models.StudyDataItem, error) {
+	acc, err := db.loadStudyAccess(ctx, tx, studyID, studyExclusive, gate)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := acc.requireManage(); err != nil {
 		return nil, nil, err
 	}
 	items, err := studyDataItems(tx, studyID)
@@ -259,21 +175,14 @@ func (db *DB) importTarget(ctx context.Context, tx *gorm.DB, studyID int64) (*st
 // model and task id (agreement.StudyKeys), whatever the study's status:
 // files hold labels collected elsewhere, which closing a study does not
 // freeze. Importing labels of the same annotator and item again replaces
-// them. Managers only: EUNAUTHORIZED, ENOTFOUND or EFORBIDDEN otherwise;
-// EINVALID naming the line of a bad row, when no row matches an item, or when
-// the study would hold more than MaxStudyAnnotators imported annotators.
-func (db *DB) ImportStudyLabels(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error) {
+// them. The gate's error when it refuses the actor; match's error.
+func (db *DB) ImportStudyLabels(ctx context.Context, gate models.StudyGate, studyID int64, match StudyImportMatcher) (*models.StudyImportResult, error) {
 	var res *models.StudyImportResult
 	err := db.tx(ctx, func(tx *gorm.DB) error {
-		_, items, err := db.importTarget(ctx, tx, studyID)
+		acc, items, err := db.importTarget(ctx, tx, studyID, gate)
 		if err != nil {
 			return err
 		}
-		matches, r, err := matchImport(items, rows, "annotator")
-		if err != nil {
-			return err
-		}
-		res = r
 		var existing []struct {
 			StudyItemID   int64
 			AnnotatorName string
@@ -290,9 +199,11 @@ func (db *DB) ImportStudyLabels(ctx context.Context, studyID int64, rows []model
 				names = append(names, e.AnnotatorName)
 			}
 		}
-		if err := checkImportedNames(names, matches, models.MaxStudyAnnotators, "annotator"); err != nil {
+		matches, r, err := match(acc.Study, items, names)
+		if err != nil {
 			return err
 		}
+		res = r
 		now := db.now()
 		batch := make([]importedAssignment, len(matches))
 		for i, m := range matches {
@@ -337,29 +248,14 @@ func (importedAssignment) TableName() string { return "study_assignments" }
 
 // ImportStudyVerdicts stores judge verdicts from a file as imported judges,
 // matched to the study's items as ImportStudyLabels does. Importing a judge's
-// verdict on an item again replaces it. Managers only: EUNAUTHORIZED,
-// ENOTFOUND or EFORBIDDEN otherwise; EINVALID naming the line of a bad row,
-// for a judge named like one of the study's judge configurations, when no
-// row matches an item, or when the study would hold more than MaxStudyJudges
-// imported judges.
-func (db *DB) ImportStudyVerdicts(ctx context.Context, studyID int64, rows []models.StudyImportRow) (*models.StudyImportResult, error) {
+// verdict on an item again replaces it. The gate's error when it refuses the
+// actor; match's error.
+func (db *DB) ImportStudyVerdicts(ctx context.Context, gate models.StudyGate, studyID int64, match StudyImportMatcher) (*models.StudyImportResult, error) {
 	var res *models.StudyImportResult
 	err := db.tx(ctx, func(tx *gorm.DB) error {
-		acc, items, err := db.importTarget(ctx, tx, studyID)
+		acc, items, err := db.importTarget(ctx, tx, studyID, gate)
 		if err != nil {
 			return err
-		}
-		matches, r, err := matchImport(items, rows, "judge")
-		if err != nil {
-			return err
-		}
-		res = r
-		for _, m := range matches {
-			for _, j := range acc.Study.Judges {
-				if strings.EqualFold(j.Name, m.Who) {
-					return models.Errorf(models.EINVALID, "%q is the name of one of the study's judge configurations; rename the judge in the file.", m.Who)
-				}
-			}
 		}
 		var existing []struct {
 			StudyItemID int64
@@ -377,9 +273,11 @@ func (db *DB) ImportStudyVerdicts(ctx context.Context, studyID int64, rows []mod
 				names = append(names, e.Judge)
 			}
 		}
-		if err := checkImportedNames(names, matches, models.MaxStudyJudges, "judge"); err != nil {
+		matches, r, err := match(acc.Study, items, names)
+		if err != nil {
 			return err
 		}
+		res = r
 		now := db.now()
 		batch := make([]models.StudyVerdict, len(matches))
 		for i, m := range matches {
@@ -433,7 +331,7 @@ func (db *DB) StudyJudgeWork(ctx context.Context, studyID int64, judge string) (
 		return nil, wrap(err, "study")
 	}
 	if len(studies) == 0 {
-		return nil, studyNotFound(studyID)
+		return nil, models.Errorf(models.ENOTFOUND, "Study %d not found.", studyID)
 	}
 	if !slices.ContainsFunc(studies[0].Judges, func(j models.StudyJudge) bool { return j.Name == judge }) {
 		return nil, models.Errorf(models.ENOTFOUND, "Study %d has no judge configuration %q.", studyID, judge)
@@ -448,10 +346,12 @@ func (db *DB) StudyJudgeWork(ctx context.Context, studyID int64, judge string) (
 // replacing an earlier one, so a redelivered job judges again harmlessly.
 // Labels are stored in canonical spelling. System actor only: EFORBIDDEN
 // otherwise; ENOTFOUND when the item is not in the study; EINVALID for a
-// verdict without a judge or with a bad label; ECONFLICT when v.Config is set
+// verdict without a judge or with a bad label (canon checks the labels against
+// the item's rubric and spells them canonically); ECONFLICT when v.Config is set
 // and the study's configuration of that name is no longer it (the study row
 // is held in share mode, so SetStudyJudges cannot change it meanwhile).
-func (db *DB) SaveStudyVerdict(ctx context.Context, v *models.StudyVerdict) error {
+func (db *DB) SaveStudyVerdict(ctx context.Context, v *models.StudyVerdict,
+	canon func(labels models.StudyLabels, rubric []models.RubricItem) (models.StudyLabels, error)) error {
 	if err := requireSystem(ctx); err != nil {
 		return err
 	}
@@ -460,7 +360,7 @@ func (db *DB) SaveStudyVerdict(ctx context.Context, v *models.StudyVerdict) erro
 	}
 	return db.tx(ctx, func(tx *gorm.DB) error {
 		if v.Config != nil {
-			acc, err := db.loadStudyAccess(ctx, tx, v.StudyID, studyShared)
+			acc, err := db.loadStudyAccess(ctx, tx, v.StudyID, studyShared, systemGate)
 			if err != nil {
 				return err
 			}
@@ -476,15 +376,9 @@ func (db *DB) SaveStudyVerdict(ctx context.Context, v *models.StudyVerdict) erro
 		if err != nil {
 			return err
 		}
-		labels := models.StudyLabels{}
-		for k, raw := range v.Labels {
-			val, err := canonicalLabel(k, raw, nil, rubric)
-			if err != nil {
-				return err
-			}
-			if val != "" {
-				labels[k] = val
-			}
+		labels, err := canon(v.Labels, rubric)
+		if err != nil {
+			return err
 		}
 		row := *v
 		row.ID, row.Imported, row.Labels, row.CreatedAt = 0, false, labels, db.now()

@@ -11,6 +11,8 @@ import (
 
 	"proctor/agreement"
 	"proctor/models"
+	"proctor/service"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -35,17 +37,17 @@ func TestStore_StudyData(t *testing.T) {
 			if i == 2 {
 				action = models.LabelActionSave
 			}
-			_, err := db.SaveStudyLabels(f.ann[0], st.ID, e.ItemID, models.StudyLabelInput{Action: action, TimeSpentMS: 2000,
+			_, err := servicetest.Studies(db, nil).SaveStudyLabels(f.ann[0], st.ID, e.ItemID, models.StudyLabelInput{Action: action, TimeSpentMS: 2000,
 				Labels: map[string]string{"success": "Successful", "score": "4"}})
 			require.NoError(t, err)
 		}
-		_, err := db.SaveStudyLabels(f.ann[1], st.ID, queues[1][0].ItemID, models.StudyLabelInput{Action: models.LabelActionSkip, Reason: "blank"})
+		_, err := servicetest.Studies(db, nil).SaveStudyLabels(f.ann[1], st.ID, queues[1][0].ItemID, models.StudyLabelInput{Action: models.LabelActionSkip, Reason: "blank"})
 		require.NoError(t, err)
 		items := f.items(t, st.ID)
 		require.NoError(t, db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID, Judge: "gpt judge",
-			Labels: models.StudyLabels{"success": "failure", "score": "2"}, TokensIn: 100, Cost: 0.01}))
+			Labels: models.StudyLabels{"success": "failure", "score": "2"}, TokensIn: 100, Cost: 0.01}, service.CanonicalVerdictLabels))
 
-		d, err := db.StudyData(f.member, st.ID)
+		d, err := servicetest.Studies(db, nil).StudyData(f.member, st.ID)
 		require.NoError(t, err)
 		require.Equal(t, st.ID, d.Study.ID)
 		require.Len(t, d.Items, 12)
@@ -106,7 +108,7 @@ func TestStore_StudyData(t *testing.T) {
 				IsCurrent: true, CreatedAt: time.Now().UTC(),
 				RubricJudgments: []models.RubricJudgment{{RubricItemID: rubricItems[0].ID, Passed: true}}}
 			require.NoError(t, db.Gorm().Create(ev).Error)
-			d, err := db.StudyData(f.member, st.ID)
+			d, err := servicetest.Studies(db, nil).StudyData(f.member, st.ID)
 			require.NoError(t, err)
 			found := false
 			for _, e := range d.Evaluations {
@@ -121,10 +123,10 @@ func TestStore_StudyData(t *testing.T) {
 		t.Run("FixedQueries", func(t *testing.T) {
 			small, _ := f.openStudy(t, func(r *models.StudyRequest) { r.SampleSize = 2 })
 			log := countStatements(t, db.Gorm())
-			_, err := db.StudyData(f.member, small.ID)
+			_, err := servicetest.Studies(db, nil).StudyData(f.member, small.ID)
 			require.NoError(t, err)
 			few := log.reset()
-			_, err = db.StudyData(f.member, st.ID)
+			_, err = servicetest.Studies(db, nil).StudyData(f.member, st.ID)
 			require.NoError(t, err)
 			many := log.reset()
 			require.NotEmpty(t, few)
@@ -139,13 +141,13 @@ func TestStore_StudyImports(t *testing.T) {
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newStudyFixture(t, db)
 		st := f.create(t, nil)
-		d, err := db.StudyData(f.member, st.ID)
+		d, err := servicetest.Studies(db, nil).StudyData(f.member, st.ID)
 		require.NoError(t, err)
 		keys := agreement.StudyKeys(d.Items)
 		a, b := d.Items[0].ItemID, d.Items[1].ItemID
 
 		t.Run("Labels", func(t *testing.T) {
-			res, err := db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{
+			res, err := servicetest.Studies(db, nil).ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{
 				importRow(keys, a, "arb-1", 2, models.StudyLabels{"success": "Successful", "optimality": "2. Suboptimal"}),
 				importRow(keys, b, "arb-1", 3, models.StudyLabels{"success": "Unsure"}),
 				{Benchmark: "mini", Model: "nobody", TaskID: "t9", Who: "arb-1", Line: 4},
@@ -158,13 +160,13 @@ func TestStore_StudyImports(t *testing.T) {
 			// Keys match whatever their capitals; importing again replaces.
 			row := importRow(keys, a, "arb-1", 2, models.StudyLabels{"success": "Unsuccessful"})
 			row.Benchmark, row.Model = strings.ToUpper(row.Benchmark), " "+strings.ToUpper(row.Model)
-			res, err = db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{row, importRow(keys, a, "arb-2", 3, models.StudyLabels{"success": "Successful"})})
+			res, err = servicetest.Studies(db, nil).ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{row, importRow(keys, a, "arb-2", 3, models.StudyLabels{"success": "Successful"})})
 			require.NoError(t, err)
 			require.Equal(t, 2, res.Imported)
 			require.Equal(t, 1, res.Replaced)
 			require.EqualValues(t, 3, countRows(t, db, "study_assignments", "study_id = ? AND user_id IS NULL", st.ID))
 
-			d, err := db.StudyData(f.member, st.ID)
+			d, err := servicetest.Studies(db, nil).StudyData(f.member, st.ID)
 			require.NoError(t, err)
 			byName := map[string]models.StudyLabels{}
 			for _, h := range d.Human {
@@ -180,10 +182,10 @@ func TestStore_StudyImports(t *testing.T) {
 			// AgentRewardBench's files answer Unsure in optimality and
 			// looping too, which the annotation form does not offer.
 			all := models.StudyLabels{"success": "Unsure", "side_effect": " unsure", "optimality": "UNSURE", "looping": "Unsure "}
-			res, err := db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{importRow(keys, b, " arb-3 ", 2, all)})
+			res, err := servicetest.Studies(db, nil).ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{importRow(keys, b, " arb-3 ", 2, all)})
 			require.NoError(t, err)
 			require.Equal(t, 1, res.Imported)
-			d, err := db.StudyData(f.member, st.ID)
+			d, err := servicetest.Studies(db, nil).StudyData(f.member, st.ID)
 			require.NoError(t, err)
 			var got []models.StudyHumanLabel
 			for _, h := range d.Human {
@@ -197,22 +199,22 @@ func TestStore_StudyImports(t *testing.T) {
 		})
 
 		t.Run("Refusals", func(t *testing.T) {
-			_, err := db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{{Benchmark: "mini", Model: "x", TaskID: "t1", Who: "a", Line: 2}})
+			_, err := servicetest.Studies(db, nil).ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{{Benchmark: "mini", Model: "x", TaskID: "t1", Who: "a", Line: 2}})
 			requireCode(t, models.EINVALID, err)
 			require.Contains(t, models.ErrorMessage(err), "None of the file's 1 rows matches an item of the study")
 			require.Contains(t, models.ErrorMessage(err), "line 2: mini/x/t1")
-			_, err = db.ImportStudyLabels(f.member, st.ID, nil)
+			_, err = servicetest.Studies(db, nil).ImportStudyLabels(f.member, st.ID, nil)
 			requireCode(t, models.EINVALID, err)
-			_, err = db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, "a", 7, models.StudyLabels{"success": "perhaps"})})
+			_, err = servicetest.Studies(db, nil).ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, "a", 7, models.StudyLabels{"success": "perhaps"})})
 			requireCode(t, models.EINVALID, err)
 			require.Contains(t, models.ErrorMessage(err), `Line 7: "perhaps" is not an answer to success`)
-			_, err = db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, "a", 8, models.StudyLabels{"optimality": "Maybe"})})
+			_, err = servicetest.Studies(db, nil).ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, "a", 8, models.StudyLabels{"optimality": "Maybe"})})
 			requireCode(t, models.EINVALID, err)
 			require.Contains(t, models.ErrorMessage(err), `Line 8: "Maybe" is not an answer to optimality`)
-			_, err = db.ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, " ", 5, nil)})
+			_, err = servicetest.Studies(db, nil).ImportStudyLabels(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, " ", 5, nil)})
 			requireCode(t, models.EINVALID, err)
 			require.Contains(t, models.ErrorMessage(err), "Line 5 names no annotator.")
-			_, err = db.ImportStudyVerdicts(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, "GPT JUDGE", 2, models.StudyLabels{"success": "successful"})})
+			_, err = servicetest.Studies(db, nil).ImportStudyVerdicts(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, "GPT JUDGE", 2, models.StudyLabels{"success": "successful"})})
 			requireCode(t, models.EINVALID, err)
 			require.Contains(t, models.ErrorMessage(err), "judge configurations")
 		})
@@ -222,7 +224,7 @@ func TestStore_StudyImports(t *testing.T) {
 			for i := range 150 {
 				rows = append(rows, models.StudyImportRow{Benchmark: "mini", Model: "x", TaskID: fmt.Sprintf("u%d", i), Who: "cap", Line: i + 2})
 			}
-			res, err := db.ImportStudyLabels(f.member, st.ID, rows)
+			res, err := servicetest.Studies(db, nil).ImportStudyLabels(f.member, st.ID, rows)
 			require.NoError(t, err)
 			require.Equal(t, 1, res.Imported)
 			require.Len(t, res.Unmatched, 101)
@@ -230,16 +232,16 @@ func TestStore_StudyImports(t *testing.T) {
 		})
 
 		t.Run("Verdicts", func(t *testing.T) {
-			res, err := db.ImportStudyVerdicts(f.member, st.ID, []models.StudyImportRow{
+			res, err := servicetest.Studies(db, nil).ImportStudyVerdicts(f.member, st.ID, []models.StudyImportRow{
 				importRow(keys, a, "arb-judge", 2, models.StudyLabels{"success": "success"}),
 				importRow(keys, b, "arb-judge", 3, models.StudyLabels{"success": "failure"}),
 			})
 			require.NoError(t, err)
 			require.Equal(t, 2, res.Imported)
-			res, err = db.ImportStudyVerdicts(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, "arb-judge", 2, models.StudyLabels{"success": "Unsure"})})
+			res, err = servicetest.Studies(db, nil).ImportStudyVerdicts(f.member, st.ID, []models.StudyImportRow{importRow(keys, a, "arb-judge", 2, models.StudyLabels{"success": "Unsure"})})
 			require.NoError(t, err)
 			require.Equal(t, 1, res.Replaced)
-			verdicts, err := db.StudyVerdicts(f.member, st.ID)
+			verdicts, err := servicetest.Studies(db, nil).StudyVerdicts(f.member, st.ID)
 			require.NoError(t, err)
 			require.Len(t, verdicts, 2)
 			for _, v := range verdicts {
@@ -248,7 +250,7 @@ func TestStore_StudyImports(t *testing.T) {
 					require.Equal(t, models.StudyLabels{"success": "unsure"}, v.Labels)
 				}
 			}
-			err = db.SetStudyJudges(f.member, st.ID, []models.StudyJudge{{Name: "arb-judge", Prompt: models.StudyPromptLabelsV1}})
+			err = servicetest.Studies(db, nil).SetStudyJudges(f.member, st.ID, []models.StudyJudge{{Name: "arb-judge", Prompt: models.StudyPromptLabelsV1}})
 			requireField(t, "judges", "imported from a file", err)
 		})
 	})
@@ -273,17 +275,17 @@ func TestStore_StudyJudging(t *testing.T) {
 
 		v := &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID, Judge: "gpt judge", Labels: models.StudyLabels{"success": "Success"},
 			Rationale: "first", TokensIn: 1000, TokensOut: 50, Cost: 0.02, LatencyMS: 900}
-		require.NoError(t, db.SaveStudyVerdict(f.system, v))
+		require.NoError(t, db.SaveStudyVerdict(f.system, v, service.CanonicalVerdictLabels))
 		require.Equal(t, "successful", v.Labels["success"])
 		v.Rationale, v.Labels = "again", models.StudyLabels{"success": "failure"}
-		require.NoError(t, db.SaveStudyVerdict(f.system, v), "a redelivered job judges again")
+		require.NoError(t, db.SaveStudyVerdict(f.system, v, service.CanonicalVerdictLabels), "a redelivered job judges again")
 		require.EqualValues(t, 1, countRows(t, db, "study_verdicts", "study_item_id = ?", items[0].ID))
 		require.NoError(t, db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[1].ID, Judge: "gpt judge",
-			Error: "the judge timed out", TokensIn: 10}))
+			Error: "the judge timed out", TokensIn: 10}, service.CanonicalVerdictLabels))
 		require.NoError(t, db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[2].ID, Judge: "screens",
-			Labels: models.StudyLabels{"success": "unsure", "score": "3"}}))
+			Labels: models.StudyLabels{"success": "unsure", "score": "3"}}, service.CanonicalVerdictLabels))
 
-		verdicts, err := db.StudyVerdicts(f.member, st.ID)
+		verdicts, err := servicetest.Studies(db, nil).StudyVerdicts(f.member, st.ID)
 		require.NoError(t, err)
 		require.Len(t, verdicts, 3)
 		require.Equal(t, "again", verdicts[0].Rationale)
@@ -295,7 +297,7 @@ func TestStore_StudyJudging(t *testing.T) {
 		require.Len(t, work, len(items)-1, "the failed item is judged again; the judged one is not")
 		require.Equal(t, items[1].ID, work[0].ID)
 
-		view, err := db.StudyOverview(f.member, st.ID)
+		view, err := servicetest.Studies(db, nil).StudyOverview(f.member, st.ID)
 		require.NoError(t, err)
 		require.Len(t, view.Judges, 2)
 		require.Equal(t, "gpt judge", view.Judges[0].Name)
@@ -306,11 +308,11 @@ func TestStore_StudyJudging(t *testing.T) {
 		require.Equal(t, 1, view.Judges[1].Judged)
 		require.True(t, view.Judges[1].Screenshots)
 
-		err = db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID, Judge: "gpt judge", Labels: models.StudyLabels{"score": "9"}})
+		err = db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID, Judge: "gpt judge", Labels: models.StudyLabels{"score": "9"}}, service.CanonicalVerdictLabels)
 		requireField(t, "score", "allowed: 1, 2, 3, 4, 5", err)
-		err = db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID + 1000, StudyItemID: items[0].ID, Judge: "gpt judge"})
+		err = db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID + 1000, StudyItemID: items[0].ID, Judge: "gpt judge"}, service.CanonicalVerdictLabels)
 		requireCode(t, models.ENOTFOUND, err)
-		requireField(t, "judge", "names no judge", db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID}))
+		requireField(t, "judge", "names no judge", db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID}, service.CanonicalVerdictLabels))
 	})
 }
 
@@ -334,12 +336,12 @@ func TestStore_SetStudyJudges(t *testing.T) {
 		for _, j := range judges {
 			for _, it := range items[:2] {
 				require.NoError(t, db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: it.ID, Judge: j.Name,
-					Labels: models.StudyLabels{"success": "successful"}}))
+					Labels: models.StudyLabels{"success": "successful"}}, service.CanonicalVerdictLabels))
 			}
 		}
-		d, err := db.StudyData(f.member, st.ID)
+		d, err := servicetest.Studies(db, nil).StudyData(f.member, st.ID)
 		require.NoError(t, err)
-		_, err = db.ImportStudyVerdicts(f.member, st.ID, []models.StudyImportRow{
+		_, err = servicetest.Studies(db, nil).ImportStudyVerdicts(f.member, st.ID, []models.StudyImportRow{
 			importRow(agreement.StudyKeys(d.Items), items[0].ID, "imported", 2, models.StudyLabels{"success": "unsure"})})
 		require.NoError(t, err)
 
@@ -351,8 +353,8 @@ func TestStore_SetStudyJudges(t *testing.T) {
 			{Name: "accessibility", Prompt: models.StudyPromptTrajectoryV2},
 			{Name: "new", Prompt: models.StudyPromptTrajectoryV1},
 		}
-		require.NoError(t, db.SetStudyJudges(f.member, st.ID, changed))
-		verdicts, err := db.StudyVerdicts(f.member, st.ID)
+		require.NoError(t, servicetest.Studies(db, nil).SetStudyJudges(f.member, st.ID, changed))
+		verdicts, err := servicetest.Studies(db, nil).StudyVerdicts(f.member, st.ID)
 		require.NoError(t, err)
 		perJudge := map[string]int{}
 		for _, v := range verdicts {
@@ -367,16 +369,16 @@ func TestStore_SetStudyJudges(t *testing.T) {
 		// verdicts under the new one; a job with the current one can.
 		old := judges[1]
 		err = db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID, Judge: old.Name,
-			Labels: models.StudyLabels{"success": "successful"}, Config: &old})
+			Labels: models.StudyLabels{"success": "successful"}, Config: &old}, service.CanonicalVerdictLabels)
 		requireCode(t, models.ECONFLICT, err)
 		require.Contains(t, models.ErrorMessage(err), `judge "model" changed while it judged`)
 		current := changed[1]
 		current.Model = "m2"
 		require.NoError(t, db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: items[0].ID, Judge: current.Name,
-			Labels: models.StudyLabels{"success": "successful"}, Config: &current}))
+			Labels: models.StudyLabels{"success": "successful"}, Config: &current}, service.CanonicalVerdictLabels))
 
-		require.NoError(t, db.SetStudyJudges(f.member, st.ID, nil))
-		verdicts, err = db.StudyVerdicts(f.member, st.ID)
+		require.NoError(t, servicetest.Studies(db, nil).SetStudyJudges(f.member, st.ID, nil))
+		verdicts, err = servicetest.Studies(db, nil).StudyVerdicts(f.member, st.ID)
 		require.NoError(t, err)
 		require.Len(t, verdicts, 1, "no configuration left: only the imported judge's verdict")
 		require.True(t, verdicts[0].Imported)
@@ -393,20 +395,20 @@ func TestStore_StudyVerdictErrors(t *testing.T) {
 		st, queues := f.openStudy(t, func(r *models.StudyRequest) { r.Blind = false })
 		item := queues[0][0].ItemID
 		const raw = "the judge could not be asked: POST http://judge.internal:8000/v1/chat/completions: 502 upstream said {\"detail\":\"quota\"}"
-		require.NoError(t, db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: item, Judge: "gpt judge", Error: raw}))
+		require.NoError(t, db.SaveStudyVerdict(f.system, &models.StudyVerdict{StudyID: st.ID, StudyItemID: item, Judge: "gpt judge", Error: raw}, service.CanonicalVerdictLabels))
 
 		errorsSeen := func(t *testing.T, ctx context.Context) []string {
 			t.Helper()
 			var out []string
-			verdicts, err := db.StudyVerdicts(ctx, st.ID)
+			verdicts, err := servicetest.Studies(db, nil).StudyVerdicts(ctx, st.ID)
 			require.NoError(t, err)
 			require.Len(t, verdicts, 1)
 			out = append(out, verdicts[0].Error)
-			v, err := db.StudyItem(ctx, st.ID, item)
+			v, err := servicetest.Studies(db, nil).StudyItem(ctx, st.ID, item)
 			require.NoError(t, err)
 			require.Len(t, v.Reveal.Verdicts, 1)
 			out = append(out, v.Reveal.Verdicts[0].Error)
-			if d, err := db.StudyData(ctx, st.ID); models.ErrorCode(err) != models.EFORBIDDEN {
+			if d, err := servicetest.Studies(db, nil).StudyData(ctx, st.ID); models.ErrorCode(err) != models.EFORBIDDEN {
 				require.NoError(t, err)
 				require.Len(t, d.Verdicts, 1)
 				out = append(out, d.Verdicts[0].Error)
@@ -428,7 +430,7 @@ func TestStore_StudyImportCaps(t *testing.T) {
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newStudyFixture(t, db)
 		st := f.create(t, nil)
-		d, err := db.StudyData(f.member, st.ID)
+		d, err := servicetest.Studies(db, nil).StudyData(f.member, st.ID)
 		require.NoError(t, err)
 		keys := agreement.StudyKeys(d.Items)
 		item := d.Items[0].ItemID
@@ -445,10 +447,10 @@ func TestStore_StudyImportCaps(t *testing.T) {
 			send  func(rows []models.StudyImportRow) (*models.StudyImportResult, error)
 		}{
 			{"annotator", models.MaxStudyAnnotators, func(rows []models.StudyImportRow) (*models.StudyImportResult, error) {
-				return db.ImportStudyLabels(f.member, st.ID, rows)
+				return servicetest.Studies(db, nil).ImportStudyLabels(f.member, st.ID, rows)
 			}},
 			{"judge", models.MaxStudyJudges, func(rows []models.StudyImportRow) (*models.StudyImportResult, error) {
-				return db.ImportStudyVerdicts(f.member, st.ID, rows)
+				return servicetest.Studies(db, nil).ImportStudyVerdicts(f.member, st.ID, rows)
 			}},
 		} {
 			t.Run(tc.party, func(t *testing.T) {

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
+	"time"
 
 	"gorm.io/gorm"
 
-	"proctor/agreement"
 	"proctor/models"
 )
+
+// PublicJudgeFailed is why a judge gave no verdict, as everyone but
+// administrators reads it (an evaluation's failure reads the same).
+const PublicJudgeFailed = publicJudgeFailed
 
 // assignmentColumns reads a study assignment; imported labels have no user
 // (user_id NULL), which models.StudyAssignment holds as 0.
@@ -53,11 +56,10 @@ func notAssigned(itemID int64) error {
 
 // StudyQueue is the actor's own queue in a study, in order, with their
 // progress and the next pending item. Managers who annotate nothing get an
-// empty queue. EUNAUTHORIZED for anonymous callers, ENOTFOUND for everyone
-// else who may not see the study.
-func (db *DB) StudyQueue(ctx context.Context, studyID int64) (*models.StudyQueue, error) {
+// empty queue. The gate's error when it refuses the actor.
+func (db *DB) StudyQueue(ctx context.Context, gate models.StudyGate, studyID int64) (*models.StudyQueue, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked)
+	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate)
 	if err != nil {
 		return nil, err
 	}
@@ -141,21 +143,6 @@ func studyTimeline(ctx context.Context, q *gorm.DB, attemptID int64) (*models.Ti
 	return tl, nil
 }
 
-// stripBlind removes from an item view what a blind study keeps from its
-// annotators: every evaluation, the attempt's outcome, score and error, the
-// run's success and error counts, the reveal, and the item's stratum, which
-// is the attempt's outcome when the sample is stratified by outcome. Every
-// stratum is cleared, not only outcomes: annotators need none of them.
-func stripBlind(v *models.StudyItemView) {
-	tl := &v.Timeline
-	tl.Evaluation, tl.Evaluations = nil, nil
-	tl.Attempt.Outcome, tl.Attempt.Score, tl.Attempt.ErrorClass, tl.Attempt.ErrorMessage = "", nil, "", ""
-	tl.Run.Successes, tl.Run.Errors = 0, 0
-	tl.CanManage = false
-	v.Item.Stratum = ""
-	v.Reveal = nil
-}
-
 // annotatorLabels lists every assignment's labels of an item (imported ones
 // included), annotators by name (managers: the email when a user has no
 // name).
@@ -200,38 +187,20 @@ func itemVerdicts(ctx context.Context, q *gorm.DB, itemID int64) ([]models.Study
 	if err := q.Where("study_item_id = ?", itemID).Order("judge").Find(&out).Error; err != nil {
 		return nil, wrap(err, "study verdicts")
 	}
-	publicVerdictErrors(ctx, out)
 	return out, nil
-}
-
-// publicVerdictErrors replaces why a judge gave no verdict by one fixed
-// sentence for everyone but administrators: the runner's text may quote the
-// judge endpoint's address or a piece of its reply, which study owners and
-// annotators must not read.
-func publicVerdictErrors(ctx context.Context, verdicts []models.StudyVerdict) {
-	if models.ActorFrom(ctx).Privileged() {
-		return
-	}
-	for i := range verdicts {
-		if verdicts[i].Error != "" {
-			verdicts[i].Error = publicJudgeFailed
-		}
-	}
 }
 
 // StudyItem is one item for the annotation page. Annotators may open only the
 // items assigned to them (EFORBIDDEN naming the item otherwise); managers any.
-// For an annotator of a blind study the timeline carries no evaluation, the
-// attempt no outcome, score or error, the run no success counts, the item no
-// stratum, and Reveal is nil; everyone else gets Reveal: the current
-// evaluations, the judges' verdicts (errors worded as StudyVerdicts words
-// them) and every annotator's labels. Navigation follows the viewer's queue
-// when the item is assigned to them, else the sample. EUNAUTHORIZED for
-// anonymous callers, ENOTFOUND for an unknown item or a study the actor may
-// not see.
-func (db *DB) StudyItem(ctx context.Context, studyID, itemID int64) (*models.StudyItemView, error) {
+// Reveal holds the current evaluations, the judges' verdicts and every
+// annotator's labels; the study
+// service withholds them, with the attempt's results, from the annotators of
+// a blind study. Navigation follows the viewer's queue when the item is
+// assigned to them, else the sample. The gate's error when it refuses the
+// actor; ENOTFOUND for an unknown item.
+func (db *DB) StudyItem(ctx context.Context, gate models.StudyGate, studyID, itemID int64) (*models.StudyItemView, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked)
+	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate)
 	if err != nil {
 		return nil, err
 	}
@@ -276,11 +245,6 @@ func (db *DB) StudyItem(ctx context.Context, studyID, itemID int64) (*models.Stu
 			v.NextID = order[i+1]
 		}
 	}
-	if acc.blind() {
-		v.Timeline = *tl
-		stripBlind(v)
-		return v, nil
-	}
 	reveal := &models.StudyReveal{}
 	for _, ev := range tl.Evaluations {
 		if ev.IsCurrent {
@@ -301,86 +265,6 @@ func (db *DB) StudyItem(ctx context.Context, studyID, itemID int64) (*models.Stu
 	return v, nil
 }
 
-// allowedAnswers lists a label's answers as forms spell them, for messages.
-func allowedAnswers(spec agreement.Spec) string {
-	values := slices.Clone(spec.Display)
-	if spec.AllowsUnsure {
-		values = append(values, "Unsure")
-	}
-	return strings.Join(values, ", ")
-}
-
-// offeredAnswer refuses a saved unsure answer to a label the annotation form
-// offers no unsure for (optimality, looping): imported files may hold one, as
-// AgentRewardBench's do (agreement.Spec.ReadsUnsure), but an annotator in
-// Proctor chooses among the form's answers. EINVALID on field key.
-func offeredAnswer(key, raw, canonical string) error {
-	spec, ok := agreement.SpecOf(agreement.Label(key))
-	if !ok || canonical != agreement.Unsure || spec.AllowsUnsure {
-		return nil
-	}
-	return models.FieldError(key, "%q is not an answer to %s (allowed: %s).", strings.TrimSpace(raw), key, allowedAnswers(spec))
-}
-
-// rubricItemKey reads a RubricLabelKey; ok false when key is not one.
-func rubricItemKey(key string) (int64, bool) {
-	rest, ok := strings.CutPrefix(key, models.StudyLabelRubric+":")
-	if !ok {
-		return 0, false
-	}
-	id, err := strconv.ParseInt(rest, 10, 64)
-	return id, err == nil && id > 0 && models.RubricLabelKey(id) == key
-}
-
-// canonicalLabel reads one label's value and returns its canonical
-// spelling ("" clears it): EINVALID on field key naming the allowed answers.
-// rubric lists the item's rubric items a rubric key may name; asks tells
-// which labels are asked (nil: any label agreement knows).
-func canonicalLabel(key, raw string, asks func(string) bool, rubric []models.RubricItem) (string, error) {
-	if id, ok := rubricItemKey(key); ok {
-		if asks != nil && !asks(models.StudyLabelRubric) {
-			return "", models.FieldError(key, "The study does not ask about rubric items.")
-		}
-		if !slices.ContainsFunc(rubric, func(it models.RubricItem) bool { return it.ID == id }) {
-			return "", models.FieldError(key, "Rubric item %d is not one of this task's.", id)
-		}
-		switch v := strings.ToLower(strings.TrimSpace(raw)); v {
-		case "", models.RubricPass, models.RubricFail:
-			return v, nil
-		}
-		return "", models.FieldError(key, "%q is not an answer to a rubric item (allowed: %s, %s).", raw, models.RubricPass, models.RubricFail)
-	}
-	spec, ok := agreement.SpecOf(agreement.Label(key))
-	if !ok || (asks != nil && !asks(key)) {
-		return "", models.FieldError(key, "The study does not ask %q.", key)
-	}
-	v, err := spec.Parse(raw)
-	if err != nil {
-		return "", models.FieldError(key, "%q is not an answer to %s (allowed: %s).", strings.TrimSpace(raw), key, allowedAnswers(spec))
-	}
-	return v, nil
-}
-
-// missingLabels lists the asked labels (and rubric items, when asked) that
-// labels leave unanswered, in form order.
-func missingLabels(st *models.Study, labels models.StudyLabels, rubric []models.RubricItem) []string {
-	var missing []string
-	for _, l := range st.Labels {
-		if l == models.StudyLabelRubric {
-			for _, it := range rubric {
-				if labels[models.RubricLabelKey(it.ID)] == "" {
-					missing = append(missing, models.RubricLabelKey(it.ID))
-				}
-			}
-			continue
-		}
-		if labels[l] == "" {
-			missing = append(missing, l)
-		}
-	}
-	return missing
-}
-
 // taskRubric lists the rubric items of an attempt's task, in order.
 func taskRubric(q *gorm.DB, attemptID int64) ([]models.RubricItem, error) {
 	var items []models.RubricItem
@@ -388,51 +272,23 @@ func taskRubric(q *gorm.DB, attemptID int64) ([]models.RubricItem, error) {
 	return items, wrap(err, "rubric items")
 }
 
-// SaveStudyLabels saves the actor's labels for an item assigned to them while
-// the study is open. Values are stored in canonical spelling; a label left out
-// keeps its saved value and "" clears it. "save" keeps the status (a done item
-// whose answers are no longer complete goes back to pending), "submit" needs
-// every asked label (and every rubric item when rubric is asked), "skip" and
-// "flag" need a reason. Time spent adds up, at most MaxStudyTimeDeltaMS per
-// save. EUNAUTHORIZED, ENOTFOUND as StudyItem; ECONFLICT unless the study is
-// open; EFORBIDDEN naming the item when it is not assigned to the actor;
-// EINVALID naming the field (the label, "reason", "action" or
-// "time_spent_ms") for a bad input or the missing labels.
-func (db *DB) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in models.StudyLabelInput) (*models.StudyAssignment, error) {
-	action := strings.TrimSpace(in.Action)
-	if action == "" {
-		action = models.LabelActionSave
-	}
-	reason := strings.TrimSpace(in.Reason)
-	switch action {
-	case models.LabelActionSave, models.LabelActionSubmit:
-	case models.LabelActionSkip, models.LabelActionFlag:
-		if reason == "" {
-			return nil, models.FieldError("reason", "Say why you %s this item.", map[string]string{models.LabelActionSkip: "skip", models.LabelActionFlag: "flag"}[action])
-		}
-	default:
-		return nil, models.FieldError("action", "The action must be save, submit, skip or flag, not %q.", action)
-	}
-	if len(reason) > models.MaxStudyReasonLen {
-		return nil, models.FieldError("reason", "The reason must be at most %d characters.", models.MaxStudyReasonLen)
-	}
-	if in.TimeSpentMS < 0 {
-		return nil, models.FieldError("time_spent_ms", "The time spent cannot be negative.")
-	}
+// SaveStudyLabels changes the actor's assignment of an item while the study
+// is open: apply (the study service's rules) sets its labels, status, reason
+// and time spent from the study, the saved assignment, the task's rubric and
+// the time now, and the assignment is written in the same transaction.
+// EUNAUTHORIZED, ENOTFOUND as StudyItem; ECONFLICT unless the study is open;
+// EFORBIDDEN naming the item when it is not assigned to the actor; whatever
+// apply returns.
+func (db *DB) SaveStudyLabels(ctx context.Context, gate models.StudyGate, studyID, itemID int64,
+	apply func(st *models.Study, as *models.StudyAssignment, rubric []models.RubricItem, now time.Time) error) (*models.StudyAssignment, error) {
 	var out *models.StudyAssignment
 	err := db.tx(ctx, func(tx *gorm.DB) error {
 		// Shared: a close (which locks the study for update) either waits for
 		// this save to commit or makes it wait and then read the study closed,
 		// so no label is saved after the study's closing time.
-		acc, err := db.loadStudyAccess(ctx, tx, studyID, studyShared)
+		acc, err := db.loadStudyAccess(ctx, tx, studyID, studyShared, gate)
 		if err != nil {
 			return err
-		}
-		switch acc.Study.Status {
-		case models.StudyDraft:
-			return models.Errorf(models.ECONFLICT, "The study is not open yet; labels are accepted once it opens.")
-		case models.StudyClosed:
-			return models.Errorf(models.ECONFLICT, "The study is closed; labels can no longer be changed.")
 		}
 		item, err := studyItemOf(tx, studyID, itemID)
 		if err != nil {
@@ -453,48 +309,10 @@ func (db *DB) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in mod
 		if err != nil {
 			return err
 		}
-		labels := models.StudyLabels{}
-		for k, v := range as.Labels {
-			labels[k] = v
-		}
-		keys := make([]string, 0, len(in.Labels))
-		for k := range in.Labels {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys) // the first bad label named is always the same one
-		for _, k := range keys {
-			v, err := canonicalLabel(k, in.Labels[k], acc.Study.Asks, rubric)
-			if err == nil {
-				err = offeredAnswer(k, in.Labels[k], v)
-			}
-			if err != nil {
-				return err
-			}
-			if v == "" {
-				delete(labels, k)
-			} else {
-				labels[k] = v
-			}
-		}
 		now := db.now()
-		missing := missingLabels(acc.Study, labels, rubric)
-		switch action {
-		case models.LabelActionSubmit:
-			if len(missing) > 0 {
-				return models.FieldError(missing[0], "Answer every question before submitting; missing: %s.", strings.Join(missing, ", "))
-			}
-			as.Status, as.Reason, as.SubmittedAt = models.AssignmentDone, "", &now
-		case models.LabelActionSkip:
-			as.Status, as.Reason, as.SubmittedAt = models.AssignmentSkipped, reason, &now
-		case models.LabelActionFlag:
-			as.Status, as.Reason, as.SubmittedAt = models.AssignmentFlagged, reason, &now
-		case models.LabelActionSave:
-			if as.Status == models.AssignmentDone && len(missing) > 0 {
-				as.Status, as.SubmittedAt = models.AssignmentPending, nil
-			}
+		if err := apply(acc.Study, as, rubric, now); err != nil {
+			return err
 		}
-		as.Labels = labels
-		as.TimeSpentMS += min(in.TimeSpentMS, models.MaxStudyTimeDeltaMS)
 		as.UpdatedAt = now
 		err = tx.Model(&models.StudyAssignment{}).Where("id = ?", as.ID).Updates(map[string]any{
 			"status": as.Status, "reason": as.Reason, "labels": as.Labels, "time_spent_ms": as.TimeSpentMS,
@@ -513,24 +331,16 @@ func (db *DB) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in mod
 }
 
 // StudyVerdicts lists the judges' verdicts on a study's items, in sample order
-// and by judge: managers always, annotators only of studies that are not
-// blind. Why a judge gave no verdict reads as one fixed sentence for everyone
-// but administrators. EUNAUTHORIZED or ENOTFOUND as StudyOverview;
-// EFORBIDDEN to the annotators of a blind study.
-func (db *DB) StudyVerdicts(ctx context.Context, studyID int64) ([]models.StudyVerdict, error) {
+// and by judge, to whom the gate lets in.
+func (db *DB) StudyVerdicts(ctx context.Context, gate models.StudyGate, studyID int64) ([]models.StudyVerdict, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked)
-	if err != nil {
+	if _, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate); err != nil {
 		return nil, err
-	}
-	if acc.blind() {
-		return nil, models.Errorf(models.EFORBIDDEN, "This study is blind: its judges' verdicts are hidden from its annotators.")
 	}
 	var out []models.StudyVerdict
 	if err := q.Table("study_verdicts v").Select("v.*").Joins("JOIN study_items si ON si.id = v.study_item_id").
 		Where("v.study_id = ?", studyID).Order("si.position, v.judge").Scan(&out).Error; err != nil {
 		return nil, wrap(err, "study verdicts")
 	}
-	publicVerdictErrors(ctx, out)
 	return out, nil
 }

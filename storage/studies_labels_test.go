@@ -12,6 +12,7 @@ import (
 
 	"proctor/migrations"
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -21,10 +22,10 @@ import (
 func (f *studyFixture) openStudy(t *testing.T, mod func(*models.StudyRequest)) (*models.Study, [][]models.StudyQueueEntry) {
 	t.Helper()
 	st := f.create(t, mod)
-	require.NoError(t, f.db.OpenStudy(f.member, st.ID))
+	require.NoError(t, servicetest.Studies(f.db, nil).OpenStudy(f.member, st.ID))
 	var queues [][]models.StudyQueueEntry
 	for _, ctx := range f.ann {
-		q, err := f.db.StudyQueue(ctx, st.ID)
+		q, err := servicetest.Studies(f.db, nil).StudyQueue(ctx, st.ID)
 		if models.ErrorCode(err) == models.ENOTFOUND {
 			queues = append(queues, nil) // not invited
 			continue
@@ -42,9 +43,9 @@ func TestStore_OpenStudy(t *testing.T) {
 
 		t.Run("NeedsAnnotators", func(t *testing.T) {
 			st := f.create(t, func(r *models.StudyRequest) { r.Annotators = nil })
-			requireField(t, "annotators", "Invite at least one annotator", db.OpenStudy(f.member, st.ID))
+			requireField(t, "annotators", "Invite at least one annotator", servicetest.Studies(db, nil).OpenStudy(f.member, st.ID))
 			st = f.create(t, func(r *models.StudyRequest) { r.OverlapFraction, r.OverlapAnnotators = 0.5, 3 })
-			requireField(t, "annotators", "Overlapping items go to 3 annotators each, but the study has 2", db.OpenStudy(f.member, st.ID))
+			requireField(t, "annotators", "Overlapping items go to 3 annotators each, but the study has 2", servicetest.Studies(db, nil).OpenStudy(f.member, st.ID))
 			require.EqualValues(t, 0, countRows(t, db, "study_assignments", "study_id = ?", st.ID))
 		})
 
@@ -87,7 +88,7 @@ func TestStore_OpenStudy(t *testing.T) {
 					require.Equal(t, a[queues[i][j].ItemID], b[queues2[i][j].ItemID])
 				}
 			}
-			view, err := db.StudyOverview(f.member, st.ID)
+			view, err := servicetest.Studies(db, nil).StudyOverview(f.member, st.ID)
 			require.NoError(t, err)
 			require.Equal(t, 12, view.Progress.Assigned)
 			for _, an := range view.Annotators {
@@ -106,7 +107,7 @@ func TestStore_SaveStudyLabels(t *testing.T) {
 		})
 		mine := queues[0][0].ItemID
 		theirs := queues[1][0].ItemID
-		view, err := db.StudyItem(f.ann[0], st.ID, mine)
+		view, err := servicetest.Studies(db, nil).StudyItem(f.ann[0], st.ID, mine)
 		require.NoError(t, err)
 		require.NotEmpty(t, view.RubricItems)
 		rubric := func(v string) map[string]string {
@@ -117,7 +118,7 @@ func TestStore_SaveStudyLabels(t *testing.T) {
 			return out
 		}
 		save := func(ctx context.Context, item int64, in models.StudyLabelInput) (*models.StudyAssignment, error) {
-			return db.SaveStudyLabels(ctx, st.ID, item, in)
+			return servicetest.Studies(db, nil).SaveStudyLabels(ctx, st.ID, item, in)
 		}
 
 		t.Run("Invalid", func(t *testing.T) {
@@ -157,7 +158,7 @@ func TestStore_SaveStudyLabels(t *testing.T) {
 			_, err := save(f.ann[0], theirs, models.StudyLabelInput{Labels: map[string]string{"success": "yes"}})
 			requireCode(t, models.EFORBIDDEN, err)
 			require.Equal(t, fmt.Sprintf("Item %d is not assigned to you.", theirs), models.ErrorMessage(err))
-			_, err = db.StudyItem(f.ann[0], st.ID, theirs)
+			_, err = servicetest.Studies(db, nil).StudyItem(f.ann[0], st.ID, theirs)
 			requireCode(t, models.EFORBIDDEN, err)
 			_, err = save(f.member, mine, models.StudyLabelInput{})
 			requireCode(t, models.EFORBIDDEN, err) // managers label only what is assigned to them
@@ -209,7 +210,7 @@ func TestStore_SaveStudyLabels(t *testing.T) {
 			as, err = save(f.ann[0], second, models.StudyLabelInput{Action: models.LabelActionFlag, Reason: "the screenshots are blank"})
 			require.NoError(t, err)
 			require.Equal(t, models.AssignmentFlagged, as.Status)
-			q, err := db.StudyQueue(f.ann[0], st.ID)
+			q, err := servicetest.Studies(db, nil).StudyQueue(f.ann[0], st.ID)
 			require.NoError(t, err)
 			require.Equal(t, models.StudyProgress{Assigned: 4, Flagged: 1}, q.Progress)
 			require.Equal(t, "the screenshots are blank", q.Entries[1].Reason)
@@ -218,11 +219,11 @@ func TestStore_SaveStudyLabels(t *testing.T) {
 
 		t.Run("DraftAndClosed", func(t *testing.T) {
 			draft := f.create(t, nil)
-			_, err := db.SaveStudyLabels(f.ann[0], draft.ID, f.items(t, draft.ID)[0].ID, models.StudyLabelInput{})
+			_, err := servicetest.Studies(db, nil).SaveStudyLabels(f.ann[0], draft.ID, f.items(t, draft.ID)[0].ID, models.StudyLabelInput{})
 			requireCode(t, models.ECONFLICT, err)
 			require.Contains(t, models.ErrorMessage(err), "not open yet")
 
-			require.NoError(t, db.CloseStudy(f.member, st.ID))
+			require.NoError(t, servicetest.Studies(db, nil).CloseStudy(f.member, st.ID))
 			_, err = save(f.ann[0], mine, models.StudyLabelInput{Labels: map[string]string{"success": "successful"}})
 			requireCode(t, models.ECONFLICT, err)
 			require.Equal(t, "The study is closed; labels can no longer be changed.", models.ErrorMessage(err))
@@ -249,7 +250,7 @@ func TestStore_SaveStudyLabelsWhileClosing(t *testing.T) {
 					defer wg.Done()
 					for i := 0; ; i++ {
 						item := queues[who][i%len(queues[who])].ItemID
-						if _, err := db.SaveStudyLabels(f.ann[who], st.ID, item, success); err != nil {
+						if _, err := servicetest.Studies(db, nil).SaveStudyLabels(f.ann[who], st.ID, item, success); err != nil {
 							errs <- err
 							return
 						}
@@ -258,7 +259,7 @@ func TestStore_SaveStudyLabelsWhileClosing(t *testing.T) {
 				}()
 			}
 			require.Eventually(t, func() bool { return saved.Load() >= 10 }, 30*time.Second, time.Millisecond)
-			require.NoError(t, db.CloseStudy(f.member, st.ID))
+			require.NoError(t, servicetest.Studies(db, nil).CloseStudy(f.member, st.ID))
 			wg.Wait()
 			close(errs)
 			for err := range errs {
@@ -291,7 +292,7 @@ func TestStore_SaveStudyLabelsWhileClosing(t *testing.T) {
 
 			done := make(chan error, 1)
 			go func() {
-				_, err := db.SaveStudyLabels(f.ann[0], st.ID, item, success)
+				_, err := servicetest.Studies(db, nil).SaveStudyLabels(f.ann[0], st.ID, item, success)
 				done <- err
 			}()
 			var result error

@@ -85,7 +85,7 @@ func (f *studyFixture) request(mod func(*models.StudyRequest)) models.StudyReque
 
 func (f *studyFixture) create(t *testing.T, mod func(*models.StudyRequest)) *models.Study {
 	t.Helper()
-	st, err := f.db.CreateStudy(f.member, f.request(mod))
+	st, err := servicetest.Studies(f.db, nil).CreateStudy(f.member, f.request(mod))
 	require.NoError(t, err)
 	return st
 }
@@ -128,7 +128,7 @@ func TestStore_StudyLifecycle(t *testing.T) {
 		require.Equal(t, 2, st.OverlapAnnotators, "0 means 2")
 		require.Len(t, f.items(t, st.ID), 8)
 
-		list, err := db.Studies(f.ann[0])
+		list, err := servicetest.Studies(db, nil).Studies(f.ann[0])
 		require.NoError(t, err)
 		require.Len(t, list, 1)
 		require.Equal(t, models.StudyRoleAnnotator, list[0].Role)
@@ -136,21 +136,21 @@ func TestStore_StudyLifecycle(t *testing.T) {
 		require.Equal(t, st.ID, list[0].ID)
 		require.Equal(t, models.JSONStrings{models.StudyLabelSuccess, models.StudyLabelRubric}, list[0].Labels)
 
-		view, err := db.StudyOverview(f.member, st.ID)
+		view, err := servicetest.Studies(db, nil).StudyOverview(f.member, st.ID)
 		require.NoError(t, err)
 		require.True(t, view.CanManage)
 		require.Len(t, view.Annotators, 2)
 		require.Equal(t, "ann1", view.Annotators[0].Name)
 		require.Len(t, view.Judges, 1)
 
-		require.NoError(t, db.OpenStudy(f.member, st.ID))
-		q, err := db.StudyQueue(f.ann[0], st.ID)
+		require.NoError(t, servicetest.Studies(db, nil).OpenStudy(f.member, st.ID))
+		q, err := servicetest.Studies(db, nil).StudyQueue(f.ann[0], st.ID)
 		require.NoError(t, err)
 		require.Len(t, q.Entries, 4, "8 items, no overlap, two annotators")
 		require.Equal(t, q.Entries[0].ItemID, q.Next)
 		require.NotEmpty(t, q.Entries[0].TaskIntent)
 
-		item, err := db.StudyItem(f.ann[0], st.ID, q.Next)
+		item, err := servicetest.Studies(db, nil).StudyItem(f.ann[0], st.ID, q.Next)
 		require.NoError(t, err)
 		require.Equal(t, 1, item.Position)
 		require.Equal(t, 4, item.Total)
@@ -161,23 +161,23 @@ func TestStore_StudyLifecycle(t *testing.T) {
 		for _, ri := range item.RubricItems {
 			labels[models.RubricLabelKey(ri.ID)] = "PASS"
 		}
-		as, err := db.SaveStudyLabels(f.ann[0], st.ID, q.Next, models.StudyLabelInput{Labels: labels, Action: models.LabelActionSubmit, TimeSpentMS: 1500})
+		as, err := servicetest.Studies(db, nil).SaveStudyLabels(f.ann[0], st.ID, q.Next, models.StudyLabelInput{Labels: labels, Action: models.LabelActionSubmit, TimeSpentMS: 1500})
 		require.NoError(t, err)
 		require.Equal(t, models.AssignmentDone, as.Status)
 		require.Equal(t, "successful", as.Labels[models.StudyLabelSuccess])
 
-		q, err = db.StudyQueue(f.ann[0], st.ID)
+		q, err = servicetest.Studies(db, nil).StudyQueue(f.ann[0], st.ID)
 		require.NoError(t, err)
 		require.Equal(t, 1, q.Progress.Done)
 		require.Equal(t, q.Entries[1].ItemID, q.Next)
 
-		view, err = db.StudyOverview(f.member, st.ID)
+		view, err = servicetest.Studies(db, nil).StudyOverview(f.member, st.ID)
 		require.NoError(t, err)
 		require.Equal(t, models.StudyProgress{Assigned: 8, Done: 1}, view.Progress)
 		require.Equal(t, int64(1500), view.Annotators[0].TimeSpentMS)
 
-		require.NoError(t, db.CloseStudy(f.member, st.ID))
-		_, err = db.SaveStudyLabels(f.ann[0], st.ID, q.Next, models.StudyLabelInput{Labels: labels, Action: models.LabelActionSave})
+		require.NoError(t, servicetest.Studies(db, nil).CloseStudy(f.member, st.ID))
+		_, err = servicetest.Studies(db, nil).SaveStudyLabels(f.ann[0], st.ID, q.Next, models.StudyLabelInput{Labels: labels, Action: models.LabelActionSave})
 		requireCode(t, models.ECONFLICT, err)
 		require.Equal(t, "The study is closed; labels can no longer be changed.", models.ErrorMessage(err))
 	})
@@ -187,7 +187,7 @@ func TestStore_StudyLifecycle(t *testing.T) {
 // included, so that it may be submitted.
 func (f *studyFixture) allLabels(t *testing.T, studyID, itemID int64) map[string]string {
 	t.Helper()
-	v, err := f.db.StudyItem(f.member, studyID, itemID)
+	v, err := servicetest.Studies(f.db, nil).StudyItem(f.member, studyID, itemID)
 	require.NoError(t, err)
 	answers := map[string]string{models.StudyLabelSuccess: "successful", models.StudyLabelScore: "3",
 		models.StudyLabelSideEffect: "no", models.StudyLabelLooping: "no", models.StudyLabelOptimality: "3"}

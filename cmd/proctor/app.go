@@ -246,3 +246,9 @@ func (app *App) submissionService(run *runner.Runner) *service.Submissions {
 		Limits: run.SubmissionLimits(), Logger: app.Log,
 	})
 }
+
+// studyService is the study service over this process's database, judging
+// through run's queue.
+func (app *App) studyService(run *runner.Runner) *service.Studies {
+	return service.NewStudies(app.DB, run)
+}

@@ -14,6 +14,7 @@ import (
 	"proctor/models"
 	"proctor/runner/episode"
 	"proctor/sandbox"
+	"proctor/service/servicetest"
 	"proctor/web"
 )
 
@@ -97,15 +98,15 @@ func seedLayoutStudy(t *testing.T, app *App, admin, first, second *models.User, 
 	as := func(u *models.User) context.Context {
 		return models.WithActor(ctx, models.Actor{UserID: u.ID, Email: u.Email, Name: u.Name, IsAdmin: u.IsAdmin})
 	}
-	st, err := app.DB.CreateStudy(as(admin), models.StudyRequest{
+	st, err := servicetest.Studies(app.DB, nil).CreateStudy(as(admin), models.StudyRequest{
 		Name: "Judges on the shop and forum", RunIDs: runs, Sampling: models.SampleRandom, Seed: 7, SampleSize: 12,
 		OverlapFraction: 1, OverlapAnnotators: 2,
 		Labels:     []string{models.StudyLabelSuccess, models.StudyLabelScore, models.StudyLabelLooping},
 		Annotators: []string{first.Email, second.Email},
 	})
 	require.NoError(t, err)
-	require.NoError(t, app.DB.OpenStudy(as(admin), st.ID))
-	data, err := app.DB.StudyData(as(admin), st.ID)
+	require.NoError(t, servicetest.Studies(app.DB, nil).OpenStudy(as(admin), st.ID))
+	data, err := servicetest.Studies(app.DB, nil).StudyData(as(admin), st.ID)
 	require.NoError(t, err)
 	require.NotEmpty(t, data.Items)
 	for i, it := range data.Items {
@@ -119,7 +120,7 @@ func seedLayoutStudy(t *testing.T, app *App, admin, first, second *models.User, 
 				labels[models.StudyLabelSuccess] = map[string]string{"successful": "unsuccessful", "unsuccessful": "successful"}[success]
 				labels[models.StudyLabelLooping] = "yes"
 			}
-			_, err := app.DB.SaveStudyLabels(as(u), st.ID, it.ItemID, models.StudyLabelInput{Labels: labels, Action: models.LabelActionSubmit})
+			_, err := servicetest.Studies(app.DB, nil).SaveStudyLabels(as(u), st.ID, it.ItemID, models.StudyLabelInput{Labels: labels, Action: models.LabelActionSubmit})
 			require.NoError(t, err)
 		}
 	}

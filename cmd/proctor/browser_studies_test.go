@@ -18,6 +18,7 @@ import (
 	"proctor/models"
 	"proctor/sandbox"
 	"proctor/service"
+	"proctor/service/servicetest"
 )
 
 // studyRunTasks are the sandbox tasks of the study's run, with how each
@@ -269,9 +270,9 @@ func TestBrowser_AnnotateBlindStudy(t *testing.T) {
 	requireNoVerdicts(t, page)
 	// The run's own page of the attempt is refused while the item is pending.
 	annCtx := models.WithActor(context.Background(), models.Actor{UserID: ann.ID, Email: ann.Email, Name: ann.Name})
-	queue, err := app.DB.StudyQueue(annCtx, studyID)
+	queue, err := servicetest.Studies(app.DB, nil).StudyQueue(annCtx, studyID)
 	require.NoError(t, err)
-	first, err := app.DB.StudyItem(annCtx, studyID, queue.Entries[0].ItemID)
+	first, err := servicetest.Studies(app.DB, nil).StudyItem(annCtx, studyID, queue.Entries[0].ItemID)
 	require.NoError(t, err)
 	res, err := page.Request().Get(base + fmt.Sprintf("/runs/%d/attempts/%d", runID, first.Item.AttemptID))
 	require.NoError(t, err)

@@ -105,3 +105,9 @@ func CreateAgent(db *storage.DB, ctx context.Context, teamSlug string, a *models
 func Candidates(db *storage.DB, jobs service.CandidateJobs) *service.Candidates {
 	return service.NewCandidates(db, jobs, netguard.New(nil, nil), service.CandidateOptions{})
 }
+
+// Studies is the study service over db, judging through jobs (nil: a
+// process without a queue).
+func Studies(db *storage.DB, jobs service.StudyJobs) *service.Studies {
+	return service.NewStudies(db, jobs)
+}
