@@ -2,17 +2,16 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"proctor/agreement"
 	"proctor/models"
-	"proctor/storage/artifact"
 	"proctor/web"
 )
 
@@ -447,8 +446,7 @@ func (s *Server) studyItemSteps(c echo.Context) (*models.StudyItemView, *models.
 }
 
 // showStudyStepAXText is one step's accessibility text on an annotation
-// page: a fragment for the viewer's collapsed part, a page for an htmx
-// navigation, plain text for a link followed without JavaScript.
+// page (answerStepAXText), never cached: the page is an annotator's own.
 func (s *Server) showStudyStepAXText(c echo.Context) error {
 	v, as, err := s.studyItemSteps(c)
 	if err != nil {
@@ -458,38 +456,10 @@ func (s *Server) showStudyStepAXText(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	view := web.AXTextView{Step: i + 1, Missing: as.Steps[i].AXTreeKey == ""}
-	if !view.Missing {
-		files, err := s.artifactReader()
-		if err != nil {
-			return err
-		}
-		text, truncated, err := artifact.ReadText(c.Request().Context(), files, as.Steps[i].AXTreeKey, maxAXTextBytes)
-		switch {
-		case errors.Is(err, artifact.ErrNotFound):
-			view.Missing = true
-		case err != nil:
-			return fmt.Errorf("read accessibility text of attempt %d step %d: %w", as.Attempt.ID, i+1, err)
-		}
-		view.Text, view.Truncated = text, truncated
-	}
-	h := c.Response().Header()
-	h.Add("Vary", "HX-Request")
-	h.Set("Cache-Control", "private, no-store")
-	switch {
-	case wantsFragment(c):
-		return s.render(c, http.StatusOK, web.AXTextFragment(view))
-	case isHTMX(c):
-		return s.render(c, http.StatusOK, web.AnnotateStepAXPage(s.page(c, fmt.Sprintf("Accessibility text of step %d", i+1)), v, view))
-	}
-	if view.Missing {
-		return models.Errorf(models.ENOTFOUND, "Step %d has no stored accessibility text.", i+1)
-	}
-	text := view.Text
-	if view.Truncated {
-		text += "\n\n[cut at " + strconv.Itoa(maxAXTextBytes>>20) + " MiB]\n"
-	}
-	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", []byte(text))
+	c.Response().Header().Set("Cache-Control", "private, no-store")
+	return s.answerStepAXText(c, as, i, web.AXTextView{}, func(view web.AXTextView) templ.Component {
+		return web.AnnotateStepAXPage(s.page(c, fmt.Sprintf("Accessibility text of step %d", i+1)), v, view)
+	})
 }
 
 // showStudyStepNetwork lists the requests made during one step on an

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"proctor/har"
@@ -123,9 +124,7 @@ func stepOf(c echo.Context, as *models.AttemptSteps) (int, error) {
 	return n - 1, nil
 }
 
-// showStepAXText answers one step's accessibility text: a fragment for htmx,
-// plain text for a link followed without it (the text is the page's own and
-// untrusted: it is never sent as HTML unescaped).
+// showStepAXText answers one step's accessibility text (answerStepAXText).
 func (s *Server) showStepAXText(c echo.Context) error {
 	as, err := s.attemptStepsOf(c)
 	if err != nil {
@@ -135,16 +134,26 @@ func (s *Server) showStepAXText(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	step := as.Steps[i]
-	v := web.AXTextView{RunID: as.Attempt.RunID, AttemptID: as.Attempt.ID, Step: i + 1, TaskID: as.Task.ExternalID}
-	if step.AXTreeKey == "" {
-		v.Missing = true
-	} else {
+	v := web.AXTextView{RunID: as.Attempt.RunID, AttemptID: as.Attempt.ID, TaskID: as.Task.ExternalID}
+	return s.answerStepAXText(c, as, i, v, func(v web.AXTextView) templ.Component {
+		return web.AXTextPage(s.page(c, fmt.Sprintf("Accessibility text of step %d", i+1)), v)
+	})
+}
+
+// answerStepAXText reads step i's stored accessibility text into v and
+// answers it: a fragment for htmx's collapsed part, page(v) for an htmx
+// navigation, plain text for a link followed without JavaScript (the text is
+// the page's own and untrusted: it is never sent as HTML unescaped).
+// ENOTFOUND in plain text when the step has none.
+func (s *Server) answerStepAXText(c echo.Context, as *models.AttemptSteps, i int, v web.AXTextView, page func(web.AXTextView) templ.Component) error {
+	key := as.Steps[i].AXTreeKey
+	v.Step, v.Missing = i+1, key == ""
+	if !v.Missing {
 		files, err := s.artifactReader()
 		if err != nil {
 			return err
 		}
-		text, truncated, err := artifact.ReadText(c.Request().Context(), files, step.AXTreeKey, maxAXTextBytes)
+		text, truncated, err := artifact.ReadText(c.Request().Context(), files, key, maxAXTextBytes)
 		switch {
 		case errors.Is(err, artifact.ErrNotFound):
 			v.Missing = true
@@ -158,7 +167,7 @@ func (s *Server) showStepAXText(c echo.Context) error {
 	case wantsFragment(c):
 		return s.render(c, http.StatusOK, web.AXTextFragment(v))
 	case isHTMX(c):
-		return s.render(c, http.StatusOK, web.AXTextPage(s.page(c, fmt.Sprintf("Accessibility text of step %d", i+1)), v))
+		return s.render(c, http.StatusOK, page(v))
 	}
 	if v.Missing {
 		return models.Errorf(models.ENOTFOUND, "Step %d has no stored accessibility text.", i+1)
