@@ -15,6 +15,9 @@ import (
 // benchmark API need (service.Benchmarks): it decides who sees and changes
 // what.
 type BenchmarkService interface {
+	// Leaderboard returns a benchmark's board for a subset, filtered, ranked
+	// and sorted by the query; ENOTFOUND for unknown or hidden boards.
+	Leaderboard(ctx context.Context, slug, subset string, q models.LeaderboardQuery) (*models.Leaderboard, error)
 	ListBenchmarks(ctx context.Context) ([]models.BenchmarkListItem, error)
 	Benchmark(ctx context.Context, slug string) (*models.Benchmark, error)
 	BenchmarkDetail(ctx context.Context, slug string) (*models.BenchmarkDetail, error)

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -17,13 +16,6 @@ import (
 	"proctor/models"
 	"proctor/web"
 )
-
-// LeaderboardStore is what the leaderboard pages need from storage.
-type LeaderboardStore interface {
-	// Leaderboard returns a benchmark's board for a subset, filtered, ranked
-	// and sorted by the query; ENOTFOUND for unknown or hidden boards.
-	Leaderboard(ctx context.Context, slug, subset string, q models.LeaderboardQuery) (*models.Leaderboard, error)
-}
 
 // Export formats of a board.
 const (
@@ -117,7 +109,7 @@ func (s *Server) leaderboard(c echo.Context, subset string) (*models.Leaderboard
 	if err != nil {
 		return nil, err
 	}
-	lb, err := s.store.Leaderboard(c.Request().Context(), pathParam(c, "slug"), subset, q)
+	lb, err := s.deps.Benchmarks.Leaderboard(c.Request().Context(), pathParam(c, "slug"), subset, q)
 	if err != nil {
 		return nil, err
 	}

@@ -91,7 +91,6 @@ type Store interface {
 	Pinger
 	AccountStore
 	TokenStore
-	LeaderboardStore
 	ModerationStore
 	SubmissionStore
 }

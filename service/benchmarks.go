@@ -14,6 +14,7 @@ import (
 
 // BenchmarkStore is what the benchmark service needs from storage.
 type BenchmarkStore interface {
+	Leaderboard(ctx context.Context, slug, subset string, q models.LeaderboardQuery) (*models.Leaderboard, error)
 	ListBenchmarks(ctx context.Context, scope models.BenchmarkScope) ([]models.BenchmarkListItem, error)
 	Benchmark(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.Benchmark, error)
 	BenchmarkDetail(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.BenchmarkDetail, error)
@@ -159,6 +160,14 @@ func checkDataset(ds *models.Dataset) error {
 // (models.BenchmarkScopeFor): every read below passes it to storage.
 func scopeOf(ctx context.Context) models.BenchmarkScope {
 	return models.BenchmarkScopeFor(models.ActorFrom(ctx))
+}
+
+// Leaderboard returns a benchmark's public board for a subset, filtered,
+// ranked and sorted by q: published runs only, their precomputed rows.
+// ENOTFOUND for an unknown board, or an unpublished benchmark's for anyone
+// but administrators.
+func (s *Benchmarks) Leaderboard(ctx context.Context, slug, subset string, q models.LeaderboardQuery) (*models.Leaderboard, error) {
+	return s.store.Leaderboard(ctx, slug, subset, q)
 }
 
 // ListBenchmarks returns the benchmarks the caller may see (unpublished ones
