@@ -116,7 +116,11 @@ func (s *Accounts) ExpirePassword(ctx context.Context, userID int64) error {
 	if _, err := models.RequireAdmin(ctx); err != nil {
 		return err
 	}
-	return s.store.ExpirePassword(ctx, userID)
+	err := s.store.ExpirePassword(ctx, userID)
+	if models.ErrorCode(err) == models.ENOTFOUND {
+		return &models.Error{Code: models.ENOTFOUND, Message: "No such account.", Err: err}
+	}
+	return err
 }
 
 // ChangePassword replaces the signed-in user's password, given the current

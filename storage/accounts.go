@@ -56,7 +56,7 @@ func (db *DB) ChangePassword(ctx context.Context, userID int64, password string)
 	}
 	res := db.q(ctx).Model(&models.User{}).Where("id = ?", userID).Updates(map[string]any{"password_hash": hash, "must_change_password": false})
 	if res.Error == nil && res.RowsAffected == 0 {
-		return models.Errorf(models.ENOTFOUND, "No such account.")
+		return wrap(gorm.ErrRecordNotFound, "user")
 	}
 	return wrap(res.Error, "user")
 }
@@ -67,7 +67,7 @@ func (db *DB) ChangePassword(ctx context.Context, userID int64, password string)
 func (db *DB) ExpirePassword(ctx context.Context, userID int64) error {
 	res := db.q(ctx).Model(&models.User{}).Where("id = ?", userID).Update("must_change_password", true)
 	if res.Error == nil && res.RowsAffected == 0 {
-		return models.Errorf(models.ENOTFOUND, "No such account.")
+		return wrap(gorm.ErrRecordNotFound, "user")
 	}
 	return wrap(res.Error, "user")
 }
