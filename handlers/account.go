@@ -12,11 +12,6 @@ import (
 	"proctor/web"
 )
 
-// TokenStore is what the password page needs from storage.
-type TokenStore interface {
-	ChangePassword(ctx context.Context, current, replacement string) error
-}
-
 // TokenService is what the account pages and the token API need from the
 // team service: the caller's account and API tokens.
 type TokenService interface {
@@ -97,7 +92,7 @@ func (s *Server) showPassword(c echo.Context) error {
 // on to where a one-time password's user was headed, or to the account.
 func (s *Server) changePassword(c echo.Context) error {
 	f := formOf(c, "next")
-	err := s.store.ChangePassword(c.Request().Context(), c.FormValue("current_password"), c.FormValue("new_password"))
+	err := s.deps.Accounts.ChangePassword(c.Request().Context(), c.FormValue("current_password"), c.FormValue("new_password"))
 	if err != nil {
 		return s.formError(c, err, web.PasswordPage(s.page(c, "Change your password"), f.WithError(err), currentUser(c).MustChangePassword))
 	}

@@ -15,13 +15,15 @@ import (
 	"proctor/web"
 )
 
-// AccountStore is what sign-up, log-in and sessions need.
-type AccountStore interface {
-	CreateUser(ctx context.Context, email, name, password string, admin bool) (*models.User, error)
+// AccountService is what sign-up, log-in, sessions and the password page
+// need from the account service (service.Accounts).
+type AccountService interface {
+	SignUp(ctx context.Context, email, name, password string) (*models.User, error)
 	Authenticate(ctx context.Context, email, password string) (*models.User, error)
-	CreateSession(ctx context.Context, userID int64, userAgent, ip string) (string, *models.Session, error)
+	ChangePassword(ctx context.Context, current, replacement string) error
+	StartSession(ctx context.Context, u *models.User, userAgent, ip string) (string, *models.Session, error)
 	SessionUser(ctx context.Context, token string) (*models.Session, *models.User, error)
-	DeleteSession(ctx context.Context, token string) error
+	EndSession(ctx context.Context, token string) error
 }
 
 func (s *Server) showSignup(c echo.Context) error {
@@ -39,7 +41,7 @@ func (s *Server) signup(c echo.Context) error {
 		return models.RateLimited(wait, "Too many sign-ups from your address; try again in %s.", waitText(wait))
 	}
 	ctx := c.Request().Context()
-	u, err := s.store.CreateUser(ctx, c.FormValue("email"), c.FormValue("name"), c.FormValue("password"), false)
+	u, err := s.deps.Accounts.SignUp(ctx, c.FormValue("email"), c.FormValue("name"), c.FormValue("password"))
 	if err != nil {
 		return s.formError(c, err, web.SignupPage(s.page(c, "Sign up"), f.WithError(err)))
 	}
@@ -69,7 +71,7 @@ func (s *Server) login(c echo.Context) error {
 		err := models.RateLimited(wait, "Too many attempts. Wait %s and try again.", waitText(wait))
 		return s.formError(c, err, web.LoginPage(s.page(c, "Log in"), f.WithError(err)))
 	}
-	u, err := s.store.Authenticate(c.Request().Context(), email, c.FormValue("password"))
+	u, err := s.deps.Accounts.Authenticate(c.Request().Context(), email, c.FormValue("password"))
 	if err != nil {
 		if models.ErrorCode(err) == models.EUNAUTHORIZED {
 			s.logins.failed(address, email)
@@ -89,7 +91,7 @@ func (s *Server) login(c echo.Context) error {
 
 func (s *Server) logout(c echo.Context) error {
 	if cookie, err := c.Request().Cookie(sessionCookie); err == nil {
-		if err := s.store.DeleteSession(c.Request().Context(), cookie.Value); err != nil {
+		if err := s.deps.Accounts.EndSession(c.Request().Context(), cookie.Value); err != nil {
 			return err
 		}
 	}
@@ -100,9 +102,9 @@ func (s *Server) logout(c echo.Context) error {
 func (s *Server) startSession(c echo.Context, u *models.User) error {
 	ctx := c.Request().Context()
 	if cookie, err := c.Request().Cookie(sessionCookie); err == nil {
-		_ = s.store.DeleteSession(ctx, cookie.Value) // no session fixation
+		_ = s.deps.Accounts.EndSession(ctx, cookie.Value) // no session fixation
 	}
-	token, _, err := s.store.CreateSession(ctx, u.ID, c.Request().UserAgent(), c.RealIP())
+	token, _, err := s.deps.Accounts.StartSession(ctx, u, c.Request().UserAgent(), c.RealIP())
 	if err != nil {
 		return err
 	}

@@ -105,7 +105,7 @@ func TestLoginThrottle(t *testing.T) {
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	_, loopback, err := net.ParseCIDR("127.0.0.0/8")
 	require.NoError(t, err)
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 10, TrustedProxies: []*net.IPNet{loopback}}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 10, TrustedProxies: []*net.IPNet{loopback}}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Accounts: servicetest.Accounts(db), Candidates: servicetest.Candidates(db, nil),
 		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock,
 	})
 	require.NoError(t, err)
@@ -226,7 +226,7 @@ func TestHealth_ArtifactsLowOnSpace(t *testing.T) {
 	store, err := artifact.NewLocal(t.TempDir(), artifact.NewURLSigner([]byte(strings.Repeat("s", 32))), "")
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
-	h, err := handlers.New(handlers.Options{}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Artifacts: store, Static: static.Files(), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
+	h, err := handlers.New(handlers.Options{}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Artifacts: store, Static: static.Files(), Teams: servicetest.Teams(db), Accounts: servicetest.Accounts(db), Candidates: servicetest.Candidates(db, nil),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
@@ -316,7 +316,7 @@ func TestSafeNext(t *testing.T) {
 func TestClientAddress_ForwardedForIgnored(t *testing.T) {
 	t.Parallel()
 	db := storagetest.OpenSQLite(t)
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 2}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 2}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Accounts: servicetest.Accounts(db), Candidates: servicetest.Candidates(db, nil),
 		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
@@ -339,7 +339,7 @@ func TestRequestLog_HidesInviteTokens(t *testing.T) {
 	t.Parallel()
 	db := storagetest.OpenSQLite(t)
 	var logs syncBuffer
-	h, err := handlers.New(handlers.Options{}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil),
+	h, err := handlers.New(handlers.Options{}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Accounts: servicetest.Accounts(db), Candidates: servicetest.Candidates(db, nil),
 		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	require.NoError(t, err)

@@ -131,7 +131,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if cookie, err := req.Cookie(sessionCookie); err == nil && cookie.Value != "" {
-			sess, u, err := s.store.SessionUser(ctx, cookie.Value)
+			sess, u, err := s.deps.Accounts.SessionUser(ctx, cookie.Value)
 			switch models.ErrorCode(err) {
 			case "":
 				c.Set(ctxSession, sess)

@@ -67,6 +67,9 @@ type Deps struct {
 	Benchmarks BenchmarkService
 	// Teams is the team service: teams, memberships, API tokens and agents.
 	Teams TeamsService
+	// Accounts is the account service: sign-up, sign-in, sessions and
+	// passwords.
+	Accounts AccountService
 	// Submissions is the submission portal's service; without a queue it
 	// lists submissions and answers 503 to the rest.
 	Submissions SubmissionService
@@ -89,8 +92,6 @@ type Deps struct {
 // Store is everything the handlers need from storage, one small interface per feature.
 type Store interface {
 	Pinger
-	AccountStore
-	TokenStore
 	ModerationStore
 	SubmissionStore
 }

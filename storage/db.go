@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -33,9 +32,6 @@ type DB struct {
 	pool    *pgxpool.Pool // PostgreSQL only; River's pgx driver shares it
 	dialect string
 	now     func() time.Time
-
-	dummyOnce sync.Once
-	dummyHash []byte
 
 	agentSecrets AgentSecrets // seals agent secrets; set by UseAgentSecrets
 }

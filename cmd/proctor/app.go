@@ -220,6 +220,11 @@ func (app *App) teamService() *service.Teams {
 	return service.NewTeams(app.DB, netguard.New(app.Config.AgentAllowHosts, nil))
 }
 
+// accountService is the account service over this process's database.
+func (app *App) accountService() *service.Accounts {
+	return service.NewAccounts(app.DB)
+}
+
 // candidateService is the candidate service over this process's database,
 // enqueuing the hidden tests through run's queue under the daily run quota.
 func (app *App) candidateService(run *runner.Runner) *service.Candidates {

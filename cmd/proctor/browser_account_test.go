@@ -62,10 +62,10 @@ func TestBrowser_OneTimePassword(t *testing.T) {
 			require.NoError(t, expect.Locator(page.GetByTestId("team-next-steps")).ToBeVisible())
 			fits("team-created")
 
-			got, err := app.DB.Authenticate(context.Background(), email, "my very own password")
+			got, err := app.accountService().Authenticate(context.Background(), email, "my very own password")
 			require.NoError(t, err)
 			require.False(t, got.MustChangePassword)
-			_, err = app.DB.Authenticate(context.Background(), email, "a one-time password")
+			_, err = app.accountService().Authenticate(context.Background(), email, "a one-time password")
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
 		})
 	}

@@ -34,8 +34,8 @@ func (p *Program) userCreate(ctx context.Context, args []string) error {
 	fs, cf := p.newFlagSet("user create")
 	admin := fs.Bool("admin", false, "make the user an administrator")
 	name := fs.String("name", "", "display name")
-	return p.passwordVerb(ctx, fs, cf, args, "created", func(app *App, email, password string) (*models.User, error) {
-		return app.DB.CreateUser(ctx, email, *name, password, *admin)
+	return p.passwordVerb(ctx, fs, cf, args, "created", func(ctx context.Context, app *App, email, password string) (*models.User, error) {
+		return app.accountService().CreateUser(ctx, email, *name, password, *admin)
 	})
 }
 
@@ -44,17 +44,17 @@ func (p *Program) userCreate(ctx context.Context, args []string) error {
 func (p *Program) userSetPassword(ctx context.Context, args []string) error {
 	fs, cf := p.newFlagSet("user set-password")
 	admin := fs.Bool("admin", false, "also make the user an administrator")
-	return p.passwordVerb(ctx, fs, cf, args, "set the password of", func(app *App, email, password string) (*models.User, error) {
-		return app.DB.SetUserPassword(ctx, email, password, *admin)
+	return p.passwordVerb(ctx, fs, cf, args, "set the password of", func(ctx context.Context, app *App, email, password string) (*models.User, error) {
+		return app.accountService().SetUserPassword(ctx, email, password, *admin)
 	})
 }
 
 // passwordVerb runs a user verb that takes one EMAIL and gives it a password:
 // it adds --password-stdin to fs, parses args, reads or generates the password,
-// opens the app, calls apply, and says what was done to whom (done) with the
+// opens the app, calls apply as the system actor, and says what was done to whom (done) with the
 // generated password, shown only this once.
 func (p *Program) passwordVerb(ctx context.Context, fs *flag.FlagSet, cf *commonFlags, args []string, done string,
-	apply func(app *App, email, password string) (*models.User, error)) error {
+	apply func(ctx context.Context, app *App, email, password string) (*models.User, error)) error {
 	fromStdin := fs.Bool("password-stdin", false, "read the password from the first line of standard input instead of generating one")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -71,13 +71,14 @@ func (p *Program) passwordVerb(ctx context.Context, fs *flag.FlagSet, cf *common
 		return err
 	}
 	defer app.Close()
-	u, err := apply(app, fs.Arg(0), password)
+	ctx = models.WithActor(ctx, models.SystemActor())
+	u, err := apply(ctx, app, fs.Arg(0), password)
 	if err != nil {
 		return err
 	}
 	if generated {
 		// A password printed on a terminal is for one sign-in only.
-		if err := app.DB.ExpirePassword(ctx, u.ID); err != nil {
+		if err := app.accountService().ExpirePassword(ctx, u.ID); err != nil {
 			return err
 		}
 	}
@@ -120,7 +121,7 @@ func (p *Program) userList(ctx context.Context, args []string) error {
 		return err
 	}
 	defer app.Close()
-	users, err := app.DB.ListUsers(models.WithActor(ctx, models.SystemActor()))
+	users, err := app.accountService().ListUsers(models.WithActor(ctx, models.SystemActor()))
 	if err != nil {
 		return err
 	}

@@ -111,3 +111,8 @@ func Candidates(db *storage.DB, jobs service.CandidateJobs) *service.Candidates 
 func Studies(db *storage.DB, jobs service.StudyJobs) *service.Studies {
 	return service.NewStudies(db, jobs)
 }
+
+// Accounts is the account service over db.
+func Accounts(db *storage.DB) *service.Accounts {
+	return service.NewAccounts(db)
+}
