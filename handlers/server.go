@@ -67,6 +67,8 @@ type Deps struct {
 	Benchmarks BenchmarkService
 	// Teams is the team service: teams, memberships, API tokens and agents.
 	Teams TeamsService
+	// Moderation is the publication and moderation service (service.Moderation).
+	Moderation ModerationService
 	// Submissions is the submission portal's service; without a queue it
 	// lists submissions and answers 503 to the rest.
 	Submissions SubmissionService
@@ -92,7 +94,6 @@ type Store interface {
 	AccountStore
 	TokenStore
 	LeaderboardStore
-	ModerationStore
 	SubmissionStore
 	StudyStore
 }

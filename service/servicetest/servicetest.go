@@ -105,3 +105,8 @@ func CreateAgent(db *storage.DB, ctx context.Context, teamSlug string, a *models
 func Candidates(db *storage.DB, jobs service.CandidateJobs) *service.Candidates {
 	return service.NewCandidates(db, jobs, netguard.New(nil, nil), service.CandidateOptions{})
 }
+
+// Moderation is the moderation service over db.
+func Moderation(db *storage.DB) *service.Moderation {
+	return service.NewModeration(db)
+}
