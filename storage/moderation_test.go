@@ -73,82 +73,6 @@ func kinds(evs []models.LeaderboardEvent) []string {
 	return out
 }
 
-func TestStore_PublishRun(t *testing.T) {
-	t.Parallel()
-	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
-		f := newReadFixture(t, db)
-
-		t.Run("NotCompleted", func(t *testing.T) {
-			for _, act := range []func(context.Context, int64) (*models.RunModeration, error){servicetest.Moderation(db).PublishRun, servicetest.Moderation(db).WithdrawRun} {
-				_, err := act(f.member, f.run.ID)
-				require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
-				require.Contains(t, models.ErrorMessage(err), "has not completed (it is queued)")
-			}
-		})
-		f.complete(t, f.run.ID)
-
-		t.Run("Permissions", func(t *testing.T) {
-			for name, tc := range map[string]struct {
-				ctx  context.Context
-				code string
-			}{
-				"anonymous": {f.anon, models.ENOTFOUND},
-				"outsider":  {f.outsider, models.ENOTFOUND},
-			} {
-				_, err := servicetest.Moderation(db).PublishRun(tc.ctx, f.run.ID)
-				require.Equal(t, tc.code, models.ErrorCode(err), name)
-			}
-			_, err := servicetest.Moderation(db).PublishRun(f.member, 999999)
-			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-			require.Empty(t, events(t, db, f.run.ID), "refused actions log nothing")
-		})
-
-		m, err := servicetest.Moderation(db).PublishRun(f.member, f.run.ID)
-		require.NoError(t, err)
-		require.True(t, m.Published)
-		require.True(t, m.OnLeaderboard())
-		require.True(t, m.CanPublish)
-		require.False(t, m.CanModerate)
-		evs := events(t, db, f.run.ID)
-		require.Equal(t, []string{models.EventAdded}, kinds(evs))
-		require.Equal(t, models.ActorRoleTeam, evs[0].ActorRole)
-		require.Equal(t, models.SubsetFull, evs[0].SubsetName)
-		require.NotNil(t, evs[0].ActorID)
-		require.Equal(t, int64(1), countRows(t, db, "audit_events", "action = ?", "run.published"))
-
-		_, err = servicetest.Moderation(db).PublishRun(f.member, f.run.ID)
-		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
-		require.Contains(t, models.ErrorMessage(err), "already published")
-
-		t.Run("PublishedRunStillTeamOnly", func(t *testing.T) {
-			_, err := servicetest.Moderation(db).WithdrawRun(f.anon, f.run.ID)
-			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-			_, err = servicetest.Moderation(db).WithdrawRun(f.outsider, f.run.ID)
-			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
-			m, err := db.RunModeration(f.outsider, f.run.ID)
-			require.NoError(t, err)
-			require.False(t, m.CanPublish)
-		})
-
-		m, err = servicetest.Moderation(db).WithdrawRun(f.member, f.run.ID)
-		require.NoError(t, err)
-		require.False(t, m.Published)
-		_, err = servicetest.Moderation(db).WithdrawRun(f.member, f.run.ID)
-		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
-		require.Contains(t, models.ErrorMessage(err), "not published")
-		_, err = db.RunModeration(f.anon, f.run.ID)
-		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "a withdrawn run is private again")
-
-		// An administrator outside the team publishes in its place: the log
-		// says the administrators did.
-		_, err = servicetest.Moderation(db).PublishRun(f.admin, f.run.ID)
-		require.NoError(t, err)
-		evs = events(t, db, f.run.ID)
-		require.Equal(t, []string{models.EventAdded, models.EventWithdrawn, models.EventAdded}, kinds(evs))
-		require.Equal(t, models.ActorRoleAdmin, evs[2].ActorRole)
-	})
-}
-
 func TestStore_ModerateRun(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
@@ -276,24 +200,6 @@ func TestStore_ModerateRun(t *testing.T) {
 				require.Contains(t, models.ErrorMessage(err), "has not completed", name)
 			}
 		})
-	})
-}
-
-// TestStore_ModerationIsAtomic: the change and its log line are written in one
-// transaction, so a log that cannot be written leaves the run unchanged.
-func TestStore_ModerationIsAtomic(t *testing.T) {
-	t.Parallel()
-	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
-		f := newReadFixture(t, db)
-		f.complete(t, f.run.ID)
-		require.NoError(t, db.Gorm().Exec("DROP TABLE leaderboard_events").Error)
-
-		_, err := servicetest.Moderation(db).PublishRun(f.member, f.run.ID)
-		require.Error(t, err)
-		var run models.Run
-		require.NoError(t, db.Gorm().First(&run, f.run.ID).Error)
-		require.False(t, run.Published, "the run is not published without its log line")
-		require.Zero(t, countRows(t, db, "audit_events", "action = ?", "run.published"))
 	})
 }
 
