@@ -3,6 +3,8 @@ package service_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -160,5 +162,109 @@ func TestModeration_LeaderboardChangesPages(t *testing.T) {
 			_, err := mod.LeaderboardChanges(context.Background(), "unknown", f)
 			require.Equal(t, models.EINVALID, models.ErrorCode(err))
 		}
+	})
+}
+
+func TestModeration_ModerateRun(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
+		f := newModerationFixture(t, db)
+		mod := f.mod
+		f.complete(t)
+
+		t.Run("AdminsOnly", func(t *testing.T) {
+			for name, act := range map[string]func(context.Context, int64) (*models.RunModeration, error){
+				"verify":    mod.VerifyRun,
+				"unhide":    mod.UnhideRun,
+				"reproduce": mod.MarkRunReproduced,
+				"hide": func(ctx context.Context, id int64) (*models.RunModeration, error) {
+					return mod.HideRun(ctx, id, "reason")
+				},
+			} {
+				_, err := act(f.member, f.run.ID)
+				require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err), name)
+				_, err = act(f.other, f.run.ID)
+				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "%s: a private run does not exist for outsiders", name)
+				_, err = act(f.anon, f.run.ID)
+				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), name)
+			}
+		})
+
+		t.Run("PrivateRunChangesAreNotLogged", func(t *testing.T) {
+			m, err := mod.VerifyRun(f.admin, f.run.ID)
+			require.NoError(t, err)
+			require.True(t, m.Verified)
+			require.True(t, m.CanModerate)
+			require.Empty(t, moderationEvents(t, db, f.run.ID), "the log is public: a private run stays out of it")
+			_, err = mod.VerifyRun(f.admin, f.run.ID)
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+		})
+
+		_, err := mod.PublishRun(f.member, f.run.ID)
+		require.NoError(t, err)
+
+		t.Run("HideReason", func(t *testing.T) {
+			for _, reason := range []string{"", "   ", strings.Repeat("é", models.MaxHideReasonLength+1)} {
+				_, err := mod.HideRun(f.admin, f.run.ID, reason)
+				require.Equal(t, models.EINVALID, models.ErrorCode(err))
+				require.Equal(t, "reason", models.ErrorField(err))
+			}
+		})
+
+		m, err := mod.HideRun(f.admin, f.run.ID, "  The agent read the answers from a leaked file.  ")
+		require.NoError(t, err)
+		require.True(t, m.Hidden())
+		require.False(t, m.OnLeaderboard())
+		require.Equal(t, "The agent read the answers from a leaked file.", m.HiddenReason)
+		_, err = mod.HideRun(f.admin, f.run.ID, "again")
+		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+
+		// A hidden run the team withdraws and publishes again stays off the
+		// boards: no "added" until the administrators show it again.
+		_, err = mod.WithdrawRun(f.member, f.run.ID)
+		require.NoError(t, err)
+		m, err = mod.PublishRun(f.member, f.run.ID)
+		require.NoError(t, err)
+		require.False(t, m.OnLeaderboard())
+
+		m, err = mod.UnhideRun(f.admin, f.run.ID)
+		require.NoError(t, err)
+		require.False(t, m.Hidden())
+		require.Empty(t, m.HiddenReason)
+		require.True(t, m.OnLeaderboard())
+		_, err = mod.UnhideRun(f.admin, f.run.ID)
+		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+
+		t.Run("Reproduced", func(t *testing.T) {
+			_, err := mod.MarkRunReproduced(f.admin, f.run.ID)
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+			require.Contains(t, models.ErrorMessage(err), "executed by Proctor")
+			require.NoError(t, db.Gorm().Model(&models.Run{}).Where("id = ?", f.run.ID).Update("origin", models.OriginUploaded).Error)
+			_, err = mod.VerifyRun(f.admin, f.run.ID)
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "an uploaded run is never verified before it is reproduced")
+			require.Equal(t, fmt.Sprintf("Run %d was uploaded: reproduce it before verifying.", f.run.ID), models.ErrorMessage(err))
+			m, err := mod.MarkRunReproduced(f.admin, f.run.ID)
+			require.NoError(t, err)
+			require.Equal(t, models.OriginReproduced, m.Origin)
+			_, err = mod.MarkRunReproduced(f.admin, f.run.ID)
+			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
+		})
+
+		evs := moderationEvents(t, db, f.run.ID)
+		require.Equal(t, []string{models.EventAdded, models.EventHidden, models.EventWithdrawn, models.EventUnhidden, models.EventReproduced}, eventKinds(evs))
+		require.Equal(t, "The agent read the answers from a leaked file.", evs[1].Reason)
+		require.Equal(t, models.ActorRoleAdmin, evs[1].ActorRole)
+		require.Equal(t, int64(1), countRows(t, db, "audit_events", "action = ? AND details = ?", "run.hidden", "The agent read the answers from a leaked file."))
+
+		t.Run("NotCompleted", func(t *testing.T) {
+			runs, _ := f.fixture.runs(t, 0)
+			queued, err := runs.QueueRun(f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini"})
+			require.NoError(t, err)
+			for name, act := range map[string]func(context.Context, int64) (*models.RunModeration, error){"verify": mod.VerifyRun, "reproduce": mod.MarkRunReproduced} {
+				_, err := act(f.admin, queued.ID)
+				require.Equal(t, models.ECONFLICT, models.ErrorCode(err), name)
+				require.Contains(t, models.ErrorMessage(err), "has not completed", name)
+			}
+		})
 	})
 }
