@@ -488,7 +488,7 @@ func TestAdmin_ImportForm(t *testing.T) {
 func TestAdmin_UploadLimit(t *testing.T) {
 	t.Parallel()
 	db := storagetest.OpenSQLite(t)
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000, MaxImportBytes: 1 << 20}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Accounts: servicetest.Accounts(db), Candidates: servicetest.Candidates(db, nil),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000, MaxImportBytes: 1 << 20}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Accounts: servicetest.Accounts(db), Candidates: servicetest.Candidates(db, nil), Moderation: servicetest.Moderation(db),
 		Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)

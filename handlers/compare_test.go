@@ -55,7 +55,7 @@ func newCompareFixture(t *testing.T) *compareFixture {
 	f.private = queue(f.member, "lab", "walker", "mini", false, s, s, s, s)
 	f.theirs = queue(f.outsider, "other", "theirs", "mini", false, fl, fl, fl, fl)
 	f.hidden = queue(f.member, "lab", "walker", "mini", true, s, s, s, fl)
-	_, err := db.HideRun(actorCtx(f.b.admin), f.hidden, "Trained on the test tasks.")
+	_, err := servicetest.Moderation(db).HideRun(actorCtx(f.b.admin), f.hidden, "Trained on the test tasks.")
 	require.NoError(t, err)
 	f.elsewhere = queue(f.member, "lab", "walker", "mini2", true)
 	return f

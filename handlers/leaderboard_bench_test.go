@@ -127,7 +127,7 @@ func seedBenchBoard(tb testing.TB, db *storage.DB) {
 func BenchmarkLeaderboardPage(b *testing.B) {
 	db := storagetest.OpenSQLite(b)
 	seedBenchBoard(b, db)
-	h, err := handlers.New(handlers.Options{}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Teams: servicetest.Teams(db), Accounts: servicetest.Accounts(db), Candidates: servicetest.Candidates(db, nil)})
+	h, err := handlers.New(handlers.Options{}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Teams: servicetest.Teams(db), Accounts: servicetest.Accounts(db), Candidates: servicetest.Candidates(db, nil), Moderation: servicetest.Moderation(db)})
 	require.NoError(b, err)
 	page := func() *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()

@@ -12,10 +12,10 @@ import (
 	"proctor/web"
 )
 
-// ModerationStore is what the moderation pages need from storage. The store
-// checks permissions: a run's team publishes and withdraws it; administrators
-// verify, hide, show again and mark reproduced.
-type ModerationStore interface {
+// ModerationService is what the moderation pages need (service.Moderation).
+// The service checks permissions: a run's team publishes and withdraws it;
+// administrators verify, hide, show again and mark reproduced.
+type ModerationService interface {
 	PublishRun(ctx context.Context, runID int64) (*models.RunModeration, error)
 	WithdrawRun(ctx context.Context, runID int64) (*models.RunModeration, error)
 	VerifyRun(ctx context.Context, runID int64) (*models.RunModeration, error)
@@ -28,7 +28,7 @@ type ModerationStore interface {
 // moderationRoutes registers publishing and moderation (pages and API), the
 // public leaderboard change log and the run results export. Publishing needs a
 // signed-in member of the run's team (or an admin), moderation an admin; the
-// API routes let the store answer, so a private run is 404 to outsiders there.
+// API routes let the service answer, so a private run is 404 to outsiders there.
 func (s *Server) moderationRoutes(e *echo.Echo) {
 	e.POST("/runs/:id/publish", s.publishRun, requireUser)
 	e.POST("/runs/:id/withdraw", s.withdrawRun, requireUser)
@@ -40,19 +40,19 @@ func (s *Server) moderationRoutes(e *echo.Echo) {
 	e.GET("/benchmarks/:slug/leaderboard/changes", s.showLeaderboardChanges)
 
 	v1 := e.Group("/api/v1")
-	v1.POST("/runs/:id/publish", s.apiModerate(ModerationStore.PublishRun))
-	v1.POST("/runs/:id/withdraw", s.apiModerate(ModerationStore.WithdrawRun))
-	v1.POST("/runs/:id/verify", s.apiModerate(ModerationStore.VerifyRun))
+	v1.POST("/runs/:id/publish", s.apiModerate(ModerationService.PublishRun))
+	v1.POST("/runs/:id/withdraw", s.apiModerate(ModerationService.WithdrawRun))
+	v1.POST("/runs/:id/verify", s.apiModerate(ModerationService.VerifyRun))
 	v1.POST("/runs/:id/hide", s.apiHideRun)
-	v1.POST("/runs/:id/unhide", s.apiModerate(ModerationStore.UnhideRun))
-	v1.POST("/runs/:id/reproduce", s.apiModerate(ModerationStore.MarkRunReproduced))
+	v1.POST("/runs/:id/unhide", s.apiModerate(ModerationService.UnhideRun))
+	v1.POST("/runs/:id/reproduce", s.apiModerate(ModerationService.MarkRunReproduced))
 	v1.GET("/runs/:id/results.jsonl", s.exportRunResults)
 	v1.GET("/benchmarks/:slug/leaderboard/changes", s.apiLeaderboardChanges)
 }
 
-// moderationAction is one of ModerationStore's run actions, as a method
-// expression so that routes can name it before a store is wired.
-type moderationAction func(st ModerationStore, ctx context.Context, runID int64) (*models.RunModeration, error)
+// moderationAction is one of ModerationService's run actions, as a method
+// expression so that routes can name it before the service is wired.
+type moderationAction func(st ModerationService, ctx context.Context, runID int64) (*models.RunModeration, error)
 
 // moderationNotice is the one-time notice after a publication change.
 func moderationNotice(c echo.Context) string {
@@ -81,37 +81,37 @@ func (s *Server) moderatePage(c echo.Context, notice string, act moderationActio
 	if err != nil {
 		return err
 	}
-	if _, err := act(s.store, c.Request().Context(), id); err != nil {
+	if _, err := act(s.deps.Moderation, c.Request().Context(), id); err != nil {
 		return s.runActionError(c, err)
 	}
 	return redirect(c, runPath(id)+"?notice="+notice)
 }
 
 func (s *Server) publishRun(c echo.Context) error {
-	return s.moderatePage(c, "published", ModerationStore.PublishRun)
+	return s.moderatePage(c, "published", ModerationService.PublishRun)
 }
 
 func (s *Server) withdrawRun(c echo.Context) error {
-	return s.moderatePage(c, "withdrawn", ModerationStore.WithdrawRun)
+	return s.moderatePage(c, "withdrawn", ModerationService.WithdrawRun)
 }
 
 func (s *Server) verifyRun(c echo.Context) error {
-	return s.moderatePage(c, "verified", ModerationStore.VerifyRun)
+	return s.moderatePage(c, "verified", ModerationService.VerifyRun)
 }
 
 func (s *Server) hideRun(c echo.Context) error {
 	reason := c.FormValue("reason")
-	return s.moderatePage(c, "hidden", func(st ModerationStore, ctx context.Context, runID int64) (*models.RunModeration, error) {
+	return s.moderatePage(c, "hidden", func(st ModerationService, ctx context.Context, runID int64) (*models.RunModeration, error) {
 		return st.HideRun(ctx, runID, reason)
 	})
 }
 
 func (s *Server) unhideRun(c echo.Context) error {
-	return s.moderatePage(c, "unhidden", ModerationStore.UnhideRun)
+	return s.moderatePage(c, "unhidden", ModerationService.UnhideRun)
 }
 
 func (s *Server) reproduceRun(c echo.Context) error {
-	return s.moderatePage(c, "reproduced", ModerationStore.MarkRunReproduced)
+	return s.moderatePage(c, "reproduced", ModerationService.MarkRunReproduced)
 }
 
 func toAPIModeration(m *models.RunModeration) api.Moderation {
@@ -129,7 +129,7 @@ func (s *Server) apiModerate(act moderationAction) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		m, err := act(s.store, c.Request().Context(), id)
+		m, err := act(s.deps.Moderation, c.Request().Context(), id)
 		if err != nil {
 			return err
 		}
@@ -146,7 +146,7 @@ func (s *Server) apiHideRun(c echo.Context) error {
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	m, err := s.store.HideRun(c.Request().Context(), id, in.Reason)
+	m, err := s.deps.Moderation.HideRun(c.Request().Context(), id, in.Reason)
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func (s *Server) showLeaderboardChanges(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.store.LeaderboardChanges(c.Request().Context(), pathParam(c, "slug"), f)
+	v, err := s.deps.Moderation.LeaderboardChanges(c.Request().Context(), pathParam(c, "slug"), f)
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func (s *Server) apiLeaderboardChanges(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.store.LeaderboardChanges(c.Request().Context(), pathParam(c, "slug"), f)
+	v, err := s.deps.Moderation.LeaderboardChanges(c.Request().Context(), pathParam(c, "slug"), f)
 	if err != nil {
 		return err
 	}

@@ -556,7 +556,7 @@ func TestOpenAPI_SubmissionAnswersMatchDocument(t *testing.T) {
 		AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} },
 		Options:     runner.Options{Submissions: runner.SubmissionOptions{TempDir: t.TempDir()}}})
 	require.NoError(t, err)
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil), Studies: servicetest.Studies(db, nil), Accounts: servicetest.Accounts(db),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil), Studies: servicetest.Studies(db, nil), Accounts: servicetest.Accounts(db), Moderation: servicetest.Moderation(db),
 		Store: db, Artifacts: store, Static: static.Files(), Logger: logger,
 		Submissions: service.NewSubmissions(db, store, svc.Jobs(), service.SubmissionOptions{Limits: svc.SubmissionLimits()}),
 	})

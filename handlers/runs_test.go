@@ -60,7 +60,7 @@ func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
 	store, err := artifact.NewLocal(t.TempDir(), signer, "")
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
-	deps := handlers.Deps{Studies: servicetest.Studies(db, nil), Evaluators: evaltest.Registry(), Benchmarks: servicetest.Benchmarks(db), Submissions: servicetest.Submissions(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil), Accounts: servicetest.Accounts(db),
+	deps := handlers.Deps{Studies: servicetest.Studies(db, nil), Evaluators: evaltest.Registry(), Benchmarks: servicetest.Benchmarks(db), Submissions: servicetest.Submissions(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil), Accounts: servicetest.Accounts(db), Moderation: servicetest.Moderation(db),
 		Store: db, Artifacts: store, ArtifactHandler: artifact.NewLocalHandler(store, signer), ArtifactURLs: store,
 		Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}

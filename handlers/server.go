@@ -70,6 +70,8 @@ type Deps struct {
 	// Accounts is the account service: sign-up, sign-in, sessions and
 	// passwords.
 	Accounts AccountService
+	// Moderation is the publication and moderation service (service.Moderation).
+	Moderation ModerationService
 	// Submissions is the submission portal's service; without a queue it
 	// lists submissions and answers 503 to the rest.
 	Submissions SubmissionService
@@ -92,7 +94,6 @@ type Deps struct {
 // Store is everything the handlers need from storage, one small interface per feature.
 type Store interface {
 	Pinger
-	ModerationStore
 	SubmissionStore
 }
 

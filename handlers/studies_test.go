@@ -81,13 +81,13 @@ func newStudyPagesFixture(t *testing.T) *studyPagesFixture {
 	db.UseAgentSecrets(sealer)
 	judging := &fakeStudyJudging{}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Accounts: servicetest.Accounts(db), Candidates: servicetest.Candidates(db, nil),
+	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Moderation: servicetest.Moderation(db), Benchmarks: servicetest.Benchmarks(db), Teams: servicetest.Teams(db), Accounts: servicetest.Accounts(db), Candidates: servicetest.Candidates(db, nil),
 		Store: db, Static: static.Files(), Logger: logger, Studies: servicetest.Studies(db, judging),
 	})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	plain, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Static: static.Files(), Logger: logger, Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil), Studies: servicetest.Studies(db, nil), Accounts: servicetest.Accounts(db)})
+	plain, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Static: static.Files(), Logger: logger, Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil), Studies: servicetest.Studies(db, nil), Accounts: servicetest.Accounts(db), Moderation: servicetest.Moderation(db)})
 	require.NoError(t, err)
 	noJudging := httptest.NewServer(plain)
 	t.Cleanup(noJudging.Close)

@@ -161,3 +161,35 @@ func CheckHideReason(reason string) (string, error) {
 	}
 	return reason, nil
 }
+
+// ModerationTarget is a run as a moderation action finds it, locked in the
+// action's transaction: the run (its Origin as pages show it), whether
+// administrators hid it and why, and whether the caller is a member of its
+// team.
+type ModerationTarget struct {
+	Run          *Run
+	HiddenAt     *time.Time
+	HiddenReason string
+	Member       bool
+}
+
+// Hidden reports whether administrators hid the run.
+func (t ModerationTarget) Hidden() bool { return t.HiddenAt != nil }
+
+// RunChange is what a moderation action does to a run: the state it sets
+// (nil leaves it), the leaderboard event it logs when the run is or was
+// public ("" for none) with its public reason and who acted (an actor
+// role), and the audit action.
+type RunChange struct {
+	Published *bool
+	Verified  *bool
+	// Hide hides the run with HideReason; Unhide shows it again.
+	Hide       bool
+	HideReason string
+	Unhide     bool
+	// Origin is the run's new origin; "" leaves it.
+	Origin    string
+	Event     string
+	ActorRole string
+	Audit     string
+}

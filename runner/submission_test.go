@@ -335,9 +335,9 @@ func (p *portal) ingest(t *testing.T, f bundleFile, req models.SubmissionRequest
 	require.Equal(t, models.RunCompleted, run.Status)
 	require.Equal(t, models.OriginUploaded, run.Origin)
 
-	_, err = p.db.VerifyRun(p.admin, run.ID)
+	_, err = servicetest.Moderation(p.db).VerifyRun(p.admin, run.ID)
 	require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "an uploaded run is never verified before it is reproduced")
-	_, err = p.db.PublishRun(p.member, run.ID)
+	_, err = servicetest.Moderation(p.db).PublishRun(p.member, run.ID)
 	require.NoError(t, err)
 	var slug string
 	require.NoError(t, p.db.Gorm().Table("benchmarks").Where("id = ?", v.BenchmarkID).Pluck("slug", &slug).Error)

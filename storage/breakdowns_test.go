@@ -156,10 +156,10 @@ func TestStore_BreakdownBoard(t *testing.T) {
 			}
 		})
 		t.Run("HiddenRunsLeave", func(t *testing.T) {
-			_, err := db.HideRun(f.admin, f.b.ID, "Ran with the answers in its prompt.")
+			_, err := servicetest.Moderation(db).HideRun(f.admin, f.b.ID, "Ran with the answers in its prompt.")
 			require.NoError(t, err)
 			t.Cleanup(func() {
-				_, err := db.UnhideRun(f.admin, f.b.ID)
+				_, err := servicetest.Moderation(db).UnhideRun(f.admin, f.b.ID)
 				require.NoError(t, err)
 			})
 			for _, ctx := range []context.Context{f.anon, f.outsider, f.admin} {

@@ -136,7 +136,7 @@ func TestStore_CompareRuns(t *testing.T) {
 			check(f.outsider, "", f.their, f.a)
 			// A run hidden by administrators keeps its attempts from everyone
 			// outside its team; the public reason is all that is said.
-			_, err = db.HideRun(f.admin, f.b.ID, "Trained on the test tasks.")
+			_, err = servicetest.Moderation(db).HideRun(f.admin, f.b.ID, "Trained on the test tasks.")
 			require.NoError(t, err)
 			_, err = f.compare(f.anon, f.a, f.b)
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
@@ -144,7 +144,7 @@ func TestStore_CompareRuns(t *testing.T) {
 			check(f.outsider, models.ENOTFOUND, f.b, f.a)
 			check(f.member, "", f.a, f.b)
 			check(f.admin, "", f.a, f.b)
-			_, err = db.UnhideRun(f.admin, f.b.ID)
+			_, err = servicetest.Moderation(db).UnhideRun(f.admin, f.b.ID)
 			require.NoError(t, err)
 			check(f.anon, "", f.a, f.b)
 		})

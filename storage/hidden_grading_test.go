@@ -225,10 +225,10 @@ func TestStore_CandidateRunOrigin(t *testing.T) {
 		require.Equal(t, models.OriginCandidates, m.Origin)
 		require.Equal(t, "candidates submitted, tested by Proctor", models.OriginLabel(m.Origin))
 
-		_, err = db.MarkRunReproduced(f.admin, id)
+		_, err = servicetest.Moderation(db).MarkRunReproduced(f.admin, id)
 		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 		require.Contains(t, models.ErrorMessage(err), "tested by Proctor")
-		verified, err := db.VerifyRun(f.admin, id)
+		verified, err := servicetest.Moderation(db).VerifyRun(f.admin, id)
 		require.NoError(t, err, "Proctor ran the tests itself: nothing to reproduce first")
 		require.True(t, verified.Verified)
 		require.Equal(t, models.OriginCandidates, verified.Origin)

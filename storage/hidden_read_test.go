@@ -117,11 +117,11 @@ func TestStore_RunHiddenResults(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, h.CanBrowse, "a benchmark that reveals its references shows its tests")
 
-			_, err = db.HideRun(f.admin, runID, "Under review.")
+			_, err = servicetest.Moderation(db).HideRun(f.admin, runID, "Under review.")
 			require.NoError(t, err)
 			_, err = servicetest.Runs(db, 0).RunHiddenResults(f.anon, runID)
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "a hidden run's results stay with its team")
-			_, err = db.UnhideRun(f.admin, runID)
+			_, err = servicetest.Moderation(db).UnhideRun(f.admin, runID)
 			require.NoError(t, err)
 		})
 

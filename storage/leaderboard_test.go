@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"proctor/models"
+	"proctor/service/servicetest"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -173,12 +174,12 @@ func TestStore_Leaderboard(t *testing.T) {
 		})
 
 		t.Run("HiddenRunsLeave", func(t *testing.T) {
-			_, err := db.HideRun(f.admin, f.b.ID, "Reproduction failed.")
+			_, err := servicetest.Moderation(db).HideRun(f.admin, f.b.ID, "Reproduction failed.")
 			require.NoError(t, err)
 			for _, ctx := range []context.Context{f.anon, f.outsider, f.admin} {
 				require.Equal(t, []int64{f.a.ID}, boardRunIDs(board(ctx, models.SubsetFull, models.LeaderboardQuery{})), "a hidden run is on no board")
 			}
-			_, err = db.UnhideRun(f.admin, f.b.ID)
+			_, err = servicetest.Moderation(db).UnhideRun(f.admin, f.b.ID)
 			require.NoError(t, err)
 			require.Equal(t, []int64{f.b.ID, f.a.ID}, boardRunIDs(board(f.anon, models.SubsetFull, models.LeaderboardQuery{})))
 		})

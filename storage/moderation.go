@@ -78,179 +78,64 @@ func (db *DB) RunModeration(ctx context.Context, runID int64) (*models.RunModera
 	return moderationOf(ctx, q, run, manage)
 }
 
-// runChange is what a moderation action does to a run: the columns it sets,
-// the leaderboard event it logs ("" for none) and the audit action.
-type runChange struct {
-	updates map[string]any
-	event   string
-	reason  string
-	audit   string
-}
-
-// notCompleted refuses an action on a run that has not completed.
-func notCompleted(run *models.Run, what string) error {
-	return models.Errorf(models.ECONFLICT, "Run %d has not completed (it is %s): only completed runs can be %s.", run.ID, run.Status, what)
-}
-
-// PublishRun puts a completed run on its benchmark's leaderboards (unless
-// administrators hid it) and logs "added". Team members and admins only:
-// ENOTFOUND when the caller may not see the run, EUNAUTHORIZED or EFORBIDDEN
-// when they may not act for its team, ECONFLICT when it has not completed or
-// is already published.
-func (db *DB) PublishRun(ctx context.Context, runID int64) (*models.RunModeration, error) {
-	return db.moderateRun(ctx, runID, false, func(run *models.Run, h runHiding) (runChange, error) {
-		switch {
-		case run.Status != models.RunCompleted:
-			return runChange{}, notCompleted(run, "published")
-		case run.Published:
-			return runChange{}, models.Errorf(models.ECONFLICT, "Run %d is already published.", run.ID)
-		}
-		ch := runChange{updates: map[string]any{"published": true}, audit: "run.published"}
-		if h.HiddenAt == nil {
-			ch.event = models.EventAdded // a hidden run stays off the boards until shown again
-		}
-		return ch, nil
-	})
-}
-
-// WithdrawRun takes a published run off the leaderboards and out of public
-// view, and logs "withdrawn". Permissions as PublishRun; ECONFLICT when it is
-// not published (or, unpublished, has not completed).
-func (db *DB) WithdrawRun(ctx context.Context, runID int64) (*models.RunModeration, error) {
-	return db.moderateRun(ctx, runID, false, func(run *models.Run, _ runHiding) (runChange, error) {
-		switch {
-		case !run.Published && run.Status != models.RunCompleted:
-			return runChange{}, notCompleted(run, "published or withdrawn")
-		case !run.Published:
-			return runChange{}, models.Errorf(models.ECONFLICT, "Run %d is not published: there is nothing to withdraw.", run.ID)
-		}
-		// A published run that was reopened (its failed attempts retried) may
-		// still be withdrawn: its team must always be able to take it down.
-		return runChange{updates: map[string]any{"published": false}, event: models.EventWithdrawn, audit: "run.withdrawn"}, nil
-	})
-}
-
-// VerifyRun marks a completed run verified by the administrators and logs
-// "verified" when it is published. Administrators only: ENOTFOUND when the run
-// does not exist, EUNAUTHORIZED or EFORBIDDEN for others, ECONFLICT when it
-// has not completed, is already verified, or was uploaded (an uploaded run
-// is verified only once administrators reproduced it; a run of candidate
-// websites was tested by Proctor and needs no reproducing).
-func (db *DB) VerifyRun(ctx context.Context, runID int64) (*models.RunModeration, error) {
-	return db.moderateRun(ctx, runID, true, func(run *models.Run, _ runHiding) (runChange, error) {
-		switch {
-		case run.Origin == models.OriginUploaded:
-			return runChange{}, models.Errorf(models.ECONFLICT, "Run %d was uploaded: reproduce it before verifying.", run.ID)
-		case run.Status != models.RunCompleted:
-			return runChange{}, notCompleted(run, "verified")
-		case run.Verified:
-			return runChange{}, models.Errorf(models.ECONFLICT, "Run %d is already verified.", run.ID)
-		}
-		return runChange{updates: map[string]any{"verified": true}, event: models.EventVerified, audit: "run.verified"}, nil
-	})
-}
-
-// HideRun takes a run off the leaderboards with a reason shown publicly on its
-// page, and logs "hidden" when it is published; its team and administrators
-// still see everything, others only its summary and the reason.
-// Administrators only, as VerifyRun; EINVALID on "reason" when the reason is
-// empty or too long, ECONFLICT when the run is already hidden.
-func (db *DB) HideRun(ctx context.Context, runID int64, reason string) (*models.RunModeration, error) {
-	return db.moderateRun(ctx, runID, true, func(run *models.Run, h runHiding) (runChange, error) {
-		// Checked once the caller may act: others learn nothing from a reason.
-		reason, err := models.CheckHideReason(reason)
-		if err != nil {
-			return runChange{}, err
-		}
-		if h.HiddenAt != nil {
-			return runChange{}, models.Errorf(models.ECONFLICT, "Run %d is already hidden: %s", run.ID, h.HiddenReason)
-		}
-		return runChange{
-			updates: map[string]any{"hidden_at": db.now(), "hidden_reason": reason},
-			event:   models.EventHidden, reason: reason, audit: "run.hidden",
-		}, nil
-	})
-}
-
-// UnhideRun shows a hidden run again (on the leaderboards when it is
-// published) and logs "unhidden" when it is published. Administrators only,
-// as VerifyRun; ECONFLICT when the run is not hidden.
-func (db *DB) UnhideRun(ctx context.Context, runID int64) (*models.RunModeration, error) {
-	return db.moderateRun(ctx, runID, true, func(run *models.Run, h runHiding) (runChange, error) {
-		if h.HiddenAt == nil {
-			return runChange{}, models.Errorf(models.ECONFLICT, "Run %d is not hidden.", run.ID)
-		}
-		return runChange{updates: map[string]any{"hidden_at": nil, "hidden_reason": ""}, event: models.EventUnhidden, audit: "run.unhidden"}, nil
-	})
-}
-
-// MarkRunReproduced marks a completed uploaded run as reproduced by the
-// administrators (origin "reproduced", the leaderboard's badge) and logs
-// "reproduced" when it is published. Administrators only, as VerifyRun;
-// ECONFLICT when it has not completed, was executed by Proctor, is a run of
-// candidate websites (Proctor tested those itself) or is already marked.
-func (db *DB) MarkRunReproduced(ctx context.Context, runID int64) (*models.RunModeration, error) {
-	return db.moderateRun(ctx, runID, true, func(run *models.Run, _ runHiding) (runChange, error) {
-		switch {
-		case run.Status != models.RunCompleted:
-			return runChange{}, notCompleted(run, "marked reproduced")
-		case run.Origin == models.OriginReproduced:
-			return runChange{}, models.Errorf(models.ECONFLICT, "Run %d is already marked reproduced.", run.ID)
-		case run.Origin == models.OriginCandidates:
-			return runChange{}, models.Errorf(models.ECONFLICT, "Run %d's candidate websites were tested by Proctor: only uploaded results are marked reproduced.", run.ID)
-		case run.Origin != models.OriginUploaded:
-			return runChange{}, models.Errorf(models.ECONFLICT, "Run %d was executed by Proctor: only uploaded runs are marked reproduced.", run.ID)
-		}
-		return runChange{updates: map[string]any{"origin": models.OriginReproduced}, event: models.EventReproduced, audit: "run.reproduced"}, nil
-	})
-}
-
-// moderateRun applies one moderation action in a transaction: it checks that
-// the caller may see the run and act (for its team, or as an administrator
-// when admin is set), lets decide check the run's state and choose the change,
-// writes it, logs its leaderboard event when the run is or was public, and
-// records an audit event. It returns the run's state afterwards.
-func (db *DB) moderateRun(ctx context.Context, runID int64, admin bool, decide func(run *models.Run, h runHiding) (runChange, error)) (*models.RunModeration, error) {
+// ModerateRun applies one moderation action in a transaction: it locks the
+// run the caller may see (ENOTFOUND otherwise), lets decide check who acts
+// and the run's state and choose the change, writes it, logs its leaderboard
+// event when the run is or was public, and records an audit event. It returns
+// the run's state afterwards. decide (service.Moderation) owns the rules.
+func (db *DB) ModerateRun(ctx context.Context, runID int64, decide func(t *models.ModerationTarget) (models.RunChange, error)) (*models.RunModeration, error) {
 	var out *models.RunModeration
 	err := db.tx(ctx, func(tx *gorm.DB) error {
 		run, manage, err := db.runSummaryAccess(ctx, tx, runID, true)
 		if err != nil {
 			return err
 		}
-		var role string
-		if admin {
-			if _, err := models.RequireAdmin(ctx); err != nil {
+		target := &models.ModerationTarget{Run: run}
+		if a := models.ActorFrom(ctx); a.UserID != 0 {
+			_, err := membershipOf(tx, run.TeamID, a.UserID)
+			switch models.ErrorCode(err) {
+			case "":
+				target.Member = true
+			case models.ENOTFOUND:
+			default:
 				return err
 			}
-			role = models.ActorRoleAdmin
-		} else {
-			a, err := requireTeamRole(ctx, tx, run.TeamID, false)
-			if err != nil {
-				return err
-			}
-			if role, err = teamActionRole(tx, a, run.TeamID); err != nil {
-				return err
-			}
-		}
-		if models.ActorFrom(ctx).System {
-			role = models.ActorRoleSystem
 		}
 		h, err := runHidingOf(tx, run.ID)
 		if err != nil {
 			return err
 		}
+		target.HiddenAt, target.HiddenReason = h.HiddenAt, h.HiddenReason
 		// decide judges the origin pages show: a run of candidate websites
-		// is not an upload to reproduce. Only ch.updates are written.
+		// is not an upload to reproduce. Only the change is written.
 		if run.Origin, err = shownOriginOf(tx, run); err != nil {
 			return err
 		}
-		ch, err := decide(run, h)
+		ch, err := decide(target)
 		if err != nil {
 			return err
 		}
+		updates := map[string]any{}
+		if ch.Published != nil {
+			updates["published"] = *ch.Published
+		}
+		if ch.Verified != nil {
+			updates["verified"] = *ch.Verified
+		}
+		if ch.Hide {
+			updates["hidden_at"], updates["hidden_reason"] = db.now(), ch.HideReason
+		}
+		if ch.Unhide {
+			updates["hidden_at"], updates["hidden_reason"] = nil, ""
+		}
+		if ch.Origin != "" {
+			updates["origin"] = ch.Origin
+		}
 		wasPublic := run.Published
-		if err := tx.Model(&models.Run{}).Where("id = ?", run.ID).Updates(ch.updates).Error; err != nil {
-			return wrap(err, "run")
+		if len(updates) > 0 {
+			if err := tx.Model(&models.Run{}).Where("id = ?", run.ID).Updates(updates).Error; err != nil {
+				return wrap(err, "run")
+			}
 		}
 		var after models.Run
 		if err := tx.Where("id = ?", run.ID).Take(&after).Error; err != nil {
@@ -258,14 +143,14 @@ func (db *DB) moderateRun(ctx context.Context, runID int64, admin bool, decide f
 		}
 		// Only changes of public runs are logged: the log is public, and an
 		// unpublished run must not show up in it.
-		if ch.event != "" && (wasPublic || after.Published) {
+		if ch.Event != "" && (wasPublic || after.Published) {
 			benchmarkID, err := benchmarkIDOfVersion(tx, after.VersionID)
 			if err != nil {
 				return err
 			}
 			ev := &models.LeaderboardEvent{
-				BenchmarkID: benchmarkID, SubsetName: after.SubsetName, RunID: after.ID, Kind: ch.event,
-				Reason: ch.reason, ActorRole: role, CreatedAt: db.now(),
+				BenchmarkID: benchmarkID, SubsetName: after.SubsetName, RunID: after.ID, Kind: ch.Event,
+				Reason: ch.HideReason, ActorRole: ch.ActorRole, CreatedAt: db.now(),
 			}
 			if a := models.ActorFrom(ctx); a.UserID != 0 {
 				ev.ActorID = &a.UserID
@@ -274,7 +159,7 @@ func (db *DB) moderateRun(ctx context.Context, runID int64, admin bool, decide f
 				return err
 			}
 		}
-		if err := db.auditTx(ctx, tx, ch.audit, "run "+strconv.FormatInt(run.ID, 10), ch.reason, &run.TeamID); err != nil {
+		if err := db.auditTx(ctx, tx, ch.Audit, "run "+strconv.FormatInt(run.ID, 10), ch.HideReason, &run.TeamID); err != nil {
 			return err
 		}
 		out, err = moderationOf(ctx, tx, &after, manage)
@@ -284,22 +169,6 @@ func (db *DB) moderateRun(ctx context.Context, runID int64, admin bool, decide f
 		return nil, err
 	}
 	return out, nil
-}
-
-// teamActionRole names who acted for a team in the public log: the team, or
-// the administrators when an admin who is not a member acted for it.
-func teamActionRole(q *gorm.DB, a models.Actor, teamID int64) (string, error) {
-	if !a.IsAdmin {
-		return models.ActorRoleTeam, nil
-	}
-	_, err := membershipOf(q, teamID, a.UserID)
-	switch models.ErrorCode(err) {
-	case "":
-		return models.ActorRoleTeam, nil
-	case models.ENOTFOUND:
-		return models.ActorRoleAdmin, nil
-	}
-	return "", err
 }
 
 // benchmarkIDOfVersion returns the benchmark a version belongs to.
@@ -391,11 +260,8 @@ const changeColumns = `e.id, e.run_id, e.subset_name, e.kind, e.reason, e.actor_
 // subset the changes of that board (a named subset's board also shows full
 // runs, restricted to its tasks). ENOTFOUND for an unknown benchmark or, for
 // non-admins, an unpublished one; EINVALID on "subset" for a board the
-// benchmark does not have, or for bad page bounds.
+// benchmark does not have; the service checks the page bounds.
 func (db *DB) LeaderboardChanges(ctx context.Context, slug string, f models.ChangeFilter) (*models.LeaderboardChanges, error) {
-	if f.Page < 1 || f.PerPage < 1 {
-		return nil, models.Errorf(models.EINVALID, "page and per_page must be positive")
-	}
 	q := db.q(ctx)
 	b, err := visibleBenchmark(ctx, q, slug)
 	if err != nil {

@@ -73,134 +73,18 @@ func kinds(evs []models.LeaderboardEvent) []string {
 	return out
 }
 
-func TestStore_PublishRun(t *testing.T) {
-	t.Parallel()
-	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
-		f := newReadFixture(t, db)
-
-		t.Run("NotCompleted", func(t *testing.T) {
-			for _, act := range []func(context.Context, int64) (*models.RunModeration, error){db.PublishRun, db.WithdrawRun} {
-				_, err := act(f.member, f.run.ID)
-				require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
-				require.Contains(t, models.ErrorMessage(err), "has not completed (it is queued)")
-			}
-		})
-		f.complete(t, f.run.ID)
-
-		t.Run("Permissions", func(t *testing.T) {
-			for name, tc := range map[string]struct {
-				ctx  context.Context
-				code string
-			}{
-				"anonymous": {f.anon, models.ENOTFOUND},
-				"outsider":  {f.outsider, models.ENOTFOUND},
-			} {
-				_, err := db.PublishRun(tc.ctx, f.run.ID)
-				require.Equal(t, tc.code, models.ErrorCode(err), name)
-			}
-			_, err := db.PublishRun(f.member, 999999)
-			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-			require.Empty(t, events(t, db, f.run.ID), "refused actions log nothing")
-		})
-
-		m, err := db.PublishRun(f.member, f.run.ID)
-		require.NoError(t, err)
-		require.True(t, m.Published)
-		require.True(t, m.OnLeaderboard())
-		require.True(t, m.CanPublish)
-		require.False(t, m.CanModerate)
-		evs := events(t, db, f.run.ID)
-		require.Equal(t, []string{models.EventAdded}, kinds(evs))
-		require.Equal(t, models.ActorRoleTeam, evs[0].ActorRole)
-		require.Equal(t, models.SubsetFull, evs[0].SubsetName)
-		require.NotNil(t, evs[0].ActorID)
-		require.Equal(t, int64(1), countRows(t, db, "audit_events", "action = ?", "run.published"))
-
-		_, err = db.PublishRun(f.member, f.run.ID)
-		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
-		require.Contains(t, models.ErrorMessage(err), "already published")
-
-		t.Run("PublishedRunStillTeamOnly", func(t *testing.T) {
-			_, err := db.WithdrawRun(f.anon, f.run.ID)
-			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-			_, err = db.WithdrawRun(f.outsider, f.run.ID)
-			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
-			m, err := db.RunModeration(f.outsider, f.run.ID)
-			require.NoError(t, err)
-			require.False(t, m.CanPublish)
-		})
-
-		m, err = db.WithdrawRun(f.member, f.run.ID)
-		require.NoError(t, err)
-		require.False(t, m.Published)
-		_, err = db.WithdrawRun(f.member, f.run.ID)
-		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
-		require.Contains(t, models.ErrorMessage(err), "not published")
-		_, err = db.RunModeration(f.anon, f.run.ID)
-		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "a withdrawn run is private again")
-
-		// An administrator outside the team publishes in its place: the log
-		// says the administrators did.
-		_, err = db.PublishRun(f.admin, f.run.ID)
-		require.NoError(t, err)
-		evs = events(t, db, f.run.ID)
-		require.Equal(t, []string{models.EventAdded, models.EventWithdrawn, models.EventAdded}, kinds(evs))
-		require.Equal(t, models.ActorRoleAdmin, evs[2].ActorRole)
-	})
-}
-
-func TestStore_ModerateRun(t *testing.T) {
+// TestStore_HiddenRunVisibility: a run the administrators hid shows others
+// only its summary and the public reason; its team and administrators still
+// see everything. (The moderation rules are tested in service.)
+func TestStore_HiddenRunVisibility(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newReadFixture(t, db)
 		ids := f.complete(t, f.run.ID)
-
-		t.Run("AdminsOnly", func(t *testing.T) {
-			for name, act := range map[string]func(context.Context, int64) (*models.RunModeration, error){
-				"verify":    db.VerifyRun,
-				"unhide":    db.UnhideRun,
-				"reproduce": db.MarkRunReproduced,
-				"hide": func(ctx context.Context, id int64) (*models.RunModeration, error) {
-					return db.HideRun(ctx, id, "reason")
-				},
-			} {
-				_, err := act(f.member, f.run.ID)
-				require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err), name)
-				_, err = act(f.outsider, f.run.ID)
-				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "%s: a private run does not exist for outsiders", name)
-				_, err = act(f.anon, f.run.ID)
-				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), name)
-			}
-		})
-
-		t.Run("PrivateRunChangesAreNotLogged", func(t *testing.T) {
-			m, err := db.VerifyRun(f.admin, f.run.ID)
-			require.NoError(t, err)
-			require.True(t, m.Verified)
-			require.True(t, m.CanModerate)
-			require.Empty(t, events(t, db, f.run.ID), "the log is public: a private run stays out of it")
-			_, err = db.VerifyRun(f.admin, f.run.ID)
-			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
-		})
-
-		_, err := db.PublishRun(f.member, f.run.ID)
+		_, err := servicetest.Moderation(db).PublishRun(f.member, f.run.ID)
 		require.NoError(t, err)
-
-		t.Run("HideReason", func(t *testing.T) {
-			for _, reason := range []string{"", "   ", strings.Repeat("é", models.MaxHideReasonLength+1)} {
-				_, err := db.HideRun(f.admin, f.run.ID, reason)
-				require.Equal(t, models.EINVALID, models.ErrorCode(err))
-				require.Equal(t, "reason", models.ErrorField(err))
-			}
-		})
-
-		m, err := db.HideRun(f.admin, f.run.ID, "  The agent read the answers from a leaked file.  ")
+		_, err = servicetest.Moderation(db).HideRun(f.admin, f.run.ID, "  The agent read the answers from a leaked file.  ")
 		require.NoError(t, err)
-		require.True(t, m.Hidden())
-		require.False(t, m.OnLeaderboard())
-		require.Equal(t, "The agent read the answers from a leaked file.", m.HiddenReason)
-		_, err = db.HideRun(f.admin, f.run.ID, "again")
-		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 
 		t.Run("HiddenRunVisibility", func(t *testing.T) {
 			for name, ctx := range map[string]context.Context{"anonymous": f.anon, "outsider": f.outsider} {
@@ -230,70 +114,6 @@ func TestStore_ModerateRun(t *testing.T) {
 			}
 		})
 
-		// A hidden run the team withdraws and publishes again stays off the
-		// boards: no "added" until the administrators show it again.
-		_, err = db.WithdrawRun(f.member, f.run.ID)
-		require.NoError(t, err)
-		m, err = db.PublishRun(f.member, f.run.ID)
-		require.NoError(t, err)
-		require.False(t, m.OnLeaderboard())
-
-		m, err = db.UnhideRun(f.admin, f.run.ID)
-		require.NoError(t, err)
-		require.False(t, m.Hidden())
-		require.Empty(t, m.HiddenReason)
-		require.True(t, m.OnLeaderboard())
-		_, err = db.UnhideRun(f.admin, f.run.ID)
-		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
-
-		t.Run("Reproduced", func(t *testing.T) {
-			_, err := db.MarkRunReproduced(f.admin, f.run.ID)
-			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
-			require.Contains(t, models.ErrorMessage(err), "executed by Proctor")
-			require.NoError(t, db.Gorm().Model(&models.Run{}).Where("id = ?", f.run.ID).Update("origin", models.OriginUploaded).Error)
-			_, err = db.VerifyRun(f.admin, f.run.ID)
-			require.Equal(t, models.ECONFLICT, models.ErrorCode(err), "an uploaded run is never verified before it is reproduced")
-			require.Equal(t, fmt.Sprintf("Run %d was uploaded: reproduce it before verifying.", f.run.ID), models.ErrorMessage(err))
-			m, err := db.MarkRunReproduced(f.admin, f.run.ID)
-			require.NoError(t, err)
-			require.Equal(t, models.OriginReproduced, m.Origin)
-			_, err = db.MarkRunReproduced(f.admin, f.run.ID)
-			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
-		})
-
-		evs := events(t, db, f.run.ID)
-		require.Equal(t, []string{models.EventAdded, models.EventHidden, models.EventWithdrawn, models.EventUnhidden, models.EventReproduced}, kinds(evs))
-		require.Equal(t, "The agent read the answers from a leaked file.", evs[1].Reason)
-		require.Equal(t, models.ActorRoleAdmin, evs[1].ActorRole)
-		require.Equal(t, int64(1), countRows(t, db, "audit_events", "action = ? AND details = ?", "run.hidden", "The agent read the answers from a leaked file."))
-
-		t.Run("NotCompleted", func(t *testing.T) {
-			queued, err := f.queue(t, f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini"}, 0)
-			require.NoError(t, err)
-			for name, act := range map[string]func(context.Context, int64) (*models.RunModeration, error){"verify": db.VerifyRun, "reproduce": db.MarkRunReproduced} {
-				_, err := act(f.admin, queued.ID)
-				require.Equal(t, models.ECONFLICT, models.ErrorCode(err), name)
-				require.Contains(t, models.ErrorMessage(err), "has not completed", name)
-			}
-		})
-	})
-}
-
-// TestStore_ModerationIsAtomic: the change and its log line are written in one
-// transaction, so a log that cannot be written leaves the run unchanged.
-func TestStore_ModerationIsAtomic(t *testing.T) {
-	t.Parallel()
-	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
-		f := newReadFixture(t, db)
-		f.complete(t, f.run.ID)
-		require.NoError(t, db.Gorm().Exec("DROP TABLE leaderboard_events").Error)
-
-		_, err := db.PublishRun(f.member, f.run.ID)
-		require.Error(t, err)
-		var run models.Run
-		require.NoError(t, db.Gorm().First(&run, f.run.ID).Error)
-		require.False(t, run.Published, "the run is not published without its log line")
-		require.Zero(t, countRows(t, db, "audit_events", "action = ?", "run.published"))
 	})
 }
 
@@ -311,7 +131,7 @@ func TestStore_RecordRescoredEvent(t *testing.T) {
 		record("r1")
 		require.Empty(t, events(t, db, f.run.ID), "an unpublished run is not logged")
 
-		_, err := db.PublishRun(f.member, f.run.ID)
+		_, err := servicetest.Moderation(db).PublishRun(f.member, f.run.ID)
 		require.NoError(t, err)
 		record("r2")
 		record("r2") // the same re-scoring grading another attempt
@@ -340,18 +160,18 @@ func TestStore_LeaderboardChanges(t *testing.T) {
 		for _, id := range episodes0(t, db, smoke.ID) {
 			f.finish(t, id, models.EpisodeOutcome{Steps: 1, Duration: time.Second}, &models.Evaluation{Evaluator: "test", Verdict: models.OutcomeSuccess, Score: score(1)})
 		}
-		_, err = db.PublishRun(f.member, f.run.ID)
+		_, err = servicetest.Moderation(db).PublishRun(f.member, f.run.ID)
 		require.NoError(t, err)
-		_, err = db.PublishRun(f.member, smoke.ID)
+		_, err = servicetest.Moderation(db).PublishRun(f.member, smoke.ID)
 		require.NoError(t, err)
-		_, err = db.HideRun(f.admin, smoke.ID, "Reproduction failed.")
+		_, err = servicetest.Moderation(db).HideRun(f.admin, smoke.ID, "Reproduction failed.")
 		require.NoError(t, err)
-		_, err = db.WithdrawRun(f.member, f.run.ID)
+		_, err = servicetest.Moderation(db).WithdrawRun(f.member, f.run.ID)
 		require.NoError(t, err)
 
 		page := func(ctx context.Context, filter models.ChangeFilter) *models.LeaderboardChanges {
 			t.Helper()
-			ch, err := db.LeaderboardChanges(ctx, "mini", filter)
+			ch, err := servicetest.Moderation(db).LeaderboardChanges(ctx, "mini", filter)
 			require.NoError(t, err)
 			return ch
 		}
@@ -378,17 +198,17 @@ func TestStore_LeaderboardChanges(t *testing.T) {
 		require.Len(t, second.Changes, 1)
 		require.False(t, second.HasMore())
 
-		_, err = db.LeaderboardChanges(f.anon, "mini", models.ChangeFilter{Subset: "nope", Page: 1, PerPage: 10})
+		_, err = servicetest.Moderation(db).LeaderboardChanges(f.anon, "mini", models.ChangeFilter{Subset: "nope", Page: 1, PerPage: 10})
 		require.Equal(t, models.EINVALID, models.ErrorCode(err))
 		require.Equal(t, "subset", models.ErrorField(err))
-		_, err = db.LeaderboardChanges(f.anon, "nope", models.ChangeFilter{Page: 1, PerPage: 10})
+		_, err = servicetest.Moderation(db).LeaderboardChanges(f.anon, "nope", models.ChangeFilter{Page: 1, PerPage: 10})
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
-		_, err = db.LeaderboardChanges(f.anon, "mini", models.ChangeFilter{Page: 0, PerPage: 10})
+		_, err = servicetest.Moderation(db).LeaderboardChanges(f.anon, "mini", models.ChangeFilter{Page: 0, PerPage: 10})
 		require.Equal(t, models.EINVALID, models.ErrorCode(err))
 
 		require.NoError(t, db.SetBenchmarkPublished(f.system, "mini", false))
 		for name, ctx := range map[string]context.Context{"anonymous": f.anon, "member": f.member} {
-			_, err = db.LeaderboardChanges(ctx, "mini", models.ChangeFilter{Page: 1, PerPage: 10})
+			_, err = servicetest.Moderation(db).LeaderboardChanges(ctx, "mini", models.ChangeFilter{Page: 1, PerPage: 10})
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), name)
 		}
 		require.Equal(t, 4, page(f.admin, models.ChangeFilter{Page: 1, PerPage: 10}).Total)

@@ -243,6 +243,12 @@ func (app *App) benchmarkService() *service.Benchmarks {
 	return service.NewBenchmarks(app.DB, app.Evaluators)
 }
 
+// moderationService is the publication and moderation service over this
+// process's database.
+func (app *App) moderationService() *service.Moderation {
+	return service.NewModeration(app.DB)
+}
+
 // submissionService is the submission portal's service over this process's
 // database and artifact store, enqueuing through run's queue.
 func (app *App) submissionService(run *runner.Runner) *service.Submissions {

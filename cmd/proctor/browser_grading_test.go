@@ -37,7 +37,7 @@ func TestBrowser_GradingAndRescoreChanges(t *testing.T) {
 	ctx := context.Background()
 	sys := models.WithActor(ctx, models.SystemActor())
 	member := models.WithActor(ctx, models.Actor{UserID: userID(t, app.DB, "mia@example.org"), Email: "mia@example.org"})
-	_, err := app.DB.PublishRun(member, runID)
+	_, err := service.NewModeration(app.DB).PublishRun(member, runID)
 	require.NoError(t, err)
 	// A re-scoring by the official reading fails two answers the first
 	// grading passed: 4 of 6 become 2 of 6.

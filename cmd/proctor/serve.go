@@ -62,7 +62,7 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 		Store: app.DB, Artifacts: app.Artifacts, ArtifactHandler: app.ArtifactHandler,
 		Static: static.Files(), Docs: docs.Files(), Logger: app.Log,
 		ArtifactURLs: app.Artifacts, Runs: app.runService(run), Benchmarks: app.benchmarkService(), Submissions: app.submissionService(run), Studies: app.studyService(run), QueueUI: queueUI,
-		Teams: app.teamService(), Accounts: app.accountService(), Candidates: app.candidateService(run),
+		Teams: app.teamService(), Accounts: app.accountService(), Candidates: app.candidateService(run), Moderation: app.moderationService(),
 		Evaluators: app.Evaluators,
 	})
 	if err != nil {

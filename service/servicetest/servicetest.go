@@ -116,3 +116,8 @@ func Studies(db *storage.DB, jobs service.StudyJobs) *service.Studies {
 func Accounts(db *storage.DB) *service.Accounts {
 	return service.NewAccounts(db)
 }
+
+// Moderation is the moderation service over db.
+func Moderation(db *storage.DB) *service.Moderation {
+	return service.NewModeration(db)
+}
