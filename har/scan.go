@@ -124,7 +124,6 @@ type scanner struct {
 
 	tee    *bufio.Writer
 	teeing bool // bytes read go to tee
-	wrote  bool // an entry has been written to tee
 }
 
 // walk reads a HAR document from r and calls each with every entry of its

@@ -62,22 +62,9 @@ func agentTestTeam(t *testing.T, db *storage.DB, slug string, owner *models.User
 	return team
 }
 
-// as returns a context acting as u.
-func acctCtx(u *models.User) context.Context {
-	return models.WithActor(context.Background(), models.Actor{UserID: u.ID, Email: u.Email, Name: u.Name, IsAdmin: u.IsAdmin})
-}
-
 func acctUser(t *testing.T, db *storage.DB, email string, admin bool) *models.User {
 	t.Helper()
 	u, err := db.CreateUser(context.Background(), email, strings.Split(email, "@")[0], "correct horse battery", admin)
 	require.NoError(t, err)
 	return u
-}
-
-// auditActions returns the actions recorded so far, oldest first.
-func acctAuditActions(t *testing.T, db *storage.DB) []string {
-	t.Helper()
-	var out []string
-	require.NoError(t, db.Gorm().Model(&models.AuditEvent{}).Order("id").Pluck("action", &out).Error)
-	return out
 }
