@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What `make test` (and so CI) runs. Installs what is missing, starts a throwaway
 # PostgreSQL and a versitygw S3 server, then checks, failing fast:
-#   gofmt, templ freshness, go vet, go build, go test.
+#   gofmt, templ freshness, go vet, staticcheck, go build, go test.
 # The servers are stopped and their folder removed on every exit, failed or not.
 #
 # Usage: scripts/test.sh [go test flags/packages...]   (default: ./...)
@@ -94,6 +94,9 @@ fi
 
 step "go vet"
 go vet ./...
+
+step "staticcheck"
+go tool staticcheck ./...
 
 step "go build"
 go build ./...
