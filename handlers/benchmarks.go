@@ -15,6 +15,9 @@ import (
 // benchmark API need (service.Benchmarks): it decides who sees and changes
 // what.
 type BenchmarkService interface {
+	// TaskDefects lists a task's upstream defects for administrators (nil
+	// for everyone else).
+	TaskDefects(ctx context.Context, slug string, t *models.Task) ([]models.TaskDefect, error)
 	// Leaderboard returns a benchmark's board for a subset, filtered, ranked
 	// and sorted by the query; ENOTFOUND for unknown or hidden boards.
 	Leaderboard(ctx context.Context, slug, subset string, q models.LeaderboardQuery) (*models.Leaderboard, error)
@@ -87,16 +90,11 @@ func (s *Server) showTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := s.page(c, "Task "+t.ExternalID)
-	var defects []models.TaskDefect
-	if p.Admin() && s.deps.Evaluators != nil {
-		b, err := s.deps.Benchmarks.Benchmark(ctx, slug)
-		if err != nil {
-			return err
-		}
-		defects = s.deps.Evaluators.Defects(b.Evaluator, t)
+	defects, err := s.deps.Benchmarks.TaskDefects(ctx, slug, t)
+	if err != nil {
+		return err
 	}
-	return s.render(c, http.StatusOK, web.TaskDetailPage(p, slug, t, defects))
+	return s.render(c, http.StatusOK, web.TaskDetailPage(s.page(c, "Task "+t.ExternalID), slug, t, defects))
 }
 
 // wantsFragment reports whether an htmx request asks for a part of the page

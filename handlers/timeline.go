@@ -257,7 +257,7 @@ func (s *Server) downloadAttemptArtifacts(c echo.Context) error {
 	c.Response().WriteHeader(http.StatusOK)
 	a := &attemptArchive{
 		zw: zip.NewWriter(c.Response()), files: files, dir: name + "/",
-		privileged: models.ActorFrom(ctx).Privileged(), now: s.deps.Now(),
+		privileged: as.Unredacted, now: s.deps.Now(),
 	}
 	if err := a.write(ctx, as); err != nil {
 		// The status is sent: cut the connection so that the client sees a

@@ -112,6 +112,9 @@ type Timeline struct {
 	// FinalAction is the episode's final action decoded, nil when there is none.
 	FinalAction *Action
 	CanManage   bool
+	// MayRevealAnswer says the caller may reveal the task's expected answer
+	// (administrators), as the run service decides.
+	MayRevealAnswer bool
 	// ErrorDetail is the attempt's platform error in full, server paths
 	// included: filled for administrators only, "" for everyone else.
 	ErrorDetail string

@@ -13,6 +13,12 @@ type AttemptSteps struct {
 	Attempt Attempt
 	Task    Task // public fields only
 	Steps   []Step
+	// Unredacted says the caller may have the attempt's artifacts whole
+	// (administrators): for anyone else a download leaves out what the
+	// browser loaded after the last step (the checks' live-page reads, whose
+	// addresses come from the hidden evaluation spec) and keeps only the final
+	// URL of the page state. The run service sets it.
+	Unredacted bool
 }
 
 // NetworkRequest is one request of an attempt's HAR, as the timeline lists it.

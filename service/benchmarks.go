@@ -162,6 +162,21 @@ func scopeOf(ctx context.Context) models.BenchmarkScope {
 	return models.BenchmarkScopeFor(models.ActorFrom(ctx))
 }
 
+// TaskDefects lists the upstream defects of a task's own evaluation spec
+// (flaws of the benchmark's published data that no output can pass), as
+// its evaluator's registry record finds them: for administrators only, nil
+// for everyone else.
+func (s *Benchmarks) TaskDefects(ctx context.Context, slug string, t *models.Task) ([]models.TaskDefect, error) {
+	if !models.ActorFrom(ctx).Privileged() || s.kinds == nil {
+		return nil, nil
+	}
+	b, err := s.store.Benchmark(ctx, slug, models.BenchmarkScopeFor(models.ActorFrom(ctx)))
+	if err != nil {
+		return nil, err
+	}
+	return s.kinds.Defects(b.Evaluator, t), nil
+}
+
 // Leaderboard returns a benchmark's public board for a subset, filtered,
 // ranked and sorted by q: published runs only, their precomputed rows.
 // ENOTFOUND for an unknown board, or an unpublished benchmark's for anyone

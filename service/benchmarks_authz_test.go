@@ -158,6 +158,11 @@ func TestBenchmarks_Authorization(t *testing.T) {
 			}, actors{secrets(false), secrets(false), secrets(false), secrets(true)}},
 			{"Task", func(ctx context.Context) (any, error) { return f.svc.Task(ctx, "shop", "s1") },
 				actors{secrets(false), secrets(false), secrets(false), secrets(true)}},
+			{"TaskDefects", func(ctx context.Context) (any, error) {
+				task, err := f.svc.Task(ctx, "shop", "s1")
+				require.NoError(t, err)
+				return f.svc.TaskDefects(ctx, "shop", task)
+			}, actors{ok, ok, ok, ok}},
 			{"ListSites", func(ctx context.Context) (any, error) { return f.svc.ListSites(ctx, "shop") },
 				actors{siteURLs(false), siteURLs(false), siteURLs(false), siteURLs(true)}},
 			{"Benchmark(unpublished)", func(ctx context.Context) (any, error) { return f.svc.Benchmark(ctx, "draft") },

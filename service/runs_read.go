@@ -182,6 +182,7 @@ func (s *Runs) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Ti
 	} else if blind {
 		tl.Hidden = nil
 	}
+	tl.MayRevealAnswer = models.ActorFrom(ctx).Privileged()
 	return tl, nil
 }
 
@@ -195,6 +196,7 @@ func (s *Runs) AttemptSteps(ctx context.Context, attemptID int64) (*models.Attem
 	if err := s.access.ReadAttempt(ctx, as.Attempt.ID); err != nil {
 		return nil, err
 	}
+	as.Unredacted = models.ActorFrom(ctx).Privileged()
 	return as, nil
 }
 
