@@ -73,7 +73,7 @@ func (s *Server) renderCandidateForm(c echo.Context, status int, subset string, 
 	if err != nil {
 		return err
 	}
-	opts, err := s.store.SubmissionFormOptions(ctx)
+	opts, err := s.deps.Submissions.SubmissionFormOptions(ctx)
 	if err != nil {
 		return err
 	}

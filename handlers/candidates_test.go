@@ -53,7 +53,7 @@ func newCandidatesFixture(t *testing.T, withQueue bool) *candidatesFixture {
 	require.NoError(t, err)
 	db.UseAgentSecrets(sealer)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	deps := handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Static: static.Files(), Logger: logger, Teams: servicetest.Teams(db), Accounts: servicetest.Accounts(db), Candidates: servicetest.Candidates(db, nil), Moderation: servicetest.Moderation(db)}
+	deps := handlers.Deps{Evaluators: evaltest.Registry(), Runs: servicetest.Runs(db, 0), Benchmarks: servicetest.Benchmarks(db), Store: db, Static: static.Files(), Logger: logger, Teams: servicetest.Teams(db), Accounts: servicetest.Accounts(db), Candidates: servicetest.Candidates(db, nil), Submissions: servicetest.Submissions(db), Moderation: servicetest.Moderation(db)}
 	if withQueue {
 		r, err := runner.New(runner.Config{Evaluators: evaltest.Registry(), DB: db, Logger: logger,
 			AgentClient: func(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} }})

@@ -94,7 +94,6 @@ type Deps struct {
 // Store is everything the handlers need from storage, one small interface per feature.
 type Store interface {
 	Pinger
-	SubmissionStore
 }
 
 // isUpload reports whether a request is an upload POST, which skips the global

@@ -19,12 +19,6 @@ import (
 	"proctor/web"
 )
 
-// SubmissionStore is what the candidate form reads of the submission
-// portal's choices (storage.DB): the caller's agents.
-type SubmissionStore interface {
-	SubmissionFormOptions(ctx context.Context) (*models.SubmissionFormOptions, error)
-}
-
 // SubmissionService is the submission portal (service.Submissions): it
 // checks who may see and do what, receives uploads and queues their jobs.
 type SubmissionService interface {

@@ -249,22 +249,6 @@ func (db *DB) ListSubmissions(ctx context.Context, f models.SubmissionFilter, te
 	return out, int(total), nil
 }
 
-// SubmissionFormOptions lists the agents of the context's actor's teams
-// (every team's for administrators) and the benchmarks they may see, as
-// SubmissionFormChoices does; the candidate form reads its agents here.
-// EUNAUTHORIZED when nobody is signed in.
-func (db *DB) SubmissionFormOptions(ctx context.Context) (*models.SubmissionFormOptions, error) {
-	a, err := models.RequireUser(ctx)
-	if err != nil {
-		return nil, err
-	}
-	member := a.UserID
-	if a.Privileged() {
-		member = 0
-	}
-	return db.SubmissionFormChoices(ctx, member, a.Privileged())
-}
-
 // SubmissionFormChoices lists the agents (of any kind) of the teams user
 // member belongs to (of every team when member is 0), by team and name, and
 // the benchmarks with imported tasks (unpublished ones too when unpublished
