@@ -160,7 +160,9 @@ func TestBrowser_HiddenResults(t *testing.T) {
 	require.NoError(t, expect.Locator(page.GetByTestId("hidden-test")).ToHaveCount(43))
 	require.NoError(t, expect.Locator(page.GetByTestId("hidden-summary-overall")).ToHaveText("93.0% (40/43)"))
 
-	// The result filter swaps the list in place and the address follows.
+	// The result filter swaps the list in place and the address follows; htmx
+	// wires the form up once the page has loaded.
+	require.NoError(t, page.WaitForLoadState(playwright.PageWaitForLoadStateOptions{State: playwright.LoadStateLoad}))
 	_, err = page.GetByTestId("filter-result").SelectOption(playwright.SelectOptionValues{Values: &[]string{models.HiddenFailed}})
 	require.NoError(t, err)
 	require.NoError(t, expect.Page(page).ToHaveURL(regexp.MustCompile(regexp.QuoteMeta(testsPath)+`\?result=failed$`)))
