@@ -146,10 +146,10 @@ func (db *DB) DeleteExpiredSessions(ctx context.Context) (int64, error) {
 // client address) inside tx, so the event and the change it describes are
 // written together.
 func (db *DB) auditTx(ctx context.Context, tx *gorm.DB, action, subject, details string, teamID *int64) error {
-	a := models.ActorFrom(ctx)
-	ev := &models.AuditEvent{Action: action, Subject: subject, Details: details, IP: a.IP, TeamID: teamID, CreatedAt: db.now()}
-	if a.UserID != 0 {
-		ev.UserID = &a.UserID
+	userID, ip := actorOfRecord(ctx)
+	ev := &models.AuditEvent{Action: action, Subject: subject, Details: details, IP: ip, TeamID: teamID, CreatedAt: db.now()}
+	if userID != 0 {
+		ev.UserID = &userID
 	}
 	return wrap(tx.Create(ev).Error, "audit event")
 }

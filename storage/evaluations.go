@@ -28,8 +28,8 @@ import (
 // A first evaluation needs the attempt to be evaluating and a re-scoring needs
 // it done; anything else is a redelivered job and records nothing.
 func (db *DB) RecordEvaluations(ctx context.Context, attemptID int64, b models.EvaluationBatch, refresh func(ctx context.Context, tx *sql.Tx, runID int64) error) (bool, error) {
-	if !models.ActorFrom(ctx).System {
-		return false, models.Errorf(models.EFORBIDDEN, "Only the queue records evaluations.")
+	if err := requireQueue(ctx, "records evaluations"); err != nil {
+		return false, err
 	}
 	finished := false
 	err := db.tx(ctx, func(tx *gorm.DB) error {

@@ -21,8 +21,8 @@ const hiddenEvaluatorVersion = "2"
 // (EFORBIDDEN otherwise); ENOTFOUND when the attempt, its run or its task is
 // gone.
 func (db *DB) HiddenTask(ctx context.Context, attemptID int64) (*models.HiddenTaskSpec, error) {
-	if !models.ActorFrom(ctx).System {
-		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue runs hidden tests.")
+	if err := requireQueue(ctx, "runs hidden tests"); err != nil {
+		return nil, err
 	}
 	var spec models.HiddenTaskSpec
 	q := db.q(ctx)
@@ -57,8 +57,8 @@ func (db *DB) HiddenTask(ctx context.Context, attemptID int64) (*models.HiddenTa
 // task, without its captures: what the job's time limit is derived from.
 // System actor only; ENOTFOUND when the attempt or its task is gone.
 func (db *DB) HiddenSuite(ctx context.Context, attemptID int64) (string, error) {
-	if !models.ActorFrom(ctx).System {
-		return "", models.Errorf(models.EFORBIDDEN, "Only the queue runs hidden tests.")
+	if err := requireQueue(ctx, "runs hidden tests"); err != nil {
+		return "", err
 	}
 	var specs []string
 	err := db.q(ctx).Table("attempts a").Joins("JOIN tasks t ON t.id = a.task_id").
@@ -79,8 +79,8 @@ func (db *DB) HiddenSuite(ctx context.Context, attemptID int64) (string, error) 
 // models.ClaimFinished, with no change, when the attempt is done or its run has
 // ended. System actor only; ENOTFOUND when the attempt is gone.
 func (db *DB) StartHiddenAttempt(ctx context.Context, attemptID int64, by models.Claimant) (int, string, error) {
-	if !models.ActorFrom(ctx).System {
-		return 0, "", models.Errorf(models.EFORBIDDEN, "Only the queue runs hidden tests.")
+	if err := requireQueue(ctx, "runs hidden tests"); err != nil {
+		return 0, "", err
 	}
 	try, status := 0, models.ClaimFinished
 	err := db.tx(ctx, func(tx *gorm.DB) error {
@@ -141,8 +141,8 @@ type hiddenDetails struct {
 // done already, or whose try is not out.Try, records nothing (a redelivered or
 // stale job). It reports whether the run finished. System actor only.
 func (db *DB) SaveHiddenResults(ctx context.Context, attemptID int64, out models.HiddenOutcome, refresh func(ctx context.Context, tx *sql.Tx, runID int64) error) (bool, error) {
-	if !models.ActorFrom(ctx).System {
-		return false, models.Errorf(models.EFORBIDDEN, "Only the queue records hidden-test results.")
+	if err := requireQueue(ctx, "records hidden-test results"); err != nil {
+		return false, err
 	}
 	summary := models.SummarizeHiddenResults(out.Results)
 	finished := false

@@ -64,8 +64,8 @@ func (db *DB) OrphanHolders(ctx context.Context) ([]string, error) {
 // attempts released; nothing is done (and ok is false) when the lease was
 // renewed meanwhile or another process released it first.
 func (db *DB) ReleaseWorker(ctx context.Context, w models.DeadWorker, reoffer func(ctx context.Context, tx *sql.Tx) error) (attemptIDs []int64, ok bool, err error) {
-	if !models.ActorFrom(ctx).System {
-		return nil, false, models.Errorf(models.EFORBIDDEN, "Only the queue releases a worker's jobs.")
+	if err := requireQueue(ctx, "releases a worker's jobs"); err != nil {
+		return nil, false, err
 	}
 	err = db.tx(ctx, func(tx *gorm.DB) error {
 		if w.Orphan {
@@ -116,8 +116,8 @@ func (db *DB) ReleaseWorker(ctx context.Context, w models.DeadWorker, reoffer fu
 // with reoffer offering their jobs again, in one transaction. Attempts no
 // longer held by the worker are left alone; it returns those released.
 func (db *DB) ReleaseLost(ctx context.Context, worker string, attemptIDs []int64, reoffer func(ctx context.Context, tx *sql.Tx) error) ([]int64, error) {
-	if !models.ActorFrom(ctx).System {
-		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue releases a worker's jobs.")
+	if err := requireQueue(ctx, "releases a worker's jobs"); err != nil {
+		return nil, err
 	}
 	var released []int64
 	err := db.tx(ctx, func(tx *gorm.DB) error {

@@ -132,8 +132,8 @@ func (db *DB) subsetTaskIDs(ctx context.Context, q *gorm.DB, versionID int64, su
 // job adds nothing twice), marks the run running and returns the attempts that
 // still wait for an episode. System actor only (the queue's workers).
 func (db *DB) DispatchRun(ctx context.Context, runID int64, enqueue func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error) error {
-	if !models.ActorFrom(ctx).System {
-		return models.Errorf(models.EFORBIDDEN, "Only the queue dispatches runs.")
+	if err := requireQueue(ctx, "dispatches runs"); err != nil {
+		return err
 	}
 	return db.tx(ctx, func(tx *gorm.DB) error {
 		var run models.Run
@@ -186,8 +186,8 @@ func lockRow(tx *gorm.DB, dialect string) *gorm.DB {
 // running waits while that worker's lease is renewed. It returns what the
 // worker needs, hidden task fields included. System actor only.
 func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by models.Claimant) (string, *models.EpisodeSpec, error) {
-	if !models.ActorFrom(ctx).System {
-		return "", nil, models.Errorf(models.EFORBIDDEN, "Only the queue runs episodes.")
+	if err := requireQueue(ctx, "runs episodes"); err != nil {
+		return "", nil, err
 	}
 	status := models.ClaimFinished
 	var spec models.EpisodeSpec
@@ -330,8 +330,8 @@ func (db *DB) RecordStep(ctx context.Context, s *models.Step, try int) error {
 // enqueues its evaluation. A try that is no longer current (the attempt was
 // restarted elsewhere) is ignored. System actor only.
 func (db *DB) FinishEpisode(ctx context.Context, attemptID int64, try int, out models.EpisodeOutcome, enqueue func(ctx context.Context, tx *sql.Tx) error) error {
-	if !models.ActorFrom(ctx).System {
-		return models.Errorf(models.EFORBIDDEN, "Only the queue finishes episodes.")
+	if err := requireQueue(ctx, "finishes episodes"); err != nil {
+		return err
 	}
 	return db.tx(ctx, func(tx *gorm.DB) error {
 		var a models.Attempt
@@ -369,8 +369,8 @@ func (db *DB) ReleaseAttempt(ctx context.Context, attemptID int64, try int) erro
 
 // EvaluationSpec is what an evaluation job needs about an attempt.
 func (db *DB) EvaluationSpec(ctx context.Context, attemptID int64) (*models.EpisodeSpec, error) {
-	if !models.ActorFrom(ctx).System {
-		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue evaluates attempts.")
+	if err := requireQueue(ctx, "evaluates attempts"); err != nil {
+		return nil, err
 	}
 	var spec models.EpisodeSpec
 	q := db.q(ctx)

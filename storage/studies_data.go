@@ -309,20 +309,12 @@ func upsertVerdicts(tx *gorm.DB, verdicts []models.StudyVerdict) error {
 	return wrap(err, "study verdicts")
 }
 
-// requireSystem is EFORBIDDEN unless the actor is the system (the queue).
-func requireSystem(ctx context.Context) error {
-	if !models.ActorFrom(ctx).System {
-		return models.Errorf(models.EFORBIDDEN, "Only the job queue may do this.")
-	}
-	return nil
-}
-
 // StudyJudgeWork lists the items of a study, in sample order, that a judge
 // configuration has no verdict on yet, or only a failed one (judging them
 // again is what a retry is for). System actor only: EFORBIDDEN otherwise;
 // ENOTFOUND for an unknown study or a judge it does not configure.
 func (db *DB) StudyJudgeWork(ctx context.Context, studyID int64, judge string) ([]models.StudyItem, error) {
-	if err := requireSystem(ctx); err != nil {
+	if err := requireQueue(ctx, "judges studies"); err != nil {
 		return nil, err
 	}
 	q := db.q(ctx)
@@ -352,7 +344,7 @@ func (db *DB) StudyJudgeWork(ctx context.Context, studyID int64, judge string) (
 // is held in share mode, so SetStudyJudges cannot change it meanwhile).
 func (db *DB) SaveStudyVerdict(ctx context.Context, v *models.StudyVerdict,
 	canon func(labels models.StudyLabels, rubric []models.RubricItem) (models.StudyLabels, error)) error {
-	if err := requireSystem(ctx); err != nil {
+	if err := requireQueue(ctx, "records study verdicts"); err != nil {
 		return err
 	}
 	if strings.TrimSpace(v.Judge) == "" {

@@ -293,8 +293,8 @@ func (db *DB) SubmissionFormChoices(ctx context.Context, member int64, unpublish
 
 // SubmissionForJob loads a submission for the queue's jobs. System only.
 func (db *DB) SubmissionForJob(ctx context.Context, id int64) (*models.Submission, error) {
-	if !models.ActorFrom(ctx).System {
-		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue reads submissions for processing.")
+	if err := requireQueue(ctx, "reads submissions for processing"); err != nil {
+		return nil, err
 	}
 	var s models.Submission
 	if err := db.q(ctx).First(&s, id).Error; err != nil {
@@ -307,8 +307,8 @@ func (db *DB) SubmissionForJob(ctx context.Context, id int64) (*models.Submissio
 // submission's benchmark version and of its subset, in task order, with the
 // benchmark's slug: what a bundle is checked against. System only.
 func (db *DB) SubmissionCatalog(ctx context.Context, s *models.Submission) (benchmark string, taskIDs, subsetTaskIDs []string, err error) {
-	if !models.ActorFrom(ctx).System {
-		return "", nil, nil, models.Errorf(models.EFORBIDDEN, "Only the queue reads submission catalogs.")
+	if err := requireQueue(ctx, "reads submission catalogs"); err != nil {
+		return "", nil, nil, err
 	}
 	q := db.q(ctx)
 	var slugs []string
@@ -359,8 +359,8 @@ func (db *DB) changeSubmission(ctx context.Context, tx *gorm.DB, id int64, from 
 // submission that is uploading. System only (the runner, after it began the
 // upload for the submitter).
 func (db *DB) SetSubmissionUpload(ctx context.Context, id int64, multipartID string) error {
-	if !models.ActorFrom(ctx).System {
-		return models.Errorf(models.EFORBIDDEN, "Only the runner starts uploads.")
+	if err := requireQueue(ctx, "starts uploads"); err != nil {
+		return err
 	}
 	return db.tx(ctx, func(tx *gorm.DB) error {
 		_, err := db.changeSubmission(ctx, tx, id, []string{models.SubmissionUploading}, map[string]any{"multipart_id": multipartID}, "", "")
@@ -407,8 +407,8 @@ func (db *DB) CompleteSubmissionUpload(ctx context.Context, id, size int64, enqu
 // returned as it is. ok is false when the submission no longer needs
 // validating (discarded, or validated already). System only.
 func (db *DB) StartSubmissionValidation(ctx context.Context, id int64) (s *models.Submission, ok bool, err error) {
-	if !models.ActorFrom(ctx).System {
-		return nil, false, models.Errorf(models.EFORBIDDEN, "Only the queue validates submissions.")
+	if err := requireQueue(ctx, "validates submissions"); err != nil {
+		return nil, false, err
 	}
 	err = db.tx(ctx, func(tx *gorm.DB) error {
 		prev, err := db.changeSubmission(ctx, tx, id, []string{models.SubmissionUploaded, models.SubmissionValidating},
@@ -432,8 +432,8 @@ func (db *DB) StartSubmissionValidation(ctx context.Context, id int64) (s *model
 // blocking reason naming that run. ECONFLICT unless it is validating. System
 // only.
 func (db *DB) FinishSubmissionValidation(ctx context.Context, id int64, report models.SubmissionReport, duplicate func(prev *models.Submission) error) (*models.SubmissionReport, error) {
-	if !models.ActorFrom(ctx).System {
-		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue validates submissions.")
+	if err := requireQueue(ctx, "validates submissions"); err != nil {
+		return nil, err
 	}
 	if sum, err := hex.DecodeString(report.SHA256); err != nil || len(sum) != 32 {
 		return nil, fmt.Errorf("validation of submission %d: the report has no SHA-256 of the bundle", id)
@@ -473,8 +473,8 @@ func (db *DB) FinishSubmissionValidation(ctx context.Context, id int64, report m
 // with the message saying why; its bytes are the caller's to delete.
 // ECONFLICT once it is validated or final. System only.
 func (db *DB) RefuseSubmission(ctx context.Context, id int64, reason string) error {
-	if !models.ActorFrom(ctx).System {
-		return models.Errorf(models.EFORBIDDEN, "Only the queue refuses submissions.")
+	if err := requireQueue(ctx, "refuses submissions"); err != nil {
+		return err
 	}
 	return db.tx(ctx, func(tx *gorm.DB) error {
 		_, err := db.changeSubmission(ctx, tx, id,
@@ -524,8 +524,8 @@ func (db *DB) RequestSubmissionIngest(ctx context.Context, id int64, admit func(
 // saying why; no run was created. ECONFLICT unless it is ingesting. System
 // only.
 func (db *DB) FailSubmission(ctx context.Context, id int64, reason string) error {
-	if !models.ActorFrom(ctx).System {
-		return models.Errorf(models.EFORBIDDEN, "Only the queue ingests submissions.")
+	if err := requireQueue(ctx, "ingests submissions"); err != nil {
+		return err
 	}
 	return db.tx(ctx, func(tx *gorm.DB) error {
 		_, err := db.changeSubmission(ctx, tx, id, []string{models.SubmissionIngesting},
@@ -562,8 +562,8 @@ func (db *DB) DiscardSubmission(ctx context.Context, id int64) (*models.Submissi
 // SubmissionProgress records how many bytes of total the running job has
 // read, for the progress bar. Jobs only.
 func (db *DB) SubmissionProgress(ctx context.Context, id, done, total int64) error {
-	if !models.ActorFrom(ctx).System {
-		return models.Errorf(models.EFORBIDDEN, "Only the queue reports progress.")
+	if err := requireQueue(ctx, "reports progress"); err != nil {
+		return err
 	}
 	return wrap(db.q(ctx).Model(&models.Submission{}).Where("id = ?", id).
 		Updates(map[string]any{"progress_done": done, "progress_total": total, "updated_at": db.now()}).Error, "submission")
@@ -572,8 +572,8 @@ func (db *DB) SubmissionProgress(ctx context.Context, id, done, total int64) err
 // AbandonedUploads lists up to limit submissions still uploading whose last
 // part arrived (or which began) before cutoff, oldest first. System only.
 func (db *DB) AbandonedUploads(ctx context.Context, cutoff time.Time, limit int) ([]models.Submission, error) {
-	if !models.ActorFrom(ctx).System {
-		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue expires uploads.")
+	if err := requireQueue(ctx, "expires uploads"); err != nil {
+		return nil, err
 	}
 	var out []models.Submission
 	err := db.q(ctx).Where("status = ? AND updated_at < ?", models.SubmissionUploading, cutoff).
@@ -585,8 +585,8 @@ func (db *DB) AbandonedUploads(ctx context.Context, cutoff time.Time, limit int)
 // reason and returns it, so that the caller deletes its parts; ECONFLICT
 // when a part arrived since or it is no longer uploading. System only.
 func (db *DB) ExpireUpload(ctx context.Context, id int64, cutoff time.Time, reason string) (*models.Submission, error) {
-	if !models.ActorFrom(ctx).System {
-		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue expires uploads.")
+	if err := requireQueue(ctx, "expires uploads"); err != nil {
+		return nil, err
 	}
 	var out *models.Submission
 	err := db.tx(ctx, func(tx *gorm.DB) error {

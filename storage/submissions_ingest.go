@@ -23,8 +23,8 @@ import (
 // does nothing. System only; ECONFLICT when the submission is not ingesting.
 func (db *DB) CreateUploadedRun(ctx context.Context, id int64, in models.SubmissionIngest, rules models.UploadedRunRules,
 	enqueue func(ctx context.Context, tx *sql.Tx, runID int64, evaluate []int64) error) (*models.Run, error) {
-	if !models.ActorFrom(ctx).System {
-		return nil, models.Errorf(models.EFORBIDDEN, "Only the queue ingests submissions.")
+	if err := requireQueue(ctx, "ingests submissions"); err != nil {
+		return nil, err
 	}
 	var run models.Run
 	err := db.tx(ctx, func(tx *gorm.DB) error {
