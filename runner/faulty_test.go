@@ -226,7 +226,7 @@ func (f *faultyBundle) finish(t *testing.T, runID int64, limit time.Duration) *f
 	require.NotNil(t, run.FinishedAt)
 	// The last evaluation and the run's completion share a transaction, so the
 	// totals are final once the status is.
-	page, err := f.db.RunPage(f.member, runID, 1, 50)
+	page, err := f.db.RunPage(f.member, models.RunScopeFor(models.ActorFrom(f.member)), runID, 1, 50)
 	require.NoError(t, err)
 	require.Equal(t, run.Status, page.Progress.Run.Status)
 	require.Equal(t, run.TasksTotal, page.AttemptsTotal)
@@ -248,7 +248,7 @@ func (f *faultyBundle) finish(t *testing.T, runID int64, limit time.Duration) *f
 			require.NotEmpty(t, a.ErrorClass, "attempt %d ended in error without a class", a.ID)
 			require.NotEmpty(t, a.ErrorMessage, "attempt %d ended in error without a message", a.ID)
 		}
-		tl, err := f.db.AttemptTimeline(f.member, a.ID)
+		tl, err := servicetest.Runs(f.db, 0).AttemptTimeline(f.member, a.ID)
 		require.NoError(t, err)
 		for i, s := range tl.Steps {
 			require.Equal(t, i, s.Step.Index, "attempt %d: step indices are not consecutive", a.ID)
@@ -435,7 +435,7 @@ func TestFaulty_Agents(t *testing.T) {
 		}, runLimit, 50*time.Millisecond, "the slow agent's attempt never got going")
 
 		canceled := time.Now()
-		require.NoError(t, f.db.CancelRun(f.member, runID))
+		require.NoError(t, servicetest.Runs(f.db, 0).CancelRun(f.member, runID))
 		status, err := f.db.RunStatus(f.system, runID)
 		require.NoError(t, err)
 		require.Equal(t, models.RunCanceled, status)

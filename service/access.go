@@ -101,3 +101,26 @@ func (a Access) ReadAttempt(ctx context.Context, attemptID int64) error {
 	}
 	return nil
 }
+
+// runScope is which runs the caller sees and acts for (models.RunScopeFor),
+// what every storage read of runs is given.
+func runScope(ctx context.Context) models.RunScope {
+	return models.RunScopeFor(models.ActorFrom(ctx))
+}
+
+// teamManager is the team-member rule over a run the caller sees, for
+// storage to apply under the run's lock once it knows whether the caller
+// acts for the run's team (manage: its members, administrators and the
+// system): EUNAUTHORIZED for anonymous callers, EFORBIDDEN for others, as
+// requireRole.
+func teamManager(ctx context.Context) func(manage bool) error {
+	return func(manage bool) error {
+		if manage {
+			return nil
+		}
+		if _, err := models.RequireUser(ctx); err != nil {
+			return err
+		}
+		return roleRefusal(nil, nil, false)
+	}
+}

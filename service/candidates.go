@@ -34,7 +34,7 @@ type CandidateStore interface {
 	SubsetTaskIDs(ctx context.Context, versionID int64, subset string) ([]int64, error)
 	VersionTaskRefs(ctx context.Context, versionID int64) ([]models.Task, error)
 	TaskIntents(ctx context.Context, ids []int64) ([]models.Task, error)
-	VisibleRun(ctx context.Context, runID int64) (*models.Run, error)
+	VisibleRun(ctx context.Context, scope models.RunScope, runID int64) (*models.Run, error)
 	RunCandidates(ctx context.Context, runID int64) ([]models.HiddenCandidate, error)
 	AttemptCandidate(ctx context.Context, attemptID int64) (int64, *models.HiddenCandidate, error)
 	InsertCandidateRun(ctx context.Context, run *models.Run, taskIDs []int64, candidates map[int64]models.CandidateSpec,
@@ -447,7 +447,7 @@ func redactCandidate(c *models.HiddenCandidate) {
 // blanked for everyone but the run's team and administrators. ENOTFOUND
 // when the run does not exist or is not visible to the caller.
 func (s *Candidates) HiddenCandidates(ctx context.Context, runID int64) ([]models.HiddenCandidate, error) {
-	run, err := s.store.VisibleRun(ctx, runID)
+	run, err := s.store.VisibleRun(ctx, runScope(ctx), runID)
 	if err != nil {
 		return nil, err
 	}
@@ -477,7 +477,7 @@ func (s *Candidates) HiddenCandidate(ctx context.Context, attemptID int64) (*mod
 	} else if err != nil {
 		return nil, err
 	}
-	run, err := s.store.VisibleRun(ctx, runID)
+	run, err := s.store.VisibleRun(ctx, runScope(ctx), runID)
 	if err != nil {
 		return nil, err
 	}

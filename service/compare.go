@@ -34,7 +34,7 @@ func (s *Runs) CompareRuns(ctx context.Context, ids []int64) (*models.Comparison
 			return nil, models.FieldError(models.CompareParam, "run %d is named twice: each run can be compared once", id)
 		}
 	}
-	src, err := s.store.CompareSource(ctx, ids)
+	src, err := s.store.CompareSource(ctx, runScope(ctx), ids)
 	if err != nil {
 		return nil, err
 	}

@@ -9,11 +9,13 @@ import (
 // ModerationStore is what the moderation service needs from storage: the
 // moderation transaction, a run's publication state and the change log.
 type ModerationStore interface {
-	// ModerateRun locks the run the caller may see (ENOTFOUND otherwise),
+	// ModerateRun locks the run the scope sees (ENOTFOUND otherwise),
 	// applies the change decide returns, logs it and returns the run's
-	// state afterwards.
-	ModerateRun(ctx context.Context, runID int64, decide func(t *models.ModerationTarget) (models.RunChange, error)) (*models.RunModeration, error)
-	RunModeration(ctx context.Context, runID int64) (*models.RunModeration, error)
+	// state afterwards and whether the scope acts for its team.
+	ModerateRun(ctx context.Context, scope models.RunScope, runID int64, decide func(t *models.ModerationTarget) (models.RunChange, error)) (*models.RunModeration, bool, error)
+	// RunModeration returns a run's state and whether the scope acts for
+	// its team; ENOTFOUND when the scope does not see it.
+	RunModeration(ctx context.Context, scope models.RunScope, runID int64) (*models.RunModeration, bool, error)
 	LeaderboardChanges(ctx context.Context, slug string, f models.ChangeFilter) (*models.LeaderboardChanges, error)
 }
 
@@ -34,7 +36,31 @@ func NewModeration(store ModerationStore) *Moderation {
 // RunModeration returns a run's publication state and what the caller may
 // change about it. ENOTFOUND when the caller may not see the run.
 func (s *Moderation) RunModeration(ctx context.Context, runID int64) (*models.RunModeration, error) {
-	return s.store.RunModeration(ctx, runID)
+	mod, manage, err := s.store.RunModeration(ctx, runScope(ctx), runID)
+	if err != nil {
+		return nil, err
+	}
+	moderationRights(ctx, mod, manage)
+	return mod, nil
+}
+
+// moderate applies one moderation action (ModerationStore.ModerateRun) as
+// the caller, and sets what they may change about the run afterwards.
+func (s *Moderation) moderate(ctx context.Context, runID int64, decide func(t *models.ModerationTarget) (models.RunChange, error)) (*models.RunModeration, error) {
+	mod, manage, err := s.store.ModerateRun(ctx, runScope(ctx), runID, decide)
+	if err != nil {
+		return nil, err
+	}
+	moderationRights(ctx, mod, manage)
+	return mod, nil
+}
+
+// moderationRights sets what the caller may change about a run: its team's
+// members (manage: they act for its team, as administrators and the system
+// do) publish and withdraw it; administrators and the system moderate it.
+func moderationRights(ctx context.Context, mod *models.RunModeration, manage bool) {
+	mod.CanPublish = manage
+	mod.CanModerate = models.ActorFrom(ctx).Privileged()
 }
 
 // LeaderboardChanges returns one page (from 1) of a benchmark's public
@@ -92,7 +118,7 @@ func notCompleted(run *models.Run, what string) error {
 // when they may not act for its team, ECONFLICT when it has not completed or
 // is already published.
 func (s *Moderation) PublishRun(ctx context.Context, runID int64) (*models.RunModeration, error) {
-	return s.store.ModerateRun(ctx, runID, func(t *models.ModerationTarget) (models.RunChange, error) {
+	return s.moderate(ctx, runID, func(t *models.ModerationTarget) (models.RunChange, error) {
 		role, err := teamAction(ctx, t)
 		if err != nil {
 			return models.RunChange{}, err
@@ -116,7 +142,7 @@ func (s *Moderation) PublishRun(ctx context.Context, runID int64) (*models.RunMo
 // view, and logs "withdrawn". Permissions as PublishRun; ECONFLICT when it is
 // not published (or, unpublished, has not completed).
 func (s *Moderation) WithdrawRun(ctx context.Context, runID int64) (*models.RunModeration, error) {
-	return s.store.ModerateRun(ctx, runID, func(t *models.ModerationTarget) (models.RunChange, error) {
+	return s.moderate(ctx, runID, func(t *models.ModerationTarget) (models.RunChange, error) {
 		role, err := teamAction(ctx, t)
 		if err != nil {
 			return models.RunChange{}, err
@@ -141,7 +167,7 @@ func (s *Moderation) WithdrawRun(ctx context.Context, runID int64) (*models.RunM
 // (an uploaded run is verified only once administrators reproduced it; a run
 // of candidate websites was tested by Proctor and needs no reproducing).
 func (s *Moderation) VerifyRun(ctx context.Context, runID int64) (*models.RunModeration, error) {
-	return s.store.ModerateRun(ctx, runID, func(t *models.ModerationTarget) (models.RunChange, error) {
+	return s.moderate(ctx, runID, func(t *models.ModerationTarget) (models.RunChange, error) {
 		role, err := adminAction(ctx)
 		if err != nil {
 			return models.RunChange{}, err
@@ -165,7 +191,7 @@ func (s *Moderation) VerifyRun(ctx context.Context, runID int64) (*models.RunMod
 // Administrators only, as VerifyRun; EINVALID on "reason" when the reason is
 // empty or too long, ECONFLICT when the run is already hidden.
 func (s *Moderation) HideRun(ctx context.Context, runID int64, reason string) (*models.RunModeration, error) {
-	return s.store.ModerateRun(ctx, runID, func(t *models.ModerationTarget) (models.RunChange, error) {
+	return s.moderate(ctx, runID, func(t *models.ModerationTarget) (models.RunChange, error) {
 		role, err := adminAction(ctx)
 		if err != nil {
 			return models.RunChange{}, err
@@ -186,7 +212,7 @@ func (s *Moderation) HideRun(ctx context.Context, runID int64, reason string) (*
 // published) and logs "unhidden" when it is published. Administrators only,
 // as VerifyRun; ECONFLICT when the run is not hidden.
 func (s *Moderation) UnhideRun(ctx context.Context, runID int64) (*models.RunModeration, error) {
-	return s.store.ModerateRun(ctx, runID, func(t *models.ModerationTarget) (models.RunChange, error) {
+	return s.moderate(ctx, runID, func(t *models.ModerationTarget) (models.RunChange, error) {
 		role, err := adminAction(ctx)
 		if err != nil {
 			return models.RunChange{}, err
@@ -204,7 +230,7 @@ func (s *Moderation) UnhideRun(ctx context.Context, runID int64) (*models.RunMod
 // ECONFLICT when it has not completed, was executed by Proctor, is a run of
 // candidate websites (Proctor tested those itself) or is already marked.
 func (s *Moderation) MarkRunReproduced(ctx context.Context, runID int64) (*models.RunModeration, error) {
-	return s.store.ModerateRun(ctx, runID, func(t *models.ModerationTarget) (models.RunChange, error) {
+	return s.moderate(ctx, runID, func(t *models.ModerationTarget) (models.RunChange, error) {
 		role, err := adminAction(ctx)
 		if err != nil {
 			return models.RunChange{}, err

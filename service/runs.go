@@ -22,15 +22,15 @@ type RunStore interface {
 	RunReadStore
 	TeamBySlug(ctx context.Context, slug string) (*models.Team, error)
 	TeamByID(ctx context.Context, id int64) (*models.Team, error)
-	RequireTeamMember(ctx context.Context, teamID int64) (models.Actor, error)
+	Membership(ctx context.Context, teamID, userID int64) (*models.Membership, error)
 	TeamAgent(ctx context.Context, teamID int64, slug string) (*models.Agent, error)
 	BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchmark, error)
 	VersionBenchmark(ctx context.Context, versionID int64) (*models.Benchmark, error)
-	VisibleRun(ctx context.Context, runID int64) (*models.Run, error)
+	VisibleRun(ctx context.Context, scope models.RunScope, runID int64) (*models.Run, error)
 	SubsetTaskIDs(ctx context.Context, versionID int64, subset string) ([]int64, error)
 	InsertRun(ctx context.Context, run *models.Run, withinQuota func(recent int64) error,
 		enqueue func(ctx context.Context, tx *sql.Tx, runID int64) error) error
-	ResetErroredAttempts(ctx context.Context, runID int64,
+	ResetErroredAttempts(ctx context.Context, scope models.RunScope, runID int64, mayManage func(manage bool) error,
 		enqueue func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error) (int, error)
 	RescoreAttempts(ctx context.Context, scope models.RescoreScope,
 		enqueue func(ctx context.Context, tx *sql.Tx, attemptIDs []int64, rescoreID string) error) (int, error)
@@ -105,7 +105,7 @@ func (s *Runs) QueueRun(ctx context.Context, req models.RunRequest) (*models.Run
 	if err != nil {
 		return nil, err
 	}
-	actor, err := s.store.RequireTeamMember(ctx, team.ID)
+	actor, err := requireRole(ctx, s.store, team.ID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -154,11 +154,11 @@ const rerunNotesLimit = 2000
 // (ENOTFOUND for a run the caller may not see, EUNAUTHORIZED or EFORBIDDEN
 // otherwise); EINVALID for an uploaded run, which was never executed here.
 func (s *Runs) RerunRun(ctx context.Context, runID int64) (*models.Run, error) {
-	src, err := s.store.VisibleRun(ctx, runID)
+	src, err := s.store.VisibleRun(ctx, runScope(ctx), runID)
 	if err != nil {
 		return nil, err
 	}
-	actor, err := s.store.RequireTeamMember(ctx, src.TeamID)
+	actor, err := requireRole(ctx, s.store, src.TeamID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -227,12 +227,14 @@ func (s *Runs) create(ctx context.Context, p runPlan) (*models.Run, error) {
 }
 
 // RetryAttempts re-enqueues a run's attempts that ended in error and returns
-// how many (0 when none had failed). Team members and admins only.
+// how many (0 when none had failed). Team members and admins only: ENOTFOUND
+// when the caller may not see the run, EUNAUTHORIZED or EFORBIDDEN when they
+// may not act for its team.
 func (s *Runs) RetryAttempts(ctx context.Context, runID int64) (int, error) {
 	if s.jobs == nil {
 		return 0, noQueue()
 	}
-	return s.store.ResetErroredAttempts(ctx, runID, s.jobs.RunEpisodes)
+	return s.store.ResetErroredAttempts(ctx, runScope(ctx), runID, teamManager(ctx), s.jobs.RunEpisodes)
 }
 
 // Rescore queues a new evaluation of the finished attempts in scope and

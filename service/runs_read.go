@@ -10,34 +10,35 @@ import (
 	"proctor/storage"
 )
 
-// RunReadStore is what the run service reads from storage. Storage decides
-// which runs the caller may see at all (their team, or published); the
-// service applies the blind-study rule (Access) to what it returns.
+// RunReadStore is what the run service reads from storage. The service
+// tells storage which runs the caller sees (models.RunScope: their teams',
+// or the published ones) and applies the blind-study rule (Access) to what
+// it returns.
 type RunReadStore interface {
-	ListRuns(ctx context.Context, f models.RunFilter) ([]models.RunListItem, int, error)
-	TeamRuns(ctx context.Context, teamSlug string, page, perPage int) (*models.TeamRunList, error)
-	RunProgress(ctx context.Context, runID int64) (*models.RunProgress, error)
-	RunOverview(ctx context.Context, runID int64, f models.AttemptFilter) (*models.RunOverview, error)
-	RunAttempts(ctx context.Context, runID int64, page, perPage int) ([]models.AttemptListItem, int, error)
-	RunResults(ctx context.Context, runID int64, emit func([]models.RunResult) error) error
-	RunReports(ctx context.Context, runID int64) ([]models.MetricsReport, []models.AttemptScope, error)
-	RunHiddenResults(ctx context.Context, runID int64) (*models.RunHiddenResults, error)
-	AttemptTimeline(ctx context.Context, attemptID int64) (*models.Timeline, error)
-	AttemptSteps(ctx context.Context, attemptID int64) (*models.AttemptSteps, error)
+	ListRuns(ctx context.Context, scope models.RunScope, f models.RunFilter) ([]models.RunListItem, int, error)
+	TeamRuns(ctx context.Context, scope models.RunScope, teamSlug string, page, perPage int) (*models.TeamRunList, error)
+	RunProgress(ctx context.Context, scope models.RunScope, runID int64) (*models.RunProgress, error)
+	RunOverview(ctx context.Context, scope models.RunScope, runID int64, f models.AttemptFilter) (*models.RunOverview, error)
+	RunAttempts(ctx context.Context, scope models.RunScope, runID int64, page, perPage int) ([]models.AttemptListItem, int, error)
+	RunResults(ctx context.Context, scope models.RunScope, runID int64, emit func([]models.RunResult) error) error
+	RunReports(ctx context.Context, scope models.RunScope, runID int64) ([]models.MetricsReport, []models.AttemptScope, error)
+	RunHiddenResults(ctx context.Context, scope models.RunScope, runID int64) (*models.RunHiddenResults, error)
+	AttemptTimeline(ctx context.Context, scope models.RunScope, attemptID int64) (*models.Timeline, error)
+	AttemptSteps(ctx context.Context, scope models.RunScope, attemptID int64) (*models.AttemptSteps, error)
 	AttemptExpectedAnswer(ctx context.Context, attemptID int64) (*models.ExpectedAnswer, error)
-	AttemptHiddenTests(ctx context.Context, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, string, error)
-	AttemptHiddenTest(ctx context.Context, attemptID int64, testID string) (*models.AttemptHiddenTest, string, error)
-	CompareSource(ctx context.Context, ids []int64) (*storage.CompareSource, error)
+	AttemptHiddenTests(ctx context.Context, scope models.RunScope, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, string, error)
+	AttemptHiddenTest(ctx context.Context, scope models.RunScope, attemptID int64, testID string) (*models.AttemptHiddenTest, string, error)
+	CompareSource(ctx context.Context, scope models.RunScope, ids []int64) (*storage.CompareSource, error)
 	BreakdownBoard(ctx context.Context, bq models.BreakdownQuery, withheld storage.Withheld) (*models.BreakdownBoard, error)
 	TaskMatrix(ctx context.Context, bq models.BreakdownQuery, withheld storage.Withheld) (*models.TaskMatrix, error)
-	CancelRun(ctx context.Context, runID int64) error
-	RunFormOptions(ctx context.Context, teamSlug string) (*models.RunFormOptions, error)
+	CancelRun(ctx context.Context, scope models.RunScope, runID int64, mayManage func(manage bool) error) error
+	RunFormOptions(ctx context.Context, scope models.RunScope, teamSlug string) (*models.RunFormOptions, error)
 }
 
 // ListRuns returns one page of the runs the caller may see, the results of
 // those they annotate blind withheld.
 func (s *Runs) ListRuns(ctx context.Context, f models.RunFilter) ([]models.RunListItem, int, error) {
-	list, total, err := s.store.ListRuns(ctx, f)
+	list, total, err := s.store.ListRuns(ctx, runScope(ctx), f)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -49,7 +50,7 @@ func (s *Runs) ListRuns(ctx context.Context, f models.RunFilter) ([]models.RunLi
 
 // TeamRuns returns one page of a team's runs as ListRuns does.
 func (s *Runs) TeamRuns(ctx context.Context, teamSlug string, page, perPage int) (*models.TeamRunList, error) {
-	out, err := s.store.TeamRuns(ctx, teamSlug, page, perPage)
+	out, err := s.store.TeamRuns(ctx, runScope(ctx), teamSlug, page, perPage)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func (s *Runs) withholdListed(ctx context.Context, list []models.RunListItem) er
 // run they may not see, as every run read answers, then EFORBIDDEN when the
 // blind-study rule withholds them. Streamed reads check before the first row.
 func (s *Runs) readRun(ctx context.Context, runID int64) error {
-	if _, err := s.store.VisibleRun(ctx, runID); err != nil {
+	if _, err := s.store.VisibleRun(ctx, runScope(ctx), runID); err != nil {
 		return err
 	}
 	return s.access.ReadRuns(ctx, runID)
@@ -89,7 +90,7 @@ func (s *Runs) readRun(ctx context.Context, runID int64) error {
 // RunProgress returns a run's live state, its results withheld from an
 // annotator of a blind study over its attempts.
 func (s *Runs) RunProgress(ctx context.Context, runID int64) (*models.RunProgress, error) {
-	p, err := s.store.RunProgress(ctx, runID)
+	p, err := s.store.RunProgress(ctx, runScope(ctx), runID)
 	if err != nil {
 		return nil, err
 	}
@@ -101,14 +102,16 @@ func (s *Runs) RunProgress(ctx context.Context, runID int64) (*models.RunProgres
 	return p, nil
 }
 
-// RunOverview returns a run's page: its progress, moderation, facets and one
-// page of attempts; for an annotator of a blind study over its attempts the
-// page shows the run but withholds its results and attempts.
+// RunOverview returns a run's page: its progress, moderation (with what the
+// caller may change, moderationRights), facets and one page of attempts; for
+// an annotator of a blind study over its attempts the page shows the run but
+// withholds its results and attempts.
 func (s *Runs) RunOverview(ctx context.Context, runID int64, f models.AttemptFilter) (*models.RunOverview, error) {
-	out, err := s.store.RunOverview(ctx, runID, f)
+	out, err := s.store.RunOverview(ctx, runScope(ctx), runID, f)
 	if err != nil {
 		return nil, err
 	}
+	moderationRights(ctx, &out.Moderation, out.Page.CanManage)
 	if blind, err := s.access.BlindRun(ctx, runID); err != nil {
 		return nil, err
 	} else if blind {
@@ -123,7 +126,7 @@ func (s *Runs) RunAttempts(ctx context.Context, runID int64, page, perPage int) 
 	if err := s.readRun(ctx, runID); err != nil {
 		return nil, 0, err
 	}
-	return s.store.RunAttempts(ctx, runID, page, perPage)
+	return s.store.RunAttempts(ctx, runScope(ctx), runID, page, perPage)
 }
 
 // RunResults streams a run's per-task results (the export); EFORBIDDEN for
@@ -132,7 +135,7 @@ func (s *Runs) RunResults(ctx context.Context, runID int64, emit func([]models.R
 	if err := s.readRun(ctx, runID); err != nil {
 		return err
 	}
-	return s.store.RunResults(ctx, runID, emit)
+	return s.store.RunResults(ctx, runScope(ctx), runID, emit)
 }
 
 // RunMetrics returns a run's metrics; EFORBIDDEN for an annotator of a blind
@@ -141,7 +144,7 @@ func (s *Runs) RunMetrics(ctx context.Context, runID int64) ([]models.MetricsRep
 	if err := s.readRun(ctx, runID); err != nil {
 		return nil, err
 	}
-	stored, scopes, err := s.store.RunReports(ctx, runID)
+	stored, scopes, err := s.store.RunReports(ctx, runScope(ctx), runID)
 	if err != nil || stored != nil {
 		return stored, err
 	}
@@ -154,7 +157,7 @@ func (s *Runs) RunHiddenResults(ctx context.Context, runID int64) (*models.RunHi
 	if err := s.readRun(ctx, runID); err != nil {
 		return nil, err
 	}
-	out, err := s.store.RunHiddenResults(ctx, runID)
+	out, err := s.store.RunHiddenResults(ctx, runScope(ctx), runID)
 	if err != nil || out == nil {
 		return out, err
 	}
@@ -170,7 +173,7 @@ func (s *Runs) RunHiddenResults(ctx context.Context, runID int64) (*models.RunHi
 // annotates the attempt blind. The hidden-test tally of an attempt whose run
 // is blind to the caller is left out.
 func (s *Runs) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Timeline, error) {
-	tl, err := s.store.AttemptTimeline(ctx, attemptID)
+	tl, err := s.store.AttemptTimeline(ctx, runScope(ctx), attemptID)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +192,7 @@ func (s *Runs) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Ti
 // AttemptSteps returns an attempt's steps (the timeline's step texts,
 // requests and download); EFORBIDDEN when the caller annotates it blind.
 func (s *Runs) AttemptSteps(ctx context.Context, attemptID int64) (*models.AttemptSteps, error) {
-	as, err := s.store.AttemptSteps(ctx, attemptID)
+	as, err := s.store.AttemptSteps(ctx, runScope(ctx), attemptID)
 	if err != nil {
 		return nil, err
 	}
@@ -200,11 +203,16 @@ func (s *Runs) AttemptSteps(ctx context.Context, attemptID int64) (*models.Attem
 	return as, nil
 }
 
-// AttemptExpectedAnswer returns the expected answer of an attempt's task
-// (administrators only, who see every run); EFORBIDDEN when the caller
-// annotates the attempt blind.
+// AttemptExpectedAnswer returns the expected answer of an attempt's task,
+// which reads the task's hidden fields: EFORBIDDEN when the caller annotates
+// the attempt blind, then administrators only (who see every run):
+// EUNAUTHORIZED or EFORBIDDEN for anyone else; ENOTFOUND for a missing
+// attempt.
 func (s *Runs) AttemptExpectedAnswer(ctx context.Context, attemptID int64) (*models.ExpectedAnswer, error) {
 	if err := s.access.ReadAttempt(ctx, attemptID); err != nil {
+		return nil, err
+	}
+	if _, err := models.RequireAdmin(ctx); err != nil {
 		return nil, err
 	}
 	return s.store.AttemptExpectedAnswer(ctx, attemptID)
@@ -213,7 +221,7 @@ func (s *Runs) AttemptExpectedAnswer(ctx context.Context, attemptID int64) (*mod
 // AttemptHiddenTests returns an attempt's hidden-test browser; EFORBIDDEN for
 // an annotator of a blind study over its run's attempts.
 func (s *Runs) AttemptHiddenTests(ctx context.Context, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, error) {
-	out, suite, err := s.store.AttemptHiddenTests(ctx, attemptID, f)
+	out, suite, err := s.store.AttemptHiddenTests(ctx, runScope(ctx), attemptID, f)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +238,7 @@ func (s *Runs) AttemptHiddenTests(ctx context.Context, attemptID int64, f models
 // AttemptHiddenTest returns one hidden test's result for an attempt, under
 // the same rule as AttemptHiddenTests.
 func (s *Runs) AttemptHiddenTest(ctx context.Context, attemptID int64, testID string) (*models.AttemptHiddenTest, error) {
-	out, suite, err := s.store.AttemptHiddenTest(ctx, attemptID, testID)
+	out, suite, err := s.store.AttemptHiddenTest(ctx, runScope(ctx), attemptID, testID)
 	if err != nil {
 		return nil, err
 	}
@@ -271,12 +279,23 @@ func (s *Runs) TaskMatrix(ctx context.Context, bq models.BreakdownQuery) (*model
 	return s.store.TaskMatrix(ctx, bq, s.access.BlindRuns)
 }
 
-// CancelRun cancels a run (team members and admins).
+// CancelRun cancels a run. Team members and admins only: ENOTFOUND when the
+// caller may not see the run, EUNAUTHORIZED or EFORBIDDEN when they may not
+// act for its team, ECONFLICT when it has already finished.
 func (s *Runs) CancelRun(ctx context.Context, runID int64) error {
-	return s.store.CancelRun(ctx, runID)
+	return s.store.CancelRun(ctx, runScope(ctx), runID, teamManager(ctx))
 }
 
-// RunFormOptions returns what the queue-a-run form offers a team.
+// RunFormOptions returns what the queue-a-run form offers a team. Team
+// members and admins only: ENOTFOUND for an unknown team, EUNAUTHORIZED or
+// EFORBIDDEN otherwise.
 func (s *Runs) RunFormOptions(ctx context.Context, teamSlug string) (*models.RunFormOptions, error) {
-	return s.store.RunFormOptions(ctx, teamSlug)
+	team, err := s.store.TeamBySlug(ctx, teamSlug)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := requireRole(ctx, s.store, team.ID, false); err != nil {
+		return nil, err
+	}
+	return s.store.RunFormOptions(ctx, runScope(ctx), teamSlug)
 }

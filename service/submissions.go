@@ -25,7 +25,7 @@ import (
 type SubmissionStore interface {
 	TeamBySlug(ctx context.Context, slug string) (*models.Team, error)
 	TeamByID(ctx context.Context, id int64) (*models.Team, error)
-	RequireTeamMember(ctx context.Context, teamID int64) (models.Actor, error)
+	Membership(ctx context.Context, teamID, userID int64) (*models.Membership, error)
 	TeamAgent(ctx context.Context, teamID int64, slug string) (*models.Agent, error)
 	AgentsBySlug(ctx context.Context, slug string, member int64) ([]models.Agent, error)
 	BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchmark, error)
@@ -304,7 +304,7 @@ func (s *Submissions) submissionAgent(ctx context.Context, actor models.Actor, t
 			}
 			return nil, nil, err
 		}
-		if _, err := s.store.RequireTeamMember(ctx, team.ID); err != nil {
+		if _, err := requireRole(ctx, s.store, team.ID, false); err != nil {
 			return nil, nil, err
 		}
 		agent, err := s.store.TeamAgent(ctx, team.ID, agentSlug)
@@ -378,7 +378,7 @@ func (s *Submissions) ListSubmissions(ctx context.Context, f models.SubmissionFi
 		if err != nil {
 			return nil, 0, err
 		}
-		if _, err := s.store.RequireTeamMember(ctx, team.ID); err != nil {
+		if _, err := requireRole(ctx, s.store, team.ID, false); err != nil {
 			return nil, 0, err
 		}
 		teamID = team.ID

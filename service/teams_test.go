@@ -127,16 +127,19 @@ func TestTeams_Teams(t *testing.T) {
 		})
 
 		t.Run("RequireTeamMember", func(t *testing.T) {
-			_, err := db.RequireTeamMember(anon, team.ID)
+			// The team-member rule, as the run form applies it.
+			runs := servicetest.Runs(db, 0)
+			_, err := runs.RunFormOptions(anon, team.Slug)
 			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-			_, err = db.RequireTeamMember(acctCtx(stranger), team.ID)
+			_, err = runs.RunFormOptions(acctCtx(stranger), team.Slug)
 			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
+			require.Equal(t, "Only members of this team may do this.", models.ErrorMessage(err))
 			for _, u := range []*models.User{owner, member, admin} {
-				a, err := db.RequireTeamMember(acctCtx(u), team.ID)
+				opts, err := runs.RunFormOptions(acctCtx(u), team.Slug)
 				require.NoError(t, err, u.Email)
-				require.Equal(t, u.ID, a.UserID)
+				require.Equal(t, team.ID, opts.Team.ID)
 			}
-			_, err = db.RequireTeamMember(models.WithActor(anon, models.SystemActor()), team.ID)
+			_, err = runs.RunFormOptions(models.WithActor(anon, models.SystemActor()), team.Slug)
 			require.NoError(t, err)
 		})
 		t.Run("AccountMemberships", func(t *testing.T) {

@@ -31,7 +31,7 @@ func TestStore_PlatformErrorsHideServerPaths(t *testing.T) {
 		f.publish(t, f.run.ID, true)
 
 		for name, ctx := range map[string]context.Context{"member": f.member, "outsider": f.outsider, "anonymous": f.anon} {
-			tl, err := db.AttemptTimeline(ctx, ids[0])
+			tl, err := db.AttemptTimeline(ctx, runScope(ctx), ids[0])
 			require.NoError(t, err, name)
 			require.Equal(t, public, tl.Attempt.ErrorMessage, name)
 			require.Empty(t, tl.ErrorDetail, name)
@@ -41,7 +41,7 @@ func TestStore_PlatformErrorsHideServerPaths(t *testing.T) {
 				require.NotContains(t, it.ErrorMessage, "/var/lib", name)
 			}
 		}
-		tl, err := db.AttemptTimeline(f.admin, ids[0])
+		tl, err := db.AttemptTimeline(f.admin, runScope(f.admin), ids[0])
 		require.NoError(t, err)
 		require.Equal(t, public, tl.Attempt.ErrorMessage)
 		require.Equal(t, full, tl.ErrorDetail, "administrators see the error in full")
@@ -52,7 +52,7 @@ func TestStore_PlatformErrorsHideServerPaths(t *testing.T) {
 		require.Empty(t, a.ErrorDetail)
 
 		// Retrying the errored attempt clears both texts.
-		n, err := db.ResetErroredAttempts(f.member, f.run.ID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil })
+		n, err := db.ResetErroredAttempts(f.member, runScope(f.member), f.run.ID, refuseOutsiders, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil })
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		var texts []struct{ ErrorMessage, ErrorDetail string }

@@ -51,10 +51,10 @@ type CompareSource struct {
 
 // CompareSource loads the runs of ids to compare, in that order, with their
 // metrics and attempts. ENOTFOUND for the first run that does not exist or
-// that the caller may not see.
-func (db *DB) CompareSource(ctx context.Context, ids []int64) (*CompareSource, error) {
+// that the scope does not see.
+func (db *DB) CompareSource(ctx context.Context, scope models.RunScope, ids []int64) (*CompareSource, error) {
 	q := db.q(ctx)
-	rows, err := comparableRuns(ctx, q, ids)
+	rows, err := comparableRuns(q, scope, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -72,9 +72,9 @@ func (db *DB) CompareSource(ctx context.Context, ids []int64) (*CompareSource, e
 }
 
 // comparableRuns loads the runs in the order of ids, ENOTFOUND for the first
-// that is missing or not visible to the caller. Two queries whatever the
-// number of runs: the runs, then the caller's memberships among their teams.
-func comparableRuns(ctx context.Context, q *gorm.DB, ids []int64) ([]CompareRunRow, error) {
+// that is missing or not visible to the scope. Two queries whatever the
+// number of runs: the runs, then the scope's memberships among their teams.
+func comparableRuns(q *gorm.DB, scope models.RunScope, ids []int64) ([]CompareRunRow, error) {
 	var found []CompareRunRow
 	err := runListFrom(q).Select(runListColumns+`, r.team_id, r.version_id, v.version AS benchmark_version,
 		b.id AS benchmark_id, b.published AS benchmark_published, r.agent_snapshot, r.hidden_at, r.hidden_reason`).
@@ -82,15 +82,14 @@ func comparableRuns(ctx context.Context, q *gorm.DB, ids []int64) ([]CompareRunR
 	if err != nil {
 		return nil, wrap(err, "compared runs")
 	}
-	a := models.ActorFrom(ctx)
 	member := map[int64]bool{}
-	if !a.Privileged() && a.UserID != 0 && len(found) > 0 {
+	if !scope.All && scope.UserID != 0 && len(found) > 0 {
 		teamIDs := make([]int64, len(found))
 		for i, r := range found {
 			teamIDs[i] = r.TeamID
 		}
 		var mine []int64
-		if err := q.Model(&models.Membership{}).Where("user_id = ? AND team_id IN ?", a.UserID, teamIDs).
+		if err := q.Model(&models.Membership{}).Where("user_id = ? AND team_id IN ?", scope.UserID, teamIDs).
 			Pluck("team_id", &mine).Error; err != nil {
 			return nil, wrap(err, "memberships")
 		}
@@ -105,7 +104,7 @@ func comparableRuns(ctx context.Context, q *gorm.DB, ids []int64) ([]CompareRunR
 			return nil, runNotFound(id)
 		}
 		r := found[i]
-		if a.Privileged() || member[r.TeamID] {
+		if scope.All || member[r.TeamID] {
 			out = append(out, r)
 			continue
 		}

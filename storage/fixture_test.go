@@ -68,3 +68,23 @@ func acctUser(t *testing.T, db *storage.DB, email string, admin bool) *models.Us
 	require.NoError(t, err)
 	return u
 }
+
+// runScope is the run scope of the context's actor, as the services compute
+// it (models.RunScopeFor) and pass it to storage's reads of runs.
+func runScope(ctx context.Context) models.RunScope {
+	return models.RunScopeFor(models.ActorFrom(ctx))
+}
+
+// errOutsider is what refuseOutsiders answers.
+const errOutsider = "refused: the caller does not act for the run's team"
+
+// refuseOutsiders is the mayManage gate of storage's tests of run actions:
+// it refuses (EFORBIDDEN, errOutsider) a caller who does not act for the
+// run's team. The services' rule (EUNAUTHORIZED or EFORBIDDEN, and their
+// messages) is tested in package service.
+func refuseOutsiders(manage bool) error {
+	if manage {
+		return nil
+	}
+	return models.Errorf(models.EFORBIDDEN, errOutsider)
+}

@@ -220,7 +220,7 @@ func TestStore_CandidateRunOrigin(t *testing.T) {
 		p, err := servicetest.Runs(db, 0).RunProgress(f.anon, id)
 		require.NoError(t, err)
 		require.Equal(t, models.OriginCandidates, p.Run.Origin)
-		m, err := db.RunModeration(f.anon, id)
+		m, _, err := db.RunModeration(f.anon, runScope(f.anon), id)
 		require.NoError(t, err)
 		require.Equal(t, models.OriginCandidates, m.Origin)
 		require.Equal(t, "candidates submitted, tested by Proctor", models.OriginLabel(m.Origin))
@@ -235,7 +235,7 @@ func TestStore_CandidateRunOrigin(t *testing.T) {
 		require.NoError(t, db.Gorm().Take(&stored, id).Error)
 		require.Equal(t, models.OriginUploaded, stored.Origin, "moderating writes no shown origin")
 
-		_, err = db.ResetErroredAttempts(f.member, id, nil)
+		_, err = db.ResetErroredAttempts(f.member, runScope(f.member), id, refuseOutsiders, nil)
 		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 		require.Contains(t, models.ErrorMessage(err), "submit the candidates again")
 	})

@@ -41,16 +41,16 @@ func benchmarkOfVersion(q *gorm.DB, versionID int64) (*hiddenBenchmark, error) {
 	return &rows[0], nil
 }
 
-// mayBrowseHiddenTests reports whether the context's actor may see the tests
-// of a benchmark's runs they can see.
-func mayBrowseHiddenTests(ctx context.Context, b *hiddenBenchmark) bool {
-	return b.RevealReferences || models.ActorFrom(ctx).Privileged()
+// mayBrowseHiddenTests reports whether the scope sees the tests of a
+// benchmark's runs it sees: every benchmark's for a scope of all runs.
+func mayBrowseHiddenTests(scope models.RunScope, b *hiddenBenchmark) bool {
+	return b.RevealReferences || scope.All
 }
 
 // hiddenTestsRefused is the error for a visitor who may see a run but not
 // its tests: EUNAUTHORIZED when signing in could help, EFORBIDDEN otherwise.
-func hiddenTestsRefused(ctx context.Context) error {
-	if !models.ActorFrom(ctx).SignedIn() {
+func hiddenTestsRefused(scope models.RunScope) error {
+	if !scope.SignedIn() {
 		return models.Errorf(models.EUNAUTHORIZED, "Sign in as an administrator to see this benchmark's hidden tests.")
 	}
 	return models.Errorf(models.EFORBIDDEN, "This benchmark's tests are hidden: only administrators see them; the run's page shows the pass rates.")
@@ -108,11 +108,10 @@ func runHiddenSummaries(q *gorm.DB, runID int64) (map[int64]*models.HiddenSummar
 // many tasks and tests there are. The run's overall pass rate is left to the
 // caller, computed from the tasks' tallies.
 // It returns nil without an error for a run of another kind of benchmark.
-// ENOTFOUND when the caller may not see the run's attempts; EFORBIDDEN while
-// the run is in a blind study.
-func (db *DB) RunHiddenResults(ctx context.Context, runID int64) (*models.RunHiddenResults, error) {
+// ENOTFOUND when the scope does not see the run's attempts.
+func (db *DB) RunHiddenResults(ctx context.Context, scope models.RunScope, runID int64) (*models.RunHiddenResults, error) {
 	q := db.q(ctx)
-	run, _, err := db.runAccess(ctx, q, runID, false)
+	run, _, err := db.runAccess(q, scope, runID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +133,7 @@ func (db *DB) RunHiddenResults(ctx context.Context, runID int64) (*models.RunHid
 	if err != nil {
 		return nil, err
 	}
-	out := &models.RunHiddenResults{RunID: runID, CanBrowse: mayBrowseHiddenTests(ctx, b), Tasks: make([]models.HiddenTaskResult, len(rows))}
+	out := &models.RunHiddenResults{RunID: runID, CanBrowse: mayBrowseHiddenTests(scope, b), Tasks: make([]models.HiddenTaskResult, len(rows))}
 	all := make([]*models.HiddenSummary, len(rows))
 	bySite := map[string][]*models.HiddenSummary{}
 	var sites []string
@@ -179,11 +178,11 @@ type hiddenAttempt struct {
 }
 
 // hiddenAttemptAccess loads an attempt of a hidden-tests benchmark and its
-// task's suite, for a caller who may browse its tests. ENOTFOUND when the
+// task's suite, for a scope that may browse its tests. ENOTFOUND when the
 // attempt is missing, its run is not visible, or its benchmark has no hidden
-// tests; EUNAUTHORIZED or EFORBIDDEN when the caller may see the run but not
-// the benchmark's tests; EFORBIDDEN while the run is in a blind study.
-func (db *DB) hiddenAttemptAccess(ctx context.Context, q *gorm.DB, attemptID int64) (*hiddenAttempt, error) {
+// tests; EUNAUTHORIZED or EFORBIDDEN when the scope sees the run but not the
+// benchmark's tests.
+func (db *DB) hiddenAttemptAccess(q *gorm.DB, scope models.RunScope, attemptID int64) (*hiddenAttempt, error) {
 	notFound := models.Errorf(models.ENOTFOUND, "Attempt %d not found.", attemptID)
 	var attempts []models.Attempt
 	if err := q.Where("id = ?", attemptID).Limit(1).Find(&attempts).Error; err != nil {
@@ -193,7 +192,7 @@ func (db *DB) hiddenAttemptAccess(ctx context.Context, q *gorm.DB, attemptID int
 		return nil, notFound
 	}
 	out := &hiddenAttempt{attempt: attempts[0]}
-	run, _, err := db.runAccess(ctx, q, out.attempt.RunID, false)
+	run, _, err := db.runAccess(q, scope, out.attempt.RunID, false)
 	if models.ErrorCode(err) == models.ENOTFOUND {
 		return nil, notFound
 	}
@@ -207,8 +206,8 @@ func (db *DB) hiddenAttemptAccess(ctx context.Context, q *gorm.DB, attemptID int
 	if !b.gradesCandidates() {
 		return nil, models.Errorf(models.ENOTFOUND, "Attempt %d has no hidden tests.", attemptID)
 	}
-	if !mayBrowseHiddenTests(ctx, b) {
-		return nil, hiddenTestsRefused(ctx)
+	if !mayBrowseHiddenTests(scope, b) {
+		return nil, hiddenTestsRefused(scope)
 	}
 	// The suite is read only to name the tests; it never leaves this package.
 	var tasks []struct {
@@ -228,8 +227,8 @@ func (db *DB) hiddenAttemptAccess(ctx context.Context, q *gorm.DB, attemptID int
 
 // attemptHiddenTally is an attempt's hidden-test tally for its page, nil
 // when the benchmark of the run's version has no hidden tests. The caller
-// has checked that the run may be seen.
-func attemptHiddenTally(ctx context.Context, q *gorm.DB, run *models.Run, attemptID int64) (*models.TimelineHiddenTests, error) {
+// has checked that the scope sees the run.
+func attemptHiddenTally(q *gorm.DB, scope models.RunScope, run *models.Run, attemptID int64) (*models.TimelineHiddenTests, error) {
 	b, err := benchmarkOfVersion(q, run.VersionID)
 	if err != nil || !b.gradesCandidates() {
 		return nil, err
@@ -238,7 +237,7 @@ func attemptHiddenTally(ctx context.Context, q *gorm.DB, run *models.Run, attemp
 	if err := q.Select("test_group, level, result, flaky").Where("attempt_id = ?", attemptID).Find(&rows).Error; err != nil {
 		return nil, wrap(err, "hidden test results")
 	}
-	return &models.TimelineHiddenTests{Summary: models.SummarizeHiddenResults(rows), CanBrowse: mayBrowseHiddenTests(ctx, b)}, nil
+	return &models.TimelineHiddenTests{Summary: models.SummarizeHiddenResults(rows), CanBrowse: mayBrowseHiddenTests(scope, b)}, nil
 }
 
 // hiddenResultColumns are a result's columns without its runs.
@@ -256,14 +255,14 @@ func hiddenTestView(r models.HiddenTestResult) models.HiddenTestView {
 // filter with their results and reasons (not their runs nor their titles),
 // and the task's hidden-test suite, which names them. EINVALID
 // naming the parameter for a bad filter; otherwise the errors of
-// hiddenAttemptAccess: ENOTFOUND for who may not see the run,
-// EUNAUTHORIZED or EFORBIDDEN for who may see it but not the tests.
-func (db *DB) AttemptHiddenTests(ctx context.Context, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, string, error) {
+// hiddenAttemptAccess: ENOTFOUND for a scope that does not see the run,
+// EUNAUTHORIZED or EFORBIDDEN for one that sees it but not the tests.
+func (db *DB) AttemptHiddenTests(ctx context.Context, scope models.RunScope, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, string, error) {
 	if err := f.Validate(); err != nil {
 		return nil, "", err
 	}
 	q := db.q(ctx)
-	ha, err := db.hiddenAttemptAccess(ctx, q, attemptID)
+	ha, err := db.hiddenAttemptAccess(q, scope, attemptID)
 	if err != nil {
 		return nil, "", err
 	}
@@ -291,9 +290,9 @@ func (db *DB) AttemptHiddenTests(ctx context.Context, attemptID int64, f models.
 // the attempt has no result of; otherwise the errors of AttemptHiddenTests.
 // The test comes without its title; the task's suite, which names it, is
 // returned beside it.
-func (db *DB) AttemptHiddenTest(ctx context.Context, attemptID int64, testID string) (*models.AttemptHiddenTest, string, error) {
+func (db *DB) AttemptHiddenTest(ctx context.Context, scope models.RunScope, attemptID int64, testID string) (*models.AttemptHiddenTest, string, error) {
 	q := db.q(ctx)
-	ha, err := db.hiddenAttemptAccess(ctx, q, attemptID)
+	ha, err := db.hiddenAttemptAccess(q, scope, attemptID)
 	if err != nil {
 		return nil, "", err
 	}

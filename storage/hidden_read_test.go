@@ -240,7 +240,7 @@ func TestStore_AttemptHiddenTests(t *testing.T) {
 				t.Run(c.name, func(t *testing.T) {
 					f.reveal(t, c.reveal)
 					defer f.reveal(t, false)
-					tl, err := db.AttemptTimeline(c.ctx, shopA)
+					tl, err := db.AttemptTimeline(c.ctx, runScope(c.ctx), shopA)
 					require.NoError(t, err)
 					require.NotNil(t, tl.Hidden)
 					require.Equal(t, c.browse, tl.Hidden.CanBrowse)
@@ -249,7 +249,7 @@ func TestStore_AttemptHiddenTests(t *testing.T) {
 				})
 			}
 			ids := f.dispatch(t, f.run.ID)
-			tl, err := db.AttemptTimeline(f.admin, ids[0])
+			tl, err := db.AttemptTimeline(f.admin, runScope(f.admin), ids[0])
 			require.NoError(t, err)
 			require.Nil(t, tl.Hidden, "an attempt of a benchmark without hidden tests has no tally")
 

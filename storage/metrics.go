@@ -208,10 +208,10 @@ func (db *DB) RefreshRunMetrics(ctx context.Context, runID int64, rows Leaderboa
 // RunReports returns a run's stored metrics on its own subset first, then on
 // every named subset for a full run, when its precomputed rows reflect every
 // verdict; otherwise it returns nil reports and the attempts to compute them
-// from now. ENOTFOUND when the caller may not see the run.
-func (db *DB) RunReports(ctx context.Context, runID int64) ([]models.MetricsReport, []models.AttemptScope, error) {
+// from now. ENOTFOUND when the scope does not see the run.
+func (db *DB) RunReports(ctx context.Context, scope models.RunScope, runID int64) ([]models.MetricsReport, []models.AttemptScope, error) {
 	q := db.q(ctx)
-	run, _, err := db.runAccess(ctx, q, runID, false)
+	run, _, err := db.runAccess(q, scope, runID, false)
 	if err != nil {
 		return nil, nil, err
 	}

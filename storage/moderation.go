@@ -49,9 +49,9 @@ func shownOriginOf(q *gorm.DB, run *models.Run) (string, error) {
 	return models.ShownOrigin(run.Origin, b.gradesCandidates()), nil
 }
 
-// moderationOf is a run's publication state as the context's actor sees it;
-// manage tells whether the actor acts for the run's team.
-func moderationOf(ctx context.Context, q *gorm.DB, run *models.Run, manage bool) (*models.RunModeration, error) {
+// moderationOf is a run's publication state; what the caller may change
+// about it (CanPublish, CanModerate) is the service's to set.
+func moderationOf(q *gorm.DB, run *models.Run) (*models.RunModeration, error) {
 	h, err := runHidingOf(q, run.ID)
 	if err != nil {
 		return nil, err
@@ -63,33 +63,39 @@ func moderationOf(ctx context.Context, q *gorm.DB, run *models.Run, manage bool)
 	return &models.RunModeration{
 		RunID: run.ID, Status: run.Status, Origin: origin, Published: run.Published, Verified: run.Verified,
 		HiddenAt: h.HiddenAt, HiddenReason: h.HiddenReason,
-		CanPublish: manage, CanModerate: models.ActorFrom(ctx).Privileged(),
 	}, nil
 }
 
-// RunModeration returns a run's publication state and what the caller may
-// change about it. ENOTFOUND when the caller may not see the run.
-func (db *DB) RunModeration(ctx context.Context, runID int64) (*models.RunModeration, error) {
+// RunModeration returns a run's publication state and whether the scope
+// acts for its team. ENOTFOUND when the scope does not see the run.
+func (db *DB) RunModeration(ctx context.Context, scope models.RunScope, runID int64) (*models.RunModeration, bool, error) {
 	q := db.q(ctx)
-	run, manage, err := db.runSummaryAccess(ctx, q, runID, false)
+	run, manage, err := db.runSummaryAccess(q, scope, runID, false)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return moderationOf(ctx, q, run, manage)
+	mod, err := moderationOf(q, run)
+	if err != nil {
+		return nil, false, err
+	}
+	return mod, manage, nil
 }
 
 // ModerateRun applies one moderation action in a transaction: it locks the
-// run the caller may see (ENOTFOUND otherwise), lets decide check who acts
-// and the run's state and choose the change, writes it, logs its leaderboard
+// run the scope sees (ENOTFOUND otherwise), lets decide check who acts and
+// the run's state and choose the change, writes it, logs its leaderboard
 // event when the run is or was public, and records an audit event. It returns
-// the run's state afterwards. decide (service.Moderation) owns the rules.
-func (db *DB) ModerateRun(ctx context.Context, runID int64, decide func(t *models.ModerationTarget) (models.RunChange, error)) (*models.RunModeration, error) {
+// the run's state afterwards and whether the scope acts for its team. decide
+// (service.Moderation) owns the rules.
+func (db *DB) ModerateRun(ctx context.Context, scope models.RunScope, runID int64, decide func(t *models.ModerationTarget) (models.RunChange, error)) (*models.RunModeration, bool, error) {
 	var out *models.RunModeration
+	var manage bool
 	err := db.tx(ctx, func(tx *gorm.DB) error {
-		run, manage, err := db.runSummaryAccess(ctx, tx, runID, true)
+		run, m, err := db.runSummaryAccess(tx, scope, runID, true)
 		if err != nil {
 			return err
 		}
+		manage = m
 		target := &models.ModerationTarget{Run: run}
 		if a := models.ActorFrom(ctx); a.UserID != 0 {
 			_, err := membershipOf(tx, run.TeamID, a.UserID)
@@ -162,13 +168,13 @@ func (db *DB) ModerateRun(ctx context.Context, runID int64, decide func(t *model
 		if err := db.auditTx(ctx, tx, ch.Audit, "run "+strconv.FormatInt(run.ID, 10), ch.HideReason, &run.TeamID); err != nil {
 			return err
 		}
-		out, err = moderationOf(ctx, tx, &after, manage)
+		out, err = moderationOf(tx, &after)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return out, nil
+	return out, manage, nil
 }
 
 // benchmarkIDOfVersion returns the benchmark a version belongs to.

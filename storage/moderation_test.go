@@ -95,7 +95,7 @@ func TestStore_HiddenRunVisibility(t *testing.T) {
 				require.Equal(t, "The agent read the answers from a leaked file.", ov.Moderation.HiddenReason, "the reason is public")
 				_, _, err = servicetest.Runs(db, 0).RunAttempts(ctx, f.run.ID, 1, 10)
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), name)
-				_, err = db.AttemptTimeline(ctx, ids[0])
+				_, err = db.AttemptTimeline(ctx, runScope(ctx), ids[0])
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), name)
 				_, err = servicetest.Runs(db, 0).RunMetrics(ctx, f.run.ID)
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), name)
@@ -109,7 +109,7 @@ func TestStore_HiddenRunVisibility(t *testing.T) {
 				require.NoError(t, err, name)
 				require.False(t, ov.AttemptsWithheld, name)
 				require.Len(t, ov.Page.Attempts, 4, name)
-				_, err = db.AttemptTimeline(ctx, ids[0])
+				_, err = db.AttemptTimeline(ctx, runScope(ctx), ids[0])
 				require.NoError(t, err, name)
 			}
 		})

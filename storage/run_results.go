@@ -22,15 +22,16 @@ type resultRow struct {
 // task, its primary evaluation and its trajectory judge's score, read in one
 // query per batch. No database connection is held while emit runs (a slow
 // download does not hold up the database), and only one batch is in memory.
-// Anyone but administrators gets the public view of evaluation details, which
-// never quotes the task's hidden answers. ENOTFOUND when the caller may not
-// see the run's attempts; emit's error ends the export and is returned.
-func (db *DB) RunResults(ctx context.Context, runID int64, emit func([]models.RunResult) error) error {
+// Any scope but all runs' (administrators) gets the public view of evaluation
+// details, which never quotes the task's hidden answers. ENOTFOUND when the
+// scope does not see the run's attempts; emit's error ends the export and is
+// returned.
+func (db *DB) RunResults(ctx context.Context, scope models.RunScope, runID int64, emit func([]models.RunResult) error) error {
 	q := db.q(ctx)
-	if _, _, err := db.runAccess(ctx, q, runID, false); err != nil {
+	if _, _, err := db.runAccess(q, scope, runID, false); err != nil {
 		return err
 	}
-	privileged := models.ActorFrom(ctx).Privileged()
+	privileged := scope.All
 	var after *resultRow
 	for {
 		rows, err := resultPage(q, runID, after)

@@ -96,10 +96,10 @@ func (db *DB) VersionBenchmark(ctx context.Context, versionID int64) (*models.Be
 	return &bench, nil
 }
 
-// VisibleRun returns a run whose attempts the caller may see (as its pages
+// VisibleRun returns a run whose attempts the scope sees (as its pages
 // do); ENOTFOUND otherwise.
-func (db *DB) VisibleRun(ctx context.Context, runID int64) (*models.Run, error) {
-	run, _, err := db.runAccess(ctx, db.q(ctx), runID, false)
+func (db *DB) VisibleRun(ctx context.Context, scope models.RunScope, runID int64) (*models.Run, error) {
+	run, _, err := db.runAccess(db.q(ctx), scope, runID, false)
 	return run, err
 }
 

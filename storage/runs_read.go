@@ -19,17 +19,16 @@ import (
 // once it is published. A run the caller may not see does not exist for them
 // (ENOTFOUND), so its id leaks nothing.
 
-// canManageTeam reports whether the context's actor acts for the team: admins
-// and the system always, users in their teams.
-func canManageTeam(ctx context.Context, q *gorm.DB, teamID int64) (bool, error) {
-	a := models.ActorFrom(ctx)
+// canManageTeam reports whether the scope acts for the team: all teams for
+// administrators and the system, a user's own teams.
+func canManageTeam(q *gorm.DB, scope models.RunScope, teamID int64) (bool, error) {
 	switch {
-	case a.Privileged():
+	case scope.All:
 		return true, nil
-	case a.UserID == 0:
+	case scope.UserID == 0:
 		return false, nil
 	}
-	_, err := membershipOf(q, teamID, a.UserID)
+	_, err := membershipOf(q, teamID, scope.UserID)
 	switch models.ErrorCode(err) {
 	case "":
 		return true, nil
@@ -43,12 +42,12 @@ func runNotFound(runID int64) error {
 	return models.Errorf(models.ENOTFOUND, "Run %d not found.", runID)
 }
 
-// runAccess loads a run whose attempts the caller may see (locked for update
-// when lock is set) and tells whether they may act on it. A run hidden by
+// runAccess loads a run whose attempts the scope sees (locked for update
+// when lock is set) and tells whether it acts for the run's team. A run hidden by
 // administrators keeps its attempts from everyone outside its team (its page
 // shows only its summary and the reason). ENOTFOUND otherwise.
-func (db *DB) runAccess(ctx context.Context, q *gorm.DB, runID int64, lock bool) (*models.Run, bool, error) {
-	run, manage, err := db.runSummaryAccess(ctx, q, runID, lock)
+func (db *DB) runAccess(q *gorm.DB, scope models.RunScope, runID int64, lock bool) (*models.Run, bool, error) {
+	run, manage, err := db.runSummaryAccess(q, scope, runID, lock)
 	if err != nil || manage {
 		return run, manage, err
 	}
@@ -62,10 +61,11 @@ func (db *DB) runAccess(ctx context.Context, q *gorm.DB, runID int64, lock bool)
 	return run, manage, nil
 }
 
-// runSummaryAccess loads a run the caller may see the summary of (locked for
-// update when lock is set) and tells whether they may act on it: members of
-// its team and admins, everyone once it is published. ENOTFOUND otherwise.
-func (db *DB) runSummaryAccess(ctx context.Context, q *gorm.DB, runID int64, lock bool) (*models.Run, bool, error) {
+// runSummaryAccess loads a run whose summary the scope sees (locked for
+// update when lock is set) and tells whether it acts for the run's team: its
+// team's members and admins see it, everyone once it is published.
+// ENOTFOUND otherwise.
+func (db *DB) runSummaryAccess(q *gorm.DB, scope models.RunScope, runID int64, lock bool) (*models.Run, bool, error) {
 	var runs []models.Run
 	qq := q
 	if lock {
@@ -77,7 +77,7 @@ func (db *DB) runSummaryAccess(ctx context.Context, q *gorm.DB, runID int64, loc
 	if len(runs) == 0 {
 		return nil, false, runNotFound(runID)
 	}
-	manage, err := canManageTeam(ctx, q, runs[0].TeamID)
+	manage, err := canManageTeam(q, scope, runs[0].TeamID)
 	if err != nil {
 		return nil, false, err
 	}
@@ -108,25 +108,24 @@ func runListFrom(q *gorm.DB) *gorm.DB {
 		Joins("JOIN benchmarks b ON b.id = v.benchmark_id")
 }
 
-// ListRuns returns one page (from 1) of the runs the caller may see, newest
+// ListRuns returns one page (from 1) of the runs the scope sees, newest
 // first, and their total. With a team: its members and admins see all of the
 // team's runs, everyone else its published ones (ENOTFOUND for an unknown team).
 // Without: admins see every run, users the published runs and their teams'
 // runs, anonymous visitors the published runs. EINVALID for bad page bounds.
-func (db *DB) ListRuns(ctx context.Context, f models.RunFilter) ([]models.RunListItem, int, error) {
+func (db *DB) ListRuns(ctx context.Context, scope models.RunScope, f models.RunFilter) ([]models.RunListItem, int, error) {
 	if f.Page < 1 || f.PerPage < 1 {
 		return nil, 0, models.Errorf(models.EINVALID, "page and per_page must be positive")
 	}
 	q := db.q(ctx)
 	var where []func(*gorm.DB) *gorm.DB
-	a := models.ActorFrom(ctx)
 	switch {
 	case f.TeamSlug != "":
 		team, err := teamBySlug(q, f.TeamSlug, false)
 		if err != nil {
 			return nil, 0, err
 		}
-		manage, err := canManageTeam(ctx, q, team.ID)
+		manage, err := canManageTeam(q, scope, team.ID)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -134,10 +133,10 @@ func (db *DB) ListRuns(ctx context.Context, f models.RunFilter) ([]models.RunLis
 		if !manage {
 			where = append(where, func(s *gorm.DB) *gorm.DB { return s.Where("r.published = ?", true) })
 		}
-	case a.Privileged():
-	case a.UserID != 0:
+	case scope.All:
+	case scope.UserID != 0:
 		where = append(where, func(s *gorm.DB) *gorm.DB {
-			return s.Where("(r.published = ? OR r.team_id IN (SELECT m.team_id FROM memberships m WHERE m.user_id = ?))", true, a.UserID)
+			return s.Where("(r.published = ? OR r.team_id IN (SELECT m.team_id FROM memberships m WHERE m.user_id = ?))", true, scope.UserID)
 		})
 	default:
 		where = append(where, func(s *gorm.DB) *gorm.DB { return s.Where("r.published = ?", true) })
@@ -163,18 +162,18 @@ func (db *DB) ListRuns(ctx context.Context, f models.RunFilter) ([]models.RunLis
 }
 
 // TeamRuns returns one page of a team's runs as ListRuns does, with the team and
-// whether the caller may queue runs for it. ENOTFOUND for an unknown team.
-func (db *DB) TeamRuns(ctx context.Context, teamSlug string, page, perPage int) (*models.TeamRunList, error) {
+// whether the scope may queue runs for it. ENOTFOUND for an unknown team.
+func (db *DB) TeamRuns(ctx context.Context, scope models.RunScope, teamSlug string, page, perPage int) (*models.TeamRunList, error) {
 	q := db.q(ctx)
 	team, err := teamBySlug(q, teamSlug, false)
 	if err != nil {
 		return nil, err
 	}
-	manage, err := canManageTeam(ctx, q, team.ID)
+	manage, err := canManageTeam(q, scope, team.ID)
 	if err != nil {
 		return nil, err
 	}
-	runs, total, err := db.ListRuns(ctx, models.RunFilter{TeamSlug: teamSlug, Page: page, PerPage: perPage})
+	runs, total, err := db.ListRuns(ctx, scope, models.RunFilter{TeamSlug: teamSlug, Page: page, PerPage: perPage})
 	if err != nil {
 		return nil, err
 	}
@@ -182,10 +181,10 @@ func (db *DB) TeamRuns(ctx context.Context, teamSlug string, page, perPage int) 
 }
 
 // RunProgress returns a run's live state: attempts by status, errors by class,
-// an ETA and the names of what it runs. ENOTFOUND when the caller may not see it.
-func (db *DB) RunProgress(ctx context.Context, runID int64) (*models.RunProgress, error) {
+// an ETA and the names of what it runs. ENOTFOUND when the scope does not see it.
+func (db *DB) RunProgress(ctx context.Context, scope models.RunScope, runID int64) (*models.RunProgress, error) {
 	q := db.q(ctx)
-	run, _, err := db.runSummaryAccess(ctx, q, runID, false)
+	run, _, err := db.runSummaryAccess(q, scope, runID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -257,12 +256,12 @@ func progressOf(q *gorm.DB, run *models.Run) (*models.RunProgress, error) {
 // RunAttempts returns one page (from 1) of a run's attempts in task order with
 // their tasks' ids and intents, and their total. ENOTFOUND when the caller may
 // not see the run's attempts; EINVALID for bad page bounds.
-func (db *DB) RunAttempts(ctx context.Context, runID int64, page, perPage int) ([]models.AttemptListItem, int, error) {
+func (db *DB) RunAttempts(ctx context.Context, scope models.RunScope, runID int64, page, perPage int) ([]models.AttemptListItem, int, error) {
 	if page < 1 || perPage < 1 {
 		return nil, 0, models.Errorf(models.EINVALID, "page and per_page must be positive")
 	}
 	q := db.q(ctx)
-	if _, _, err := db.runAccess(ctx, q, runID, false); err != nil {
+	if _, _, err := db.runAccess(q, scope, runID, false); err != nil {
 		return nil, 0, err
 	}
 	return attemptsOf(q, runID, models.AttemptFilter{Page: page, PerPage: perPage})
@@ -362,12 +361,12 @@ func checkFacetFilter(f models.AttemptFilter, facets *models.AttemptFacets) erro
 // RunPage returns what a run's page shows: its progress, whether the caller may
 // act on it and one page of its attempts. ENOTFOUND when the caller may not see
 // its attempts; EINVALID for bad page bounds.
-func (db *DB) RunPage(ctx context.Context, runID int64, page, perPage int) (*models.RunPage, error) {
+func (db *DB) RunPage(ctx context.Context, scope models.RunScope, runID int64, page, perPage int) (*models.RunPage, error) {
 	if page < 1 || perPage < 1 {
 		return nil, models.Errorf(models.EINVALID, "page and per_page must be positive")
 	}
 	q := db.q(ctx)
-	run, manage, err := db.runAccess(ctx, q, runID, false)
+	run, manage, err := db.runAccess(q, scope, runID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -389,12 +388,12 @@ func (db *DB) RunPage(ctx context.Context, runID int64, page, perPage int) (*mod
 // only its summary and the public reason. ENOTFOUND when the caller may not
 // see the run; EINVALID naming the parameter for a bad filter value or page
 // bounds.
-func (db *DB) RunOverview(ctx context.Context, runID int64, f models.AttemptFilter) (*models.RunOverview, error) {
+func (db *DB) RunOverview(ctx context.Context, scope models.RunScope, runID int64, f models.AttemptFilter) (*models.RunOverview, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
 	q := db.q(ctx)
-	run, manage, err := db.runSummaryAccess(ctx, q, runID, false)
+	run, manage, err := db.runSummaryAccess(q, scope, runID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +404,7 @@ func (db *DB) RunOverview(ctx context.Context, runID int64, f models.AttemptFilt
 	if err := checkFacetFilter(f, facets); err != nil {
 		return nil, err
 	}
-	mod, err := moderationOf(ctx, q, run, manage)
+	mod, err := moderationOf(q, run)
 	if err != nil {
 		return nil, err
 	}
@@ -430,11 +429,12 @@ func (db *DB) RunOverview(ctx context.Context, runID int64, f models.AttemptFilt
 
 // AttemptTimeline returns an attempt with its task's public fields and rubric,
 // its run, its steps in order and every evaluation (newest first; the primary
-// one also as Evaluation). Administrators see evaluations' full details;
-// everyone else sees an allowlisted public view (publicEvaluationDetails), as
-// details can carry the task's hidden answers. ENOTFOUND when the attempt is
-// missing or its run is not visible to the caller.
-func (db *DB) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Timeline, error) {
+// one also as Evaluation). A scope of all runs (administrators) sees
+// evaluations' full details and the attempt's error detail; any other sees
+// an allowlisted public view (publicEvaluationDetails), as details can carry
+// the task's hidden answers. ENOTFOUND when the attempt is missing or its run
+// is not visible to the scope.
+func (db *DB) AttemptTimeline(ctx context.Context, scope models.RunScope, attemptID int64) (*models.Timeline, error) {
 	q := db.q(ctx)
 	notFound := models.Errorf(models.ENOTFOUND, "Attempt %d not found.", attemptID)
 	var attempts []models.Attempt
@@ -445,7 +445,7 @@ func (db *DB) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Tim
 		return nil, notFound
 	}
 	tl := &models.Timeline{Attempt: attempts[0]}
-	run, manage, err := db.runAccess(ctx, q, tl.Attempt.RunID, false)
+	run, manage, err := db.runAccess(q, scope, tl.Attempt.RunID, false)
 	if models.ErrorCode(err) == models.ENOTFOUND {
 		return nil, notFound
 	}
@@ -453,7 +453,7 @@ func (db *DB) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Tim
 		return nil, err
 	}
 	tl.CanManage = manage
-	if models.ActorFrom(ctx).Privileged() {
+	if scope.All {
 		var detail []string
 		if err := q.Model(&models.Attempt{}).Where("id = ?", attemptID).Pluck("error_detail", &detail).Error; err != nil {
 			return nil, wrap(err, "attempt")
@@ -496,9 +496,8 @@ func (db *DB) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Tim
 	if err := q.Preload("RubricJudgments").Where("attempt_id = ?", tl.Attempt.ID).Order("created_at DESC, id DESC").Find(&evs).Error; err != nil {
 		return nil, wrap(err, "evaluations")
 	}
-	privileged := models.ActorFrom(ctx).Privileged()
 	for i := range evs {
-		if !privileged {
+		if !scope.All {
 			evs[i].Details = publicEvaluationDetails(evs[i].Kind, evs[i].Details)
 		}
 		if evs[i].IsPrimary && tl.Evaluation == nil {
@@ -511,7 +510,7 @@ func (db *DB) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Tim
 		return nil, err
 	}
 	tl.Task = tasks[0]
-	if tl.Hidden, err = attemptHiddenTally(ctx, q, run, tl.Attempt.ID); err != nil {
+	if tl.Hidden, err = attemptHiddenTally(q, scope, run, tl.Attempt.ID); err != nil {
 		return nil, err
 	}
 	return tl, nil
@@ -520,16 +519,17 @@ func (db *DB) AttemptTimeline(ctx context.Context, attemptID int64) (*models.Tim
 // CancelRun cancels a queued, running or evaluating run: the run ends canceled
 // and its pending and running attempts end as errors of class "canceled"
 // (episodes in flight notice the run's status and stop; attempts already being
-// evaluated keep their verdicts). Team members and admins only: ENOTFOUND when
-// the caller may not see the run, EUNAUTHORIZED or EFORBIDDEN when they may not
-// act on it, ECONFLICT when it has already finished.
-func (db *DB) CancelRun(ctx context.Context, runID int64) error {
+// evaluated keep their verdicts). ENOTFOUND when the scope does not see the
+// run; then mayManage, told whether the scope acts for the run's team, refuses
+// (service.Runs: EUNAUTHORIZED or EFORBIDDEN for non-members); ECONFLICT when
+// it has already finished.
+func (db *DB) CancelRun(ctx context.Context, scope models.RunScope, runID int64, mayManage func(manage bool) error) error {
 	return db.tx(ctx, func(tx *gorm.DB) error {
-		run, _, err := db.runAccess(ctx, tx, runID, true)
+		run, manage, err := db.runAccess(tx, scope, runID, true)
 		if err != nil {
 			return err
 		}
-		if _, err := requireTeamRole(ctx, tx, run.TeamID, false); err != nil {
+		if err := mayManage(manage); err != nil {
 			return err
 		}
 		if run.Finished() {
@@ -560,16 +560,17 @@ func (db *DB) CancelRun(ctx context.Context, runID int64) error {
 // ones included) back to pending, clearing their outcome, score and error but
 // keeping their try count, reopens the run if it had finished, and enqueues
 // their episodes in the same transaction. It returns how many attempts it
-// reset (0 when none had failed). Team members and admins only: ENOTFOUND,
-// EUNAUTHORIZED or EFORBIDDEN as in CancelRun.
-func (db *DB) ResetErroredAttempts(ctx context.Context, runID int64, enqueue func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error) (int, error) {
+// reset (0 when none had failed). ENOTFOUND and mayManage's refusal as in
+// CancelRun.
+func (db *DB) ResetErroredAttempts(ctx context.Context, scope models.RunScope, runID int64, mayManage func(manage bool) error,
+	enqueue func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error) (int, error) {
 	n := 0
 	err := db.tx(ctx, func(tx *gorm.DB) error {
-		run, _, err := db.runAccess(ctx, tx, runID, true)
+		run, manage, err := db.runAccess(tx, scope, runID, true)
 		if err != nil {
 			return err
 		}
-		if _, err := requireTeamRole(ctx, tx, run.TeamID, false); err != nil {
+		if err := mayManage(manage); err != nil {
 			return err
 		}
 		if run.Origin != models.OriginExecuted {
@@ -625,15 +626,13 @@ func (db *DB) ResetErroredAttempts(ctx context.Context, runID int64, enqueue fun
 
 // RunFormOptions returns what the queue-a-run form offers a team: its agents
 // that Proctor can execute (not upload-only ones) and the benchmarks with tasks
-// the caller may see, with their named subsets. Team members and admins only:
-// ENOTFOUND for an unknown team, EUNAUTHORIZED or EFORBIDDEN otherwise.
-func (db *DB) RunFormOptions(ctx context.Context, teamSlug string) (*models.RunFormOptions, error) {
+// the scope sees (unpublished ones too for a scope of all runs), with their
+// named subsets. The service checks that the caller acts for the team.
+// ENOTFOUND for an unknown team.
+func (db *DB) RunFormOptions(ctx context.Context, scope models.RunScope, teamSlug string) (*models.RunFormOptions, error) {
 	q := db.q(ctx)
 	team, err := teamBySlug(q, teamSlug, false)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := requireTeamRole(ctx, q, team.ID, false); err != nil {
 		return nil, err
 	}
 	out := &models.RunFormOptions{Team: *team}
@@ -651,7 +650,7 @@ func (db *DB) RunFormOptions(ctx context.Context, teamSlug string) (*models.RunF
 		// A hidden-tests benchmark grades submitted websites, not agent runs.
 		Where("b.grades <> ?", models.GradesCandidates).
 		Order("LOWER(b.name), b.slug")
-	if !models.ActorFrom(ctx).Privileged() {
+	if !scope.All {
 		bq = bq.Where("b.published = ?", true)
 	}
 	if err := bq.Scan(&benches).Error; err != nil {

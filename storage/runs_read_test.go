@@ -85,7 +85,7 @@ func TestStore_RunVisibility(t *testing.T) {
 			require.Equal(t, code, models.ErrorCode(err), "%v", err)
 			_, _, err = servicetest.Runs(db, 0).RunAttempts(ctx, runID, 1, 10)
 			require.Equal(t, code, models.ErrorCode(err), "%v", err)
-			_, err = db.RunPage(ctx, runID, 1, 10)
+			_, err = db.RunPage(ctx, runScope(ctx), runID, 1, 10)
 			require.Equal(t, code, models.ErrorCode(err), "%v", err)
 		}
 
@@ -114,10 +114,10 @@ func TestStore_RunVisibility(t *testing.T) {
 			require.Equal(t, []int64{theirs.ID, f.run.ID}, list(f.outsider, ""))
 			require.Equal(t, []int64{f.run.ID}, list(f.outsider, "lab"))
 
-			page, err := db.RunPage(f.outsider, f.run.ID, 1, 10)
+			page, err := db.RunPage(f.outsider, runScope(f.outsider), f.run.ID, 1, 10)
 			require.NoError(t, err)
 			require.False(t, page.CanManage)
-			page, err = db.RunPage(f.member, f.run.ID, 1, 10)
+			page, err = db.RunPage(f.member, runScope(f.member), f.run.ID, 1, 10)
 			require.NoError(t, err)
 			require.True(t, page.CanManage)
 		})
@@ -247,13 +247,13 @@ func TestStore_AttemptTimeline(t *testing.T) {
 		require.NoError(t, err)
 
 		for _, ctx := range []context.Context{f.anon, f.outsider} {
-			_, err := db.AttemptTimeline(ctx, first)
+			_, err := db.AttemptTimeline(ctx, runScope(ctx), first)
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 		}
-		_, err = db.AttemptTimeline(f.member, 999999)
+		_, err = db.AttemptTimeline(f.member, runScope(f.member), 999999)
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 
-		tl, err := db.AttemptTimeline(f.member, first)
+		tl, err := db.AttemptTimeline(f.member, runScope(f.member), first)
 		require.NoError(t, err)
 		require.True(t, tl.CanManage)
 		require.Equal(t, f.run.ID, tl.Run.ID)
@@ -279,18 +279,18 @@ func TestStore_AttemptTimeline(t *testing.T) {
 		require.Contains(t, tl.Evaluation.Details, `"actual":"cable"`)
 		require.Contains(t, tl.Evaluation.Details, `"passed":false`)
 
-		tl, err = db.AttemptTimeline(f.admin, first)
+		tl, err = db.AttemptTimeline(f.admin, runScope(f.admin), first)
 		require.NoError(t, err)
 		require.False(t, tl.Task.HasSecrets())
 		require.Contains(t, tl.Evaluation.Details, "SECRET-ANSWER-42", "admins see what the evaluator expected")
 
 		f.publish(t, f.run.ID, true)
-		tl, err = db.AttemptTimeline(f.anon, first)
+		tl, err = db.AttemptTimeline(f.anon, runScope(f.anon), first)
 		require.NoError(t, err)
 		require.False(t, tl.CanManage)
 		require.NotContains(t, tl.Evaluation.Details, "SECRET-ANSWER-42")
 
-		tl, err = db.AttemptTimeline(f.member, ids[1])
+		tl, err = db.AttemptTimeline(f.member, runScope(f.member), ids[1])
 		require.NoError(t, err)
 		require.Empty(t, tl.Steps)
 		require.Nil(t, tl.Evaluation)
@@ -310,16 +310,22 @@ func TestStore_CancelRun(t *testing.T) {
 
 		t.Run("Permissions", func(t *testing.T) {
 			for _, ctx := range []context.Context{f.anon, f.outsider} {
-				require.Equal(t, models.ENOTFOUND, models.ErrorCode(db.CancelRun(ctx, f.run.ID)))
+				require.Equal(t, models.ENOTFOUND, models.ErrorCode(db.CancelRun(ctx, runScope(ctx), f.run.ID, refuseOutsiders)))
 			}
 			f.publish(t, f.run.ID, true)
 			defer f.publish(t, f.run.ID, false)
-			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(db.CancelRun(f.anon, f.run.ID)))
-			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(db.CancelRun(f.outsider, f.run.ID)))
-			require.Equal(t, models.ENOTFOUND, models.ErrorCode(db.CancelRun(f.member, 999999)))
+			// Who sees the published run but does not act for its team is
+			// refused by the service's gate (service.Runs: EUNAUTHORIZED or
+			// EFORBIDDEN).
+			for _, ctx := range []context.Context{f.anon, f.outsider} {
+				err := db.CancelRun(ctx, runScope(ctx), f.run.ID, refuseOutsiders)
+				require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
+				require.Equal(t, errOutsider, models.ErrorMessage(err))
+			}
+			require.Equal(t, models.ENOTFOUND, models.ErrorCode(db.CancelRun(f.member, runScope(f.member), 999999, refuseOutsiders)))
 		})
 
-		require.NoError(t, db.CancelRun(f.member, f.run.ID))
+		require.NoError(t, db.CancelRun(f.member, runScope(f.member), f.run.ID, refuseOutsiders))
 		var run models.Run
 		require.NoError(t, db.Gorm().First(&run, f.run.ID).Error)
 		require.Equal(t, models.RunCanceled, run.Status)
@@ -349,14 +355,14 @@ func TestStore_CancelRun(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, models.ClaimFinished, status)
 
-		err = db.CancelRun(f.admin, f.run.ID)
+		err = db.CancelRun(f.admin, runScope(f.admin), f.run.ID, refuseOutsiders)
 		require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 		require.Contains(t, models.ErrorMessage(err), "already finished")
 
 		t.Run("BeforeDispatch", func(t *testing.T) {
 			run, err := f.queue(t, f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini"}, 0)
 			require.NoError(t, err)
-			require.NoError(t, db.CancelRun(f.admin, run.ID))
+			require.NoError(t, db.CancelRun(f.admin, runScope(f.admin), run.ID, refuseOutsiders))
 			var got []int64
 			require.NoError(t, db.DispatchRun(f.system, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, ids []int64) error { got = ids; return nil }))
 			require.Empty(t, got, "a canceled run is never dispatched")
@@ -388,19 +394,20 @@ func TestStore_ResetErroredAttempts(t *testing.T) {
 		}
 		t.Run("Permissions", func(t *testing.T) {
 			for _, ctx := range []context.Context{f.anon, f.outsider} {
-				_, err := db.ResetErroredAttempts(ctx, f.run.ID, enqueue)
+				_, err := db.ResetErroredAttempts(ctx, runScope(ctx), f.run.ID, refuseOutsiders, enqueue)
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 			}
 			f.publish(t, f.run.ID, true)
 			defer f.publish(t, f.run.ID, false)
-			_, err := db.ResetErroredAttempts(f.anon, f.run.ID, enqueue)
-			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-			_, err = db.ResetErroredAttempts(f.outsider, f.run.ID, enqueue)
-			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
+			for _, ctx := range []context.Context{f.anon, f.outsider} {
+				_, err := db.ResetErroredAttempts(ctx, runScope(ctx), f.run.ID, refuseOutsiders, enqueue)
+				require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
+				require.Equal(t, errOutsider, models.ErrorMessage(err), "the service's gate refuses")
+			}
 			require.Nil(t, enqueued)
 		})
 		t.Run("EnqueueFailureWritesNothing", func(t *testing.T) {
-			_, err := db.ResetErroredAttempts(f.member, f.run.ID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return context.DeadlineExceeded })
+			_, err := db.ResetErroredAttempts(f.member, runScope(f.member), f.run.ID, refuseOutsiders, func(context.Context, *sql.Tx, *models.Run, []int64) error { return context.DeadlineExceeded })
 			require.Error(t, err)
 			var got models.Run
 			require.NoError(t, db.Gorm().First(&got, f.run.ID).Error)
@@ -412,13 +419,13 @@ func TestStore_ResetErroredAttempts(t *testing.T) {
 			defer func() {
 				require.NoError(t, db.Gorm().Model(&models.Run{}).Where("id = ?", f.run.ID).Update("origin", models.OriginExecuted).Error)
 			}()
-			_, err := db.ResetErroredAttempts(f.member, f.run.ID, enqueue)
+			_, err := db.ResetErroredAttempts(f.member, runScope(f.member), f.run.ID, refuseOutsiders, enqueue)
 			require.Equal(t, models.ECONFLICT, models.ErrorCode(err))
 			require.ErrorContains(t, err, "was uploaded, not executed by Proctor")
 			require.Nil(t, enqueued)
 		})
 
-		n, err := db.ResetErroredAttempts(f.member, f.run.ID, enqueue)
+		n, err := db.ResetErroredAttempts(f.member, runScope(f.member), f.run.ID, refuseOutsiders, enqueue)
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
 		require.Equal(t, []int64{ids[1], ids[3]}, enqueued)
@@ -445,7 +452,7 @@ func TestStore_ResetErroredAttempts(t *testing.T) {
 		require.Equal(t, 3, run.Successes)
 
 		enqueued = nil
-		n, err = db.ResetErroredAttempts(f.admin, f.run.ID, enqueue)
+		n, err = db.ResetErroredAttempts(f.admin, runScope(f.admin), f.run.ID, refuseOutsiders, enqueue)
 		require.NoError(t, err)
 		require.Zero(t, n)
 		require.Nil(t, enqueued, "nothing to retry, nothing enqueued")
@@ -456,7 +463,7 @@ func TestStore_RunFormOptions(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newRunFixture(t, db)
-		opts, err := db.RunFormOptions(f.member, "lab")
+		opts, err := db.RunFormOptions(f.member, runScope(f.member), "lab")
 		require.NoError(t, err)
 		require.Equal(t, "lab", opts.Team.Slug)
 		require.Len(t, opts.Agents, 1, "upload-only agents cannot be run")
@@ -465,16 +472,16 @@ func TestStore_RunFormOptions(t *testing.T) {
 		require.Len(t, opts.Benchmarks, 1)
 		require.Equal(t, models.RunFormBenchmark{Slug: "mini", Name: "Mini bench", Tasks: 4, Subsets: []string{"smoke"}}, opts.Benchmarks[0])
 
-		_, err = db.RunFormOptions(context.Background(), "lab")
-		require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-		_, err = db.RunFormOptions(f.outsider, "lab")
-		require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
-		_, err = db.RunFormOptions(f.member, "nope")
+		// Who may ask is the service's rule (service.Runs.RunFormOptions).
+		_, err = db.RunFormOptions(f.member, runScope(f.member), "nope")
 		require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 
 		require.NoError(t, db.SetBenchmarkPublished(f.system, "mini", false))
-		opts, err = db.RunFormOptions(f.member, "lab")
+		opts, err = db.RunFormOptions(f.member, runScope(f.member), "lab")
 		require.NoError(t, err)
 		require.Empty(t, opts.Benchmarks, "unpublished benchmarks are offered to admins only")
+		opts, err = db.RunFormOptions(f.system, runScope(f.system), "lab")
+		require.NoError(t, err)
+		require.Len(t, opts.Benchmarks, 1, "a scope of all runs is offered unpublished benchmarks")
 	})
 }

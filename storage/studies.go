@@ -175,7 +175,7 @@ type StudyCandidate struct {
 // returns the benchmarks' ids in request order.
 func (db *DB) studySources(ctx context.Context, q *gorm.DB, s *StudySpec) ([]int64, []StudyCandidate, error) {
 	for _, id := range s.RunIDs {
-		if _, _, err := db.runAccess(ctx, q, id, false); err != nil {
+		if _, _, err := db.runAccess(q, models.RunScopeFor(models.ActorFrom(ctx)), id, false); err != nil {
 			if models.ErrorCode(err) == models.ENOTFOUND {
 				return nil, nil, &models.Error{Code: models.ENOTFOUND, Field: "run_ids", Message: models.ErrorMessage(err)}
 			}

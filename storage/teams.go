@@ -16,13 +16,6 @@ func (db *DB) TeamBySlug(ctx context.Context, slug string) (*models.Team, error)
 	return teamBySlug(db.q(ctx), slug, false)
 }
 
-// RequireTeamMember returns the context's actor when it may act as a member of
-// the team: EUNAUTHORIZED for anonymous callers, EFORBIDDEN for non-members;
-// admins and the system always pass.
-func (db *DB) RequireTeamMember(ctx context.Context, teamID int64) (models.Actor, error) {
-	return requireTeamRole(ctx, db.q(ctx), teamID, false)
-}
-
 // Membership returns a user's membership of a team; ENOTFOUND when the user
 // is not a member.
 func (db *DB) Membership(ctx context.Context, teamID, userID int64) (*models.Membership, error) {
@@ -259,31 +252,6 @@ func optionalMembership(q *gorm.DB, teamID, userID int64) (*models.Membership, e
 		return nil, nil
 	}
 	return m, err
-}
-
-// requireTeamRole returns the context's actor when it may act as a member of the
-// team (as an owner when ownerOnly): EUNAUTHORIZED for anonymous callers,
-// EFORBIDDEN otherwise; admins and the system always pass. It runs on the given
-// query handle, so it also works inside a transaction.
-func requireTeamRole(ctx context.Context, q *gorm.DB, teamID int64, ownerOnly bool) (models.Actor, error) {
-	a, err := models.RequireUser(ctx)
-	if err != nil || a.Privileged() {
-		return a, err
-	}
-	who := "members"
-	if ownerOnly {
-		who = "owners"
-	}
-	m, err := membershipOf(q, teamID, a.UserID)
-	switch {
-	case models.ErrorCode(err) == models.ENOTFOUND:
-		return a, models.Errorf(models.EFORBIDDEN, "Only %s of this team may do this.", who)
-	case err != nil:
-		return a, err
-	case ownerOnly && m.Role != models.RoleOwner:
-		return a, models.Errorf(models.EFORBIDDEN, "Only owners of this team may do this.")
-	}
-	return a, nil
 }
 
 func teamBySlug(q *gorm.DB, slug string, lock bool) (*models.Team, error) {
