@@ -97,8 +97,8 @@ func (db *DB) ModerateRun(ctx context.Context, scope models.RunScope, runID int6
 		}
 		manage = m
 		target := &models.ModerationTarget{Run: run}
-		if a := models.ActorFrom(ctx); a.UserID != 0 {
-			_, err := membershipOf(tx, run.TeamID, a.UserID)
+		if scope.UserID != 0 {
+			_, err := membershipOf(tx, run.TeamID, scope.UserID)
 			switch models.ErrorCode(err) {
 			case "":
 				target.Member = true
@@ -158,8 +158,8 @@ func (db *DB) ModerateRun(ctx context.Context, scope models.RunScope, runID int6
 				BenchmarkID: benchmarkID, SubsetName: after.SubsetName, RunID: after.ID, Kind: ch.Event,
 				Reason: ch.HideReason, ActorRole: ch.ActorRole, CreatedAt: db.now(),
 			}
-			if a := models.ActorFrom(ctx); a.UserID != 0 {
-				ev.ActorID = &a.UserID
+			if userID, _ := actorOfRecord(ctx); userID != 0 {
+				ev.ActorID = &userID
 			}
 			if err := RecordLeaderboardEvent(tx, ev); err != nil {
 				return err
