@@ -43,10 +43,6 @@ func TestCandidates_Authorization(t *testing.T) {
 		require.NoError(t, db.Gorm().Create(&models.StudyAssignment{StudyID: study.ID, StudyItemID: item.ID, UserID: annotatorUser.ID,
 			Position: 1, Status: models.AssignmentPending, CreatedAt: now, UpdatedAt: now}).Error)
 
-		type outcome struct {
-			code  string
-			check func(t *testing.T, got any)
-		}
 		ok := outcome{}
 		unauthorized := outcome{code: models.EUNAUTHORIZED}
 		forbidden := outcome{code: models.EFORBIDDEN}
@@ -69,46 +65,23 @@ func TestCandidates_Authorization(t *testing.T) {
 				require.Equal(t, want, hooks, "restart and health hooks shown")
 			}}
 		}
-		type actors struct{ anon, member, other, admin, blind outcome }
-		ops := []struct {
-			name string
-			call func(ctx context.Context) (any, error)
-			want actors
-		}{
+		ops := []authzOp{
 			{"CandidateTasks", func(ctx context.Context) (any, error) { return candidates.CandidateTasks(ctx, "rebuilds", "pair") },
-				actors{unauthorized, ok, ok, ok, ok}},
+				callerOutcomes{unauthorized, ok, ok, ok, ok}},
 			{"SubmitCandidates", func(ctx context.Context) (any, error) { return candidates.SubmitCandidates(ctx, goodCandidates()) },
-				actors{unauthorized, ok, forbidden, ok, forbidden}},
+				callerOutcomes{unauthorized, ok, forbidden, ok, forbidden}},
 			{"HiddenCandidates (unpublished)", func(ctx context.Context) (any, error) { return candidates.HiddenCandidates(ctx, run.ID) },
-				actors{notFound, hooksShown(true), notFound, hooksShown(true), notFound}},
+				callerOutcomes{notFound, hooksShown(true), notFound, hooksShown(true), notFound}},
 			{"HiddenCandidate (unpublished)", func(ctx context.Context) (any, error) { return candidates.HiddenCandidate(ctx, attempt) },
-				actors{notFound, hooksShown(true), notFound, hooksShown(true), notFound}},
+				callerOutcomes{notFound, hooksShown(true), notFound, hooksShown(true), notFound}},
 			{"publish", func(ctx context.Context) (any, error) {
 				return nil, db.Gorm().Model(&models.Run{}).Where("id = ?", run.ID).Update("published", true).Error
-			}, actors{ok, ok, ok, ok, ok}},
+			}, callerOutcomes{ok, ok, ok, ok, ok}},
 			{"HiddenCandidates (published)", func(ctx context.Context) (any, error) { return candidates.HiddenCandidates(ctx, run.ID) },
-				actors{hooksShown(false), hooksShown(true), hooksShown(false), hooksShown(true), hooksShown(false)}},
+				callerOutcomes{hooksShown(false), hooksShown(true), hooksShown(false), hooksShown(true), hooksShown(false)}},
 			{"HiddenCandidate (published)", func(ctx context.Context) (any, error) { return candidates.HiddenCandidate(ctx, attempt) },
-				actors{hooksShown(false), hooksShown(true), hooksShown(false), hooksShown(true), hooksShown(false)}},
+				callerOutcomes{hooksShown(false), hooksShown(true), hooksShown(false), hooksShown(true), hooksShown(false)}},
 		}
-		for _, op := range ops {
-			for _, who := range []struct {
-				name string
-				ctx  context.Context
-				want outcome
-			}{
-				{"anonymous", f.anon, op.want.anon},
-				{"blind annotator", annotator, op.want.blind},
-				{"other team", f.stranger, op.want.other},
-				{"member", f.member, op.want.member},
-				{"admin", f.admin, op.want.admin},
-			} {
-				got, err := op.call(who.ctx)
-				require.Equal(t, who.want.code, models.ErrorCode(err), "%s as %s: %v", op.name, who.name, err)
-				if err == nil && who.want.check != nil {
-					who.want.check(t, got)
-				}
-			}
-		}
+		checkAuthzTable(t, ops, tableCallers{anon: f.anon, member: f.member, other: f.stranger, admin: f.admin, blind: annotator}, nil)
 	})
 }

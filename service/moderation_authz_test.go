@@ -33,10 +33,6 @@ func TestModeration_Authorization(t *testing.T) {
 			require.NoError(t, db.Gorm().Model(&models.Run{}).Where("id = ?", runID).Updates(cols).Error)
 		}
 
-		type outcome struct {
-			code  string
-			check func(t *testing.T, got any)
-		}
 		ok := outcome{}
 		notFound := outcome{code: models.ENOTFOUND}
 		forbidden := outcome{code: models.EFORBIDDEN}
@@ -48,21 +44,16 @@ func TestModeration_Authorization(t *testing.T) {
 				require.Equal(t, moderate, m.CanModerate, "CanModerate")
 			}}
 		}
-		type actors struct{ anon, member, other, admin, blind outcome }
-		teamOnly := actors{unauthorized, ok, forbidden, ok, forbidden}
-		adminsOnly := actors{unauthorized, forbidden, forbidden, ok, forbidden}
-		private := actors{notFound, ok, notFound, ok, notFound}
-		ops := []struct {
-			name string
-			call func(ctx context.Context) (any, error)
-			want actors
-		}{
+		teamOnly := callerOutcomes{unauthorized, ok, forbidden, ok, forbidden}
+		adminsOnly := callerOutcomes{unauthorized, forbidden, forbidden, ok, forbidden}
+		private := callerOutcomes{notFound, ok, notFound, ok, notFound}
+		ops := []authzOp{
 			{"RunModeration", func(ctx context.Context) (any, error) { return mod.RunModeration(ctx, f.a.ID) },
-				actors{may(false, false), may(true, false), may(false, false), may(true, true), may(false, false)}},
+				callerOutcomes{may(false, false), may(true, false), may(false, false), may(true, true), may(false, false)}},
 			{"RunModeration of a private run", func(ctx context.Context) (any, error) { return mod.RunModeration(ctx, f.b.ID) }, private},
 			{"LeaderboardChanges", func(ctx context.Context) (any, error) {
 				return mod.LeaderboardChanges(ctx, "mini", models.ChangeFilter{Page: 1, PerPage: 10})
-			}, actors{ok, ok, ok, ok, ok}},
+			}, callerOutcomes{ok, ok, ok, ok, ok}},
 			{"PublishRun", func(ctx context.Context) (any, error) {
 				set(f.b.ID, map[string]any{"published": false})
 				return mod.PublishRun(ctx, f.b.ID)
@@ -78,7 +69,7 @@ func TestModeration_Authorization(t *testing.T) {
 			{"VerifyRun of a private run", func(ctx context.Context) (any, error) {
 				set(f.b.ID, map[string]any{"published": false, "verified": false})
 				return mod.VerifyRun(ctx, f.b.ID)
-			}, actors{notFound, forbidden, notFound, ok, notFound}},
+			}, callerOutcomes{notFound, forbidden, notFound, ok, notFound}},
 			{"HideRun", func(ctx context.Context) (any, error) {
 				set(f.a.ID, map[string]any{"published": true, "hidden_at": nil, "hidden_reason": ""})
 				return mod.HideRun(ctx, f.a.ID, "Leaked answers.")
@@ -86,7 +77,7 @@ func TestModeration_Authorization(t *testing.T) {
 			{"HideRun without a reason", func(ctx context.Context) (any, error) {
 				set(f.a.ID, map[string]any{"published": true, "hidden_at": nil, "hidden_reason": ""})
 				return mod.HideRun(ctx, f.a.ID, "")
-			}, actors{unauthorized, forbidden, forbidden, outcome{code: models.EINVALID}, forbidden}},
+			}, callerOutcomes{unauthorized, forbidden, forbidden, outcome{code: models.EINVALID}, forbidden}},
 			{"UnhideRun", func(ctx context.Context) (any, error) {
 				set(f.a.ID, map[string]any{"published": true, "hidden_at": time.Now().UTC(), "hidden_reason": "Leaked answers."})
 				return mod.UnhideRun(ctx, f.a.ID)
@@ -96,25 +87,7 @@ func TestModeration_Authorization(t *testing.T) {
 				return mod.MarkRunReproduced(ctx, f.a.ID)
 			}, adminsOnly},
 		}
-		for _, op := range ops {
-			for _, who := range []struct {
-				name string
-				ctx  context.Context
-				want outcome
-			}{
-				{"anonymous", f.anon, op.want.anon},
-				{"blind annotator", f.annotator, op.want.blind},
-				{"other team", f.other, op.want.other},
-				{"member", f.member, op.want.member},
-				{"admin", f.admin, op.want.admin},
-			} {
-				got, err := op.call(who.ctx)
-				require.Equal(t, who.want.code, models.ErrorCode(err), "%s as %s: %v", op.name, who.name, err)
-				if err == nil && who.want.check != nil {
-					who.want.check(t, got)
-				}
-			}
-		}
+		checkAuthzTable(t, ops, tableCallers{anon: f.anon, member: f.member, other: f.other, admin: f.admin, blind: f.annotator}, nil)
 
 		// Who acted is logged: the team for its member, the administrators
 		// for an admin outside the team.

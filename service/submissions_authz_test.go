@@ -102,10 +102,6 @@ func TestSubmissions_Authorization(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newSubmissionAuthzFixture(t, db)
-		type outcome struct {
-			code  string
-			check func(t *testing.T, got any)
-		}
 		ok := outcome{}
 		code := func(c string) outcome { return outcome{code: c} }
 		unauthorized, notFound, forbidden := code(models.EUNAUTHORIZED), code(models.ENOTFOUND), code(models.EFORBIDDEN)
@@ -136,77 +132,54 @@ func TestSubmissions_Authorization(t *testing.T) {
 				require.Equal(t, shown, events[0].IP != "", "the client address is shown to administrators only")
 			}}
 		}
-		type actors struct{ anon, member, other, admin, blind outcome }
-		ops := []struct {
-			name string
-			call func(ctx context.Context) (any, error)
-			want actors
-		}{
+		ops := []authzOp{
 			{"ListSubmissions", func(ctx context.Context) (any, error) {
 				list, _, err := f.subs.ListSubmissions(ctx, models.SubmissionFilter{})
 				return list, err
-			}, actors{unauthorized, listed(true), listed(false), listed(true), listed(false)}},
+			}, callerOutcomes{unauthorized, listed(true), listed(false), listed(true), listed(false)}},
 			{"ListSubmissions/team", func(ctx context.Context) (any, error) {
 				list, _, err := f.subs.ListSubmissions(ctx, models.SubmissionFilter{TeamSlug: "lab"})
 				return list, err
-			}, actors{unauthorized, listed(true), forbidden, listed(true), forbidden}},
+			}, callerOutcomes{unauthorized, listed(true), forbidden, listed(true), forbidden}},
 			{"SubmissionFormOptions", func(ctx context.Context) (any, error) { return f.subs.SubmissionFormOptions(ctx) },
-				actors{unauthorized, agents(2), agents(0), agents(2), agents(0)}},
+				callerOutcomes{unauthorized, agents(2), agents(0), agents(2), agents(0)}},
 			{"Submission", func(ctx context.Context) (any, error) {
 				return f.subs.Submission(ctx, f.submission(t, models.SubmissionUploading))
-			}, actors{unauthorized, ok, notFound, ok, notFound}},
+			}, callerOutcomes{unauthorized, ok, notFound, ok, notFound}},
 			{"SubmissionEvents", func(ctx context.Context) (any, error) {
 				id := f.submission(t, models.SubmissionUploading)
 				require.NoError(t, db.Gorm().Table("audit_events").Where("subject = ?", fmt.Sprintf("submission %d", id)).Update("ip", "192.0.2.7").Error)
 				return f.subs.SubmissionEvents(ctx, id)
-			}, actors{unauthorized, eventsIP(false), notFound, eventsIP(true), notFound}},
+			}, callerOutcomes{unauthorized, eventsIP(false), notFound, eventsIP(true), notFound}},
 			{"CreateSubmission", func(ctx context.Context) (any, error) {
 				v, _, err := f.subs.CreateSubmission(ctx, f.bundle())
 				return v, err
-			}, actors{unauthorized, ok, forbidden, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, forbidden, ok, forbidden}},
 			{"UploadSubmission", func(ctx context.Context) (any, error) {
 				return f.subs.UploadSubmission(ctx, f.bundle(), strings.NewReader("0123456789"))
-			}, actors{unauthorized, ok, forbidden, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, forbidden, ok, forbidden}},
 			{"PutSubmissionPart", func(ctx context.Context) (any, error) {
 				return f.subs.PutSubmissionPart(ctx, f.submission(t, models.SubmissionUploading), 1, strings.NewReader("0123456789"), 10, nil)
-			}, actors{unauthorized, ok, notFound, ok, notFound}},
+			}, callerOutcomes{unauthorized, ok, notFound, ok, notFound}},
 			{"SubmissionPartURL", func(ctx context.Context) (any, error) {
 				// The local store takes parts through the API only: ECONFLICT
 				// is the answer of a caller who may upload.
 				u, _, err := f.subs.SubmissionPartURL(ctx, f.submission(t, models.SubmissionUploading), 1)
 				return u, err
-			}, actors{unauthorized, code(models.ECONFLICT), notFound, code(models.ECONFLICT), notFound}},
+			}, callerOutcomes{unauthorized, code(models.ECONFLICT), notFound, code(models.ECONFLICT), notFound}},
 			{"CompleteSubmission", func(ctx context.Context) (any, error) {
 				id := f.submission(t, models.SubmissionUploading)
 				_, err := f.subs.PutSubmissionPart(f.member, id, 1, strings.NewReader("0123456789"), 10, nil)
 				require.NoError(t, err)
 				return f.subs.CompleteSubmission(ctx, id)
-			}, actors{unauthorized, ok, notFound, ok, notFound}},
+			}, callerOutcomes{unauthorized, ok, notFound, ok, notFound}},
 			{"IngestSubmission", func(ctx context.Context) (any, error) {
 				return f.subs.IngestSubmission(ctx, f.submission(t, models.SubmissionValidated))
-			}, actors{unauthorized, ok, notFound, ok, notFound}},
+			}, callerOutcomes{unauthorized, ok, notFound, ok, notFound}},
 			{"DiscardSubmission", func(ctx context.Context) (any, error) {
 				return nil, f.subs.DiscardSubmission(ctx, f.submission(t, models.SubmissionUploading))
-			}, actors{unauthorized, ok, notFound, ok, notFound}},
+			}, callerOutcomes{unauthorized, ok, notFound, ok, notFound}},
 		}
-		for _, op := range ops {
-			for _, who := range []struct {
-				name string
-				ctx  context.Context
-				want outcome
-			}{
-				{"anonymous", f.anon, op.want.anon},
-				{"blind annotator", f.annotator, op.want.blind},
-				{"other team", f.other, op.want.other},
-				{"member", f.member, op.want.member},
-				{"admin", f.admin, op.want.admin},
-			} {
-				got, err := op.call(who.ctx)
-				require.Equal(t, who.want.code, models.ErrorCode(err), "%s as %s: %v", op.name, who.name, err)
-				if err == nil && who.want.check != nil {
-					who.want.check(t, got)
-				}
-			}
-		}
+		checkAuthzTable(t, ops, tableCallers{anon: f.anon, member: f.member, other: f.other, admin: f.admin, blind: f.annotator}, nil)
 	})
 }

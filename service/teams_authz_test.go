@@ -51,10 +51,6 @@ func TestTeams_Authorization(t *testing.T) {
 		}
 		secondID := models.ActorFrom(second).UserID
 
-		type outcome struct {
-			code  string
-			check func(t *testing.T, got any)
-		}
 		ok := outcome{}
 		unauthorized := outcome{code: models.EUNAUTHORIZED}
 		forbidden := outcome{code: models.EFORBIDDEN}
@@ -96,115 +92,92 @@ func TestTeams_Authorization(t *testing.T) {
 			return shown(func(t *testing.T, got any) { require.Len(t, got.([]models.Team), want) })
 		}
 		agentName := func() *models.Agent { return &models.Agent{Name: next("Agent"), Kind: models.AgentReplay} }
-		type actors struct{ anon, member, other, admin, blind outcome }
-		ops := []struct {
-			name string
-			call func(ctx context.Context) (any, error)
-			want actors
-		}{
+		ops := []authzOp{
 			{"ListTeams", func(ctx context.Context) (any, error) {
 				list, _, err := teams.ListTeams(ctx, 1, 50)
 				return list, err
-			}, actors{ok, ok, ok, ok, ok}},
+			}, callerOutcomes{ok, ok, ok, ok, ok}},
 			{"MemberTeams", func(ctx context.Context) (any, error) { return teams.MemberTeams(ctx) },
-				actors{ownTeams(0), ok, ownTeams(1), ownTeams(0), ownTeams(0)}},
+				callerOutcomes{ownTeams(0), ok, ownTeams(1), ownTeams(0), ownTeams(0)}},
 			{"TeamDetails", func(ctx context.Context) (any, error) { return teams.TeamDetails(ctx, "lab") },
-				actors{membersShown(false), membersShown(true), membersShown(false), membersShown(true), membersShown(false)}},
+				callerOutcomes{membersShown(false), membersShown(true), membersShown(false), membersShown(true), membersShown(false)}},
 			{"CreateTeam", func(ctx context.Context) (any, error) { return teams.CreateTeam(ctx, next("Team"), "", "") },
-				actors{unauthorized, ok, ok, ok, ok}},
+				callerOutcomes{unauthorized, ok, ok, ok, ok}},
 			{"CreateTeamInvite", func(ctx context.Context) (any, error) {
 				_, plain, err := teams.CreateTeamInvite(ctx, "lab", models.RoleMember)
 				return plain, err
-			}, actors{unauthorized, ok, forbidden, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, forbidden, ok, forbidden}},
 			{"InviteByToken", func(ctx context.Context) (any, error) {
 				_, invite := freshTeam()
 				return teams.InviteByToken(ctx, invite)
-			}, actors{unauthorized, conflict, ok, ok, ok}},
+			}, callerOutcomes{unauthorized, conflict, ok, ok, ok}},
 			{"AcceptTeamInvite", func(ctx context.Context) (any, error) {
 				_, invite := freshTeam()
 				return teams.AcceptTeamInvite(ctx, invite)
-			}, actors{unauthorized, conflict, ok, ok, ok}},
+			}, callerOutcomes{unauthorized, conflict, ok, ok, ok}},
 			{"SetTeamMemberRole", func(ctx context.Context) (any, error) {
 				slug, _ := freshTeam()
 				return nil, teams.SetTeamMemberRole(ctx, slug, secondID, models.RoleMember)
-			}, actors{unauthorized, ok, forbidden, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, forbidden, ok, forbidden}},
 			{"RemoveTeamMember", func(ctx context.Context) (any, error) {
 				slug, _ := freshTeam()
 				return nil, teams.RemoveTeamMember(ctx, slug, secondID)
-			}, actors{unauthorized, ok, forbidden, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, forbidden, ok, forbidden}},
 			{"LeaveTeam", func(ctx context.Context) (any, error) {
 				slug, _ := freshTeam()
 				return nil, teams.LeaveTeam(ctx, slug)
-			}, actors{unauthorized, ok, forbidden, forbidden, forbidden}},
+			}, callerOutcomes{unauthorized, ok, forbidden, forbidden, forbidden}},
 			{"AccountOverview", func(ctx context.Context) (any, error) { return teams.AccountOverview(ctx) },
-				actors{unauthorized, ok, ok, ok, ok}},
+				callerOutcomes{unauthorized, ok, ok, ok, ok}},
 			{"ListAPITokens", func(ctx context.Context) (any, error) { return teams.ListAPITokens(ctx) },
-				actors{unauthorized, ok, ok, ok, ok}},
+				callerOutcomes{unauthorized, ok, ok, ok, ok}},
 			{"CreateAPIToken", func(ctx context.Context) (any, error) {
 				tok, _, err := teams.CreateAPIToken(ctx, next("token"))
 				return tok, err
-			}, actors{unauthorized, ok, ok, ok, ok}},
+			}, callerOutcomes{unauthorized, ok, ok, ok, ok}},
 			{"TokenUser", func(ctx context.Context) (any, error) {
 				_, plain, err := teams.CreateAPIToken(f.member, next("token"))
 				require.NoError(t, err)
 				return teams.TokenUser(ctx, plain)
-			}, actors{ok, ok, ok, ok, ok}},
+			}, callerOutcomes{ok, ok, ok, ok, ok}},
 			{"RevokeAPIToken", func(ctx context.Context) (any, error) {
 				tok, _, err := teams.CreateAPIToken(f.member, next("token"))
 				require.NoError(t, err)
 				return teams.RevokeAPIToken(ctx, tok.ID)
-			}, actors{unauthorized, ok, notFound, notFound, notFound}},
+			}, callerOutcomes{unauthorized, ok, notFound, notFound, notFound}},
 			{"ListAgents", func(ctx context.Context) (any, error) { return teams.ListAgents(ctx, "lab") },
-				actors{endpointShown(false), endpointShown(true), endpointShown(false), endpointShown(true), endpointShown(false)}},
+				callerOutcomes{endpointShown(false), endpointShown(true), endpointShown(false), endpointShown(true), endpointShown(false)}},
 			{"ListAllAgents", func(ctx context.Context) (any, error) {
 				list, _, err := teams.ListAllAgents(ctx, 1, 50)
 				return list, err
-			}, actors{endpointShown(false), endpointShown(true), endpointShown(false), endpointShown(true), endpointShown(false)}},
+			}, callerOutcomes{endpointShown(false), endpointShown(true), endpointShown(false), endpointShown(true), endpointShown(false)}},
 			{"AgentBySlug", func(ctx context.Context) (any, error) { return teams.AgentBySlug(ctx, "lab", "walker") },
-				actors{endpointShown(false), endpointShown(true), endpointShown(false), endpointShown(true), endpointShown(false)}},
+				callerOutcomes{endpointShown(false), endpointShown(true), endpointShown(false), endpointShown(true), endpointShown(false)}},
 			{"AgentTeam", func(ctx context.Context) (any, error) { return teams.AgentTeam(ctx, "lab") },
-				actors{unauthorized, ok, forbidden, ok, forbidden}},
+				callerOutcomes{unauthorized, ok, forbidden, ok, forbidden}},
 			{"EditableAgent", func(ctx context.Context) (any, error) { return teams.EditableAgent(ctx, "lab", "walker") },
-				actors{unauthorized, endpointShown(true), forbidden, endpointShown(true), forbidden}},
+				callerOutcomes{unauthorized, endpointShown(true), forbidden, endpointShown(true), forbidden}},
 			{"AgentSecrets", func(ctx context.Context) (any, error) { return teams.AgentSecrets(ctx, walkerID) },
-				actors{unauthorized, forbidden, forbidden, forbidden, forbidden}},
+				callerOutcomes{unauthorized, forbidden, forbidden, forbidden, forbidden}},
 			{"CreateAgent", func(ctx context.Context) (any, error) {
 				a := agentName()
 				return a, teams.CreateAgent(ctx, "lab", a, map[string]string{"KEY": "v"})
-			}, actors{unauthorized, ok, forbidden, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, forbidden, ok, forbidden}},
 			{"UpdateAgent", func(ctx context.Context) (any, error) {
 				a := &models.Agent{Name: "Walker", Kind: models.AgentHTTP, EndpointURL: endpoint}
 				return a, teams.UpdateAgent(ctx, "lab", "walker", a, nil, nil)
-			}, actors{unauthorized, ok, forbidden, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, forbidden, ok, forbidden}},
 			{"PatchAgent", func(ctx context.Context) (any, error) {
 				desc := next("described")
 				return teams.PatchAgent(ctx, "lab", "walker", &models.AgentPatch{Description: &desc}, nil, nil)
-			}, actors{unauthorized, ok, forbidden, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, forbidden, ok, forbidden}},
 			{"DeleteAgent", func(ctx context.Context) (any, error) {
 				a := agentName()
 				require.NoError(t, teams.CreateAgent(f.member, "lab", a, nil))
 				return nil, teams.DeleteAgent(ctx, "lab", a.Slug)
-			}, actors{unauthorized, ok, forbidden, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, forbidden, ok, forbidden}},
 		}
-		for _, op := range ops {
-			for _, who := range []struct {
-				name string
-				ctx  context.Context
-				want outcome
-			}{
-				{"anonymous", f.anon, op.want.anon},
-				{"blind annotator", f.annotator, op.want.blind},
-				{"other team", f.other, op.want.other},
-				{"member", f.member, op.want.member},
-				{"admin", f.admin, op.want.admin},
-			} {
-				got, err := op.call(who.ctx)
-				require.Equal(t, who.want.code, models.ErrorCode(err), "%s as %s: %v", op.name, who.name, err)
-				if err == nil && who.want.check != nil {
-					who.want.check(t, got)
-				}
-			}
-		}
+		checkAuthzTable(t, ops, tableCallers{anon: f.anon, member: f.member, other: f.other, admin: f.admin, blind: f.annotator}, nil)
 
 		t.Run("SystemActor", func(t *testing.T) {
 			secrets, err := teams.AgentSecrets(f.system, walkerID)
