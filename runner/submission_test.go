@@ -150,7 +150,7 @@ func newPortal(t *testing.T, db *storage.DB, ps portalStore, opts portalOptions)
 	db.UseAgentSecrets(v)
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
 	require.NoError(t, err)
-	_, err = db.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl")
+	_, err = db.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl", 0)
 	require.NoError(t, err)
 
 	user := func(email string, admin bool) context.Context {
@@ -209,7 +209,7 @@ func (p *portal) importWebArenaVerified(t *testing.T) {
 	defer f.Close()
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatWebArenaVerified, f, nil)
 	require.NoError(t, err)
-	_, err = p.db.ImportBenchmark(p.system, "webarena-verified", ds, "webarena-verified.json")
+	_, err = p.db.ImportBenchmark(p.system, "webarena-verified", ds, "webarena-verified.json", 0)
 	require.NoError(t, err)
 }
 

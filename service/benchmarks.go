@@ -24,7 +24,7 @@ type BenchmarkStore interface {
 	TaskByExternalID(ctx context.Context, slug, externalID string, scope models.BenchmarkScope) (*models.Task, error)
 	ListSites(ctx context.Context, slug string, scope models.BenchmarkScope) ([]models.Site, error)
 	AdminBenchmarks(ctx context.Context) ([]models.AdminBenchmark, error)
-	ImportBenchmark(ctx context.Context, slug string, ds *models.Dataset, sourceName string) (models.ImportResult, error)
+	ImportBenchmark(ctx context.Context, slug string, ds *models.Dataset, sourceName string, importedBy int64) (models.ImportResult, error)
 	UpdateSite(ctx context.Context, slug, siteName, siteURL, resetURL string, maxConcurrency int) (*models.Site, error)
 	SetBenchmarkPublished(ctx context.Context, slug string, published bool) error
 	SetRevealReferences(ctx context.Context, slug string, reveal bool) error
@@ -104,7 +104,8 @@ func (s *Benchmarks) Import(ctx context.Context, req ImportRequest) (models.Impo
 	if err := s.checkFormat(ctx, req.Slug, ds.Format); err != nil {
 		return models.ImportResult{}, err
 	}
-	res, err := s.store.ImportBenchmark(ctx, req.Slug, ds, req.Source)
+	// The version records the caller as its importer (nobody for the system).
+	res, err := s.store.ImportBenchmark(ctx, req.Slug, ds, req.Source, models.ActorFrom(ctx).UserID)
 	if err != nil {
 		return models.ImportResult{}, err
 	}

@@ -57,16 +57,17 @@ func (db *DB) ListBenchmarks(ctx context.Context, scope models.BenchmarkScope) (
 // ImportBenchmark stores a dataset, already checked by the benchmark service
 // (service.Benchmarks.Import), as the next version of the benchmark slug,
 // creating the benchmark (and its sites) when new; the version records the
-// context's user as its importer. Identical input (same checksum as an
+// user importedBy as its importer (0: nobody, as for the system's imports).
+// Identical input (same checksum as an
 // existing version) changes nothing and returns Created=false. Everything
 // happens in one transaction: a failure writes nothing. ECONFLICT when the
 // slug holds data of another format (the service refuses that first; this
 // is the check under the benchmark's lock, for imports that race).
-func (db *DB) ImportBenchmark(ctx context.Context, slug string, ds *models.Dataset, sourceName string) (models.ImportResult, error) {
+func (db *DB) ImportBenchmark(ctx context.Context, slug string, ds *models.Dataset, sourceName string, importedBy int64) (models.ImportResult, error) {
 	var res models.ImportResult
-	var importedBy *int64
-	if id := models.ActorFrom(ctx).UserID; id != 0 {
-		importedBy = &id
+	var importer *int64
+	if importedBy != 0 {
+		importer = &importedBy
 	}
 	err := db.tx(ctx, func(tx *gorm.DB) error {
 		b, err := db.benchmarkForImport(tx, slug, ds)
@@ -97,7 +98,7 @@ func (db *DB) ImportBenchmark(ctx context.Context, slug string, ds *models.Datas
 		v := &models.BenchmarkVersion{
 			BenchmarkID: b.ID, Version: last + 1, Checksum: ds.Checksum, SourceName: sourceName,
 			TaskCount: len(ds.Tasks), RubricItems: rubric, PassThreshold: ds.EffectivePassThreshold(),
-			ImportedBy: importedBy, CreatedAt: db.now(),
+			ImportedBy: importer, CreatedAt: db.now(),
 		}
 		if err := tx.Omit(clause.Associations).Create(v).Error; err != nil {
 			return wrap(err, "benchmark version")
@@ -339,12 +340,6 @@ func benchmarkIn(q *gorm.DB, slug string, scope models.BenchmarkScope) (*models.
 		return nil, models.Errorf(models.ENOTFOUND, "benchmark %q not found.", slug)
 	}
 	return &b, nil
-}
-
-// BenchmarkBySlug is Benchmark in the scope of the context's actor
-// (models.BenchmarkScopeFor), for the services of other aggregates.
-func (db *DB) BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchmark, error) {
-	return db.Benchmark(ctx, slug, models.BenchmarkScopeFor(models.ActorFrom(ctx)))
 }
 
 // Benchmark returns a benchmark with its current version (and that

@@ -253,7 +253,7 @@ func TestStore_LeaderboardVersions(t *testing.T) {
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newLeaderboardFixture(t, db)
 		changed := strings.Replace(benchFixture, "Which project has the most stars?", "Which project has the most forks?", 1)
-		res, err := db.ImportBenchmark(f.system, "mini", parseBenchFixture(t, changed), "mini-2.jsonl")
+		res, err := db.ImportBenchmark(f.system, "mini", parseBenchFixture(t, changed), "mini-2.jsonl", 0)
 		require.NoError(t, err)
 		require.Equal(t, 2, res.Version.Version)
 
