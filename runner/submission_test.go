@@ -342,7 +342,7 @@ func (p *portal) ingest(t *testing.T, f bundleFile, req models.SubmissionRequest
 	var slug string
 	require.NoError(t, p.db.Gorm().Table("benchmarks").Where("id = ?", v.BenchmarkID).Pluck("slug", &slug).Error)
 	require.Eventually(t, func() bool {
-		lb, err := p.db.Leaderboard(context.Background(), slug, run.SubsetName, models.LeaderboardQuery{})
+		lb, err := p.db.Leaderboard(context.Background(), slug, run.SubsetName, models.LeaderboardQuery{}, models.BenchmarkScope{})
 		require.NoError(t, err)
 		for _, row := range lb.Rows {
 			if row.RunID == run.ID {

@@ -14,7 +14,7 @@ import (
 
 // BenchmarkStore is what the benchmark service needs from storage.
 type BenchmarkStore interface {
-	Leaderboard(ctx context.Context, slug, subset string, q models.LeaderboardQuery) (*models.Leaderboard, error)
+	Leaderboard(ctx context.Context, slug, subset string, q models.LeaderboardQuery, scope models.BenchmarkScope) (*models.Leaderboard, error)
 	ListBenchmarks(ctx context.Context, scope models.BenchmarkScope) ([]models.BenchmarkListItem, error)
 	Benchmark(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.Benchmark, error)
 	BenchmarkDetail(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.BenchmarkDetail, error)
@@ -183,7 +183,7 @@ func (s *Benchmarks) TaskDefects(ctx context.Context, slug string, t *models.Tas
 // ENOTFOUND for an unknown board, or an unpublished benchmark's for anyone
 // but administrators.
 func (s *Benchmarks) Leaderboard(ctx context.Context, slug, subset string, q models.LeaderboardQuery) (*models.Leaderboard, error) {
-	return s.store.Leaderboard(ctx, slug, subset, q)
+	return s.store.Leaderboard(ctx, slug, subset, q, scopeOf(ctx))
 }
 
 // ListBenchmarks returns the benchmarks the caller may see (unpublished ones

@@ -323,8 +323,9 @@ func (db *DB) ensureSites(tx *gorm.DB, benchmarkID int64, ds *models.Dataset) er
 }
 
 // visibleBenchmark loads a benchmark by slug in the scope of the context's
-// actor (models.BenchmarkScopeFor), for the reads of other aggregates that
-// name a benchmark. ENOTFOUND when missing or out of scope.
+// actor (models.BenchmarkScopeFor). ENOTFOUND when missing or out of scope.
+// Only LeaderboardChanges still uses it; every other read takes its scope
+// from the service and calls benchmarkIn.
 func visibleBenchmark(ctx context.Context, q *gorm.DB, slug string) (*models.Benchmark, error) {
 	return benchmarkIn(q, slug, models.BenchmarkScopeFor(models.ActorFrom(ctx)))
 }
@@ -395,12 +396,13 @@ func (db *DB) ListSites(ctx context.Context, slug string, scope models.Benchmark
 }
 
 // UpdateSite saves one site of a benchmark as given (checked by the benchmark
-// service): its base URL, its reset hook and its concurrency cap (0 = no cap);
-// empty URLs clear the setting. ENOTFOUND for an unknown benchmark or site.
+// service, for administrators only): its base URL, its reset hook and its
+// concurrency cap (0 = no cap); empty URLs clear the setting. ENOTFOUND for
+// an unknown benchmark (published or not) or site.
 func (db *DB) UpdateSite(ctx context.Context, slug, siteName, siteURL, resetURL string, maxConcurrency int) (*models.Site, error) {
 	var site models.Site
 	err := db.tx(ctx, func(tx *gorm.DB) error {
-		b, err := visibleBenchmark(ctx, tx, slug)
+		b, err := benchmarkIn(tx, slug, models.BenchmarkScope{Unpublished: true})
 		if err != nil {
 			return err
 		}

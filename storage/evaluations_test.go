@@ -378,7 +378,7 @@ func TestStore_SetBenchmarkEvaluator(t *testing.T) {
 		require.NoError(t, db.SetBenchmarkEvaluator(f.admin, "mini", lenient, evaltest.Registry().Readings))
 		spec := f.claimedSpec(t, f.dispatch(t, f.run.ID)[0])
 		require.Equal(t, lenient, spec.Evaluator, "attempts are graded by the reading chosen now")
-		board, err := db.Leaderboard(f.admin, "mini", models.SubsetFull, models.LeaderboardQuery{})
+		board, err := db.Leaderboard(f.admin, "mini", models.SubsetFull, models.LeaderboardQuery{}, benchScope(f.admin))
 		require.NoError(t, err)
 		require.Equal(t, lenient, board.Evaluator, "the board names the reading it is graded by (the registry says it is lenient)")
 
