@@ -19,7 +19,7 @@ import (
 // EFORBIDDEN for annotators where only managers may act.
 type StudyStore interface {
 	AccessStore
-	CreateStudy(ctx context.Context, spec *storage.StudySpec, by storage.StudyCreator, sample func([]storage.StudyCandidate) []storage.StudyPick) (*models.Study, error)
+	CreateStudy(ctx context.Context, spec *storage.StudySpec, by storage.StudyCreator, sample func(benchIDs []int64, cands []storage.StudyCandidate) ([]storage.StudyPick, error)) (*models.Study, error)
 	Studies(ctx context.Context, userID int64, all bool) ([]models.StudyListItem, error)
 	StudyOverview(ctx context.Context, gate models.StudyGate, id int64) (*models.StudyView, error)
 	InviteAnnotator(ctx context.Context, gate models.StudyGate, studyID int64, inv storage.StudyInvite) error
@@ -97,7 +97,10 @@ func (s *Studies) CreateStudy(ctx context.Context, req models.StudyRequest) (*mo
 	if err := s.access.ReadRuns(ctx, spec.RunIDs...); err != nil {
 		return nil, err
 	}
-	return s.store.CreateStudy(ctx, spec, studyCreator(a), func(cands []storage.StudyCandidate) []storage.StudyPick {
+	return s.store.CreateStudy(ctx, spec, studyCreator(a), func(benchIDs []int64, cands []storage.StudyCandidate) ([]storage.StudyPick, error) {
+		if err := checkSourcesSampled(spec, benchIDs, cands); err != nil {
+			return nil, err
+		}
 		stratified := spec.Sampling == models.SampleStratified
 		pool := make([]study.Candidate, len(cands))
 		for i, c := range cands {
@@ -111,7 +114,7 @@ func (s *Studies) CreateStudy(ctx context.Context, req models.StudyRequest) (*mo
 		for i, c := range picked {
 			out[i] = storage.StudyPick{AttemptID: c.AttemptID, Stratum: c.Stratum}
 		}
-		return out
+		return out, nil
 	})
 }
 

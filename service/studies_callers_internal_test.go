@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/models"
+	"proctor/storage"
 )
 
 // studyCallers are the kinds of caller the study rules tell apart.
@@ -119,4 +120,25 @@ func TestStudyGateFor(t *testing.T) {
 		require.Equal(t, tc.role, role, "%s", name)
 		require.Equal(t, tc.manage, manage, "%s", name)
 	}
+}
+
+// TestCheckSourcesSampled: every named source must give the sample a
+// finished attempt; the refusal names all the empty ones, on "run_ids"
+// when a run is among them.
+func TestCheckSourcesSampled(t *testing.T) {
+	t.Parallel()
+	spec := &storage.StudySpec{RunIDs: []int64{1, 2}, Benchmarks: []string{"mini", "wide"}}
+	benchIDs := []int64{10, 20}
+	full := []storage.StudyCandidate{{AttemptID: 1, RunID: 1}, {AttemptID: 2, RunID: 2, BenchmarkID: 10}, {AttemptID: 3, RunID: 3, BenchmarkID: 20}}
+	require.NoError(t, checkSourcesSampled(spec, benchIDs, full))
+	err := checkSourcesSampled(spec, benchIDs, full[1:])
+	require.Equal(t, models.EINVALID, models.ErrorCode(err))
+	require.Equal(t, "run_ids", models.ErrorField(err))
+	require.Equal(t, "The sources have no finished attempts to sample: run 1.", models.ErrorMessage(err))
+	err = checkSourcesSampled(spec, benchIDs, full[:1])
+	require.Equal(t, "run_ids", models.ErrorField(err))
+	require.Equal(t, `The sources have no finished attempts to sample: run 2, benchmark "mini", benchmark "wide".`, models.ErrorMessage(err))
+	err = checkSourcesSampled(spec, benchIDs, full[:2])
+	require.Equal(t, "benchmarks", models.ErrorField(err))
+	require.Equal(t, `The sources have no finished attempts to sample: benchmark "wide".`, models.ErrorMessage(err))
 }

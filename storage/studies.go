@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -169,8 +168,11 @@ type StudyPick struct {
 // StudyCandidate is a finished attempt of a study's sources with what it may
 // be stratified by.
 type StudyCandidate struct {
-	AttemptID  int64
-	RunID      int64
+	AttemptID int64
+	RunID     int64
+	// BenchmarkID is the source benchmark whose completed runs include the
+	// attempt's run; 0 when the run is a source only by its id.
+	BenchmarkID int64
 	Outcome    string
 	Agent      string
 	SiteKey    string
@@ -190,8 +192,7 @@ type StudyCreator struct {
 
 // studySources resolves a request's sources as by may see them and lists
 // their finished attempts: ENOTFOUND naming a run or benchmark by may not
-// see, EINVALID naming the sources with nothing to sample. It returns the
-// benchmarks' ids in request order.
+// see. It returns the benchmarks' ids in request order.
 func (db *DB) studySources(ctx context.Context, q *gorm.DB, s *StudySpec, by StudyCreator) ([]int64, []StudyCandidate, error) {
 	for _, id := range s.RunIDs {
 		if _, _, err := db.runAccess(ctx, q, id, false); err != nil {
@@ -248,46 +249,26 @@ func (db *DB) studySources(ctx context.Context, q *gorm.DB, s *StudySpec, by Stu
 			return nil, nil, wrap(err, "attempts")
 		}
 	}
-	perRun := map[int64]int{}
-	perBenchmark := map[int64]int{}
-	for _, c := range cands {
-		perRun[c.RunID]++
-		if b, ok := runBenchmark[c.RunID]; ok {
-			perBenchmark[b]++
-		}
-	}
-	var empty []string
-	field := ""
-	for _, id := range s.RunIDs {
-		if perRun[id] == 0 {
-			empty = append(empty, fmt.Sprintf("run %d", id))
-			field = "run_ids"
-		}
-	}
-	for i, id := range benchIDs {
-		if perBenchmark[id] == 0 {
-			empty = append(empty, fmt.Sprintf("benchmark %q", s.Benchmarks[i]))
-			if field == "" {
-				field = "benchmarks"
-			}
-		}
-	}
-	if len(empty) > 0 {
-		return nil, nil, models.FieldError(field, "The sources have no finished attempts to sample: %s.", strings.Join(empty, ", "))
+	for i := range cands {
+		cands[i].BenchmarkID = runBenchmark[cands[i].RunID]
 	}
 	return benchIDs, cands, nil
 }
 
 // CreateStudy draws the sample (sample picks among the finished attempts of
-// the sources by may see) and creates the study as a draft owned by by's
-// inviter, with its items and invited annotators, in one transaction.
-// EINVALID naming the field for sources with nothing to sample; the
-// inviter's Unknown error for an email of no user they may invite
-// (usersByEmail); ENOTFOUND naming a run or benchmark by may not see.
-func (db *DB) CreateStudy(ctx context.Context, spec *StudySpec, by StudyCreator, sample func([]StudyCandidate) []StudyPick) (*models.Study, error) {
+// the sources by may see, given the source benchmarks' ids in request order,
+// or refuses) and creates the study as a draft owned by by's inviter, with
+// its items and invited annotators, in one transaction. ENOTFOUND naming a
+// run or benchmark by may not see; sample's error; the inviter's Unknown
+// error for an email of no user they may invite (usersByEmail).
+func (db *DB) CreateStudy(ctx context.Context, spec *StudySpec, by StudyCreator, sample func(benchIDs []int64, cands []StudyCandidate) ([]StudyPick, error)) (*models.Study, error) {
 	var st *models.Study
 	err := db.tx(ctx, func(tx *gorm.DB) error {
 		benchIDs, cands, err := db.studySources(ctx, tx, spec, by)
+		if err != nil {
+			return err
+		}
+		picked, err := sample(benchIDs, cands)
 		if err != nil {
 			return err
 		}
@@ -295,7 +276,6 @@ func (db *DB) CreateStudy(ctx context.Context, spec *StudySpec, by StudyCreator,
 		if err != nil {
 			return err
 		}
-		picked := sample(cands)
 		now := db.now()
 		st = &models.Study{
 			OwnerID: by.Inviter.UserID, Name: spec.Name, Description: spec.Description, Status: models.StudyDraft,
