@@ -173,10 +173,10 @@ type StudyCandidate struct {
 	// BenchmarkID is the source benchmark whose completed runs include the
 	// attempt's run; 0 when the run is a source only by its id.
 	BenchmarkID int64
-	Outcome    string
-	Agent      string
-	SiteKey    string
-	Difficulty string
+	Outcome     string
+	Agent       string
+	SiteKey     string
+	Difficulty  string
 }
 
 // StudyCreator is who creates a study, as the study service decided from
