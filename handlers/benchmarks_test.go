@@ -44,7 +44,7 @@ func importBench(t *testing.T, b *testBundle, slug string) {
 	t.Helper()
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(benchDataset), nil)
 	require.NoError(t, err)
-	_, err = b.db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), slug, ds, slug+".jsonl")
+	_, err = b.db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), slug, ds, slug+".jsonl", 0)
 	require.NoError(t, err)
 }
 
@@ -61,7 +61,7 @@ func importVerified(t *testing.T, b *testBundle, slug string) {
 	t.Helper()
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(verifiedDataset), nil)
 	require.NoError(t, err)
-	_, err = b.db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), slug, ds, slug+".jsonl")
+	_, err = b.db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), slug, ds, slug+".jsonl", 0)
 	require.NoError(t, err)
 }
 
@@ -758,7 +758,7 @@ func TestBenchmarks_TaskIDsRoundTrip(t *testing.T) {
 		`{"id": "web/ds 1%41", "intent": "Odd id.", "start_urls": ["__SHOPPING__"]}`+"\n"+
 			`{"id": "plain", "intent": "Plain id.", "start_urls": ["__SHOPPING__"]}`+"\n"), nil)
 	require.NoError(t, err)
-	_, err = b.db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), "odd", ds, "odd.jsonl")
+	_, err = b.db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), "odd", ds, "odd.jsonl", 0)
 	require.NoError(t, err)
 	c := b.anonymous(t)
 	body := readBody(t, c.get("/benchmarks/odd/tasks"))

@@ -70,7 +70,7 @@ func newCandidatesFixture(t *testing.T, withQueue bool) *candidatesFixture {
 	importBench(t, b, "mini")
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(rebuildDataset), nil)
 	require.NoError(t, err)
-	_, err = db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), "rebuilds", ds, "rebuilds.jsonl")
+	_, err = db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), "rebuilds", ds, "rebuilds.jsonl", 0)
 	require.NoError(t, err)
 	require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "rebuilds").Updates(map[string]any{"evaluator": models.EvaluatorHiddenTests, "grades": models.GradesCandidates}).Error)
 	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.member), "lab", &models.Agent{Name: "Builder", Kind: models.AgentUpload}, nil))

@@ -65,7 +65,7 @@ func TestBenchmarks_HiddenTestsStayHidden(t *testing.T) {
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(file), nil)
 	require.NoError(t, err)
 	sys := models.WithActor(context.Background(), models.SystemActor())
-	_, err = b.db.ImportBenchmark(sys, "rebuild", ds, "rebuild.jsonl")
+	_, err = b.db.ImportBenchmark(sys, "rebuild", ds, "rebuild.jsonl", 0)
 	require.NoError(t, err)
 	require.NoError(t, b.db.SetRevealReferences(sys, "rebuild", true))
 

@@ -64,7 +64,7 @@ func seedBenchBoard(tb testing.TB, db *storage.DB) {
 	sys := models.WithActor(context.Background(), models.SystemActor())
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(benchBoardDataset()), nil)
 	require.NoError(tb, err)
-	res, err := db.ImportBenchmark(sys, "mini", ds, "board.jsonl")
+	res, err := db.ImportBenchmark(sys, "mini", ds, "board.jsonl", 0)
 	require.NoError(tb, err)
 	var taskIDs []int64
 	require.NoError(tb, db.Gorm().Model(&models.Task{}).Where("version_id = ?", res.Version.ID).Order("position").Pluck("id", &taskIDs).Error)

@@ -649,7 +649,7 @@ func BenchmarkTimeline200Steps(b *testing.B) {
 
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(benchDataset), nil)
 	require.NoError(b, err)
-	_, err = db.ImportBenchmark(sys, "mini", ds, "mini.jsonl")
+	_, err = db.ImportBenchmark(sys, "mini", ds, "mini.jsonl", 0)
 	require.NoError(b, err)
 	owner, err := db.CreateUser(context.Background(), "owner@bench.test", "owner", "correct horse battery", false)
 	require.NoError(b, err)

@@ -449,9 +449,14 @@ type StudyImportResult struct {
 	Skipped   int      // bad rows left out (the user chose to skip them)
 }
 
-// StudyGate is the study service's access rule for one operation: given the
-// actor, the study (nil when there is no such study) and whether the actor
-// was invited to annotate it, the actor's role in the study and whether they
-// manage it, or the error to answer. Storage applies it inside the
-// transaction that reads or changes the study.
-type StudyGate func(a Actor, st *Study, annotator bool) (role string, manage bool, err error)
+// StudyGate is the study service's access rule for one operation, bound to
+// the caller: storage reads the caller's invitation and assignments by
+// UserID (0 for callers without an account, such as the system), and Let,
+// given the study (nil when there is no such study) and whether the caller
+// was invited to annotate it, answers the caller's role in the study and
+// whether they manage it, or the error to answer. Storage applies it inside
+// the transaction that reads or changes the study.
+type StudyGate struct {
+	UserID int64
+	Let    func(st *Study, annotator bool) (role string, manage bool, err error)
+}

@@ -49,7 +49,7 @@ func TestRunner_SubmitCandidates(t *testing.T) {
 		sys := models.WithActor(ctx, models.SystemActor())
 		ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(candidateBenchmark), nil)
 		require.NoError(t, err)
-		_, err = db.ImportBenchmark(sys, "rebuilds", ds, "rebuilds.jsonl")
+		_, err = db.ImportBenchmark(sys, "rebuilds", ds, "rebuilds.jsonl", 0)
 		require.NoError(t, err)
 		require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "rebuilds").Updates(map[string]any{"evaluator": models.EvaluatorHiddenTests, "grades": models.GradesCandidates}).Error)
 		u, err := db.CreateUser(ctx, "builder@example.org", "Builder", "correct horse battery", false)

@@ -62,7 +62,7 @@ func setupFaulty(t *testing.T, db *storage.DB, opts runner.Options) *faultyBundl
 		{Name: subsetTwo, R: strings.NewReader(`{"description": "a shop and a forum task", "task_ids": ["shop-keyboard-price", "forum-top-post"]}`)},
 	})
 	require.NoError(t, err)
-	res, err := db.ImportBenchmark(b.system, sandbox.Slug, ds, "benchmark.jsonl")
+	res, err := db.ImportBenchmark(b.system, sandbox.Slug, ds, "benchmark.jsonl", 0)
 	require.NoError(t, err)
 	require.True(t, res.Created, "the subsets make a new benchmark version")
 

@@ -270,7 +270,7 @@ func setupHidden(t *testing.T, db *storage.DB, browser episode.BrowserOptions, s
 
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(hiddenBenchmarkFile(t, suite, caps)), nil)
 	require.NoError(t, err)
-	_, err = db.ImportBenchmark(h.system, hiddenBenchmarkSlug, ds, "benchmark.jsonl")
+	_, err = db.ImportBenchmark(h.system, hiddenBenchmarkSlug, ds, "benchmark.jsonl", 0)
 	require.NoError(t, err)
 	var task models.Task
 	require.NoError(t, db.Gorm().Where("external_id = ?", "shop-rebuild").First(&task).Error)

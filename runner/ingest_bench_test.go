@@ -260,7 +260,7 @@ func benchTeam(ctx context.Context, db *storage.DB) (context.Context, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := db.ImportBenchmark(models.WithActor(ctx, models.SystemActor()), sandbox.Slug, ds, "benchmark.jsonl"); err != nil {
+	if _, err := db.ImportBenchmark(models.WithActor(ctx, models.SystemActor()), sandbox.Slug, ds, "benchmark.jsonl", 0); err != nil {
 		return nil, err
 	}
 	u, err := db.CreateUser(ctx, "bench@example.org", "bench", "correct horse battery", false)

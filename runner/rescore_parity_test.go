@@ -71,7 +71,7 @@ func TestSubmission_RescoreWithTheOfficialReading(t *testing.T) {
 		require.Equal(t, 2, after.RescoreChanged)
 		require.Equal(t, 3, *after.RescoreSuccessesBefore)
 
-		changes, err := p.db.LeaderboardChanges(context.Background(), "webarena-verified", models.ChangeFilter{Page: 1, PerPage: 10})
+		changes, err := p.db.LeaderboardChanges(context.Background(), models.BenchmarkScope{}, "webarena-verified", models.ChangeFilter{Page: 1, PerPage: 10})
 		require.NoError(t, err)
 		require.Equal(t, models.EventRescored, changes.Changes[0].Kind)
 		c := changes.Changes[0].RescoreChange
@@ -82,7 +82,7 @@ func TestSubmission_RescoreWithTheOfficialReading(t *testing.T) {
 		require.Contains(t, c.Evaluators, verified.Version)
 
 		require.Eventually(t, func() bool {
-			lb, err := p.db.Leaderboard(context.Background(), "webarena-verified", models.SubsetFull, models.LeaderboardQuery{})
+			lb, err := p.db.Leaderboard(context.Background(), "webarena-verified", models.SubsetFull, models.LeaderboardQuery{}, models.BenchmarkScope{})
 			require.NoError(t, err)
 			return len(lb.Rows) == 1 && lb.Rows[0].Successes == 1 && lb.Rows[0].Rescore.SuccessDelta() == -2 && lb.Evaluator == models.EvaluatorWebArenaVerified
 		}, time.Minute, 100*time.Millisecond, "the board follows the re-scoring and marks the row")

@@ -81,7 +81,7 @@ func setupRunFrom(t *testing.T, db *storage.DB, episodes int, judges runner.Judg
 	t.Cleanup(srv.Close)
 	ds, err := importer.Parse(kinds, models.FormatProctor, bytes.NewReader(benchmark), nil)
 	require.NoError(t, err)
-	_, err = db.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl")
+	_, err = db.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl", 0)
 	require.NoError(t, err)
 	require.NoError(t, db.SetRevealReferences(system, sandbox.Slug, true))
 	for site, url := range sandbox.SiteURLs(srv.URL) {

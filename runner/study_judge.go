@@ -46,7 +46,7 @@ func (w *studyJudgeWorker) Timeout(*river.Job[StudyJudgeArgs]) time.Duration {
 func (w *studyJudgeWorker) Work(ctx context.Context, job *river.Job[StudyJudgeArgs]) error {
 	r := w.r
 	ctx = models.WithActor(ctx, models.SystemActor())
-	view, err := r.db.StudyOverview(ctx, service.SeeStudy, job.Args.StudyID)
+	view, err := r.db.StudyOverview(ctx, service.StudyGateFor(ctx, service.SeeStudy), job.Args.StudyID)
 	if models.ErrorCode(err) == models.ENOTFOUND {
 		return river.JobCancel(err) // the study is gone
 	}
@@ -99,7 +99,7 @@ func (w *studyJudgeWorker) Work(ctx context.Context, job *river.Job[StudyJudgeAr
 // the work list holds them again (a later job retries them), and judging
 // them again in every slice could keep a job from ever finishing.
 func (w *studyJudgeWorker) untried(ctx context.Context, job *river.Job[StudyJudgeArgs], items []models.StudyItem) ([]models.StudyItem, error) {
-	verdicts, err := w.r.db.StudyVerdicts(ctx, service.SeeStudy, job.Args.StudyID)
+	verdicts, err := w.r.db.StudyVerdicts(ctx, service.StudyGateFor(ctx, service.SeeStudy), job.Args.StudyID)
 	if err != nil {
 		return nil, fmt.Errorf("study %d verdicts: %w", job.Args.StudyID, err)
 	}

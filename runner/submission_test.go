@@ -150,7 +150,7 @@ func newPortal(t *testing.T, db *storage.DB, ps portalStore, opts portalOptions)
 	db.UseAgentSecrets(v)
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(sandbox.Benchmark()), nil)
 	require.NoError(t, err)
-	_, err = db.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl")
+	_, err = db.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl", 0)
 	require.NoError(t, err)
 
 	user := func(email string, admin bool) context.Context {
@@ -209,7 +209,7 @@ func (p *portal) importWebArenaVerified(t *testing.T) {
 	defer f.Close()
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatWebArenaVerified, f, nil)
 	require.NoError(t, err)
-	_, err = p.db.ImportBenchmark(p.system, "webarena-verified", ds, "webarena-verified.json")
+	_, err = p.db.ImportBenchmark(p.system, "webarena-verified", ds, "webarena-verified.json", 0)
 	require.NoError(t, err)
 }
 
@@ -342,7 +342,7 @@ func (p *portal) ingest(t *testing.T, f bundleFile, req models.SubmissionRequest
 	var slug string
 	require.NoError(t, p.db.Gorm().Table("benchmarks").Where("id = ?", v.BenchmarkID).Pluck("slug", &slug).Error)
 	require.Eventually(t, func() bool {
-		lb, err := p.db.Leaderboard(context.Background(), slug, run.SubsetName, models.LeaderboardQuery{})
+		lb, err := p.db.Leaderboard(context.Background(), slug, run.SubsetName, models.LeaderboardQuery{}, models.BenchmarkScope{})
 		require.NoError(t, err)
 		for _, row := range lb.Rows {
 			if row.RunID == run.ID {

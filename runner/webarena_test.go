@@ -172,7 +172,7 @@ func TestRunner_WebArenaOnSandbox(t *testing.T) {
 
 		ds, err := importer.Parse(evaltest.Registry(), models.FormatWebArena, bytes.NewReader(tasks), nil)
 		require.NoError(t, err)
-		_, err = db.ImportBenchmark(b.system, webArenaShopSlug, ds, "webarena-sandbox.json")
+		_, err = db.ImportBenchmark(b.system, webArenaShopSlug, ds, "webarena-sandbox.json", 0)
 		require.NoError(t, err)
 		// The sandbox shop, per-episode namespace token included, is WebArena's shopping site.
 		var shopURL string

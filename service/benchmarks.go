@@ -14,7 +14,7 @@ import (
 
 // BenchmarkStore is what the benchmark service needs from storage.
 type BenchmarkStore interface {
-	Leaderboard(ctx context.Context, slug, subset string, q models.LeaderboardQuery) (*models.Leaderboard, error)
+	Leaderboard(ctx context.Context, slug, subset string, q models.LeaderboardQuery, scope models.BenchmarkScope) (*models.Leaderboard, error)
 	ListBenchmarks(ctx context.Context, scope models.BenchmarkScope) ([]models.BenchmarkListItem, error)
 	Benchmark(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.Benchmark, error)
 	BenchmarkDetail(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.BenchmarkDetail, error)
@@ -24,7 +24,7 @@ type BenchmarkStore interface {
 	TaskByExternalID(ctx context.Context, slug, externalID string, scope models.BenchmarkScope) (*models.Task, error)
 	ListSites(ctx context.Context, slug string, scope models.BenchmarkScope) ([]models.Site, error)
 	AdminBenchmarks(ctx context.Context) ([]models.AdminBenchmark, error)
-	ImportBenchmark(ctx context.Context, slug string, ds *models.Dataset, sourceName string) (models.ImportResult, error)
+	ImportBenchmark(ctx context.Context, slug string, ds *models.Dataset, sourceName string, importedBy int64) (models.ImportResult, error)
 	UpdateSite(ctx context.Context, slug, siteName, siteURL, resetURL string, maxConcurrency int) (*models.Site, error)
 	SetBenchmarkPublished(ctx context.Context, slug string, published bool) error
 	SetRevealReferences(ctx context.Context, slug string, reveal bool) error
@@ -104,7 +104,8 @@ func (s *Benchmarks) Import(ctx context.Context, req ImportRequest) (models.Impo
 	if err := s.checkFormat(ctx, req.Slug, ds.Format); err != nil {
 		return models.ImportResult{}, err
 	}
-	res, err := s.store.ImportBenchmark(ctx, req.Slug, ds, req.Source)
+	// The version records the caller as its importer (nobody for the system).
+	res, err := s.store.ImportBenchmark(ctx, req.Slug, ds, req.Source, models.ActorFrom(ctx).UserID)
 	if err != nil {
 		return models.ImportResult{}, err
 	}
@@ -182,7 +183,7 @@ func (s *Benchmarks) TaskDefects(ctx context.Context, slug string, t *models.Tas
 // ENOTFOUND for an unknown board, or an unpublished benchmark's for anyone
 // but administrators.
 func (s *Benchmarks) Leaderboard(ctx context.Context, slug, subset string, q models.LeaderboardQuery) (*models.Leaderboard, error) {
-	return s.store.Leaderboard(ctx, slug, subset, q)
+	return s.store.Leaderboard(ctx, slug, subset, q, scopeOf(ctx))
 }
 
 // ListBenchmarks returns the benchmarks the caller may see (unpublished ones

@@ -182,6 +182,20 @@ func TestBenchmarks_Authorization(t *testing.T) {
 				actors{notFound, notFound, notFound, ok}},
 			{"ListSites(unpublished)", func(ctx context.Context) (any, error) { return f.svc.ListSites(ctx, "draft") },
 				actors{notFound, notFound, notFound, ok}},
+			// Boards pass storage the caller's scope: an unpublished
+			// benchmark's exist for administrators only.
+			{"Leaderboard", func(ctx context.Context) (any, error) {
+				return f.svc.Leaderboard(ctx, "shop", models.SubsetFull, models.LeaderboardQuery{})
+			}, actors{ok, ok, ok, ok}},
+			{"Leaderboard(unpublished)", func(ctx context.Context) (any, error) {
+				return f.svc.Leaderboard(ctx, "draft", models.SubsetFull, models.LeaderboardQuery{})
+			}, actors{notFound, notFound, notFound, ok}},
+			{"BreakdownBoard(unpublished)", func(ctx context.Context) (any, error) {
+				return servicetest.Runs(db, 0).BreakdownBoard(ctx, models.BreakdownQuery{Slug: "draft", Subset: models.SubsetFull, Dimension: models.BreakdownDifficulty})
+			}, actors{notFound, notFound, notFound, ok}},
+			{"TaskMatrix(unpublished)", func(ctx context.Context) (any, error) {
+				return servicetest.Runs(db, 0).TaskMatrix(ctx, models.BreakdownQuery{Slug: "draft", Subset: models.SubsetFull, Page: 1, PerPage: 10})
+			}, actors{notFound, notFound, notFound, ok}},
 			{"AdminBenchmarks", func(ctx context.Context) (any, error) { return f.svc.AdminBenchmarks(ctx) },
 				actors{unauthorized, forbidden, forbidden, ok}},
 			{"Import", func(ctx context.Context) (any, error) { return f.svc.Import(ctx, f.request("shop", benchSvcFile)) },

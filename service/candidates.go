@@ -30,7 +30,7 @@ type CandidateStore interface {
 	TeamBySlug(ctx context.Context, slug string) (*models.Team, error)
 	Membership(ctx context.Context, teamID, userID int64) (*models.Membership, error)
 	TeamAgent(ctx context.Context, teamID int64, slug string) (*models.Agent, error)
-	BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchmark, error)
+	Benchmark(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.Benchmark, error)
 	SubsetTaskIDs(ctx context.Context, versionID int64, subset string) ([]int64, error)
 	VersionTaskRefs(ctx context.Context, versionID int64) ([]models.Task, error)
 	TaskIntents(ctx context.Context, ids []int64) ([]models.Task, error)
@@ -101,7 +101,7 @@ func noCandidateQueue() error {
 // hiddenTestsBenchmark returns the visible hidden-tests benchmark with its
 // current version; ENOTFOUND otherwise.
 func (s *Candidates) candidateBenchmark(ctx context.Context, slug string) (*models.Benchmark, error) {
-	bench, err := s.store.BenchmarkBySlug(ctx, slug)
+	bench, err := s.store.Benchmark(ctx, slug, scopeOf(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func (s *Candidates) SubmitCandidates(ctx context.Context, req models.CandidateR
 	} else if err != nil {
 		return nil, err
 	}
-	bench, err := s.store.BenchmarkBySlug(ctx, req.BenchmarkSlug)
+	bench, err := s.store.Benchmark(ctx, req.BenchmarkSlug, scopeOf(ctx))
 	if err != nil {
 		if models.ErrorCode(err) == models.ENOTFOUND {
 			return nil, models.FieldError("benchmark", "there is no benchmark %q", req.BenchmarkSlug)

@@ -44,7 +44,7 @@ func newCandidateFixture(t *testing.T, db *storage.DB) *candidateFixture {
 	for slug, text := range map[string]string{"mini": miniBench, "rebuilds": candidateBench} {
 		ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(text), nil)
 		require.NoError(t, err)
-		_, err = db.ImportBenchmark(af.system, slug, ds, slug+".jsonl")
+		_, err = db.ImportBenchmark(af.system, slug, ds, slug+".jsonl", 0)
 		require.NoError(t, err)
 	}
 	markHiddenTests(t, db, "rebuilds")

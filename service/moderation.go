@@ -16,7 +16,7 @@ type ModerationStore interface {
 	// RunModeration returns a run's state and whether the scope acts for
 	// its team; ENOTFOUND when the scope does not see it.
 	RunModeration(ctx context.Context, scope models.RunScope, runID int64) (*models.RunModeration, bool, error)
-	LeaderboardChanges(ctx context.Context, slug string, f models.ChangeFilter) (*models.LeaderboardChanges, error)
+	LeaderboardChanges(ctx context.Context, scope models.BenchmarkScope, slug string, f models.ChangeFilter) (*models.LeaderboardChanges, error)
 }
 
 // Moderation is the publication and moderation of runs. A run is on its
@@ -71,7 +71,7 @@ func (s *Moderation) LeaderboardChanges(ctx context.Context, slug string, f mode
 	if f.Page < 1 || f.PerPage < 1 {
 		return nil, models.Errorf(models.EINVALID, "page and per_page must be positive")
 	}
-	return s.store.LeaderboardChanges(ctx, slug, f)
+	return s.store.LeaderboardChanges(ctx, scopeOf(ctx), slug, f)
 }
 
 // teamAction checks that the caller may act for the run's team (its members,

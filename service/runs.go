@@ -24,7 +24,7 @@ type RunStore interface {
 	TeamByID(ctx context.Context, id int64) (*models.Team, error)
 	Membership(ctx context.Context, teamID, userID int64) (*models.Membership, error)
 	TeamAgent(ctx context.Context, teamID int64, slug string) (*models.Agent, error)
-	BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchmark, error)
+	Benchmark(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.Benchmark, error)
 	VersionBenchmark(ctx context.Context, versionID int64) (*models.Benchmark, error)
 	VisibleRun(ctx context.Context, scope models.RunScope, runID int64) (*models.Run, error)
 	SubsetTaskIDs(ctx context.Context, versionID int64, subset string) ([]int64, error)
@@ -118,7 +118,7 @@ func (s *Runs) QueueRun(ctx context.Context, req models.RunRequest) (*models.Run
 	if agent.Kind == models.AgentUpload {
 		return nil, models.FieldError("agent", "%s is an upload-only agent: submit its results through the submission portal instead", agent.Name)
 	}
-	bench, err := s.store.BenchmarkBySlug(ctx, req.BenchmarkSlug)
+	bench, err := s.store.Benchmark(ctx, req.BenchmarkSlug, scopeOf(ctx))
 	if models.ErrorCode(err) == models.ENOTFOUND {
 		return nil, models.FieldError("benchmark", "there is no benchmark %q", req.BenchmarkSlug)
 	} else if err != nil {

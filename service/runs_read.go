@@ -29,8 +29,8 @@ type RunReadStore interface {
 	AttemptHiddenTests(ctx context.Context, scope models.RunScope, attemptID int64, f models.HiddenTestFilter) (*models.AttemptHiddenTests, string, error)
 	AttemptHiddenTest(ctx context.Context, scope models.RunScope, attemptID int64, testID string) (*models.AttemptHiddenTest, string, error)
 	CompareSource(ctx context.Context, scope models.RunScope, ids []int64) (*storage.CompareSource, error)
-	BreakdownBoard(ctx context.Context, bq models.BreakdownQuery, withheld storage.Withheld) (*models.BreakdownBoard, error)
-	TaskMatrix(ctx context.Context, bq models.BreakdownQuery, withheld storage.Withheld) (*models.TaskMatrix, error)
+	BreakdownBoard(ctx context.Context, bq models.BreakdownQuery, scope models.BenchmarkScope, withheld storage.Withheld) (*models.BreakdownBoard, error)
+	TaskMatrix(ctx context.Context, bq models.BreakdownQuery, scope models.BenchmarkScope, withheld storage.Withheld) (*models.TaskMatrix, error)
 	CancelRun(ctx context.Context, scope models.RunScope, runID int64, mayManage func(manage bool) error) error
 	RunFormOptions(ctx context.Context, scope models.RunScope, teamSlug string) (*models.RunFormOptions, error)
 }
@@ -270,13 +270,13 @@ func testTitles(spec string) map[string]string {
 // the caller keeps only its overall rate (a group of a few tasks would tell
 // their outcomes).
 func (s *Runs) BreakdownBoard(ctx context.Context, bq models.BreakdownQuery) (*models.BreakdownBoard, error) {
-	return s.store.BreakdownBoard(ctx, bq, s.access.BlindRuns)
+	return s.store.BreakdownBoard(ctx, bq, scopeOf(ctx), s.access.BlindRuns)
 }
 
 // TaskMatrix returns a board's per-task matrix; the outcomes of runs blind
 // to the caller are withheld and left out of the tasks' counts.
 func (s *Runs) TaskMatrix(ctx context.Context, bq models.BreakdownQuery) (*models.TaskMatrix, error) {
-	return s.store.TaskMatrix(ctx, bq, s.access.BlindRuns)
+	return s.store.TaskMatrix(ctx, bq, scopeOf(ctx), s.access.BlindRuns)
 }
 
 // CancelRun cancels a run. Team members and admins only: ENOTFOUND when the

@@ -56,7 +56,7 @@ func newFixture(t *testing.T, db *storage.DB) *fixture {
 	require.NoError(t, servicetest.CreateAgent(db, f.other, "other", &models.Agent{Name: "Theirs", Kind: models.AgentReplay}, nil))
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(miniBench), nil)
 	require.NoError(t, err)
-	_, err = db.ImportBenchmark(f.system, "mini", ds, "mini.jsonl")
+	_, err = db.ImportBenchmark(f.system, "mini", ds, "mini.jsonl", 0)
 	require.NoError(t, err)
 	require.NoError(t, db.SetRevealReferences(f.system, "mini", true))
 	return f

@@ -19,16 +19,16 @@ import (
 // EFORBIDDEN for annotators where only managers may act.
 type StudyStore interface {
 	AccessStore
-	CreateStudy(ctx context.Context, spec *storage.StudySpec, sample func([]storage.StudyCandidate) []storage.StudyPick) (*models.Study, error)
-	Studies(ctx context.Context) ([]models.StudyListItem, error)
+	CreateStudy(ctx context.Context, spec *storage.StudySpec, by storage.StudyCreator, sample func(benchIDs []int64, cands []storage.StudyCandidate) ([]storage.StudyPick, error)) (*models.Study, error)
+	Studies(ctx context.Context, userID int64, all bool) ([]models.StudyListItem, error)
 	StudyOverview(ctx context.Context, gate models.StudyGate, id int64) (*models.StudyView, error)
-	InviteAnnotator(ctx context.Context, gate models.StudyGate, studyID int64, email string) error
+	InviteAnnotator(ctx context.Context, gate models.StudyGate, studyID int64, inv storage.StudyInvite) error
 	RemoveAnnotator(ctx context.Context, gate models.StudyGate, studyID, userID int64) error
 	SetStudyJudges(ctx context.Context, gate models.StudyGate, studyID int64, checked []models.StudyJudge) error
 	OpenStudy(ctx context.Context, gate models.StudyGate, id int64, assign func(st *models.Study, items, annotators []int64) (map[int64][]int64, error)) error
 	CloseStudy(ctx context.Context, gate models.StudyGate, id int64) error
 	StudyQueue(ctx context.Context, gate models.StudyGate, studyID int64) (*models.StudyQueue, error)
-	StudyItem(ctx context.Context, gate models.StudyGate, studyID, itemID int64) (*models.StudyItemView, error)
+	StudyItem(ctx context.Context, gate models.StudyGate, studyID, itemID int64, fullDetails bool) (*models.StudyItemView, error)
 	SaveStudyLabels(ctx context.Context, gate models.StudyGate, studyID, itemID int64,
 		apply func(st *models.Study, as *models.StudyAssignment, rubric []models.RubricItem, now time.Time) error) (*models.StudyAssignment, error)
 	StudyVerdicts(ctx context.Context, gate models.StudyGate, studyID int64) ([]models.StudyVerdict, error)
@@ -86,7 +86,8 @@ func NewStudies(store StudyStore, jobs StudyJobs) *Studies {
 // run whose results the blind-study rule keeps from the caller, who would
 // read them as the new study's owner.
 func (s *Studies) CreateStudy(ctx context.Context, req models.StudyRequest) (*models.Study, error) {
-	if models.ActorFrom(ctx).UserID == 0 {
+	a := models.ActorFrom(ctx)
+	if a.UserID == 0 {
 		return nil, models.Errorf(models.EUNAUTHORIZED, "You must be signed in to create a study.")
 	}
 	spec, err := checkStudyRequest(req)
@@ -96,7 +97,10 @@ func (s *Studies) CreateStudy(ctx context.Context, req models.StudyRequest) (*mo
 	if err := s.access.ReadRuns(ctx, spec.RunIDs...); err != nil {
 		return nil, err
 	}
-	return s.store.CreateStudy(ctx, spec, func(cands []storage.StudyCandidate) []storage.StudyPick {
+	return s.store.CreateStudy(ctx, spec, studyCreator(a), func(benchIDs []int64, cands []storage.StudyCandidate) ([]storage.StudyPick, error) {
+		if err := checkSourcesSampled(spec, benchIDs, cands); err != nil {
+			return nil, err
+		}
 		stratified := spec.Sampling == models.SampleStratified
 		pool := make([]study.Candidate, len(cands))
 		for i, c := range cands {
@@ -110,17 +114,25 @@ func (s *Studies) CreateStudy(ctx context.Context, req models.StudyRequest) (*mo
 		for i, c := range picked {
 			out[i] = storage.StudyPick{AttemptID: c.AttemptID, Stratum: c.Stratum}
 		}
-		return out
+		return out, nil
 	})
 }
 
 // Studies lists the studies the caller owns or annotates (administrators:
 // every study), newest first. EUNAUTHORIZED for anonymous callers.
 func (s *Studies) Studies(ctx context.Context) ([]models.StudyListItem, error) {
-	if _, err := models.RequireUser(ctx); err != nil {
+	a, err := models.RequireUser(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return s.store.Studies(ctx)
+	list, err := s.store.Studies(ctx, a.UserID, a.Privileged())
+	if err != nil {
+		return nil, err
+	}
+	for i := range list {
+		list[i].Role = listedStudyRole(a, &list[i].Study)
+	}
+	return list, nil
 }
 
 // StudyOverview is a study's page: managers see every annotator's progress
@@ -130,17 +142,29 @@ func (s *Studies) StudyOverview(ctx context.Context, id int64) (*models.StudyVie
 	if _, err := models.RequireUser(ctx); err != nil {
 		return nil, err
 	}
-	return s.store.StudyOverview(ctx, SeeStudy, id)
+	return s.store.StudyOverview(ctx, StudyGateFor(ctx, SeeStudy), id)
 }
 
 // InviteAnnotator invites a user by email to a draft study (managers only).
 // EUNAUTHORIZED, ENOTFOUND, EFORBIDDEN, ECONFLICT or EINVALID (field
 // "email").
 func (s *Studies) InviteAnnotator(ctx context.Context, studyID int64, email string) error {
-	if _, err := models.RequireUser(ctx); err != nil {
+	a, err := models.RequireUser(ctx)
+	if err != nil {
 		return err
 	}
-	return s.store.InviteAnnotator(ctx, manageDraft("annotators are invited"), studyID, email)
+	// A malformed email is answered once the caller may invite to the
+	// study: after the gate's answer, inside the transaction.
+	email, bad := models.NormalizeEmail(email)
+	gate := manageWhen(func(st *models.Study) error {
+		if err := draftOnly(st, "annotators are invited"); err != nil {
+			return err
+		}
+		return bad
+	})
+	return s.store.InviteAnnotator(ctx, StudyGateFor(ctx, gate), studyID, storage.StudyInvite{
+		Email: email, By: studyInviter(a, "email"), Admit: admitAnnotator(email),
+	})
 }
 
 // RemoveAnnotator withdraws an invitation to a draft study (managers only).
@@ -149,7 +173,7 @@ func (s *Studies) RemoveAnnotator(ctx context.Context, studyID, userID int64) er
 	if _, err := models.RequireUser(ctx); err != nil {
 		return err
 	}
-	return s.store.RemoveAnnotator(ctx, manageDraft("annotators are removed"), studyID, userID)
+	return s.store.RemoveAnnotator(ctx, StudyGateFor(ctx, manageDraft("annotators are removed")), studyID, userID)
 }
 
 // SetStudyJudges replaces the judge configurations of a study that is not
@@ -164,12 +188,12 @@ func (s *Studies) SetStudyJudges(ctx context.Context, studyID int64, judges []mo
 	if err != nil {
 		return err
 	}
-	return s.store.SetStudyJudges(ctx, manageWhen(func(st *models.Study) error {
+	return s.store.SetStudyJudges(ctx, StudyGateFor(ctx, manageWhen(func(st *models.Study) error {
 		if st.Status == models.StudyClosed {
 			return models.Errorf(models.ECONFLICT, "The study is closed; its judges can no longer be changed.")
 		}
 		return nil
-	}), studyID, checked)
+	})), studyID, checked)
 }
 
 // OpenStudy assigns a draft study's items (study.Assign: the overlap
@@ -181,12 +205,12 @@ func (s *Studies) OpenStudy(ctx context.Context, id int64) error {
 	if _, err := models.RequireUser(ctx); err != nil {
 		return err
 	}
-	return s.store.OpenStudy(ctx, manageWhen(func(st *models.Study) error {
+	return s.store.OpenStudy(ctx, StudyGateFor(ctx, manageWhen(func(st *models.Study) error {
 		if st.Status != models.StudyDraft {
 			return models.Errorf(models.ECONFLICT, "The study is already %s.", st.Status)
 		}
 		return nil
-	}), id, func(st *models.Study, items, annotators []int64) (map[int64][]int64, error) {
+	})), id, func(st *models.Study, items, annotators []int64) (map[int64][]int64, error) {
 		switch {
 		case len(annotators) == 0:
 			return nil, models.FieldError("annotators", "Invite at least one annotator before opening the study.")
@@ -204,7 +228,7 @@ func (s *Studies) CloseStudy(ctx context.Context, id int64) error {
 	if _, err := models.RequireUser(ctx); err != nil {
 		return err
 	}
-	return s.store.CloseStudy(ctx, manageWhen(func(st *models.Study) error {
+	return s.store.CloseStudy(ctx, StudyGateFor(ctx, manageWhen(func(st *models.Study) error {
 		switch st.Status {
 		case models.StudyDraft:
 			return models.Errorf(models.ECONFLICT, "The study is still a draft; open it before closing it.")
@@ -212,7 +236,7 @@ func (s *Studies) CloseStudy(ctx context.Context, id int64) error {
 			return models.Errorf(models.ECONFLICT, "The study is already closed.")
 		}
 		return nil
-	}), id)
+	})), id)
 }
 
 // StudyQueue is the caller's own queue in a study. EUNAUTHORIZED or
@@ -221,7 +245,7 @@ func (s *Studies) StudyQueue(ctx context.Context, studyID int64) (*models.StudyQ
 	if _, err := models.RequireUser(ctx); err != nil {
 		return nil, err
 	}
-	return s.store.StudyQueue(ctx, SeeStudy, studyID)
+	return s.store.StudyQueue(ctx, StudyGateFor(ctx, SeeStudy), studyID)
 }
 
 // StudyItem is one item for the annotation page: annotators only their
@@ -230,10 +254,13 @@ func (s *Studies) StudyQueue(ctx context.Context, studyID int64) (*models.StudyQ
 // never marked with its run's results. EUNAUTHORIZED, ENOTFOUND, or
 // EFORBIDDEN for an item not assigned to an annotator.
 func (s *Studies) StudyItem(ctx context.Context, studyID, itemID int64) (*models.StudyItemView, error) {
-	if _, err := models.RequireUser(ctx); err != nil {
+	a, err := models.RequireUser(ctx)
+	if err != nil {
 		return nil, err
 	}
-	v, err := s.store.StudyItem(ctx, SeeStudy, studyID, itemID)
+	// Evaluation details in full for administrators, in their public view
+	// for everyone else.
+	v, err := s.store.StudyItem(ctx, StudyGateFor(ctx, SeeStudy), studyID, itemID, a.Privileged())
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +308,7 @@ func (s *Studies) SaveStudyLabels(ctx context.Context, studyID, itemID int64, in
 	if in.TimeSpentMS < 0 {
 		return nil, models.FieldError("time_spent_ms", "The time spent cannot be negative.")
 	}
-	return s.store.SaveStudyLabels(ctx, labelling, studyID, itemID, func(st *models.Study, as *models.StudyAssignment, rubric []models.RubricItem, now time.Time) error {
+	return s.store.SaveStudyLabels(ctx, StudyGateFor(ctx, labelling), studyID, itemID, func(st *models.Study, as *models.StudyAssignment, rubric []models.RubricItem, now time.Time) error {
 		labels := models.StudyLabels{}
 		for k, v := range as.Labels {
 			labels[k] = v
@@ -336,7 +363,7 @@ func (s *Studies) StudyVerdicts(ctx context.Context, studyID int64) ([]models.St
 	if _, err := models.RequireUser(ctx); err != nil {
 		return nil, err
 	}
-	out, err := s.store.StudyVerdicts(ctx, seeVerdicts, studyID)
+	out, err := s.store.StudyVerdicts(ctx, StudyGateFor(ctx, seeVerdicts), studyID)
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +382,7 @@ func (s *Studies) studyData(ctx context.Context, studyID int64) (*models.StudyDa
 	if _, err := models.RequireUser(ctx); err != nil {
 		return nil, err
 	}
-	d, err := s.store.StudyData(ctx, ManageStudy, studyID)
+	d, err := s.store.StudyData(ctx, StudyGateFor(ctx, ManageStudy), studyID)
 	if err != nil {
 		return nil, err
 	}
@@ -414,7 +441,7 @@ func (s *Studies) ImportStudyLabels(ctx context.Context, studyID int64, rows []m
 	if _, err := models.RequireUser(ctx); err != nil {
 		return nil, err
 	}
-	return s.store.ImportStudyLabels(ctx, ManageStudy, studyID, func(_ *models.Study, items []models.StudyDataItem, stored []string) ([]storage.StudyImportMatch, *models.StudyImportResult, error) {
+	return s.store.ImportStudyLabels(ctx, StudyGateFor(ctx, ManageStudy), studyID, func(_ *models.Study, items []models.StudyDataItem, stored []string) ([]storage.StudyImportMatch, *models.StudyImportResult, error) {
 		matches, res, err := matchImport(items, rows, "annotator")
 		if err != nil {
 			return nil, nil, err
@@ -434,7 +461,7 @@ func (s *Studies) ImportStudyVerdicts(ctx context.Context, studyID int64, rows [
 	if _, err := models.RequireUser(ctx); err != nil {
 		return nil, err
 	}
-	return s.store.ImportStudyVerdicts(ctx, ManageStudy, studyID, func(st *models.Study, items []models.StudyDataItem, stored []string) ([]storage.StudyImportMatch, *models.StudyImportResult, error) {
+	return s.store.ImportStudyVerdicts(ctx, StudyGateFor(ctx, ManageStudy), studyID, func(st *models.Study, items []models.StudyDataItem, stored []string) ([]storage.StudyImportMatch, *models.StudyImportResult, error) {
 		matches, res, err := matchImport(items, rows, "judge")
 		if err != nil {
 			return nil, nil, err
@@ -544,6 +571,22 @@ func CanonicalVerdictLabels(in models.StudyLabels, rubric []models.RubricItem) (
 	return labels, nil
 }
 
+// StudyRule is an access rule of the study service for one operation:
+// given the caller, the study (nil when there is no such study) and whether
+// the caller was invited to annotate it, the caller's role in the study and
+// whether they manage it, or the error to answer.
+type StudyRule func(a models.Actor, st *models.Study, annotator bool) (role string, manage bool, err error)
+
+// StudyGateFor binds rule to the context's caller: the gate storage applies
+// inside the transaction that reads or changes the study, reading the
+// caller's invitation and assignments by their user id.
+func StudyGateFor(ctx context.Context, rule StudyRule) models.StudyGate {
+	a := models.ActorFrom(ctx)
+	return models.StudyGate{UserID: a.UserID, Let: func(st *models.Study, annotator bool) (string, bool, error) {
+		return rule(a, st, annotator)
+	}}
+}
+
 // SeeStudy is who sees a study: its managers (the owner and administrators,
 // and the system) everything, its invited annotators the study, their own
 // queue and the items assigned to them; for everyone else it does not exist
@@ -578,7 +621,7 @@ func ManageStudy(a models.Actor, st *models.Study, annotator bool) (string, bool
 
 // manageWhen is ManageStudy, then check on the study (its status) inside
 // the transaction that changes it.
-func manageWhen(check func(st *models.Study) error) models.StudyGate {
+func manageWhen(check func(st *models.Study) error) StudyRule {
 	return func(a models.Actor, st *models.Study, annotator bool) (string, bool, error) {
 		role, manage, err := ManageStudy(a, st, annotator)
 		if err == nil && st != nil {
@@ -590,13 +633,16 @@ func manageWhen(check func(st *models.Study) error) models.StudyGate {
 
 // manageDraft is ManageStudy for changes made only to a draft study: what
 // names them in the ECONFLICT answered otherwise.
-func manageDraft(what string) models.StudyGate {
-	return manageWhen(func(st *models.Study) error {
-		if st.Status != models.StudyDraft {
-			return models.Errorf(models.ECONFLICT, "The study is %s: %s only while it is a draft.", st.Status, what)
-		}
-		return nil
-	})
+func manageDraft(what string) StudyRule {
+	return manageWhen(func(st *models.Study) error { return draftOnly(st, what) })
+}
+
+// draftOnly is ECONFLICT, naming what is done, unless the study is a draft.
+func draftOnly(st *models.Study, what string) error {
+	if st.Status != models.StudyDraft {
+		return models.Errorf(models.ECONFLICT, "The study is %s: %s only while it is a draft.", st.Status, what)
+	}
+	return nil
 }
 
 // labelling is SeeStudy for saving labels, which an open study only takes.

@@ -169,6 +169,41 @@ func checkStudyJudges(judges []models.StudyJudge) ([]models.StudyJudge, error) {
 	return out, nil
 }
 
+// checkSourcesSampled refuses a study whose named sources have no finished
+// attempt among cands (benchIDs are the ids of spec.Benchmarks, in order):
+// EINVALID naming every empty source, on "run_ids" when a run is one of
+// them, else on "benchmarks".
+func checkSourcesSampled(spec *storage.StudySpec, benchIDs []int64, cands []storage.StudyCandidate) error {
+	perRun := map[int64]int{}
+	perBenchmark := map[int64]int{}
+	for _, c := range cands {
+		perRun[c.RunID]++
+		if c.BenchmarkID != 0 {
+			perBenchmark[c.BenchmarkID]++
+		}
+	}
+	var empty []string
+	field := ""
+	for _, id := range spec.RunIDs {
+		if perRun[id] == 0 {
+			empty = append(empty, fmt.Sprintf("run %d", id))
+			field = "run_ids"
+		}
+	}
+	for i, id := range benchIDs {
+		if perBenchmark[id] == 0 {
+			empty = append(empty, fmt.Sprintf("benchmark %q", spec.Benchmarks[i]))
+			if field == "" {
+				field = "benchmarks"
+			}
+		}
+	}
+	if len(empty) > 0 {
+		return models.FieldError(field, "The sources have no finished attempts to sample: %s.", strings.Join(empty, ", "))
+	}
+	return nil
+}
+
 // stratum is the stratum a candidate falls in when a sample is stratified by.
 func stratum(c storage.StudyCandidate, by string) string {
 	switch by {

@@ -28,7 +28,7 @@ type SubmissionStore interface {
 	Membership(ctx context.Context, teamID, userID int64) (*models.Membership, error)
 	TeamAgent(ctx context.Context, teamID int64, slug string) (*models.Agent, error)
 	AgentsBySlug(ctx context.Context, slug string, member int64) ([]models.Agent, error)
-	BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchmark, error)
+	Benchmark(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.Benchmark, error)
 	SubsetTaskIDs(ctx context.Context, versionID int64, subset string) ([]int64, error)
 	InsertSubmission(ctx context.Context, sub *models.Submission, ins storage.SubmissionInsert) (*models.Submission, bool, error)
 	SubmissionByID(ctx context.Context, id, member int64) (*models.SubmissionView, error)
@@ -220,7 +220,7 @@ func (s *Submissions) newSubmission(ctx context.Context, req models.SubmissionRe
 	if err != nil {
 		return nil, false, err
 	}
-	bench, err := s.store.BenchmarkBySlug(ctx, req.Benchmark)
+	bench, err := s.store.Benchmark(ctx, req.Benchmark, scopeOf(ctx))
 	if err != nil {
 		if models.ErrorCode(err) == models.ENOTFOUND {
 			return nil, false, models.FieldError("benchmark", "there is no benchmark %q", req.Benchmark)

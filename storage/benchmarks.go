@@ -57,16 +57,17 @@ func (db *DB) ListBenchmarks(ctx context.Context, scope models.BenchmarkScope) (
 // ImportBenchmark stores a dataset, already checked by the benchmark service
 // (service.Benchmarks.Import), as the next version of the benchmark slug,
 // creating the benchmark (and its sites) when new; the version records the
-// context's user as its importer. Identical input (same checksum as an
+// user importedBy as its importer (0: nobody, as for the system's imports).
+// Identical input (same checksum as an
 // existing version) changes nothing and returns Created=false. Everything
 // happens in one transaction: a failure writes nothing. ECONFLICT when the
 // slug holds data of another format (the service refuses that first; this
 // is the check under the benchmark's lock, for imports that race).
-func (db *DB) ImportBenchmark(ctx context.Context, slug string, ds *models.Dataset, sourceName string) (models.ImportResult, error) {
+func (db *DB) ImportBenchmark(ctx context.Context, slug string, ds *models.Dataset, sourceName string, importedBy int64) (models.ImportResult, error) {
 	var res models.ImportResult
-	var importedBy *int64
-	if id := models.ActorFrom(ctx).UserID; id != 0 {
-		importedBy = &id
+	var importer *int64
+	if importedBy != 0 {
+		importer = &importedBy
 	}
 	err := db.tx(ctx, func(tx *gorm.DB) error {
 		b, err := db.benchmarkForImport(tx, slug, ds)
@@ -97,7 +98,7 @@ func (db *DB) ImportBenchmark(ctx context.Context, slug string, ds *models.Datas
 		v := &models.BenchmarkVersion{
 			BenchmarkID: b.ID, Version: last + 1, Checksum: ds.Checksum, SourceName: sourceName,
 			TaskCount: len(ds.Tasks), RubricItems: rubric, PassThreshold: ds.EffectivePassThreshold(),
-			ImportedBy: importedBy, CreatedAt: db.now(),
+			ImportedBy: importer, CreatedAt: db.now(),
 		}
 		if err := tx.Omit(clause.Associations).Create(v).Error; err != nil {
 			return wrap(err, "benchmark version")
@@ -321,13 +322,6 @@ func (db *DB) ensureSites(tx *gorm.DB, benchmarkID int64, ds *models.Dataset) er
 	return createBatches(tx, rows, "site")
 }
 
-// visibleBenchmark loads a benchmark by slug in the scope of the context's
-// actor (models.BenchmarkScopeFor), for the reads of other aggregates that
-// name a benchmark. ENOTFOUND when missing or out of scope.
-func visibleBenchmark(ctx context.Context, q *gorm.DB, slug string) (*models.Benchmark, error) {
-	return benchmarkIn(q, slug, models.BenchmarkScopeFor(models.ActorFrom(ctx)))
-}
-
 // benchmarkIn loads a benchmark by slug; an unpublished one only when scope
 // includes it. ENOTFOUND otherwise.
 func benchmarkIn(q *gorm.DB, slug string, scope models.BenchmarkScope) (*models.Benchmark, error) {
@@ -339,12 +333,6 @@ func benchmarkIn(q *gorm.DB, slug string, scope models.BenchmarkScope) (*models.
 		return nil, models.Errorf(models.ENOTFOUND, "benchmark %q not found.", slug)
 	}
 	return &b, nil
-}
-
-// BenchmarkBySlug is Benchmark in the scope of the context's actor
-// (models.BenchmarkScopeFor), for the services of other aggregates.
-func (db *DB) BenchmarkBySlug(ctx context.Context, slug string) (*models.Benchmark, error) {
-	return db.Benchmark(ctx, slug, models.BenchmarkScopeFor(models.ActorFrom(ctx)))
 }
 
 // Benchmark returns a benchmark with its current version (and that
@@ -400,12 +388,13 @@ func (db *DB) ListSites(ctx context.Context, slug string, scope models.Benchmark
 }
 
 // UpdateSite saves one site of a benchmark as given (checked by the benchmark
-// service): its base URL, its reset hook and its concurrency cap (0 = no cap);
-// empty URLs clear the setting. ENOTFOUND for an unknown benchmark or site.
+// service, for administrators only): its base URL, its reset hook and its
+// concurrency cap (0 = no cap); empty URLs clear the setting. ENOTFOUND for
+// an unknown benchmark (published or not) or site.
 func (db *DB) UpdateSite(ctx context.Context, slug, siteName, siteURL, resetURL string, maxConcurrency int) (*models.Site, error) {
 	var site models.Site
 	err := db.tx(ctx, func(tx *gorm.DB) error {
-		b, err := visibleBenchmark(ctx, tx, slug)
+		b, err := benchmarkIn(tx, slug, models.BenchmarkScope{Unpublished: true})
 		if err != nil {
 			return err
 		}

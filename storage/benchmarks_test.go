@@ -55,7 +55,7 @@ func benchActors(t *testing.T, db *storage.DB) (anon, user, admin context.Contex
 
 func importBenchFixture(t *testing.T, db *storage.DB) models.ImportResult {
 	t.Helper()
-	res, err := db.ImportBenchmark(benchSystemCtx(), "mini", parseBenchFixture(t, benchFixture), "mini.jsonl")
+	res, err := db.ImportBenchmark(benchSystemCtx(), "mini", parseBenchFixture(t, benchFixture), "mini.jsonl", 0)
 	require.NoError(t, err)
 	require.True(t, res.Created)
 	return res
@@ -92,7 +92,7 @@ func TestStore_ImportBenchmark(t *testing.T) {
 		var v1 models.ImportResult
 		t.Run("Create", func(t *testing.T) {
 			var err error
-			v1, err = db.ImportBenchmark(admin, "mini", ds, "mini.jsonl")
+			v1, err = db.ImportBenchmark(admin, "mini", ds, "mini.jsonl", models.ActorFrom(admin).UserID)
 			require.NoError(t, err)
 			require.True(t, v1.Created)
 			require.Equal(t, 1, v1.Version.Version)
@@ -109,7 +109,7 @@ func TestStore_ImportBenchmark(t *testing.T) {
 			require.Equal(t, int64(5), countRows(t, db, "task_attributes", ""))
 			require.Equal(t, int64(2), countRows(t, db, "subset_tasks", ""))
 
-			b, err := db.BenchmarkBySlug(sys, "mini")
+			b, err := db.Benchmark(sys, "mini", benchScope(sys))
 			require.NoError(t, err)
 			require.Equal(t, v1.Version.ID, *b.CurrentVersionID)
 			require.Len(t, b.CurrentVersion.Subsets, 1)
@@ -125,7 +125,7 @@ func TestStore_ImportBenchmark(t *testing.T) {
 		})
 		t.Run("IdenticalReimportUnchanged", func(t *testing.T) {
 			again := parseBenchFixture(t, benchFixture)
-			res, err := db.ImportBenchmark(sys, "mini", again, "renamed.jsonl")
+			res, err := db.ImportBenchmark(sys, "mini", again, "renamed.jsonl", 0)
 			require.NoError(t, err)
 			require.False(t, res.Created)
 			require.Equal(t, v1.Version.ID, res.Version.ID)
@@ -138,7 +138,7 @@ func TestStore_ImportBenchmark(t *testing.T) {
 			require.NoError(t, err)
 			changed := strings.Replace(benchFixture, "Which project has the most stars?", "Which project has the fewest stars?", 1)
 			changed = strings.Replace(changed, `"start_urls": ["__SHOPPING__/checkout"]`, `"start_urls": ["__MAP__"]`, 1)
-			res, err := db.ImportBenchmark(sys, "mini", parseBenchFixture(t, changed), "mini-2.jsonl")
+			res, err := db.ImportBenchmark(sys, "mini", parseBenchFixture(t, changed), "mini-2.jsonl", 0)
 			require.NoError(t, err)
 			require.True(t, res.Created)
 			require.Equal(t, 2, res.Version.Version)
@@ -169,7 +169,7 @@ func TestStore_ImportBenchmark(t *testing.T) {
 			other := parseBenchFixture(t, benchFixture)
 			other.Format = models.FormatOdysseys
 			other.Checksum = "other-format"
-			_, err := db.ImportBenchmark(sys, "mini", other, "x.json")
+			_, err := db.ImportBenchmark(sys, "mini", other, "x.json", 0)
 			// The service refuses it first, naming both formats
 			// (service/benchmarks_test.go); storage refuses it again
 			// under the benchmark's lock.
@@ -187,13 +187,13 @@ func TestStore_ImportBenchmark(t *testing.T) {
 				d.Subsets = append(d.Subsets, importer.Subset{Name: "ghost", Checksum: "x", ExternalIDs: []string{"t1", "no-such-task"}})
 				return d
 			}
-			_, err := db.ImportBenchmark(sys, "broken", broken(), "broken.jsonl")
+			_, err := db.ImportBenchmark(sys, "broken", broken(), "broken.jsonl", 0)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), "no-such-task")
-			_, err = db.BenchmarkBySlug(sys, "broken")
+			_, err = db.Benchmark(sys, "broken", benchScope(sys))
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 
-			_, err = db.ImportBenchmark(sys, "mini", broken(), "broken.jsonl")
+			_, err = db.ImportBenchmark(sys, "mini", broken(), "broken.jsonl", 0)
 			require.Error(t, err)
 			require.Equal(t, versions, countRows(t, db, "benchmark_versions", ""))
 			require.Equal(t, tasks, countRows(t, db, "tasks", ""))
@@ -446,7 +446,7 @@ func TestStore_ImportWebArenaVerified(t *testing.T) {
 	require.NoError(t, err)
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		start := time.Now()
-		res, err := db.ImportBenchmark(benchSystemCtx(), "webarena-verified", ds, "webarena-verified.json")
+		res, err := db.ImportBenchmark(benchSystemCtx(), "webarena-verified", ds, "webarena-verified.json", 0)
 		require.NoError(t, err)
 		t.Logf("imported %d tasks in %v", res.Version.TaskCount, time.Since(start))
 		require.True(t, res.Created)
@@ -460,7 +460,7 @@ func TestStore_ImportWebArenaVerified(t *testing.T) {
 			BySite: map[string]int{"shopping_admin": 55, "gitlab": 57, "reddit": 42, "shopping": 56, models.MultiSite: 48}}, sum.Subsets[0])
 
 		start = time.Now()
-		again, err := db.ImportBenchmark(benchSystemCtx(), "webarena-verified", ds, "webarena-verified.json")
+		again, err := db.ImportBenchmark(benchSystemCtx(), "webarena-verified", ds, "webarena-verified.json", 0)
 		require.NoError(t, err)
 		require.False(t, again.Created)
 		t.Logf("identical re-import checked in %v", time.Since(start))
@@ -475,7 +475,7 @@ func TestStore_SearchIsUnicodeCaseInsensitive(t *testing.T) {
 		ds := parseBenchFixture(t, `{"id": "e1", "intent": "Order an Éclair for the ÜBER team", "start_urls": ["__SHOPPING__"]}
 {"id": "e2", "intent": "Order a croissant", "start_urls": ["__SHOPPING__"]}
 `)
-		_, err := db.ImportBenchmark(benchSystemCtx(), "bakery", ds, "bakery.jsonl")
+		_, err := db.ImportBenchmark(benchSystemCtx(), "bakery", ds, "bakery.jsonl", 0)
 		require.NoError(t, err)
 		for _, q := range []string{"éclair", "ÉCLAIR", "Éclair", "über", "ÜBER TEAM"} {
 			tasks, total, err := db.ListTasks(context.Background(), "bakery", models.TaskFilter{Query: q}, benchScope(context.Background()))

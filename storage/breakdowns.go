@@ -24,11 +24,11 @@ type breakdownScope struct {
 	subsetID         int64 // 0 on the full board
 }
 
-// breakdownBoardScope resolves a board the caller may see. ENOTFOUND for an
-// unknown benchmark, version or subset, and for an unpublished benchmark
-// unless the caller is an admin.
-func breakdownBoardScope(ctx context.Context, q *gorm.DB, bq models.BreakdownQuery) (*breakdownScope, error) {
-	b, err := visibleBenchmark(ctx, q, bq.Slug)
+// breakdownBoardScope resolves a board of a benchmark in scope. ENOTFOUND
+// for an unknown benchmark, version or subset, and for an unpublished
+// benchmark out of scope.
+func breakdownBoardScope(q *gorm.DB, bq models.BreakdownQuery, scope models.BenchmarkScope) (*breakdownScope, error) {
+	b, err := benchmarkIn(q, bq.Slug, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -350,14 +350,15 @@ func sortedKeys(seen map[string]bool, compare func(a, b string) int) []string {
 // difficulty for the charts. It reads the precomputed leaderboard entries in
 // one query and never aggregates attempts. EINVALID (field "dim") for an
 // unknown dimension; ENOTFOUND for an unknown benchmark, version or subset,
-// and for an unpublished benchmark unless the caller is an admin.
-func (db *DB) BreakdownBoard(ctx context.Context, bq models.BreakdownQuery, withheld Withheld) (*models.BreakdownBoard, error) {
+// and for an unpublished benchmark out of scope (the service passes the
+// caller's, models.BenchmarkScopeFor).
+func (db *DB) BreakdownBoard(ctx context.Context, bq models.BreakdownQuery, scope models.BenchmarkScope, withheld Withheld) (*models.BreakdownBoard, error) {
 	dim, err := models.CheckBreakdownDimension(bq.Dimension)
 	if err != nil {
 		return nil, err
 	}
 	q := db.q(ctx)
-	s, err := breakdownBoardScope(ctx, q, bq)
+	s, err := breakdownBoardScope(q, bq, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -495,12 +496,12 @@ func compareMatrixTasks(a, b matrixTaskRow) int {
 // their solve counts in one, and the page's attempts of every entry in one,
 // however many entries there are. EINVALID (field "page") for a page past
 // the last, or bounds that are not positive; ENOTFOUND as for BreakdownBoard.
-func (db *DB) TaskMatrix(ctx context.Context, bq models.BreakdownQuery, withheld Withheld) (*models.TaskMatrix, error) {
+func (db *DB) TaskMatrix(ctx context.Context, bq models.BreakdownQuery, scope models.BenchmarkScope, withheld Withheld) (*models.TaskMatrix, error) {
 	if bq.Page < 1 || bq.PerPage < 1 {
 		return nil, models.FieldError("page", "page and per_page must be positive")
 	}
 	q := db.q(ctx)
-	s, err := breakdownBoardScope(ctx, q, bq)
+	s, err := breakdownBoardScope(q, bq, scope)
 	if err != nil {
 		return nil, err
 	}

@@ -164,7 +164,7 @@ func TestStore_CompareRuns(t *testing.T) {
 		})
 
 		t.Run("DifferentBenchmarks", func(t *testing.T) {
-			_, err := db.ImportBenchmark(f.system, "mini2", parseBenchFixture(t, strings.Replace(benchFixture, `"Mini bench"`, `"Other bench"`, 1)), "mini2.jsonl")
+			_, err := db.ImportBenchmark(f.system, "mini2", parseBenchFixture(t, strings.Replace(benchFixture, `"Mini bench"`, `"Other bench"`, 1)), "mini2.jsonl", 0)
 			require.NoError(t, err)
 			require.NoError(t, db.SetRevealReferences(f.system, "mini2", true))
 			other, err := f.queue(t, f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini2"}, 0)
@@ -288,7 +288,7 @@ func TestStore_CompareRuns(t *testing.T) {
 				}
 			}
 			v2 := strings.Join(kept, "\n") + `{"id": "t5", "intent": "A new task.", "start_urls": ["__SHOPPING__"], "rubric": [{"requirement": "Answers"}]}` + "\n"
-			res, err := db.ImportBenchmark(f.system, "mini", parseBenchFixture(t, v2), "mini-v2.jsonl")
+			res, err := db.ImportBenchmark(f.system, "mini", parseBenchFixture(t, v2), "mini-v2.jsonl", 0)
 			require.NoError(t, err)
 			require.Equal(t, 2, res.Version.Version)
 			newer, err := f.queue(t, f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "mini"}, 0)

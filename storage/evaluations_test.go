@@ -167,7 +167,7 @@ func TestStore_Rescore(t *testing.T) {
 		require.Equal(t, 1, *run.RescoreSuccessesBefore, "the run's successes before the request graded its first attempt")
 		require.Equal(t, 1, run.RescoreChanged, "one of the two attempts graded again changed its outcome")
 
-		changes, err := db.LeaderboardChanges(f.anon, "mini", models.ChangeFilter{Page: 1, PerPage: 10})
+		changes, err := db.LeaderboardChanges(f.anon, models.BenchmarkScope{}, "mini", models.ChangeFilter{Page: 1, PerPage: 10})
 		require.NoError(t, err)
 		var rescored *models.LeaderboardChange
 		for i := range changes.Changes {
@@ -378,7 +378,7 @@ func TestStore_SetBenchmarkEvaluator(t *testing.T) {
 		require.NoError(t, db.SetBenchmarkEvaluator(f.admin, "mini", lenient, evaltest.Registry().Readings))
 		spec := f.claimedSpec(t, f.dispatch(t, f.run.ID)[0])
 		require.Equal(t, lenient, spec.Evaluator, "attempts are graded by the reading chosen now")
-		board, err := db.Leaderboard(f.admin, "mini", models.SubsetFull, models.LeaderboardQuery{})
+		board, err := db.Leaderboard(f.admin, "mini", models.SubsetFull, models.LeaderboardQuery{}, benchScope(f.admin))
 		require.NoError(t, err)
 		require.Equal(t, lenient, board.Evaluator, "the board names the reading it is graded by (the registry says it is lenient)")
 

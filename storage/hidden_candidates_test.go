@@ -36,7 +36,7 @@ func newCandidateFixture(t *testing.T, db *storage.DB) *candidateFixture {
 	t.Helper()
 	af := newAgentFixture(t, db)
 	importBenchFixture(t, db)
-	_, err := db.ImportBenchmark(af.system, "rebuilds", parseBenchFixture(t, candidateBench), "rebuilds.jsonl")
+	_, err := db.ImportBenchmark(af.system, "rebuilds", parseBenchFixture(t, candidateBench), "rebuilds.jsonl", 0)
 	require.NoError(t, err)
 	markHiddenTests(t, db, "rebuilds")
 	require.NoError(t, servicetest.CreateAgent(db, af.member, "lab", &models.Agent{Name: "Builder", Kind: models.AgentUpload}, nil))

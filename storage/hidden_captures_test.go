@@ -72,7 +72,7 @@ func TestStore_ReferenceCaptures(t *testing.T) {
 		ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(hiddenBenchFile(t, header, card)), nil)
 		require.NoError(t, err)
 
-		v1, err := db.ImportBenchmark(sys, "rebuild", ds, "rebuild.jsonl")
+		v1, err := db.ImportBenchmark(sys, "rebuild", ds, "rebuild.jsonl", 0)
 		require.NoError(t, err)
 		require.True(t, v1.Created)
 		require.Equal(t, models.EvaluatorHiddenTests, v1.Benchmark.Evaluator)
@@ -96,18 +96,20 @@ func TestStore_ReferenceCaptures(t *testing.T) {
 			}
 		})
 
+		// Captures are read for the hidden-tests job only: HiddenTask, the
+		// one read that loads them, refuses every caller but the system.
 		t.Run("Permissions", func(t *testing.T) {
-			_, err := db.ReferenceCaptures(anon, task.ID)
-			require.Equal(t, models.EUNAUTHORIZED, models.ErrorCode(err))
-			_, err = db.ReferenceCaptures(user, task.ID)
-			require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
+			for _, ctx := range []context.Context{anon, user, admin} {
+				_, err := db.HiddenTask(ctx, 1)
+				require.Equal(t, models.EFORBIDDEN, models.ErrorCode(err))
+			}
 			public, err := db.TaskByExternalID(user, "rebuild", "shop-rebuild", benchScope(user))
 			require.NoError(t, err)
 			require.Empty(t, public.EvalSpec)
 		})
 
 		t.Run("UnchangedImportAddsNothing", func(t *testing.T) {
-			again, err := db.ImportBenchmark(sys, "rebuild", ds, "rebuild.jsonl")
+			again, err := db.ImportBenchmark(sys, "rebuild", ds, "rebuild.jsonl", 0)
 			require.NoError(t, err)
 			require.False(t, again.Created)
 			require.Equal(t, int64(2), countRows(t, db, "reference_captures", ""))
@@ -117,7 +119,7 @@ func TestStore_ReferenceCaptures(t *testing.T) {
 			changed := capturePNG(t, 12, 20, 90)
 			ds2, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(hiddenBenchFile(t, header, changed)), nil)
 			require.NoError(t, err)
-			v2, err := db.ImportBenchmark(sys, "rebuild", ds2, "rebuild.jsonl")
+			v2, err := db.ImportBenchmark(sys, "rebuild", ds2, "rebuild.jsonl", 0)
 			require.NoError(t, err)
 			require.True(t, v2.Created)
 			require.Equal(t, 2, v2.Version.Version)

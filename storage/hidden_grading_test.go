@@ -145,7 +145,7 @@ func TestStore_HiddenPassRateBoard(t *testing.T) {
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newRebuildsFixture(t, db)
 		r := f.write(t, "rebuilds-board", 0)
-		lb, err := db.Leaderboard(f.anon, "rebuilds-board", models.SubsetFull, models.LeaderboardQuery{})
+		lb, err := db.Leaderboard(f.anon, "rebuilds-board", models.SubsetFull, models.LeaderboardQuery{}, benchScope(f.anon))
 		require.NoError(t, err)
 		require.True(t, lb.HiddenTests)
 		require.Equal(t, "Pass rate", lb.RateLabel())
@@ -180,15 +180,15 @@ func TestStore_HiddenPassRateBoard(t *testing.T) {
 		require.False(t, second.OverlapsAbove)
 
 		// The origin filter tells candidate runs from uploads.
-		only, err := db.Leaderboard(f.anon, "rebuilds-board", models.SubsetFull, models.LeaderboardQuery{Origin: models.OriginUploaded})
+		only, err := db.Leaderboard(f.anon, "rebuilds-board", models.SubsetFull, models.LeaderboardQuery{Origin: models.OriginUploaded}, benchScope(f.anon))
 		require.NoError(t, err)
 		require.Empty(t, only.Rows)
-		only, err = db.Leaderboard(f.anon, "rebuilds-board", models.SubsetFull, models.LeaderboardQuery{Origin: models.OriginCandidates})
+		only, err = db.Leaderboard(f.anon, "rebuilds-board", models.SubsetFull, models.LeaderboardQuery{Origin: models.OriginCandidates}, benchScope(f.anon))
 		require.NoError(t, err)
 		require.Len(t, only.Rows, 2)
 
 		// Boards of other benchmarks keep their task success rate.
-		mini, err := db.Leaderboard(f.anon, "mini", models.SubsetFull, models.LeaderboardQuery{})
+		mini, err := db.Leaderboard(f.anon, "mini", models.SubsetFull, models.LeaderboardQuery{}, benchScope(f.anon))
 		require.NoError(t, err)
 		require.Equal(t, "Success rate", mini.RateLabel())
 	})

@@ -356,7 +356,7 @@ func TestStore_HiddenLeaderboard(t *testing.T) {
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newHiddenReadFixture(t, db)
 		f.publish(t, f.seed.RunID, true)
-		lb, err := db.Leaderboard(f.anon, f.seed.BenchmarkSlug, models.SubsetFull, models.LeaderboardQuery{})
+		lb, err := db.Leaderboard(f.anon, f.seed.BenchmarkSlug, models.SubsetFull, models.LeaderboardQuery{}, benchScope(f.anon))
 		require.NoError(t, err)
 		require.True(t, lb.HiddenTests)
 		require.Len(t, lb.Rows, 1)
@@ -371,7 +371,7 @@ func TestStore_HiddenLeaderboard(t *testing.T) {
 		require.InDelta(t, 10000, r.TokensPerTask(), 1e-9)
 		require.InDelta(t, 12, r.MeanSteps, 1e-9, "turns per task")
 
-		shops, err := db.Leaderboard(f.anon, f.seed.BenchmarkSlug, hiddenfixture.ShopsSubset, models.LeaderboardQuery{})
+		shops, err := db.Leaderboard(f.anon, f.seed.BenchmarkSlug, hiddenfixture.ShopsSubset, models.LeaderboardQuery{}, benchScope(f.anon))
 		require.NoError(t, err)
 		require.Len(t, shops.Rows, 1)
 		require.True(t, shops.Rows[0].Restricted)
@@ -386,7 +386,7 @@ func TestStore_HiddenLeaderboard(t *testing.T) {
 			f.finish(t, id, models.EpisodeOutcome{Steps: 2}, &models.Evaluation{Evaluator: "check", Verdict: models.OutcomeSuccess, Score: score(1)})
 		}
 		require.NoError(t, service.NewMetrics(db).RefreshRunMetrics(f.system, f.run.ID))
-		mini, err := db.Leaderboard(f.anon, "mini", models.SubsetFull, models.LeaderboardQuery{})
+		mini, err := db.Leaderboard(f.anon, "mini", models.SubsetFull, models.LeaderboardQuery{}, benchScope(f.anon))
 		require.NoError(t, err)
 		require.False(t, mini.HiddenTests)
 		require.Len(t, mini.Rows, 1)

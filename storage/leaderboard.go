@@ -120,11 +120,11 @@ func (r boardRow) toModel() models.LeaderboardRow {
 // filtered, ranked and sorted as the query asks; a hidden-tests board ranks
 // by pass rate (its entries' success rate). Rows are the precomputed leaderboard entries, read
 // with one query however many there are. ENOTFOUND for an unknown benchmark,
-// version or subset, and for an unpublished benchmark unless the caller is an
-// admin.
-func (db *DB) Leaderboard(ctx context.Context, slug, subset string, query models.LeaderboardQuery) (*models.Leaderboard, error) {
+// version or subset, and for an unpublished benchmark out of scope (the
+// service passes the caller's, models.BenchmarkScopeFor).
+func (db *DB) Leaderboard(ctx context.Context, slug, subset string, query models.LeaderboardQuery, scope models.BenchmarkScope) (*models.Leaderboard, error) {
 	q := db.q(ctx)
-	b, err := visibleBenchmark(ctx, q, slug)
+	b, err := benchmarkIn(q, slug, scope)
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func TestStore_Leaderboard(t *testing.T) {
 		f := newLeaderboardFixture(t, db)
 		board := func(ctx context.Context, subset string, q models.LeaderboardQuery) *models.Leaderboard {
 			t.Helper()
-			lb, err := db.Leaderboard(ctx, "mini", subset, q)
+			lb, err := db.Leaderboard(ctx, "mini", subset, q, benchScope(ctx))
 			require.NoError(t, err)
 			return lb
 		}
@@ -185,11 +185,11 @@ func TestStore_Leaderboard(t *testing.T) {
 		})
 
 		t.Run("NotFound", func(t *testing.T) {
-			_, err := db.Leaderboard(f.anon, "mini", "nope", models.LeaderboardQuery{})
+			_, err := db.Leaderboard(f.anon, "mini", "nope", models.LeaderboardQuery{}, benchScope(f.anon))
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "unknown subset")
-			_, err = db.Leaderboard(f.anon, "nope", models.SubsetFull, models.LeaderboardQuery{})
+			_, err = db.Leaderboard(f.anon, "nope", models.SubsetFull, models.LeaderboardQuery{}, benchScope(f.anon))
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "unknown benchmark")
-			_, err = db.Leaderboard(f.anon, "mini", models.SubsetFull, models.LeaderboardQuery{Version: 9})
+			_, err = db.Leaderboard(f.anon, "mini", models.SubsetFull, models.LeaderboardQuery{Version: 9}, benchScope(f.anon))
 			require.Equal(t, models.ENOTFOUND, models.ErrorCode(err), "unknown version")
 		})
 
@@ -197,7 +197,7 @@ func TestStore_Leaderboard(t *testing.T) {
 			require.NoError(t, db.SetBenchmarkPublished(f.system, "mini", false))
 			t.Cleanup(func() { require.NoError(t, db.SetBenchmarkPublished(f.system, "mini", true)) })
 			for _, ctx := range []context.Context{f.anon, f.member} {
-				_, err := db.Leaderboard(ctx, "mini", models.SubsetFull, models.LeaderboardQuery{})
+				_, err := db.Leaderboard(ctx, "mini", models.SubsetFull, models.LeaderboardQuery{}, benchScope(ctx))
 				require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 			}
 			lb := board(f.admin, models.SubsetFull, models.LeaderboardQuery{})
@@ -253,16 +253,16 @@ func TestStore_LeaderboardVersions(t *testing.T) {
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newLeaderboardFixture(t, db)
 		changed := strings.Replace(benchFixture, "Which project has the most stars?", "Which project has the most forks?", 1)
-		res, err := db.ImportBenchmark(f.system, "mini", parseBenchFixture(t, changed), "mini-2.jsonl")
+		res, err := db.ImportBenchmark(f.system, "mini", parseBenchFixture(t, changed), "mini-2.jsonl", 0)
 		require.NoError(t, err)
 		require.Equal(t, 2, res.Version.Version)
 
-		lb, err := db.Leaderboard(f.anon, "mini", models.SubsetFull, models.LeaderboardQuery{})
+		lb, err := db.Leaderboard(f.anon, "mini", models.SubsetFull, models.LeaderboardQuery{}, benchScope(f.anon))
 		require.NoError(t, err)
 		require.Equal(t, 2, lb.Version)
 		require.Empty(t, lb.Rows, "no run of version 2 yet")
 
-		lb, err = db.Leaderboard(f.anon, "mini", models.SubsetFull, models.LeaderboardQuery{Version: 1})
+		lb, err = db.Leaderboard(f.anon, "mini", models.SubsetFull, models.LeaderboardQuery{Version: 1}, benchScope(f.anon))
 		require.NoError(t, err)
 		require.Equal(t, 1, lb.Version)
 		require.Equal(t, 2, lb.CurrentVersion)

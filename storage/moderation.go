@@ -266,10 +266,11 @@ const changeColumns = `e.id, e.run_id, e.subset_name, e.kind, e.reason, e.actor_
 // subset the changes of that board (a named subset's board also shows full
 // runs, restricted to its tasks). ENOTFOUND for an unknown benchmark or, for
 // non-admins, an unpublished one; EINVALID on "subset" for a board the
-// benchmark does not have; the service checks the page bounds.
-func (db *DB) LeaderboardChanges(ctx context.Context, slug string, f models.ChangeFilter) (*models.LeaderboardChanges, error) {
+// benchmark does not have; the service checks the page bounds and passes the
+// caller's scope.
+func (db *DB) LeaderboardChanges(ctx context.Context, scope models.BenchmarkScope, slug string, f models.ChangeFilter) (*models.LeaderboardChanges, error) {
 	q := db.q(ctx)
-	b, err := visibleBenchmark(ctx, q, slug)
+	b, err := benchmarkIn(q, slug, scope)
 	if err != nil {
 		return nil, err
 	}

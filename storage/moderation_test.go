@@ -333,7 +333,7 @@ func TestStore_RunResultsBatches(t *testing.T) {
 		for i := 1; i <= n; i++ {
 			fmt.Fprintf(&b, `{"id": "%d", "intent": "Task %d", "start_urls": ["__SHOPPING__"], "sites": ["shopping"], "rubric": [{"requirement": "Done"}]}`+"\n", i, i)
 		}
-		_, err := db.ImportBenchmark(f.system, "wide", parseBenchFixture(t, b.String()), "wide.jsonl")
+		_, err := db.ImportBenchmark(f.system, "wide", parseBenchFixture(t, b.String()), "wide.jsonl", 0)
 		require.NoError(t, err)
 		require.NoError(t, db.SetRevealReferences(f.system, "wide", true))
 		run, err := f.queue(t, f.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "wide"}, 0)

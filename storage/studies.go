@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -14,15 +13,15 @@ import (
 	"proctor/models"
 )
 
-// studyAccess is a study as the context's actor may see it.
+// studyAccess is a study as the gate's caller may see it.
 type studyAccess struct {
 	Study *models.Study
 	Role  string // models.StudyRole*
 	// Manage is true for the owner and administrators (and the system).
 	Manage bool
-	// Annotator is true when the actor was invited to annotate the study.
+	// Annotator is true when the caller was invited to annotate the study.
 	Annotator bool
-	UserID    int64
+	UserID    int64 // the caller's (the gate's)
 }
 
 // studyLock is the row lock loadStudyAccess takes on the study in
@@ -42,10 +41,10 @@ const (
 )
 
 // changeStudy runs change in a transaction holding the study row
-// exclusively, once gate lets the actor in.
+// exclusively, once gate lets the caller in.
 func (db *DB) changeStudy(ctx context.Context, id int64, gate models.StudyGate, change func(tx *gorm.DB, acc *studyAccess) error) error {
 	return db.tx(ctx, func(tx *gorm.DB) error {
-		acc, err := db.loadStudyAccess(ctx, tx, id, studyExclusive, gate)
+		acc, err := db.loadStudyAccess(tx, id, studyExclusive, gate)
 		if err != nil {
 			return err
 		}
@@ -53,10 +52,9 @@ func (db *DB) changeStudy(ctx context.Context, id int64, gate models.StudyGate, 
 	})
 }
 
-// loadStudyAccess loads a study, locked as asked, with the actor's role in
-// it as gate decides; gate's error otherwise.
-func (db *DB) loadStudyAccess(ctx context.Context, q *gorm.DB, id int64, lock studyLock, gate models.StudyGate) (*studyAccess, error) {
-	a := models.ActorFrom(ctx)
+// loadStudyAccess loads a study, locked as asked, with the gate's caller's
+// role in it as the gate decides; the gate's error otherwise.
+func (db *DB) loadStudyAccess(q *gorm.DB, id int64, lock studyLock, gate models.StudyGate) (*studyAccess, error) {
 	qq := q
 	switch {
 	case lock == studyExclusive:
@@ -69,22 +67,22 @@ func (db *DB) loadStudyAccess(ctx context.Context, q *gorm.DB, id int64, lock st
 		return nil, wrap(err, "study")
 	}
 	if len(rows) == 0 {
-		_, _, err := gate(a, nil, false)
+		_, _, err := gate.Let(nil, false)
 		if err == nil {
 			err = models.Errorf(models.ENOTFOUND, "Study %d not found.", id)
 		}
 		return nil, err
 	}
-	acc := &studyAccess{Study: &rows[0], UserID: a.UserID}
-	if a.UserID != 0 {
+	acc := &studyAccess{Study: &rows[0], UserID: gate.UserID}
+	if gate.UserID != 0 {
 		var n int64
-		if err := q.Table("study_annotators").Where("study_id = ? AND user_id = ?", id, a.UserID).Count(&n).Error; err != nil {
+		if err := q.Table("study_annotators").Where("study_id = ? AND user_id = ?", id, gate.UserID).Count(&n).Error; err != nil {
 			return nil, wrap(err, "study annotators")
 		}
 		acc.Annotator = n > 0
 	}
 	var err error
-	if acc.Role, acc.Manage, err = gate(a, acc.Study, acc.Annotator); err != nil {
+	if acc.Role, acc.Manage, err = gate.Let(acc.Study, acc.Annotator); err != nil {
 		return nil, err
 	}
 	return acc, nil
@@ -92,25 +90,38 @@ func (db *DB) loadStudyAccess(ctx context.Context, q *gorm.DB, id int64, lock st
 
 // systemGate lets the system (the job queue) into every study as an
 // administrator.
-func systemGate(models.Actor, *models.Study, bool) (string, bool, error) {
-	return models.StudyRoleAdmin, true, nil
+func systemGate() models.StudyGate {
+	return models.StudyGate{Let: func(*models.Study, bool) (string, bool, error) {
+		return models.StudyRoleAdmin, true, nil
+	}}
 }
 
 func studySubject(id int64) string { return "study " + strconv.FormatInt(id, 10) }
 
-// usersByEmail looks up the users the actor may invite to a study by
-// canonical email, in the order given: administrators (and the system) any
-// user, everyone else only users who share a team with them. Otherwise any
-// signed-in user could create a study to learn which emails have accounts,
-// so for them an unknown email and the email of a user outside their teams
-// get the same EINVALID on field, from the same query.
-func usersByEmail(q *gorm.DB, a models.Actor, emails []string, field string) ([]models.User, error) {
+// StudyInviter is who invites annotators to a study, as the study service
+// decided from the caller (service.Studies' invite policy).
+type StudyInviter struct {
+	// UserID invites, and owns the study it creates; 0 is the system,
+	// which invites on the owner's behalf.
+	UserID int64
+	// Anyone is true when the inviter may invite any user; otherwise only
+	// users who share a team with them.
+	Anyone bool
+	// Unknown is the error for an email of no user the inviter may invite.
+	Unknown func(email string) error
+}
+
+// usersByEmail looks up the users inv may invite to a study by canonical
+// email, in the order given (any user, or only those who share a team with
+// the inviter, as inv says): inv.Unknown's error for the first email of no
+// such user, from the same query whether or not the email has an account.
+func usersByEmail(q *gorm.DB, inv StudyInviter, emails []string) ([]models.User, error) {
 	if len(emails) == 0 {
 		return nil, nil
 	}
 	uq := q.Select("id, email, name").Where("email IN ?", emails)
-	if !a.Privileged() {
-		uq = uq.Where("id IN (SELECT m.user_id FROM memberships m JOIN memberships mine ON mine.team_id = m.team_id WHERE mine.user_id = ?)", a.UserID)
+	if !inv.Anyone {
+		uq = uq.Where("id IN (SELECT m.user_id FROM memberships m JOIN memberships mine ON mine.team_id = m.team_id WHERE mine.user_id = ?)", inv.UserID)
 	}
 	var users []models.User
 	if err := uq.Find(&users).Error; err != nil {
@@ -123,14 +134,10 @@ func usersByEmail(q *gorm.DB, a models.Actor, emails []string, field string) ([]
 	out := make([]models.User, 0, len(emails))
 	for _, e := range emails {
 		u, ok := byEmail[e]
-		switch {
-		case ok:
-			out = append(out, u)
-		case a.Privileged():
-			return nil, models.FieldError(field, "No user has the email %s.", e)
-		default:
-			return nil, models.FieldError(field, "No member of your teams has the email %s; an administrator can invite anyone.", e)
+		if !ok {
+			return nil, inv.Unknown(e)
 		}
+		out = append(out, u)
 	}
 	return out, nil
 }
@@ -161,21 +168,36 @@ type StudyPick struct {
 // StudyCandidate is a finished attempt of a study's sources with what it may
 // be stratified by.
 type StudyCandidate struct {
-	AttemptID  int64
-	RunID      int64
-	Outcome    string
-	Agent      string
-	SiteKey    string
-	Difficulty string
+	AttemptID int64
+	RunID     int64
+	// BenchmarkID is the source benchmark whose completed runs include the
+	// attempt's run; 0 when the run is a source only by its id.
+	BenchmarkID int64
+	Outcome     string
+	Agent       string
+	SiteKey     string
+	Difficulty  string
 }
 
-// studySources resolves a request's sources as the actor may see them and
-// lists their finished attempts: ENOTFOUND naming a run or benchmark the
-// actor may not see, EINVALID naming the sources with nothing to sample. It
-// returns the benchmarks' ids in request order.
-func (db *DB) studySources(ctx context.Context, q *gorm.DB, s *StudySpec) ([]int64, []StudyCandidate, error) {
+// StudyCreator is who creates a study, as the study service decided from
+// the caller: Inviter owns the study and invites its annotators; the source
+// benchmarks are looked up in the Benchmarks scope, and their completed runs
+// sampled are every one when AllRuns, else the published ones and those of
+// the creator's teams.
+type StudyCreator struct {
+	Inviter    StudyInviter
+	AllRuns    bool
+	Benchmarks models.BenchmarkScope
+	// Runs is the scope the runs named as sources are looked up in.
+	Runs models.RunScope
+}
+
+// studySources resolves a request's sources as by may see them and lists
+// their finished attempts: ENOTFOUND naming a run or benchmark by may not
+// see. It returns the benchmarks' ids in request order.
+func (db *DB) studySources(ctx context.Context, q *gorm.DB, s *StudySpec, by StudyCreator) ([]int64, []StudyCandidate, error) {
 	for _, id := range s.RunIDs {
-		if _, _, err := db.runAccess(q, models.RunScopeFor(models.ActorFrom(ctx)), id, false); err != nil {
+		if _, _, err := db.runAccess(q, by.Runs, id, false); err != nil {
 			if models.ErrorCode(err) == models.ENOTFOUND {
 				return nil, nil, &models.Error{Code: models.ENOTFOUND, Field: "run_ids", Message: models.ErrorMessage(err)}
 			}
@@ -184,7 +206,7 @@ func (db *DB) studySources(ctx context.Context, q *gorm.DB, s *StudySpec) ([]int
 	}
 	benchIDs := make([]int64, len(s.Benchmarks))
 	for i, slug := range s.Benchmarks {
-		b, err := visibleBenchmark(ctx, q, slug)
+		b, err := benchmarkIn(q, slug, by.Benchmarks)
 		if err != nil {
 			if models.ErrorCode(err) == models.ENOTFOUND {
 				return nil, nil, &models.Error{Code: models.ENOTFOUND, Field: "benchmarks", Message: fmt.Sprintf("Benchmark %q not found.", slug)}
@@ -193,14 +215,14 @@ func (db *DB) studySources(ctx context.Context, q *gorm.DB, s *StudySpec) ([]int
 		}
 		benchIDs[i] = b.ID
 	}
-	// The completed runs of the benchmarks that the actor may see.
+	// The completed runs of the benchmarks that the creator may see.
 	runBenchmark := map[int64]int64{}
 	if len(benchIDs) > 0 {
 		var rows []struct{ ID, BenchmarkID int64 }
 		rq := q.Table("runs r").Select("r.id, v.benchmark_id").Joins("JOIN benchmark_versions v ON v.id = r.version_id").
 			Where("v.benchmark_id IN ? AND r.status = ?", benchIDs, models.RunCompleted)
-		if a := models.ActorFrom(ctx); !a.Privileged() {
-			rq = rq.Where("((r.published = ? AND r.hidden_at IS NULL) OR r.team_id IN (SELECT m.team_id FROM memberships m WHERE m.user_id = ?))", true, a.UserID)
+		if !by.AllRuns {
+			rq = rq.Where("((r.published = ? AND r.hidden_at IS NULL) OR r.team_id IN (SELECT m.team_id FROM memberships m WHERE m.user_id = ?))", true, by.Inviter.UserID)
 		}
 		if err := rq.Scan(&rows).Error; err != nil {
 			return nil, nil, wrap(err, "runs")
@@ -229,59 +251,36 @@ func (db *DB) studySources(ctx context.Context, q *gorm.DB, s *StudySpec) ([]int
 			return nil, nil, wrap(err, "attempts")
 		}
 	}
-	perRun := map[int64]int{}
-	perBenchmark := map[int64]int{}
-	for _, c := range cands {
-		perRun[c.RunID]++
-		if b, ok := runBenchmark[c.RunID]; ok {
-			perBenchmark[b]++
-		}
-	}
-	var empty []string
-	field := ""
-	for _, id := range s.RunIDs {
-		if perRun[id] == 0 {
-			empty = append(empty, fmt.Sprintf("run %d", id))
-			field = "run_ids"
-		}
-	}
-	for i, id := range benchIDs {
-		if perBenchmark[id] == 0 {
-			empty = append(empty, fmt.Sprintf("benchmark %q", s.Benchmarks[i]))
-			if field == "" {
-				field = "benchmarks"
-			}
-		}
-	}
-	if len(empty) > 0 {
-		return nil, nil, models.FieldError(field, "The sources have no finished attempts to sample: %s.", strings.Join(empty, ", "))
+	for i := range cands {
+		cands[i].BenchmarkID = runBenchmark[cands[i].RunID]
 	}
 	return benchIDs, cands, nil
 }
 
 // CreateStudy draws the sample (sample picks among the finished attempts of
-// the sources the actor may see) and creates the study as a draft with its
-// items and invited annotators, in one transaction. Administrators may invite
-// any user; everyone else only users who share a team with them. EINVALID
-// naming the field for an email of no user the actor may invite
-// (usersByEmail) or sources with nothing to sample; ENOTFOUND naming a run or
-// benchmark the actor may not see.
-func (db *DB) CreateStudy(ctx context.Context, spec *StudySpec, sample func([]StudyCandidate) []StudyPick) (*models.Study, error) {
-	a := models.ActorFrom(ctx)
+// the sources by may see, given the source benchmarks' ids in request order,
+// or refuses) and creates the study as a draft owned by by's inviter, with
+// its items and invited annotators, in one transaction. ENOTFOUND naming a
+// run or benchmark by may not see; sample's error; the inviter's Unknown
+// error for an email of no user they may invite (usersByEmail).
+func (db *DB) CreateStudy(ctx context.Context, spec *StudySpec, by StudyCreator, sample func(benchIDs []int64, cands []StudyCandidate) ([]StudyPick, error)) (*models.Study, error) {
 	var st *models.Study
 	err := db.tx(ctx, func(tx *gorm.DB) error {
-		benchIDs, cands, err := db.studySources(ctx, tx, spec)
+		benchIDs, cands, err := db.studySources(ctx, tx, spec, by)
 		if err != nil {
 			return err
 		}
-		invitees, err := usersByEmail(tx, a, spec.Emails, "annotators")
+		picked, err := sample(benchIDs, cands)
 		if err != nil {
 			return err
 		}
-		picked := sample(cands)
+		invitees, err := usersByEmail(tx, by.Inviter, spec.Emails)
+		if err != nil {
+			return err
+		}
 		now := db.now()
 		st = &models.Study{
-			OwnerID: a.UserID, Name: spec.Name, Description: spec.Description, Status: models.StudyDraft,
+			OwnerID: by.Inviter.UserID, Name: spec.Name, Description: spec.Description, Status: models.StudyDraft,
 			RunIDs: spec.RunIDs, BenchmarkIDs: benchIDs, Sampling: spec.Sampling, StratifyBy: spec.StratifyBy,
 			Seed: spec.Seed, SampleSize: spec.SampleSize, ItemCount: len(picked),
 			OverlapFraction: spec.OverlapFraction, OverlapAnnotators: spec.OverlapAnnotators, Blind: spec.Blind,
@@ -302,7 +301,7 @@ func (db *DB) CreateStudy(ctx context.Context, spec *StudySpec, sample func([]St
 		}
 		annotators := make([]models.StudyAnnotator, len(invitees))
 		for i, u := range invitees {
-			annotators[i] = models.StudyAnnotator{StudyID: st.ID, UserID: u.ID, InvitedBy: a.UserID, InvitedAt: now}
+			annotators[i] = models.StudyAnnotator{StudyID: st.ID, UserID: u.ID, InvitedBy: by.Inviter.UserID, InvitedAt: now}
 		}
 		if err := createBatches(tx, annotators, "study annotators"); err != nil {
 			return err
@@ -332,27 +331,21 @@ func studyOwnerName(name, email string, manage bool) string {
 	return unnamedStudyOwner
 }
 
-// Studies lists the studies the actor owns or annotates (administrators:
-// every study), newest first, with the actor's role and their own assignment
-// counts, in one query. The owner is named as studyOwnerName names them.
-// EUNAUTHORIZED for anonymous callers.
-func (db *DB) Studies(ctx context.Context) ([]models.StudyListItem, error) {
-	a, err := models.RequireUser(ctx)
-	if err != nil {
-		return nil, err
-	}
+// Studies lists the studies userID owns or annotates (with all: every
+// study, as administrators see them), newest first, with the user's own
+// assignment counts, in one query; the study service sets each one's Role.
+// The owner is named as studyOwnerName names them, the studies listed for
+// all being managed.
+func (db *DB) Studies(ctx context.Context, userID int64, all bool) ([]models.StudyListItem, error) {
 	const isAnnotator = "EXISTS (SELECT 1 FROM study_annotators x WHERE x.study_id = s.id AND x.user_id = ?)"
 	// The owner's name as studyOwnerName gives it: the email for managers only.
 	q := db.q(ctx).Table("studies s").Joins("JOIN users u ON u.id = s.owner_id").
 		Select(`s.*, CASE WHEN s.owner_id = ? OR ? THEN COALESCE(NULLIF(u.name, ''), u.email) ELSE COALESCE(NULLIF(u.name, ''), ?) END AS owner_name,
-			CASE WHEN s.owner_id = ? THEN ? WHEN ? THEN ? ELSE ? END AS role,
 			(SELECT COUNT(*) FROM study_assignments sa WHERE sa.study_id = s.id AND sa.user_id = ?) AS assigned,
 			(SELECT COUNT(*) FROM study_assignments sa WHERE sa.study_id = s.id AND sa.user_id = ? AND sa.status <> ?) AS finished`,
-			a.UserID, a.Privileged(), unnamedStudyOwner,
-			a.UserID, models.StudyRoleOwner, a.Privileged(), models.StudyRoleAdmin, models.StudyRoleAnnotator,
-			a.UserID, a.UserID, models.AssignmentPending)
-	if !a.Privileged() {
-		q = q.Where("s.owner_id = ? OR "+isAnnotator, a.UserID, a.UserID)
+			userID, all, unnamedStudyOwner, userID, userID, models.AssignmentPending)
+	if !all {
+		q = q.Where("s.owner_id = ? OR "+isAnnotator, userID, userID)
 	}
 	var out []models.StudyListItem
 	if err := q.Order("s.created_at DESC, s.id DESC").Scan(&out).Error; err != nil {
@@ -403,7 +396,7 @@ func studyProgress(q *gorm.DB, studyID, userID int64) ([]progressRow, error) {
 // studyOwnerName names them. The gate's error when it refuses the actor.
 func (db *DB) StudyOverview(ctx context.Context, gate models.StudyGate, id int64) (*models.StudyView, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, id, studyUnlocked, gate)
+	acc, err := db.loadStudyAccess(q, id, studyUnlocked, gate)
 	if err != nil {
 		return nil, err
 	}
@@ -477,38 +470,37 @@ func (db *DB) StudyOverview(ctx context.Context, gate models.StudyGate, id int64
 	return v, nil
 }
 
-// InviteAnnotator invites the user with an email to annotate a draft study:
-// administrators any user, the owner only users who share a team with them.
-// The gate's error when it refuses the actor (or the study's status);
-// ECONFLICT when the user is already invited;
-// EINVALID (field "email") for a malformed email, one of no user the actor
-// may invite (the same answer whether or not the email has an account), or a
-// study with MaxStudyAnnotators annotators.
-func (db *DB) InviteAnnotator(ctx context.Context, gate models.StudyGate, studyID int64, email string) error {
+// StudyInvite is an invitation to a study as the study service checked it:
+// the invitee's canonical email, who invites, and Admit, the service's rule
+// given the study's number of annotators and whether the invitee already is
+// one.
+type StudyInvite struct {
+	Email string
+	By    StudyInviter
+	Admit func(annotators int64, invited bool) error
+}
+
+// InviteAnnotator invites the user with inv's email to annotate a study, as
+// inv.By may (usersByEmail), once inv.Admit lets them in. The gate's error
+// when it refuses the caller (or the study's status); inv.By.Unknown's error
+// for an email of no user the inviter may invite; inv.Admit's error.
+func (db *DB) InviteAnnotator(ctx context.Context, gate models.StudyGate, studyID int64, inv StudyInvite) error {
 	return db.changeStudy(ctx, studyID, gate, func(tx *gorm.DB, acc *studyAccess) error {
-		email, err := models.NormalizeEmail(email)
+		users, err := usersByEmail(tx, inv.By, []string{inv.Email})
 		if err != nil {
 			return err
 		}
-		users, err := usersByEmail(tx, models.ActorFrom(ctx), []string{email}, "email")
-		if err != nil {
-			return err
-		}
-		var n int64
+		var n, invited int64
 		if err := tx.Table("study_annotators").Where("study_id = ?", studyID).Count(&n).Error; err != nil {
 			return wrap(err, "study annotators")
 		}
-		if n >= models.MaxStudyAnnotators {
-			return models.FieldError("email", "A study has at most %d annotators.", models.MaxStudyAnnotators)
-		}
-		var invited int64
 		if err := tx.Table("study_annotators").Where("study_id = ? AND user_id = ?", studyID, users[0].ID).Count(&invited).Error; err != nil {
 			return wrap(err, "study annotators")
 		}
-		if invited > 0 {
-			return &models.Error{Code: models.ECONFLICT, Field: "email", Message: fmt.Sprintf("%s is already an annotator of this study.", email)}
+		if err := inv.Admit(n, invited > 0); err != nil {
+			return err
 		}
-		an := &models.StudyAnnotator{StudyID: studyID, UserID: users[0].ID, InvitedBy: models.ActorFrom(ctx).UserID, InvitedAt: db.now()}
+		an := &models.StudyAnnotator{StudyID: studyID, UserID: users[0].ID, InvitedBy: inv.By.UserID, InvitedAt: db.now()}
 		if an.InvitedBy == 0 {
 			an.InvitedBy = acc.Study.OwnerID // the system invites on the owner's behalf
 		}

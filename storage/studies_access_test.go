@@ -2,7 +2,6 @@ package storage_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -122,9 +121,7 @@ func TestStore_StudyPermissions(t *testing.T) {
 			requireCode(t, models.ECONFLICT, err)
 			require.Equal(t, "email", models.ErrorField(err))
 			require.Contains(t, models.ErrorMessage(err), "already an annotator")
-			requireField(t, "email", "No member of your teams has the email ghost@study.test; an administrator can invite anyone.",
-				servicetest.Studies(db, nil).InviteAnnotator(f.member, st.ID, "ghost@study.test"))
-			requireField(t, "email", "No user has the email ghost@study.test.", servicetest.Studies(db, nil).InviteAnnotator(f.admin, st.ID, "ghost@study.test"))
+			// Who may invite whom: service.TestStudies_InvitationsByTeam.
 			requireField(t, "email", "not a valid email", servicetest.Studies(db, nil).InviteAnnotator(f.member, st.ID, "ghost"))
 			requireCode(t, models.EFORBIDDEN, servicetest.Studies(db, nil).InviteAnnotator(f.ann[0], st.ID, "admin@runs.test"))
 			requireCode(t, models.ENOTFOUND, servicetest.Studies(db, nil).InviteAnnotator(f.outsider, st.ID, "admin@runs.test"))
@@ -246,52 +243,5 @@ func TestStore_StudyOwnerName(t *testing.T) {
 			require.Len(t, list, 1)
 			require.Equal(t, tc.want, list[0].OwnerName, "%s: list", who)
 		}
-	})
-}
-
-// TestStore_StudyInvitationsByTeam: administrators may invite any user;
-// other owners only users who share a team with them, and for them an
-// unknown email and the email of a user outside their teams are refused
-// alike, so inviting cannot tell which emails have accounts.
-func TestStore_StudyInvitationsByTeam(t *testing.T) {
-	t.Parallel()
-	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
-		f := newStudyFixture(t, db)
-		var stranger string // a user of the other team only
-		require.NoError(t, db.Gorm().Model(&models.User{}).Where("id = ?", models.ActorFrom(f.outsider).UserID).Pluck("email", &stranger).Error)
-		const unknown = "nobody@study.test"
-		// sameRefusal checks two refusals say the same thing, but for the email.
-		sameRefusal := func(t *testing.T, existing, missing error) {
-			t.Helper()
-			requireCode(t, models.EINVALID, existing)
-			requireCode(t, models.EINVALID, missing)
-			require.Equal(t, models.ErrorField(existing), models.ErrorField(missing))
-			require.Equal(t, strings.ReplaceAll(models.ErrorMessage(existing), stranger, "X"), strings.ReplaceAll(models.ErrorMessage(missing), unknown, "X"))
-			require.Contains(t, models.ErrorMessage(existing), "No member of your teams has the email "+stranger+"; an administrator can invite anyone.")
-		}
-
-		t.Run("Invite", func(t *testing.T) {
-			st := f.create(t, func(r *models.StudyRequest) { r.Annotators = nil })
-			require.NoError(t, servicetest.Studies(db, nil).InviteAnnotator(f.member, st.ID, "ann3@study.test"), "a teammate")
-			sameRefusal(t, servicetest.Studies(db, nil).InviteAnnotator(f.member, st.ID, stranger), servicetest.Studies(db, nil).InviteAnnotator(f.member, st.ID, unknown))
-			require.Equal(t, "email", models.ErrorField(servicetest.Studies(db, nil).InviteAnnotator(f.member, st.ID, unknown)))
-			require.NoError(t, servicetest.Studies(db, nil).InviteAnnotator(f.admin, st.ID, stranger), "administrators invite anyone")
-			view, err := servicetest.Studies(db, nil).StudyOverview(f.member, st.ID)
-			require.NoError(t, err)
-			require.Len(t, view.Annotators, 2)
-		})
-
-		t.Run("Create", func(t *testing.T) {
-			invite := func(email string) func(*models.StudyRequest) {
-				return func(r *models.StudyRequest) { r.Annotators = []string{"ann1@study.test", email} }
-			}
-			_, existing := servicetest.Studies(db, nil).CreateStudy(f.member, f.request(invite(stranger)))
-			_, missing := servicetest.Studies(db, nil).CreateStudy(f.member, f.request(invite(unknown)))
-			sameRefusal(t, existing, missing)
-			require.Equal(t, "annotators", models.ErrorField(existing))
-			st, err := servicetest.Studies(db, nil).CreateStudy(f.admin, f.request(invite(stranger)))
-			require.NoError(t, err, "administrators invite anyone")
-			require.EqualValues(t, 2, countRows(t, db, "study_annotators", "study_id = ?", st.ID))
-		})
 	})
 }

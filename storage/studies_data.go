@@ -78,7 +78,7 @@ func studyDataItems(q *gorm.DB, studyID int64) ([]models.StudyDataItem, error) {
 // The gate's error when it refuses the actor.
 func (db *DB) StudyData(ctx context.Context, gate models.StudyGate, studyID int64) (*models.StudyData, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate)
+	acc, err := db.loadStudyAccess(q, studyID, studyUnlocked, gate)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ type StudyImportMatcher func(st *models.Study, items []models.StudyDataItem, sto
 
 // importTarget loads a study for an import: managers only.
 func (db *DB) importTarget(ctx context.Context, tx *gorm.DB, studyID int64, gate models.StudyGate) (*studyAccess, []models.StudyDataItem, error) {
-	acc, err := db.loadStudyAccess(ctx, tx, studyID, studyExclusive, gate)
+	acc, err := db.loadStudyAccess(tx, studyID, studyExclusive, gate)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -352,7 +352,7 @@ func (db *DB) SaveStudyVerdict(ctx context.Context, v *models.StudyVerdict,
 	}
 	return db.tx(ctx, func(tx *gorm.DB) error {
 		if v.Config != nil {
-			acc, err := db.loadStudyAccess(ctx, tx, v.StudyID, studyShared, systemGate)
+			acc, err := db.loadStudyAccess(tx, v.StudyID, studyShared, systemGate())
 			if err != nil {
 				return err
 			}

@@ -59,7 +59,7 @@ func notAssigned(itemID int64) error {
 // empty queue. The gate's error when it refuses the actor.
 func (db *DB) StudyQueue(ctx context.Context, gate models.StudyGate, studyID int64) (*models.StudyQueue, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate)
+	acc, err := db.loadStudyAccess(q, studyID, studyUnlocked, gate)
 	if err != nil {
 		return nil, err
 	}
@@ -89,8 +89,9 @@ func (db *DB) StudyQueue(ctx context.Context, gate models.StudyGate, studyID int
 
 // studyTimeline is an attempt's timeline as a study shows it: AttemptTimeline
 // without the run's visibility check (being in the study is the permission),
-// evaluation details in their public view for everyone but administrators.
-func studyTimeline(ctx context.Context, q *gorm.DB, attemptID int64) (*models.Timeline, error) {
+// evaluation details in full when fullDetails (administrators), else in
+// their public view.
+func studyTimeline(q *gorm.DB, attemptID int64, fullDetails bool) (*models.Timeline, error) {
 	tl := &models.Timeline{}
 	if err := q.Where("id = ?", attemptID).Take(&tl.Attempt).Error; err != nil {
 		return nil, wrap(err, fmt.Sprintf("attempt %d", attemptID))
@@ -127,9 +128,8 @@ func studyTimeline(ctx context.Context, q *gorm.DB, attemptID int64) (*models.Ti
 	if err := q.Preload("RubricJudgments").Where("attempt_id = ?", attemptID).Order("created_at DESC, id DESC").Find(&evs).Error; err != nil {
 		return nil, wrap(err, "evaluations")
 	}
-	privileged := models.ActorFrom(ctx).Privileged()
 	for i := range evs {
-		if !privileged {
+		if !fullDetails {
 			evs[i].Details = publicEvaluationDetails(evs[i].Kind, evs[i].Details)
 		}
 	}
@@ -196,11 +196,13 @@ func itemVerdicts(ctx context.Context, q *gorm.DB, itemID int64) ([]models.Study
 // annotator's labels; the study
 // service withholds them, with the attempt's results, from the annotators of
 // a blind study. Navigation follows the viewer's queue when the item is
-// assigned to them, else the sample. The gate's error when it refuses the
-// actor; ENOTFOUND for an unknown item.
-func (db *DB) StudyItem(ctx context.Context, gate models.StudyGate, studyID, itemID int64) (*models.StudyItemView, error) {
+// assigned to them, else the sample. Evaluation details are shown in full
+// when fullDetails (the study service sets it for administrators), else in
+// their public view. The gate's error when it refuses the caller; ENOTFOUND
+// for an unknown item.
+func (db *DB) StudyItem(ctx context.Context, gate models.StudyGate, studyID, itemID int64, fullDetails bool) (*models.StudyItemView, error) {
 	q := db.q(ctx)
-	acc, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate)
+	acc, err := db.loadStudyAccess(q, studyID, studyUnlocked, gate)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +217,7 @@ func (db *DB) StudyItem(ctx context.Context, gate models.StudyGate, studyID, ite
 	if own == nil && !acc.Manage {
 		return nil, notAssigned(itemID)
 	}
-	tl, err := studyTimeline(ctx, q, item.AttemptID)
+	tl, err := studyTimeline(q, item.AttemptID, fullDetails)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +288,7 @@ func (db *DB) SaveStudyLabels(ctx context.Context, gate models.StudyGate, studyI
 		// Shared: a close (which locks the study for update) either waits for
 		// this save to commit or makes it wait and then read the study closed,
 		// so no label is saved after the study's closing time.
-		acc, err := db.loadStudyAccess(ctx, tx, studyID, studyShared, gate)
+		acc, err := db.loadStudyAccess(tx, studyID, studyShared, gate)
 		if err != nil {
 			return err
 		}
@@ -334,7 +336,7 @@ func (db *DB) SaveStudyLabels(ctx context.Context, gate models.StudyGate, studyI
 // and by judge, to whom the gate lets in.
 func (db *DB) StudyVerdicts(ctx context.Context, gate models.StudyGate, studyID int64) ([]models.StudyVerdict, error) {
 	q := db.q(ctx)
-	if _, err := db.loadStudyAccess(ctx, q, studyID, studyUnlocked, gate); err != nil {
+	if _, err := db.loadStudyAccess(q, studyID, studyUnlocked, gate); err != nil {
 		return nil, err
 	}
 	var out []models.StudyVerdict

@@ -58,7 +58,7 @@ func seedComparedRuns(t *testing.T, env testEnv) (navigator, pathfinder, scout c
 	sys := models.WithActor(ctx, models.SystemActor())
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(compareBenchmark), nil)
 	require.NoError(t, err)
-	_, err = db.ImportBenchmark(sys, "shop-forum", ds, "shop-forum.jsonl")
+	_, err = db.ImportBenchmark(sys, "shop-forum", ds, "shop-forum.jsonl", 0)
 	require.NoError(t, err)
 
 	seedRun := func(team, agent, model string, shade color.RGBA, solved map[string]bool, judge map[string]int) comparedRun {

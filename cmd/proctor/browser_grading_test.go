@@ -52,7 +52,7 @@ func TestBrowser_GradingAndRescoreChanges(t *testing.T) {
 	require.NoError(t, service.NewMetrics(app.DB).RefreshRunMetrics(sys, runID))
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(defectiveBenchmark), nil)
 	require.NoError(t, err)
-	_, err = app.DB.ImportBenchmark(sys, "verified-bench", ds, "verified-bench.jsonl")
+	_, err = app.DB.ImportBenchmark(sys, "verified-bench", ds, "verified-bench.jsonl", 0)
 	require.NoError(t, err)
 	base := env.serve(t)
 

@@ -30,7 +30,7 @@ func withRebuilds(t *testing.T, db *storage.DB) {
 	t.Helper()
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, strings.NewReader(rebuildsBenchmark), nil)
 	require.NoError(t, err)
-	_, err = db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), "rebuilds", ds, "rebuilds.jsonl")
+	_, err = db.ImportBenchmark(models.WithActor(context.Background(), models.SystemActor()), "rebuilds", ds, "rebuilds.jsonl", 0)
 	require.NoError(t, err)
 	require.NoError(t, db.Gorm().Model(&models.Benchmark{}).Where("slug = ?", "rebuilds").Updates(map[string]any{"evaluator": models.EvaluatorHiddenTests, "grades": models.GradesCandidates}).Error)
 }

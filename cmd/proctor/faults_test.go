@@ -77,7 +77,7 @@ func newFaultRig(t testing.TB, env testEnv) *faultRig {
 	system := models.WithActor(ctx, models.SystemActor())
 	ds, err := importer.Parse(evaltest.Registry(), models.FormatProctor, bytes.NewReader(withFaultSubset(t, sandbox.Benchmark())), nil)
 	require.NoError(t, err)
-	_, err = app.DB.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl")
+	_, err = app.DB.ImportBenchmark(system, sandbox.Slug, ds, "benchmark.jsonl", 0)
 	require.NoError(t, err)
 	require.NoError(t, app.DB.SetRevealReferences(system, sandbox.Slug, true))
 	for name, u := range sandbox.SiteURLs(site.URL) {

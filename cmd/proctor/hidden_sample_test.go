@@ -43,7 +43,7 @@ func TestHiddenSample_EndToEnd(t *testing.T) {
 		"PROCTOR_CHROMIUM_PATH":     os.Getenv("PROCTOR_CHROMIUM_PATH"),
 	})
 	system := models.WithActor(context.Background(), models.SystemActor())
-	bench, err := b.app.DB.BenchmarkBySlug(system, hiddenbench.Slug)
+	bench, err := b.app.DB.Benchmark(system, hiddenbench.Slug, models.BenchmarkScopeFor(models.SystemActor()))
 	require.NoError(t, err, "seed imports the sample hidden-tests benchmark")
 	require.Equal(t, models.EvaluatorHiddenTests, bench.Evaluator)
 

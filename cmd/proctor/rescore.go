@@ -47,7 +47,7 @@ func (p *Program) rescore(ctx context.Context, args []string) error {
 	what := fmt.Sprintf("run %d", *runID)
 	switch {
 	case *slug != "":
-		b, err := app.DB.BenchmarkBySlug(ctx, *slug)
+		b, err := app.DB.Benchmark(ctx, *slug, models.BenchmarkScopeFor(models.SystemActor()))
 		if err != nil {
 			return err
 		}

@@ -21,7 +21,7 @@ func TestSeed_HiddenSampleNeedsChromium(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, stdout, "sandbox benchmark imported")
 	require.Contains(t, stdout, "sample hidden-tests benchmark sandbox-rebuild skipped: its reference captures are recorded in Chromium: PLAYWRIGHT_DRIVER_PATH=")
-	_, err := env.open(t).DB.BenchmarkBySlug(context.Background(), hiddenbench.Slug)
+	_, err := env.open(t).DB.Benchmark(context.Background(), hiddenbench.Slug, models.BenchmarkScope{})
 	require.Equal(t, models.ENOTFOUND, models.ErrorCode(err))
 
 	code, stdout, stderr = env.run(t, "", "seed", "--hidden-sample=false")
@@ -45,7 +45,7 @@ func TestSeed_HiddenSample(t *testing.T) {
 
 	ctx := models.WithActor(context.Background(), models.SystemActor())
 	db := env.open(t).DB
-	b, err := db.BenchmarkBySlug(ctx, hiddenbench.Slug)
+	b, err := db.Benchmark(ctx, hiddenbench.Slug, models.BenchmarkScopeFor(models.SystemActor()))
 	require.NoError(t, err)
 	require.Equal(t, hiddenbench.Name, b.Name)
 	require.Equal(t, models.EvaluatorHiddenTests, b.Evaluator)

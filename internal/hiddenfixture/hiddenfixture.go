@@ -119,7 +119,7 @@ func Write(ctx context.Context, db *storage.DB, opt Options) (*Seed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse the sample suite: %w", err)
 	}
-	imported, err := db.ImportBenchmark(sys, opt.Slug, dataset(), opt.Slug+".jsonl")
+	imported, err := db.ImportBenchmark(sys, opt.Slug, dataset(), opt.Slug+".jsonl", 0)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", opt.Slug, err)
 	}

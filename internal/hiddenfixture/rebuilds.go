@@ -91,7 +91,7 @@ func WriteRebuilds(ctx context.Context, db *storage.DB, opt RebuildsOptions) (*R
 	if err != nil {
 		return nil, fmt.Errorf("parse the sample suite: %w", err)
 	}
-	imported, err := db.ImportBenchmark(sys, opt.Slug, rebuildsDataset(opt.PassThreshold), opt.Slug+".jsonl")
+	imported, err := db.ImportBenchmark(sys, opt.Slug, rebuildsDataset(opt.PassThreshold), opt.Slug+".jsonl", 0)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", opt.Slug, err)
 	}
