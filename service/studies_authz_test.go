@@ -114,10 +114,6 @@ func TestStudies_Authorization(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEachDriver(t, func(t *testing.T, db *storage.DB) {
 		f := newStudiesAuthzFixture(t, db)
-		type outcome struct {
-			code  string
-			check func(t *testing.T, got any)
-		}
 		ok := outcome{}
 		unauthorized := outcome{code: models.EUNAUTHORIZED}
 		notFound := outcome{code: models.ENOTFOUND}
@@ -161,88 +157,65 @@ func TestStudies_Authorization(t *testing.T) {
 				require.NotEmpty(t, v.Reveal.Verdicts)
 			})
 		}
-		type actors struct{ anon, member, other, admin, blind outcome }
-		ops := []struct {
-			name string
-			call func(ctx context.Context) (any, error)
-			want actors
-		}{
+		ops := []authzOp{
 			{"CreateStudy", func(ctx context.Context) (any, error) { return f.studies.CreateStudy(ctx, f.request()) },
 				// A blind annotator must not sample (and so own) the runs kept from them.
-				actors{unauthorized, ok, ok, ok, forbidden}},
+				callerOutcomes{unauthorized, ok, ok, ok, forbidden}},
 			{"Studies", func(ctx context.Context) (any, error) { return f.studies.Studies(ctx) },
-				actors{unauthorized, listed(models.StudyRoleOwner), listed(""), listed(models.StudyRoleAdmin), listed(models.StudyRoleAnnotator)}},
+				callerOutcomes{unauthorized, listed(models.StudyRoleOwner), listed(""), listed(models.StudyRoleAdmin), listed(models.StudyRoleAnnotator)}},
 			{"StudyOverview", func(ctx context.Context) (any, error) { return f.studies.StudyOverview(ctx, read.ID) },
-				actors{unauthorized, overview(true), notFound, overview(true), overview(false)}},
+				callerOutcomes{unauthorized, overview(true), notFound, overview(true), overview(false)}},
 			{"InviteAnnotator", func(ctx context.Context) (any, error) {
 				st, _ := f.study(t, false)
 				return nil, f.studies.InviteAnnotator(ctx, st.ID, f.teammate)
-			}, actors{unauthorized, ok, notFound, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, notFound, ok, forbidden}},
 			{"RemoveAnnotator", func(ctx context.Context) (any, error) {
 				st, _ := f.study(t, false)
 				return nil, f.studies.RemoveAnnotator(ctx, st.ID, models.ActorFrom(f.annotator).UserID)
-			}, actors{unauthorized, ok, notFound, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, notFound, ok, forbidden}},
 			{"SetStudyJudges", func(ctx context.Context) (any, error) {
 				st, _ := f.study(t, false)
 				return nil, f.studies.SetStudyJudges(ctx, st.ID, []models.StudyJudge{{Name: "other", Prompt: models.StudyPromptLabelsV1}})
-			}, actors{unauthorized, ok, notFound, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, notFound, ok, forbidden}},
 			{"OpenStudy", func(ctx context.Context) (any, error) {
 				st, _ := f.study(t, false)
 				return nil, f.studies.OpenStudy(ctx, st.ID)
-			}, actors{unauthorized, ok, notFound, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, notFound, ok, forbidden}},
 			{"CloseStudy", func(ctx context.Context) (any, error) {
 				st, _ := f.study(t, true)
 				return nil, f.studies.CloseStudy(ctx, st.ID)
-			}, actors{unauthorized, ok, notFound, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, notFound, ok, forbidden}},
 			{"StudyQueue", func(ctx context.Context) (any, error) { return f.studies.StudyQueue(ctx, read.ID) },
-				actors{unauthorized, ok, notFound, ok, ok}},
+				callerOutcomes{unauthorized, ok, notFound, ok, ok}},
 			{"StudyItem", func(ctx context.Context) (any, error) { return f.studies.StudyItem(ctx, read.ID, item) },
-				actors{unauthorized, itemShown(true), notFound, itemShown(true), itemShown(false)}},
+				callerOutcomes{unauthorized, itemShown(true), notFound, itemShown(true), itemShown(false)}},
 			{"SaveStudyLabels", func(ctx context.Context) (any, error) {
 				return f.studies.SaveStudyLabels(ctx, read.ID, item, models.StudyLabelInput{Action: models.LabelActionSave,
 					Labels: map[string]string{models.StudyLabelSuccess: "Successful"}})
-			}, actors{unauthorized, forbidden, notFound, forbidden, ok}},
+			}, callerOutcomes{unauthorized, forbidden, notFound, forbidden, ok}},
 			{"StudyVerdicts", func(ctx context.Context) (any, error) { return f.studies.StudyVerdicts(ctx, read.ID) },
-				actors{unauthorized, ok, notFound, ok, forbidden}},
+				callerOutcomes{unauthorized, ok, notFound, ok, forbidden}},
 			{"StudyData", func(ctx context.Context) (any, error) { return f.studies.StudyData(ctx, read.ID) },
-				actors{unauthorized, ok, notFound, ok, forbidden}},
+				callerOutcomes{unauthorized, ok, notFound, ok, forbidden}},
 			{"StudyReport", func(ctx context.Context) (any, error) {
 				_, r, err := f.studies.StudyReport(ctx, read.ID, []string{})
 				return r, err
-			}, actors{unauthorized, ok, notFound, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, notFound, ok, forbidden}},
 			{"StudyDisagreements", func(ctx context.Context) (any, error) {
 				_, r, err := f.studies.StudyDisagreements(ctx, read.ID)
 				return r, err
-			}, actors{unauthorized, ok, notFound, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, notFound, ok, forbidden}},
 			{"ImportStudyLabels", func(ctx context.Context) (any, error) {
 				return f.studies.ImportStudyLabels(ctx, read.ID, f.importRows(t, read.ID, "imported person"))
-			}, actors{unauthorized, ok, notFound, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, notFound, ok, forbidden}},
 			{"ImportStudyVerdicts", func(ctx context.Context) (any, error) {
 				return f.studies.ImportStudyVerdicts(ctx, read.ID, f.importRows(t, read.ID, "imported judge"))
-			}, actors{unauthorized, ok, notFound, ok, forbidden}},
+			}, callerOutcomes{unauthorized, ok, notFound, ok, forbidden}},
 			{"QueueStudyJudges", func(ctx context.Context) (any, error) { return nil, f.studies.QueueStudyJudges(ctx, read.ID, nil) },
 				// Judging spends the operator's money: administrators only.
-				actors{unauthorized, forbidden, notFound, ok, forbidden}},
+				callerOutcomes{unauthorized, forbidden, notFound, ok, forbidden}},
 		}
-		for _, op := range ops {
-			for _, who := range []struct {
-				name string
-				ctx  context.Context
-				want outcome
-			}{
-				{"anonymous", f.anon, op.want.anon},
-				{"blind annotator", f.annotator, op.want.blind},
-				{"other team", f.other, op.want.other},
-				{"member", f.member, op.want.member},
-				{"admin", f.admin, op.want.admin},
-			} {
-				got, err := op.call(who.ctx)
-				require.Equal(t, who.want.code, models.ErrorCode(err), "%s as %s: %v", op.name, who.name, err)
-				if err == nil && who.want.check != nil {
-					who.want.check(t, got)
-				}
-			}
-		}
+		checkAuthzTable(t, ops, tableCallers{anon: f.anon, member: f.member, other: f.other, admin: f.admin, blind: f.annotator}, nil)
 		require.Len(t, f.jobs.queued, 1, "only the administrator's judging was queued")
 	})
 }
