@@ -22,3 +22,17 @@ func RunScopeFor(a Actor) RunScope {
 // SignedIn reports whether the scope is a signed-in caller's (or the
 // system's), as Actor.SignedIn.
 func (s RunScope) SignedIn() bool { return s.All || s.UserID != 0 }
+
+// SeesHiddenTests is the rule of who browses the tests of a hidden-tests
+// benchmark's runs they see: everyone once the benchmark reveals its
+// references, administrators and the system always.
+func (s RunScope) SeesHiddenTests(revealed bool) bool { return revealed || s.All }
+
+// HiddenTestsRefused is the error for a caller who sees a run but not its
+// tests: EUNAUTHORIZED when signing in could help, EFORBIDDEN otherwise.
+func (s RunScope) HiddenTestsRefused() error {
+	if !s.SignedIn() {
+		return Errorf(EUNAUTHORIZED, "Sign in as an administrator to see this benchmark's hidden tests.")
+	}
+	return Errorf(EFORBIDDEN, "This benchmark's tests are hidden: only administrators see them; the run's page shows the pass rates.")
+}

@@ -24,3 +24,29 @@ func TestRunScopeFor(t *testing.T) {
 		}
 	}
 }
+
+func TestRunScope_HiddenTests(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name             string
+		a                Actor
+		hidden, revealed bool
+		refusal          string
+	}{
+		{"Anonymous", Actor{}, false, true, EUNAUTHORIZED},
+		{"User", Actor{UserID: 1}, false, true, EFORBIDDEN},
+		{"Admin", Actor{UserID: 2, IsAdmin: true}, true, true, EFORBIDDEN},
+		{"System", SystemActor(), true, true, EFORBIDDEN},
+	} {
+		s := RunScopeFor(tc.a)
+		if got := s.SeesHiddenTests(false); got != tc.hidden {
+			t.Errorf("%s: SeesHiddenTests(hidden) = %v, want %v", tc.name, got, tc.hidden)
+		}
+		if got := s.SeesHiddenTests(true); got != tc.revealed {
+			t.Errorf("%s: SeesHiddenTests(revealed) = %v, want %v", tc.name, got, tc.revealed)
+		}
+		if got := ErrorCode(s.HiddenTestsRefused()); got != tc.refusal {
+			t.Errorf("%s: HiddenTestsRefused = %s, want %s", tc.name, got, tc.refusal)
+		}
+	}
+}

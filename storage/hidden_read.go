@@ -41,21 +41,6 @@ func benchmarkOfVersion(q *gorm.DB, versionID int64) (*hiddenBenchmark, error) {
 	return &rows[0], nil
 }
 
-// mayBrowseHiddenTests reports whether the scope sees the tests of a
-// benchmark's runs it sees: every benchmark's for a scope of all runs.
-func mayBrowseHiddenTests(scope models.RunScope, b *hiddenBenchmark) bool {
-	return b.RevealReferences || scope.All
-}
-
-// hiddenTestsRefused is the error for a visitor who may see a run but not
-// its tests: EUNAUTHORIZED when signing in could help, EFORBIDDEN otherwise.
-func hiddenTestsRefused(scope models.RunScope) error {
-	if !scope.SignedIn() {
-		return models.Errorf(models.EUNAUTHORIZED, "Sign in as an administrator to see this benchmark's hidden tests.")
-	}
-	return models.Errorf(models.EFORBIDDEN, "This benchmark's tests are hidden: only administrators see them; the run's page shows the pass rates.")
-}
-
 // hiddenTally is one count of an attempt's results.
 type hiddenTally struct {
 	AttemptID int64
@@ -133,7 +118,7 @@ func (db *DB) RunHiddenResults(ctx context.Context, scope models.RunScope, runID
 	if err != nil {
 		return nil, err
 	}
-	out := &models.RunHiddenResults{RunID: runID, CanBrowse: mayBrowseHiddenTests(scope, b), Tasks: make([]models.HiddenTaskResult, len(rows))}
+	out := &models.RunHiddenResults{RunID: runID, CanBrowse: scope.SeesHiddenTests(b.RevealReferences), Tasks: make([]models.HiddenTaskResult, len(rows))}
 	all := make([]*models.HiddenSummary, len(rows))
 	bySite := map[string][]*models.HiddenSummary{}
 	var sites []string
@@ -206,8 +191,8 @@ func (db *DB) hiddenAttemptAccess(q *gorm.DB, scope models.RunScope, attemptID i
 	if !b.gradesCandidates() {
 		return nil, models.Errorf(models.ENOTFOUND, "Attempt %d has no hidden tests.", attemptID)
 	}
-	if !mayBrowseHiddenTests(scope, b) {
-		return nil, hiddenTestsRefused(scope)
+	if !scope.SeesHiddenTests(b.RevealReferences) {
+		return nil, scope.HiddenTestsRefused()
 	}
 	// The suite is read only to name the tests; it never leaves this package.
 	var tasks []struct {
@@ -237,7 +222,7 @@ func attemptHiddenTally(q *gorm.DB, scope models.RunScope, run *models.Run, atte
 	if err := q.Select("test_group, level, result, flaky").Where("attempt_id = ?", attemptID).Find(&rows).Error; err != nil {
 		return nil, wrap(err, "hidden test results")
 	}
-	return &models.TimelineHiddenTests{Summary: models.SummarizeHiddenResults(rows), CanBrowse: mayBrowseHiddenTests(scope, b)}, nil
+	return &models.TimelineHiddenTests{Summary: models.SummarizeHiddenResults(rows), CanBrowse: scope.SeesHiddenTests(b.RevealReferences)}, nil
 }
 
 // hiddenResultColumns are a result's columns without its runs.
