@@ -43,7 +43,13 @@
 #
 # Usage: scripts/bench.sh [go test flags/packages...]   (default: ./...)
 # BENCHTIME sets -benchtime (default 20x: 20 steps for the overhead, 20
-# episodes per parallelism; a couple of minutes on 2 cores).
+# episodes per parallelism; a couple of minutes on 2 cores). BENCHCOUNT sets
+# the rounds (-count, default 3; BenchmarkRecovery runs once): every figure
+# is the median of its rounds.
+#
+# Writes bench.json (BENCHJSON): every figure's median and samples, the load
+# average before and after, and each goal with its value and whether it is
+# met (cmd/benchreport holds the goals); prints the goals after the summary.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -64,24 +70,27 @@ export PROCTOR_CHROMIUM_PATH=/usr/bin/chromium
 echo "PLAYWRIGHT_DRIVER_PATH=$PLAYWRIGHT_DRIVER_PATH PROCTOR_CHROMIUM_PATH=$PROCTOR_CHROMIUM_PATH"
 
 log=$(mktemp "${TMPDIR:-/tmp}/proctor-bench.XXXXXX")
-trap 'rm -f "$log"' EXIT
+medians=$(mktemp "${TMPDIR:-/tmp}/proctor-bench-medians.XXXXXX")
+trap 'rm -f "$log" "$medians"' EXIT
+rounds=${BENCHCOUNT:-3}
 
 step "go test -bench"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "$(nproc) CPUs; load average (1, 5, 15 min) before: $load_before"
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(./...)
 set +e
-go test -run '^$' -bench . -skip '^(BenchmarkIngest|BenchmarkRecovery)$' -benchtime="${BENCHTIME:-20x}" -benchmem -timeout 20m "${args[@]}" 2>&1 | tee "$log"
+go test -run '^$' -bench . -skip '^(BenchmarkIngest|BenchmarkRecovery)$' -benchtime="${BENCHTIME:-20x}" -count="$rounds" -benchmem -timeout 20m "${args[@]}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 if [ "$status" -eq 0 ] && { [ $# -eq 0 ] || [ -n "${PROCTOR_BENCH_INGEST:-}" ]; }; then
-	go test -run '^$' -bench '^BenchmarkIngest$' -benchtime=1x -timeout 20m ./runner/ 2>&1 | tee -a "$log"
+	go test -run '^$' -bench '^BenchmarkIngest$' -benchtime=1x -count="$rounds" -timeout 20m ./runner/ 2>&1 | tee -a "$log"
 	status=${PIPESTATUS[0]}
 fi
 if [ "$status" -eq 0 ] && { [ $# -eq 0 ] || [ -n "${PROCTOR_BENCH_RECOVERY:-}" ]; }; then
 	scripts/deps.sh postgres versitygw
 	svc=$(mktemp -d "${TMPDIR:-/tmp}/proctor-bench-svc.XXXXXX")
 	chmod 755 "$svc" # the PostgreSQL server runs as user postgres
-	trap 'scripts/versitygw.sh stop "$svc/s3"; scripts/postgres.sh stop "$svc/pg"; rm -rf "$svc" "$log"' EXIT
+	trap 'scripts/versitygw.sh stop "$svc/s3"; scripts/postgres.sh stop "$svc/pg"; rm -rf "$svc" "$log" "$medians"' EXIT
 	eval "$(scripts/postgres.sh start "$svc/pg")"
 	eval "$(scripts/versitygw.sh start "$svc/s3")"
 	export PROCTOR_TEST_DATABASE_URL PROCTOR_TEST_S3_ENDPOINT PROCTOR_TEST_S3_ACCESS_KEY PROCTOR_TEST_S3_SECRET_KEY
@@ -94,7 +103,9 @@ if [ "$status" -ne 0 ]; then
 	exit "$status"
 fi
 
-step "summary"
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+step "summary (medians of $rounds rounds)"
+report=$(go run ./cmd/benchreport -o "${BENCHJSON:-bench.json}" -medians "$medians" -load-before "$load_before" -load-after "$load_after" "$log")
 # Each result line is "BenchmarkName-PROCS  N  value unit  value unit ...":
 # the awk keys every value by the name (without -PROCS) and its unit.
 awk '
@@ -190,7 +201,11 @@ awk '
 			}
 		}
 	}
-' "$log"
+' "$medians"
 echo
-echo "$(nproc) CPUs; load average (1, 5, 15 min) before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "Goals:"
+echo "$report"
+echo
+echo "$(nproc) CPUs; load average (1, 5, 15 min) before: $load_before, after: $load_after"
+echo "bench.json: ${BENCHJSON:-bench.json}"
 echo "(other work on the machine skews these figures; Proctor's step timings are stored in whole ms)"
