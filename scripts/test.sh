@@ -47,12 +47,15 @@ export PROCTOR_TEST_DATABASE_URL PROCTOR_TEST_S3_ENDPOINT PROCTOR_TEST_S3_ACCESS
 # the Postgres, S3 or browser suites, nor the fault suite's full disk (a small
 # tmpfs it mounts, as root).
 export PROCTOR_TEST_REQUIRE=postgres,s3,browser,shared-data,tmpfs
+# Browser tests wait for events; their time limits stretch by this factor so
+# that a busy machine (a shared CI runner) does not fail them.
+export PROCTOR_TEST_SLOWDOWN=${PROCTOR_TEST_SLOWDOWN:-2}
 export PLAYWRIGHT_DRIVER_PATH=$root/.cache/playwright-driver
 export PROCTOR_CHROMIUM_PATH=/usr/bin/chromium
 echo "PROCTOR_TEST_DATABASE_URL=$PROCTOR_TEST_DATABASE_URL"
 echo "PROCTOR_TEST_S3_ENDPOINT=$PROCTOR_TEST_S3_ENDPOINT"
 echo "PLAYWRIGHT_DRIVER_PATH=$PLAYWRIGHT_DRIVER_PATH PROCTOR_CHROMIUM_PATH=$PROCTOR_CHROMIUM_PATH"
-echo "PROCTOR_TEST_REQUIRE=$PROCTOR_TEST_REQUIRE"
+echo "PROCTOR_TEST_REQUIRE=$PROCTOR_TEST_REQUIRE PROCTOR_TEST_SLOWDOWN=$PROCTOR_TEST_SLOWDOWN"
 
 # go_files lists the project's Go files: tracked and untracked, not ignored
 # (so node_modules, .cache and the like are left out).

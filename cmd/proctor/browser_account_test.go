@@ -21,7 +21,7 @@ func TestBrowser_OneTimePassword(t *testing.T) {
 	base := env.serve(t)
 	app := env.open(t)
 	b := launchBrowser(t)
-	expect := browserExpect()
+	expect := browserExpect(t)
 	for _, width := range []int{1280, 390} {
 		t.Run(fmt.Sprint(width), func(t *testing.T) {
 			email := fmt.Sprintf("once%d@example.org", width)

@@ -21,7 +21,7 @@ func TestBrowser_APIDocs(t *testing.T) {
 	base := env.serve(t)
 	b := launchBrowser(t)
 	page := newBrowserPage(t, b, 1280, 900)
-	expect := browserExpect()
+	expect := browserExpect(t)
 
 	_, err := page.Goto(base + "/")
 	require.NoError(t, err)

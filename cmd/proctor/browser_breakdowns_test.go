@@ -116,7 +116,7 @@ func TestBrowser_Breakdowns(t *testing.T) {
 
 	b := launchBrowser(t)
 	page := newBrowserPage(t, b, 1280, 900)
-	expect := browserExpect()
+	expect := browserExpect(t)
 
 	_, err := page.Goto(base + "/benchmarks/" + sandbox.Slug + "/leaderboard/breakdowns")
 	require.NoError(t, err)

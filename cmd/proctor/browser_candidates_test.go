@@ -24,7 +24,7 @@ func TestBrowser_SubmitCandidatesWithoutJavaScript(t *testing.T) {
 	base := env.serve(t)
 	be := &browserEnv{base: base, browser: launchBrowser(t)}
 	page := submissionPage(t, be, 1280, 900, false, nil)
-	expect := browserExpect()
+	expect := browserExpect(t)
 
 	_, err := page.Goto(base + "/benchmarks/rebuilds")
 	require.NoError(t, err)
@@ -95,7 +95,7 @@ func TestBrowser_CandidateFormRefusalReloads(t *testing.T) {
 	base := env.serve(t)
 	be := &browserEnv{base: base, browser: launchBrowser(t)}
 	page := submissionPage(t, be, 390, 844, true, nil)
-	expect := browserExpect()
+	expect := browserExpect(t)
 	notFound := page.GetByTestId("error-page") // "Not found", or any other
 
 	_, err := page.Goto(base + "/benchmarks/rebuilds/candidates/new?subset=one")

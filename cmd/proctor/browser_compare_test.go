@@ -145,7 +145,7 @@ func TestBrowser_CompareRuns(t *testing.T) {
 
 	b := launchBrowser(t)
 	page := newBrowserPage(t, b, 1280, 900)
-	expect := browserExpect()
+	expect := browserExpect(t)
 
 	_, err := page.Goto(base + "/compare")
 	require.NoError(t, err)

@@ -57,7 +57,7 @@ func TestBrowser_GradingAndRescoreChanges(t *testing.T) {
 	base := env.serve(t)
 
 	b := launchBrowser(t)
-	expect := browserExpect()
+	expect := browserExpect(t)
 	for _, width := range []int{1280, 390} {
 		suffix := "-" + strconv.Itoa(width)
 		page := newBrowserPage(t, b, width, 900)

@@ -47,7 +47,7 @@ func imagesLoaded(t *testing.T, page playwright.Page, selector string, want int)
 		require.NoError(t, imgs.Nth(i).ScrollIntoViewIfNeeded())
 	}
 	_, err = page.WaitForFunction(`(sel) => { const imgs = [...document.querySelectorAll(sel)]; return imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0); }`,
-		selector, playwright.PageWaitForFunctionOptions{Timeout: playwright.Float(browserExpectTimeout)})
+		selector, playwright.PageWaitForFunctionOptions{Timeout: playwright.Float(browserExpectTimeout(t))})
 	require.NoError(t, err, "every image of %s loads", selector)
 	widths, err := imgs.EvaluateAll(`imgs => imgs.map(i => i.naturalWidth)`)
 	require.NoError(t, err)
@@ -71,7 +71,7 @@ func TestBrowser_HiddenResults(t *testing.T) {
 	seed := seedHidden(t, env)
 	b := launchBrowser(t)
 	page := newBrowserPage(t, b, 1280, 900)
-	expect := browserExpect()
+	expect := browserExpect(t)
 
 	// The public board of the hidden-tests benchmark.
 	_, err := page.Goto(base + "/benchmarks/" + seed.BenchmarkSlug + "/leaderboard")
@@ -256,7 +256,7 @@ func TestBrowser_HiddenPassRateBoard(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, app.DB.SetRevealReferences(models.WithActor(context.Background(), models.SystemActor()), r.BenchmarkSlug, true))
 	b := launchBrowser(t)
-	expect := browserExpect()
+	expect := browserExpect(t)
 
 	for _, width := range []int{1280, 390} {
 		page := newBrowserPage(t, b, width, 900)

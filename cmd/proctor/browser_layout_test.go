@@ -186,7 +186,7 @@ func (p layoutProbe) box(l playwright.Locator) playwright.Rect {
 // window's width.
 func (p layoutProbe) requireInWindow(l playwright.Locator, what string) {
 	p.t.Helper()
-	require.NoError(p.t, browserExpect().Locator(l).ToBeVisible(), what)
+	require.NoError(p.t, browserExpect(p.t).Locator(l).ToBeVisible(), what)
 	b := p.box(l)
 	w := toInt(p.t, p.eval(`() => document.documentElement.clientWidth`))
 	require.GreaterOrEqual(p.t, b.X, -0.5, "%s starts left of the window", what)
@@ -300,7 +300,7 @@ func TestBrowser_Layout(t *testing.T) {
 	browserOptionsOrSkip(t)
 	b := launchBrowser(t)
 	site := seedLayoutSite(t, env, b)
-	expect := browserExpect()
+	expect := browserExpect(t)
 	emails := map[string]string{"anonymous": "", "member": site.member, "admin": site.admin}
 	dark := playwright.PageEmulateMediaOptions{ColorScheme: playwright.ColorSchemeDark}
 	light := playwright.PageEmulateMediaOptions{ColorScheme: playwright.ColorSchemeLight}

@@ -117,7 +117,7 @@ func TestBrowser_Leaderboard(t *testing.T) {
 
 	b := launchBrowser(t)
 	page := newBrowserPage(t, b, 1440, 900)
-	expect := browserExpect()
+	expect := browserExpect(t)
 	rows := page.GetByTestId("leaderboard-row")
 
 	_, err := page.Goto(base + "/benchmarks/" + sandbox.Slug)

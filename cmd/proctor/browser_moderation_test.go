@@ -72,7 +72,7 @@ func TestBrowser_PublishAndModerate(t *testing.T) {
 	const reason = "The agent's answers match a leaked copy of the references."
 
 	b := launchBrowser(t)
-	expect := browserExpect()
+	expect := browserExpect(t)
 	newPage := func() playwright.Page { return newBrowserPage(t, b, 1280, 900) }
 	login := func(page playwright.Page, email, password string) {
 		_, err := page.Goto(base + "/login")

@@ -122,7 +122,7 @@ func signIn(t *testing.T, page playwright.Page, base, email, password string) {
 	require.NoError(t, page.GetByLabel("Email").Fill(email))
 	require.NoError(t, page.GetByLabel("Password").Fill(password))
 	require.NoError(t, page.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Log in"}).Click())
-	require.NoError(t, browserExpect().Locator(page.GetByTestId("nav-account")).ToBeVisible())
+	require.NoError(t, browserExpect(t).Locator(page.GetByTestId("nav-account")).ToBeVisible())
 }
 
 // stillShot saves a full-page screenshot with transitions finished, so that
@@ -166,7 +166,7 @@ func TestBrowser_AnnotateBlindStudy(t *testing.T) {
 	base := env.serve(t)
 	b := launchBrowser(t)
 	page := newBrowserPage(t, b, 1440, 900)
-	expect := browserExpect()
+	expect := browserExpect(t)
 
 	// The owner creates a blind study over the run with every label, invites
 	// Ann and opens it, through the study pages.

@@ -84,7 +84,7 @@ var submissionURL = regexp.MustCompile(`/submissions/\d+(\?notice=uploaded)?$`)
 // sends the form again.
 func submitBundle(t *testing.T, env *browserEnv, page playwright.Page, bundle string, javaScript bool, interrupted, shots string) {
 	t.Helper()
-	expect := browserExpect()
+	expect := browserExpect(t)
 	_, err := page.Goto(env.base + "/submissions")
 	require.NoError(t, err)
 	require.NoError(t, page.GetByLabel("Email").Fill("mia@example.org"))
@@ -149,7 +149,7 @@ func submitBundle(t *testing.T, env *browserEnv, page playwright.Page, bundle st
 // the run to exist and opens it.
 func ingestAndOpenRun(t *testing.T, page playwright.Page, javaScript bool, shots string) {
 	t.Helper()
-	expect := browserExpect()
+	expect := browserExpect(t)
 	require.NoError(t, page.GetByTestId("ingest").Click())
 	if javaScript {
 		require.NoError(t, expect.Locator(page.GetByTestId("submission-run")).ToBeVisible(playwright.LocatorAssertionsToBeVisibleOptions{Timeout: playwright.Float(60_000)}))
@@ -220,10 +220,10 @@ func TestBrowser_SubmitBundle(t *testing.T) {
 	require.NoError(t, dark.GetByLabel("Email").Fill("mia@example.org"))
 	require.NoError(t, dark.GetByLabel("Password").Fill("a long enough password"))
 	require.NoError(t, dark.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Log in"}).Click())
-	require.NoError(t, browserExpect().Locator(dark.GetByTestId("nav-account")).ToBeVisible())
+	require.NoError(t, browserExpect(t).Locator(dark.GetByTestId("nav-account")).ToBeVisible())
 	_, err = dark.Goto(url)
 	require.NoError(t, err)
-	require.NoError(t, browserExpect().Locator(dark.GetByTestId("validation-report")).ToBeVisible())
+	require.NoError(t, browserExpect(t).Locator(dark.GetByTestId("validation-report")).ToBeVisible())
 	shot(t, dark, "submission-js-report-narrow-dark")
 	_, err = dark.Goto(base + "/submissions/new")
 	require.NoError(t, err)
@@ -232,8 +232,8 @@ func TestBrowser_SubmitBundle(t *testing.T) {
 	ingestAndOpenRun(t, page, true, "submission-js")
 	_, err = page.Goto(base + "/submissions")
 	require.NoError(t, err)
-	require.NoError(t, browserExpect().Locator(page.GetByTestId("submissions-table").Locator("tbody tr")).ToHaveCount(1))
-	require.NoError(t, browserExpect().Locator(page.GetByTestId("submission-status")).ToHaveText("ingested"))
+	require.NoError(t, browserExpect(t).Locator(page.GetByTestId("submissions-table").Locator("tbody tr")).ToHaveCount(1))
+	require.NoError(t, browserExpect(t).Locator(page.GetByTestId("submission-status")).ToHaveText("ingested"))
 	shot(t, page, "submission-js-list")
 }
 

@@ -74,7 +74,7 @@ func TestBrowser_SignupTeamAgent(t *testing.T) {
 	base := env.serve(t)
 	b := launchBrowser(t)
 	page := newBrowserPage(t, b, 1200, 900)
-	expect := browserExpect()
+	expect := browserExpect(t)
 
 	_, err := page.Goto(base + "/")
 	require.NoError(t, err)
@@ -138,7 +138,7 @@ func TestBrowser_AdminImportsAndBrowses(t *testing.T) {
 	base := env.serve(t)
 	b := launchBrowser(t)
 	page := newBrowserPage(t, b, 1280, 900)
-	expect := browserExpect()
+	expect := browserExpect(t)
 
 	_, err := page.Goto(base + "/admin")
 	require.NoError(t, err)
@@ -216,7 +216,7 @@ func TestBrowser_QueueSandboxRunAndWatch(t *testing.T) {
 
 	b := launchBrowser(t)
 	page := newBrowserPage(t, b, 1280, 900)
-	expect := browserExpect()
+	expect := browserExpect(t)
 	exact := playwright.Bool(true)
 
 	// The home page leads to each published leaderboard.
@@ -342,14 +342,17 @@ func TestBrowser_QueueSandboxRunAndWatch(t *testing.T) {
 	shot(t, page, "timeline")
 }
 
-// browserExpectTimeout is how long a browser assertion waits. The test suite
-// runs several browsers and servers at once on a small machine, where a page
-// (bcrypt on login, a run's evaluation) can take seconds.
-const browserExpectTimeout = 30_000 // ms
+// browserExpectTimeout is how long, in ms, a browser assertion or action
+// waits: 30 s stretched by PROCTOR_TEST_SLOWDOWN. The test suite runs several
+// browsers and servers at once on a small machine, where a page (bcrypt on
+// login, a run's evaluation) can take seconds.
+func browserExpectTimeout(t *testing.T) float64 {
+	return float64(testenv.Scaled(t, 30*time.Second).Milliseconds())
+}
 
 // browserExpect returns Playwright's assertions with browserExpectTimeout.
-func browserExpect() playwright.PlaywrightAssertions {
-	return playwright.NewPlaywrightAssertions(browserExpectTimeout)
+func browserExpect(t *testing.T) playwright.PlaywrightAssertions {
+	return playwright.NewPlaywrightAssertions(browserExpectTimeout(t))
 }
 
 // newBrowserPage opens a page of the given viewport in a fresh browser
@@ -370,6 +373,7 @@ func newBrowserContext(t *testing.T, b *episode.Browser, opts playwright.Browser
 	bctx, err := b.Playwright().NewContext(opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { bctx.Close() })
+	bctx.SetDefaultTimeout(browserExpectTimeout(t))
 	watchCSP(t, bctx)
 	return bctx
 }

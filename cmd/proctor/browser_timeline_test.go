@@ -151,7 +151,7 @@ func TestBrowser_TimelineKeyboard(t *testing.T) {
 	page := newBrowserPage(t, b, 1280, 800)
 	seed := seedTimeline(t, env, page, base)
 	require.NoError(t, page.SetViewportSize(1280, 900))
-	expect := browserExpect()
+	expect := browserExpect(t)
 	path := fmt.Sprintf("/runs/%d/attempts/%d", seed.runID, seed.attemptID)
 	status := page.GetByTestId("step-status")
 	current := page.Locator(".tl-step.tl-current")

@@ -152,7 +152,7 @@ func TestHiddenSample_EndToEnd(t *testing.T) {
 	signIn(t, page, b.server, "ci@example.org", "correct horse battery")
 	_, err = page.Goto(fmt.Sprintf("%s/runs/%d", b.server, runs[sandbox.RebuildBroken]))
 	require.NoError(t, err)
-	expect := browserExpect()
+	expect := browserExpect(t)
 	require.NoError(t, expect.Locator(page.GetByTestId("hidden-task-overall")).ToContainText("73.8%"))
 	shot(t, page, "hidden-sample-run")
 	require.NoError(t, page.GetByTestId("hidden-failed-link").Click())

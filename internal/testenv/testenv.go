@@ -4,11 +4,14 @@
 package testenv
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Required reports whether PROCTOR_TEST_REQUIRE (a comma list such as
@@ -55,4 +58,31 @@ func SharedDataDir(t testing.TB) string {
 	st, err := os.Stat(data)
 	SkipUnlessAvailable(t, "shared-data", err == nil && st.IsDir(), "../shared/data is absent: real-data tests need it")
 	return data
+}
+
+// SlowdownVariable names the factor by which tests stretch their time limits
+// on a slow or busy machine (CI sets it; 1 when unset).
+const SlowdownVariable = "PROCTOR_TEST_SLOWDOWN"
+
+// Slowdown is PROCTOR_TEST_SLOWDOWN: a number of at least 1 by which every
+// browser test's time limit is multiplied. Tests wait for events; the limits
+// only bound how long a wait may take before the test fails. Unset means 1;
+// a value that is not a number of at least 1 fails the test, naming it.
+func Slowdown(t testing.TB) float64 {
+	t.Helper()
+	v := strings.TrimSpace(os.Getenv(SlowdownVariable))
+	if v == "" {
+		return 1
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 1 || math.IsInf(f, 0) {
+		t.Fatalf("%s=%q: want a number of at least 1 (the factor for tests' time limits)", SlowdownVariable, v)
+	}
+	return f
+}
+
+// Scaled is d stretched by Slowdown.
+func Scaled(t testing.TB, d time.Duration) time.Duration {
+	t.Helper()
+	return time.Duration(float64(d) * Slowdown(t))
 }

@@ -311,10 +311,11 @@ func TestRun_DurationBudget(t *testing.T) {
 		return nil, ctx.Err()
 	}}
 	ep := b.episode(agent, "/form")
-	ep.Budget.MaxDuration = 10 * time.Second // room for the first observation on a loaded machine
+	ep.Budget.MaxDuration = b.scaled(10 * time.Second) // room for the first observation on a loaded machine
 	res := b.run(t, ep)
 	require.Equal(t, models.ErrorClassTimeout, res.ErrorClass, res.ErrorMessage)
-	require.Contains(t, res.ErrorMessage, "time limit of 10s")
+	require.Contains(t, res.ErrorMessage, "time limit of "+ep.Budget.MaxDuration.String())
+	require.NotEmpty(t, agent.requests(), "the first observation reached the agent within the budget")
 	require.Equal(t, 1, res.Steps, "the step in flight is saved")
 }
 
@@ -331,7 +332,7 @@ func TestRun_HungPageEndsAtTheTimeLimit(t *testing.T) {
 	ep.Budget.MaxDuration = 4 * time.Second
 	res := b.run(t, ep)
 	require.Equal(t, models.ErrorClassTimeout, res.ErrorClass, res.ErrorMessage)
-	require.Less(t, res.Duration, 4*time.Second+hardStopGrace+cleanupTimeout)
+	require.Less(t, res.Duration, 4*time.Second+b.scaled(hardStopGrace+cleanupTimeout))
 }
 
 func TestRun_AgentCallTimeout(t *testing.T) {
@@ -475,7 +476,7 @@ func TestRun_CancelStopsPromptly(t *testing.T) {
 	res, err := Run(ctx, b.browser, b.episode(agent, "/form"))
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, context.Canceled, err)
-	require.Less(t, time.Since(cancelledAt), 3*time.Second, "stopped within a few seconds of the cancel")
+	require.Less(t, time.Since(cancelledAt), b.scaled(3*time.Second), "stopped within a few seconds of the cancel")
 	require.Equal(t, 0, res.Steps, "the step in flight is lost, nothing else")
 	require.Equal(t, testPrefix+"/network.har", res.HARKey, "HAR stored on a best-effort basis")
 }

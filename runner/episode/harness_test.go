@@ -77,11 +77,13 @@ type bundle struct {
 	sink    *memSink
 	// slow, when set, runs in the /slow handler before it stalls.
 	slow atomic.Pointer[func()]
+	// slowdown stretches the episodes' time budgets (testenv.Slowdown).
+	slowdown float64
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	b := &bundle{browser: testBrowser(t), sink: &memSink{}}
+	b := &bundle{browser: testBrowser(t), sink: &memSink{}, slowdown: testenv.Slowdown(t)}
 	b.off = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.offHits.Add(1)
 		fmt.Fprint(w, "off-site")
@@ -201,11 +203,16 @@ func (b *bundle) episode(agent Agent, path string) Episode {
 		Task:           models.StepTask{ID: "t1", Goal: "test goal", StartURLs: []string{b.site.URL + path}},
 		AllowedOrigins: []string{b.site.URL},
 		Agent:          agent,
-		Budget:         Budget{MaxSteps: 12, MaxDuration: 30 * time.Second, MaxAgentCall: 10 * time.Second},
+		Budget:         Budget{MaxSteps: 12, MaxDuration: b.scaled(30 * time.Second), MaxAgentCall: b.scaled(10 * time.Second)},
 		Artifacts:      b.store,
 		Prefix:         testPrefix,
 		Steps:          b.sink,
 	}
+}
+
+// scaled is d stretched by the machine's slowdown factor.
+func (b *bundle) scaled(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * b.slowdown)
 }
 
 // run plays ep and fails the test on a Go error.
