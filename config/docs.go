@@ -39,6 +39,8 @@ const docsOutro = `
 - ` + "`PLAYWRIGHT_DRIVER_PATH`" + ` and ` + "`PROCTOR_CHROMIUM_PATH`" + ` locate the Playwright driver
   folder (` + "`make run`" + ` sets it) and the browser (default ` + "`/usr/bin/chromium`" + `); the
   verbs that drive a browser read them when they start it.
+  ` + "`PROCTOR_BROWSER_WS_ENDPOINT`" + ` (a comma list of ws:// addresses) makes a worker
+  drive the browsers of Playwright browser servers instead (docs/scaling.md).
 - ` + "`PROCTOR_SERVER`" + ` and ` + "`PROCTOR_TOKEN`" + ` tell the client verbs (` + "`proctor submit`" + `,
   ` + "`proctor runs`" + `, ` + "`proctor queue`" + `) which server to call and as whom (docs/cli.md).
 `

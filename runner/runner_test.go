@@ -69,7 +69,12 @@ func setupRunWith(t *testing.T, db *storage.DB, episodes int, judges runner.Judg
 // the runner use, and the benchmark file imported as the sandbox benchmark.
 func setupRunFrom(t *testing.T, db *storage.DB, episodes int, judges runner.JudgeFactory, kinds *eval.Registry, benchmark []byte) *runBundle {
 	t.Helper()
-	opts := browserOptions(t)
+	return setupRunOn(t, db, episodes, judges, kinds, benchmark, browserOptions(t))
+}
+
+// setupRunOn is setupRunFrom with the runner's browser options.
+func setupRunOn(t *testing.T, db *storage.DB, episodes int, judges runner.JudgeFactory, kinds *eval.Registry, benchmark []byte, opts episode.BrowserOptions) *runBundle {
+	t.Helper()
 	ctx := context.Background()
 	system := models.WithActor(ctx, models.SystemActor())
 	v, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
