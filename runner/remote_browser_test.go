@@ -53,4 +53,3 @@ func TestRunner_RemoteBrowser(t *testing.T) {
 	}
 	require.Equal(t, got.TasksTotal, got.Successes)
 }
-
