@@ -40,6 +40,11 @@
 #                              (-benchtime 1x), with a throwaway PostgreSQL and
 #                              versitygw, when no packages are named or
 #                              PROCTOR_BENCH_RECOVERY=1
+#   BenchmarkWebLoad           the web tier under load: 50 clients for 30 s on
+#                              loopback asking for a leaderboard, a run page and
+#                              a timeline while a run executes: requests/s,
+#                              p50 and p99 latency and errors, on SQLite and on
+#                              PostgreSQL with S3; run with BenchmarkRecovery
 #
 # Usage: scripts/bench.sh [go test flags/packages...]   (default: ./...)
 # BENCHTIME sets -benchtime (default 20x: 20 steps for the overhead, 20
@@ -80,7 +85,7 @@ echo "$(nproc) CPUs; load average (1, 5, 15 min) before: $load_before"
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(./...)
 set +e
-go test -run '^$' -bench . -skip '^(BenchmarkIngest|BenchmarkRecovery)$' -benchtime="${BENCHTIME:-20x}" -count="$rounds" -benchmem -timeout 20m "${args[@]}" 2>&1 | tee "$log"
+go test -run '^$' -bench . -skip '^(BenchmarkIngest|BenchmarkRecovery|BenchmarkWebLoad)$' -benchtime="${BENCHTIME:-20x}" -count="$rounds" -benchmem -timeout 20m "${args[@]}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 if [ "$status" -eq 0 ] && { [ $# -eq 0 ] || [ -n "${PROCTOR_BENCH_INGEST:-}" ]; }; then
 	go test -run '^$' -bench '^BenchmarkIngest$' -benchtime=1x -count="$rounds" -timeout 20m ./runner/ 2>&1 | tee -a "$log"
@@ -96,6 +101,10 @@ if [ "$status" -eq 0 ] && { [ $# -eq 0 ] || [ -n "${PROCTOR_BENCH_RECOVERY:-}" ]
 	export PROCTOR_TEST_DATABASE_URL PROCTOR_TEST_S3_ENDPOINT PROCTOR_TEST_S3_ACCESS_KEY PROCTOR_TEST_S3_SECRET_KEY
 	PROCTOR_TEST_REQUIRE=browser,postgres,s3 go test -run '^$' -bench '^BenchmarkRecovery$' -benchtime=1x -timeout 30m ./cmd/proctor/ 2>&1 | tee -a "$log"
 	status=${PIPESTATUS[0]}
+	if [ "$status" -eq 0 ]; then
+		PROCTOR_TEST_REQUIRE=browser,postgres,s3 go test -run '^$' -bench '^BenchmarkWebLoad$' -benchtime=1x -count="$rounds" -timeout 30m ./cmd/proctor/ 2>&1 | tee -a "$log"
+		status=${PIPESTATUS[0]}
+	fi
 fi
 set -e
 if [ "$status" -ne 0 ]; then
@@ -187,6 +196,18 @@ awk '
 			printf "  %-46s %7.2fx\n", "validate + ingest time / copy time", v[g, "total-x-copy"]
 			printf "  %-46s %8.1f\n", "peak memory of the ingesting process (MiB)", v[g, "ingest-peak-MB"]
 			printf "  %-46s %8.1f\n", "peak memory of the copying process (MiB)", v[g, "copy-peak-MB"]
+		}
+		wl = "BenchmarkWebLoad/"
+		if (has(wl "sqlite", "req/s") || has(wl "postgres", "req/s")) {
+			print ""
+			print "Web tier under load (leaderboard, run page, timeline; a run executing):"
+			printf "  %-10s %10s %10s %10s %8s\n", "database", "req/s", "p50 (ms)", "p99 (ms)", "errors"
+			split("sqlite postgres", dbs, " ")
+			for (k = 1; k <= 2; k++) {
+				n = wl dbs[k]
+				if (has(n, "req/s"))
+					printf "  %-10s %10.1f %10.1f %10.1f %8d\n", dbs[k], v[n, "req/s"], v[n, "p50-ms"], v[n, "p99-ms"], v[n, "errors"]
+			}
 		}
 		r = "BenchmarkRecovery/"
 		split("serve-killed-and-restarted worker-killed worker-frozen", faults, " ")

@@ -31,7 +31,7 @@ func newTestEnv(t testing.TB) testEnv {
 }
 
 // run executes one verb in-process and returns its exit code and output.
-func (e testEnv) run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+func (e testEnv) run(t testing.TB, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	p := &Program{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return e[k] }}
@@ -41,7 +41,7 @@ func (e testEnv) run(t *testing.T, stdin string, args ...string) (code int, stdo
 
 // serve starts `proctor serve` in-process on a free port and stops it (and waits
 // for the graceful shutdown) when the test ends.
-func (e testEnv) serve(t *testing.T) string {
+func (e testEnv) serve(t testing.TB) string {
 	t.Helper()
 	ready := make(chan string, 1)
 	var errb syncBuffer
