@@ -424,7 +424,7 @@ func (s *Server) showTimeline(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := web.TimelineView{Timeline: *tl, URLs: s.stepArtifactURLs(ctx, tl.Steps), Current: current, Admin: tl.MayRevealAnswer}
+	v := web.TimelineView{Timeline: *tl, URLs: s.stepArtifactURLs(ctx, tl.Steps), Current: current, Admin: tl.MayRevealAnswer, Deferred: true}
 	return s.render(c, http.StatusOK, web.TimelinePage(s.page(c, "Attempt "+tl.Task.ExternalID+" of run "+strconv.FormatInt(tl.Attempt.RunID, 10)), v))
 }
 

@@ -36,6 +36,7 @@ const maxAXTextBytes = 1 << 20
 // download. The timeline page itself is a run route (showTimeline). All of
 // them are visible to whoever may see the run, and 404 for everyone else.
 func (s *Server) timelineRoutes(e *echo.Echo) {
+	e.GET("/runs/:id/attempts/:attemptID/steps/:n", s.showStepPanel)
 	e.GET("/runs/:id/attempts/:attemptID/steps/:n/axtree", s.showStepAXText)
 	e.GET("/runs/:id/attempts/:attemptID/steps/:n/network", s.showStepNetwork)
 	e.GET("/runs/:id/attempts/:attemptID/artifacts.zip", s.downloadAttemptArtifacts)
@@ -116,12 +117,35 @@ func (s *Server) attemptStepsOf(c echo.Context) (*models.AttemptSteps, error) {
 // stepOf returns the step named by the :n path parameter (numbered from 1);
 // ENOTFOUND when the attempt has no such step.
 func stepOf(c echo.Context, as *models.AttemptSteps) (int, error) {
+	return stepIndex(c, as.Attempt.ID, len(as.Steps))
+}
+
+// stepIndex reads the :n path parameter (numbered from 1) as an index into
+// an attempt's steps; ENOTFOUND when it names none of them.
+func stepIndex(c echo.Context, attemptID int64, steps int) (int, error) {
 	raw := c.Param("n")
 	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > len(as.Steps) {
-		return 0, models.Errorf(models.ENOTFOUND, "Attempt %d has no step %q.", as.Attempt.ID, truncateText(raw, 20))
+	if err != nil || n < 1 || n > steps {
+		return 0, models.Errorf(models.ENOTFOUND, "Attempt %d has no step %q.", attemptID, truncateText(raw, 20))
 	}
 	return n - 1, nil
+}
+
+// showStepPanel answers one step of the timeline in full, the fragment the
+// timeline page loads for a step it shows only by its heading. Pages link to
+// the step with ?step=N instead, so this is only ever read by timeline.js.
+func (s *Server) showStepPanel(c echo.Context) error {
+	tl, err := s.timelineOf(c)
+	if err != nil {
+		return err
+	}
+	i, err := stepIndex(c, tl.Attempt.ID, len(tl.Steps))
+	if err != nil {
+		return err
+	}
+	urls := s.stepArtifactURLs(c.Request().Context(), tl.Steps[i:i+1])
+	v := web.TimelineView{Timeline: *tl, URLs: urls, Current: i, Admin: tl.MayRevealAnswer}
+	return s.render(c, http.StatusOK, web.TimelineStepPanel(v, i))
 }
 
 // showStepAXText answers one step's accessibility text (answerStepAXText).

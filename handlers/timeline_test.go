@@ -180,6 +180,10 @@ func TestAuthz_Timeline(t *testing.T) {
 		{path: "{attempt}?step=2", published: true, want: all(ok)},
 		{path: "{attempt}?step=9", want: team(notFound, bad)},
 		{path: "{attempt}?step=9", published: true, want: all(bad)},
+		{path: "{attempt}/steps/2", want: team(notFound, ok)},
+		{path: "{attempt}/steps/2", published: true, want: all(ok)},
+		{path: "{attempt}/steps/9", published: true, want: all(notFound)},
+		{path: "{other}/steps/2", published: true, want: all(notFound)},
 		{path: "{attempt}/steps/1/axtree", want: team(notFound, ok)},
 		{path: "{attempt}/steps/1/axtree", published: true, want: all(ok)},
 		{path: "{attempt}/steps/9/axtree", published: true, want: all(notFound)},
@@ -241,7 +245,7 @@ func TestTimeline_ArtifactURLs(t *testing.T) {
 	f.playTimeline(t, ids[0], timelineEpisode{steps: 3})
 	body := readBody(t, f.member.get(attemptURL(run.ID, ids[0])))
 	links := screenPattern.FindAllStringSubmatch(body, -1)
-	require.Len(t, links, 3)
+	require.Len(t, links, 1, "the current step's screenshot; the others come with their steps")
 	signed, err := url.Parse(html.UnescapeString(links[0][1]))
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(signed.Path, "/artifacts/runs/"), signed.Path)
@@ -284,8 +288,10 @@ func TestTimeline_ArtifactURLs(t *testing.T) {
 }
 
 // TestTimeline_Viewer: the page shows every step in the filmstrip (thumbnails
-// loaded lazily), the current step large (the only eager image) with its
-// action drawn, ?step=N choosing it; judges' citations link to steps.
+// loaded lazily), the current step in full and large (the only eager image)
+// with its action drawn, ?step=N choosing it, and every other step by its
+// heading, linking to it and to its full panel (…/steps/N, which draws its
+// action); judges' citations link to steps.
 func TestTimeline_Viewer(t *testing.T) {
 	t.Parallel()
 	f := newRunsFixture(t, runsOptions{})
@@ -298,26 +304,44 @@ func TestTimeline_Viewer(t *testing.T) {
 	require.Len(t, imgPattern.FindAllStringSubmatch(body, -1), 4, "every thumbnail is lazy")
 	require.Equal(t, 1, strings.Count(body, `loading="eager"`), "only the current screenshot loads at once")
 	require.Equal(t, 1, strings.Count(body, `fetchpriority="high"`))
-	require.Equal(t, 4, strings.Count(body, `data-testid="step-screenshot"`))
+	require.Equal(t, 1, strings.Count(body, `data-testid="step-screenshot"`), "only the current step is in full")
+	require.Equal(t, 4, strings.Count(body, `data-testid="step"`))
 	require.Regexp(t, `id="step-1" class="timeline-step tl-step tl-current"`, body)
+	require.Contains(t, body, `<li id="step-3" class="timeline-step tl-step" data-step="3" data-src="`+page+`/steps/3" data-testid="step">`)
+	require.Contains(t, body, `<a href="`+page+`?step=3#viewer" data-step="3" data-testid="step-full-link">Show step 3 in full</a>`)
 	require.Regexp(t, `data-testid="step-status" aria-live="polite">Step 1 of 4<`, body)
 	require.Contains(t, body, `href="`+page+`?step=2#viewer" class="tl-frame" data-step="2"`)
 	require.Contains(t, body, `<script src="/static/js/timeline.js?v=`)
 	require.Contains(t, body, `href="`+page+`/artifacts.zip" download`)
-	require.Contains(t, body, `<a href="`+page+`/steps/3/axtree" data-testid="step-axtree-link">`)
-	require.Contains(t, body, `<a href="`+page+`/steps/3/network" data-testid="step-network-link">`)
-	// The actions drawn: the click point, the typed text, the scroll's direction.
+	require.Contains(t, body, `<a href="`+page+`/steps/1/axtree" data-testid="step-axtree-link">`)
+	require.NotContains(t, body, `/steps/3/axtree`, "a deferred step's parts come with it")
 	require.Equal(t, 1, strings.Count(body, `data-testid="click-marker"`))
 	require.Contains(t, body, `data-x="25.00%" data-y="75.00%"`)
-	require.Contains(t, body, `font-family="ui-monospace, monospace" fill="#fff">typed &#34;usb-c cable&#34;</text>`)
-	require.Contains(t, body, `data-testid="scroll-arrow" data-direction="down"`)
-	require.Contains(t, body, `scrolled 600 px down</text>`)
 	require.Contains(t, body, `data-testid="step-tokens">100 in / 10 out<`)
+
+	// A step in full, as timeline.js loads it: its parts, its action drawn
+	// (the typed text, the scroll's direction), its screenshot.
+	panel := func(n int) string {
+		t.Helper()
+		res := f.member.get(page + "/steps/" + strconv.Itoa(n))
+		body := readBody(t, res)
+		require.Equal(t, http.StatusOK, res.StatusCode, body)
+		require.True(t, strings.HasPrefix(strings.TrimSpace(body), `<li id="step-`+strconv.Itoa(n)+`" class="timeline-step tl-step tl-current"`), body)
+		require.NotContains(t, body, "<html", "a fragment")
+		return body
+	}
+	third := panel(3)
+	require.Contains(t, third, `<a href="`+page+`/steps/3/axtree" data-testid="step-axtree-link">`)
+	require.Contains(t, third, `<a href="`+page+`/steps/3/network" data-testid="step-network-link">`)
+	require.Contains(t, third, `data-testid="scroll-arrow" data-direction="down"`)
+	require.Contains(t, third, `scrolled 600 px down</text>`)
+	require.Equal(t, 1, strings.Count(third, `data-testid="step-screenshot"`))
+	require.Contains(t, panel(2), `font-family="ui-monospace, monospace" fill="#fff">typed &#34;usb-c cable&#34;</text>`)
 
 	// ?step=3 renders the third step as the current one.
 	body = readBody(t, f.member.get(page+"?step=3"))
 	require.Regexp(t, `id="step-3" class="timeline-step tl-step tl-current"`, body)
-	require.Regexp(t, `id="step-1" class="timeline-step tl-step"`, body)
+	require.Regexp(t, `id="step-1" class="timeline-step tl-step" data-step="1" data-src=`, body)
 	require.Regexp(t, `data-step="3" title="Step 3: scroll" data-testid="film-frame" aria-current="step"`, body)
 	require.Equal(t, 1, strings.Count(body, `aria-current="step"`))
 	require.Regexp(t, `data-testid="step-status" aria-live="polite">Step 3 of 4<`, body)

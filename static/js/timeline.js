@@ -1,8 +1,10 @@
 // Timeline viewer, progressive enhancement only: without this file the page
 // shows the step named by ?step=N (links reload the page) and the one a
 // #step-N link targets. With it, steps switch in place, the keyboard steps
-// through them (← → or j k, Home and End), the address keeps ?step=N, and
-// the accessibility text and network requests of a step load when opened.
+// through them (← → or j k, Home and End), the address keeps ?step=N, a
+// step the page holds only by its heading (data-src) loads in full when it is
+// shown or is next to the one shown, and the accessibility text and network
+// requests of a step load when opened.
 (function () {
   "use strict";
 
@@ -41,6 +43,7 @@
       var on = panel.getAttribute("data-step") === String(n);
       panel.classList.toggle("tl-current", on);
       if (on) {
+        load(root, panel);
         var img = panel.querySelector(".tl-screenshot");
         if (img) {
           img.loading = "eager";
@@ -85,12 +88,62 @@
     }
   }
 
-  // preload fetches a neighbouring step's screenshot so that stepping is instant.
+  // preload fetches a neighbouring step (in full, then its screenshot) so
+  // that stepping is instant.
   function preload(root, n) {
-    var img = root.querySelector('.tl-step[data-step="' + n + '"] .tl-screenshot');
+    var panel = root.querySelector('.tl-step[data-step="' + n + '"]');
+    if (!panel) {
+      return;
+    }
+    if (panel.hasAttribute("data-src")) {
+      load(root, panel);
+      return;
+    }
+    var img = panel.querySelector(".tl-screenshot");
     if (img && img.loading !== "eager") {
       img.loading = "eager";
     }
+  }
+
+  // load replaces a step held by its heading (data-src) with the step in
+  // full, once; the step keeps being the current one if it was, and a
+  // neighbour of the current step starts loading its screenshot. On failure
+  // the heading and its link (which reloads the page on the step) stay.
+  function load(root, panel) {
+    var src = panel.getAttribute("data-src");
+    if (!src || panel.hasAttribute("data-loading")) {
+      return;
+    }
+    panel.setAttribute("data-loading", "");
+    panel.setAttribute("aria-busy", "true");
+    fetch(src, { headers: { "HX-Request": "true" }, credentials: "same-origin" })
+      .then(function (res) {
+        if (!res.ok) {
+          throw new Error("step " + src + ": " + res.status);
+        }
+        return res.text();
+      })
+      .then(function (html) {
+        // Server-rendered, escaped HTML of this site: one <li> step.
+        var tpl = document.createElement("template");
+        tpl.innerHTML = html.trim();
+        var full = tpl.content.firstElementChild;
+        if (!full || !panel.parentNode) {
+          throw new Error("step " + src + ": empty");
+        }
+        var n = parseInt(full.getAttribute("data-step"), 10);
+        var current = currentStep(root);
+        full.classList.toggle("tl-current", n === current);
+        var img = full.querySelector(".tl-screenshot");
+        if (img) {
+          img.loading = Math.abs(n - current) <= 1 ? "eager" : "lazy";
+        }
+        panel.replaceWith(full);
+      })
+      .catch(function () {
+        panel.removeAttribute("data-loading");
+        panel.removeAttribute("aria-busy");
+      });
   }
 
   function stepFromHash(hash) {
