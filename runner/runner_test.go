@@ -142,30 +142,7 @@ func TestRunner_SandboxReplay(t *testing.T) {
 		b := setupRun(t, db, 4)
 		run, err := runService(b.db, b.runner).QueueRun(b.member, models.RunRequest{TeamSlug: "lab", AgentSlug: "replayer", BenchmarkSlug: sandbox.Slug, Parallelism: 4})
 		require.NoError(t, err)
-		got := b.waitRun(t, run.ID, 5*time.Minute)
-		require.Equal(t, models.RunCompleted, got.Status)
-
-		var attempts []models.Attempt
-		require.NoError(t, db.Gorm().Preload("Task").Where("run_id = ?", run.ID).Find(&attempts).Error)
-		require.Len(t, attempts, got.TasksTotal)
-		for _, a := range attempts {
-			t.Logf("task %s: %d steps in %d ms", a.Task.ExternalID, a.Steps, a.DurationMS)
-			require.NotEmpty(t, a.HARKey, "task %s", a.Task.ExternalID)
-			if a.Outcome != models.OutcomeSuccess {
-				logWhyNot(t, b, a)
-			}
-			require.Equal(t, models.OutcomeSuccess, a.Outcome, "task %s: %s %s", a.Task.ExternalID, a.ErrorClass, a.ErrorMessage)
-			var steps []models.Step
-			require.NoError(t, db.Gorm().Where("attempt_id = ?", a.ID).Order("step_index").Find(&steps).Error)
-			require.Len(t, steps, a.Steps, "task %s", a.Task.ExternalID)
-			for i, s := range steps {
-				t.Logf("  step %d: observe %d ms, agent %d ms, act %d ms: %s", i, s.ObserveMS, s.AgentMS, s.ActMS, s.Action)
-				require.Equal(t, i, s.Index)
-				_, err := b.artifacts.Stat(context.Background(), s.ScreenshotKey)
-				require.NoError(t, err, "task %s step %d screenshot", a.Task.ExternalID, i)
-			}
-		}
-		require.Equal(t, got.TasksTotal, got.Successes)
+		requireEveryTaskPassed(t, b, run.ID)
 
 		// No judge is configured: only the deterministic check graded.
 		var kinds []string
@@ -173,6 +150,37 @@ func TestRunner_SandboxReplay(t *testing.T) {
 			Where("a.run_id = ?", run.ID).Distinct().Pluck("evaluations.kind", &kinds).Error)
 		require.Equal(t, []string{models.EvaluationCheck}, kinds, "no judge, so nothing is judged")
 	})
+}
+
+// requireEveryTaskPassed waits for the run to complete and checks that every
+// attempt succeeded with its HAR and every step's screenshot stored.
+func requireEveryTaskPassed(t *testing.T, b *runBundle, runID int64) {
+	t.Helper()
+	got := b.waitRun(t, runID, 5*time.Minute)
+	require.Equal(t, models.RunCompleted, got.Status)
+	var attempts []models.Attempt
+	require.NoError(t, b.db.Gorm().Preload("Task").Where("run_id = ?", runID).Find(&attempts).Error)
+	require.Len(t, attempts, got.TasksTotal)
+	for _, a := range attempts {
+		t.Logf("task %s: %d steps in %d ms", a.Task.ExternalID, a.Steps, a.DurationMS)
+		if a.Outcome != models.OutcomeSuccess {
+			logWhyNot(t, b, a)
+		}
+		require.Equal(t, models.OutcomeSuccess, a.Outcome, "task %s: %s %s", a.Task.ExternalID, a.ErrorClass, a.ErrorMessage)
+		require.NotEmpty(t, a.HARKey, "task %s", a.Task.ExternalID)
+		_, err := b.artifacts.Stat(context.Background(), a.HARKey)
+		require.NoError(t, err, "task %s HAR", a.Task.ExternalID)
+		var steps []models.Step
+		require.NoError(t, b.db.Gorm().Where("attempt_id = ?", a.ID).Order("step_index").Find(&steps).Error)
+		require.Len(t, steps, a.Steps, "task %s", a.Task.ExternalID)
+		for i, s := range steps {
+			t.Logf("  step %d: observe %d ms, agent %d ms, act %d ms: %s", i, s.ObserveMS, s.AgentMS, s.ActMS, s.Action)
+			require.Equal(t, i, s.Index)
+			_, err := b.artifacts.Stat(context.Background(), s.ScreenshotKey)
+			require.NoError(t, err, "task %s step %d screenshot", a.Task.ExternalID, i)
+		}
+	}
+	require.Equal(t, got.TasksTotal, got.Successes)
 }
 
 // logWhyNot logs why an attempt did not succeed: its evaluations' details

@@ -160,7 +160,7 @@ func percentile(sorted []float64, q float64) float64 {
 
 // Median is the median of xs: the middle value, or the mean of the two middle
 // values when len(xs) is even; 0 for an empty slice. xs is not modified.
-func Median(xs []int) float64 {
+func Median[T int | int64 | float64](xs []T) float64 {
 	if len(xs) == 0 {
 		return 0
 	}

@@ -7,10 +7,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"proctor/stats"
 )
 
 // Samples are the values of one benchmark's metrics, one per round, by
@@ -65,21 +66,6 @@ func trimProcs(name string) string {
 	return name[:i]
 }
 
-// Median is the middle value of xs (the mean of the two middle ones for an
-// even count); 0 for none.
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	m := len(s) / 2
-	if len(s)%2 == 1 {
-		return s[m]
-	}
-	return (s[m-1] + s[m]) / 2
-}
-
 // Figure is one metric of one benchmark: its median and the rounds it is
 // the median of.
 type Figure struct {
@@ -94,7 +80,7 @@ func Figures(all map[string]Samples) []Figure {
 	var out []Figure
 	for name, s := range all {
 		for unit, xs := range s {
-			out = append(out, Figure{Benchmark: name, Unit: unit, Median: Median(xs), Samples: xs})
+			out = append(out, Figure{Benchmark: name, Unit: unit, Median: stats.Median(xs), Samples: xs})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -131,7 +117,7 @@ func Check(all map[string]Samples, goals []Goal) []GoalResult {
 	for _, g := range goals {
 		r := GoalResult{Goal: g}
 		if xs := all[g.Benchmark][g.Unit]; len(xs) > 0 {
-			r.Measured, r.Value = true, Median(xs)
+			r.Measured, r.Value = true, stats.Median(xs)
 			r.Met = r.Value >= g.Target
 			if g.AtMost {
 				r.Met = r.Value <= g.Target
@@ -160,7 +146,7 @@ func WriteMedians(w io.Writer, all map[string]Samples) error {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s\t1", name)
 		for _, u := range units {
-			fmt.Fprintf(&b, "\t%s %s", strconv.FormatFloat(Median(all[name][u]), 'g', -1, 64), u)
+			fmt.Fprintf(&b, "\t%s %s", strconv.FormatFloat(stats.Median(all[name][u]), 'g', -1, 64), u)
 		}
 		if _, err := fmt.Fprintln(w, b.String()); err != nil {
 			return err

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"proctor/stats"
 )
 
 // output is real `go test -bench -count 3` output in shape: a header, log
@@ -31,10 +33,10 @@ func TestParse_MediansOverRounds(t *testing.T) {
 	if got := all["BenchmarkStepOverhead"]["x-raw"]; len(got) != 3 {
 		t.Fatalf("x-raw samples = %v, want three rounds", got)
 	}
-	if m := Median(all["BenchmarkStepOverhead"]["x-raw"]); m != 1.32 {
+	if m := stats.Median(all["BenchmarkStepOverhead"]["x-raw"]); m != 1.32 {
 		t.Errorf("median x-raw = %v, want 1.32", m)
 	}
-	if m := Median(all["BenchmarkEntriesMemory/256MiB"]["x-4MiB"]); m != 1.0 {
+	if m := stats.Median(all["BenchmarkEntriesMemory/256MiB"]["x-4MiB"]); m != 1.0 {
 		t.Errorf("median of an even count = %v, want the mean of the middle two, 1.0", m)
 	}
 	if _, ok := all["BenchmarkStepOverhead warmed up"]; ok {
