@@ -28,13 +28,14 @@ const (
 // exports and the JSON API. Boards are public: they show only published runs,
 // and a board of an unpublished benchmark answers 404 to everyone but admins.
 func (s *Server) leaderboardRoutes(e *echo.Echo) {
-	e.GET("/benchmarks/:slug/leaderboard", s.showLeaderboard)
-	e.GET("/benchmarks/:slug/leaderboard.json", s.showLeaderboard)
-	e.GET("/benchmarks/:slug/leaderboard.csv", s.showLeaderboard)
+	// Answers carry an ETag of their content: an unchanged board is a 304.
+	e.GET("/benchmarks/:slug/leaderboard", s.showLeaderboard, conditionalGET)
+	e.GET("/benchmarks/:slug/leaderboard.json", s.showLeaderboard, conditionalGET)
+	e.GET("/benchmarks/:slug/leaderboard.csv", s.showLeaderboard, conditionalGET)
 	// The subset's name carries the export's extension (hard.csv): subset
 	// names are slugs, so a dot can only start one.
-	e.GET("/benchmarks/:slug/leaderboard/:subset", s.showLeaderboard)
-	e.GET("/api/v1/benchmarks/:slug/leaderboard", s.apiLeaderboard)
+	e.GET("/benchmarks/:slug/leaderboard/:subset", s.showLeaderboard, conditionalGET)
+	e.GET("/api/v1/benchmarks/:slug/leaderboard", s.apiLeaderboard, conditionalGET)
 }
 
 // boardTarget reads which subset's board a request asks for and in which format.
