@@ -424,30 +424,55 @@ func (s *Server) showTimeline(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := web.TimelineView{Timeline: *tl, URLs: s.stepArtifactURLs(ctx, tl.Steps), Current: current, Admin: tl.MayRevealAnswer, Deferred: true}
+	urls := s.signArtifactURLs(ctx, filmstripImages(tl.Steps, current))
+	v := web.TimelineView{Timeline: *tl, URLs: urls, Current: current, Admin: tl.MayRevealAnswer, Deferred: true}
 	return s.render(c, http.StatusOK, web.TimelinePage(s.page(c, "Attempt "+tl.Task.ExternalID+" of run "+strconv.FormatInt(tl.Attempt.RunID, 10)), v))
 }
 
 // stepArtifactURLs signs the screenshot and thumbnail URLs of steps, keyed by
-// artifact key. Keys that cannot be signed are left out (the page says the
-// screenshot is unavailable); so is everything when no signer is configured.
+// artifact key (signArtifactURLs).
 func (s *Server) stepArtifactURLs(ctx context.Context, steps []models.TimelineStep) map[string]string {
+	keys := make([]string, 0, 2*len(steps))
+	for _, st := range steps {
+		keys = append(keys, st.Step.ScreenshotKey, st.Step.ThumbnailKey)
+	}
+	return s.signArtifactURLs(ctx, keys)
+}
+
+// filmstripImages lists the images a timeline page shows at once: every
+// step's thumbnail in the filmstrip (its screenshot when it has none) and
+// the current step's screenshot. The other steps' screenshots are signed when
+// their step is loaded (showStepPanel), so a long attempt's page signs about
+// one URL a step instead of two.
+func filmstripImages(steps []models.TimelineStep, current int) []string {
+	keys := make([]string, 0, len(steps)+2)
+	for i, st := range steps {
+		if st.Step.ThumbnailKey == "" || i == current {
+			keys = append(keys, st.Step.ScreenshotKey)
+		}
+		keys = append(keys, st.Step.ThumbnailKey)
+	}
+	return keys
+}
+
+// signArtifactURLs signs artifact keys' URLs, keyed by artifact key. Keys
+// that cannot be signed are left out (the page says the screenshot is
+// unavailable); so is everything when no signer is configured.
+func (s *Server) signArtifactURLs(ctx context.Context, keys []string) map[string]string {
 	urls := map[string]string{}
 	if s.deps.ArtifactURLs == nil {
 		return urls
 	}
-	for _, st := range steps {
-		for _, key := range []string{st.Step.ScreenshotKey, st.Step.ThumbnailKey} {
-			if key == "" || urls[key] != "" {
-				continue
-			}
-			u, err := s.deps.ArtifactURLs.URL(ctx, key, artifactURLTTL)
-			if err != nil {
-				s.log.Warn("sign artifact URL", "key", key, "error", err.Error())
-				continue
-			}
-			urls[key] = u
+	for _, key := range keys {
+		if key == "" || urls[key] != "" {
+			continue
 		}
+		u, err := s.deps.ArtifactURLs.URL(ctx, key, artifactURLTTL)
+		if err != nil {
+			s.log.Warn("sign artifact URL", "key", key, "error", err.Error())
+			continue
+		}
+		urls[key] = u
 	}
 	return urls
 }

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,6 +49,31 @@ type runsFixture struct {
 type runsOptions struct {
 	quota   int
 	noQueue bool
+	// signed, when set, records every artifact key whose URL a page signs.
+	signed *signedKeys
+}
+
+// signedKeys is an ArtifactURLSigner that records the keys it signs.
+type signedKeys struct {
+	handlers.ArtifactURLSigner
+	mu   sync.Mutex
+	keys []string
+}
+
+func (s *signedKeys) URL(ctx context.Context, key string, ttl time.Duration) (string, error) {
+	s.mu.Lock()
+	s.keys = append(s.keys, key)
+	s.mu.Unlock()
+	return s.ArtifactURLSigner.URL(ctx, key, ttl)
+}
+
+// take returns the keys signed since the last call.
+func (s *signedKeys) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := s.keys
+	s.keys = nil
+	return keys
 }
 
 func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
@@ -63,6 +89,10 @@ func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
 	deps := handlers.Deps{Studies: servicetest.Studies(db, nil), Evaluators: evaltest.Registry(), Benchmarks: servicetest.Benchmarks(db), Submissions: servicetest.Submissions(db), Teams: servicetest.Teams(db), Candidates: servicetest.Candidates(db, nil), Accounts: servicetest.Accounts(db), Moderation: servicetest.Moderation(db),
 		Store: db, Artifacts: store, ArtifactHandler: artifact.NewLocalHandler(store, signer), ArtifactURLs: store,
 		Static: static.Files(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if opts.signed != nil {
+		opts.signed.ArtifactURLSigner = store
+		deps.ArtifactURLs = opts.signed
 	}
 	if opts.noQueue {
 		deps.Runs = servicetest.NoQueue(db)

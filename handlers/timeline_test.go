@@ -240,10 +240,17 @@ func TestAuthz_Timeline(t *testing.T) {
 // artifact or past its expiry is refused for everyone, signed in or not.
 func TestTimeline_ArtifactURLs(t *testing.T) {
 	t.Parallel()
-	f := newRunsFixture(t, runsOptions{})
+	signing := &signedKeys{}
+	f := newRunsFixture(t, runsOptions{signed: signing})
 	run, ids := f.queue(t, true, false)
 	f.playTimeline(t, ids[0], timelineEpisode{steps: 3})
-	body := readBody(t, f.member.get(attemptURL(run.ID, ids[0])))
+	signing.take()
+	body := readBody(t, f.member.get(attemptURL(run.ID, ids[0])+"?step=2"))
+	require.ElementsMatch(t, []string{"steps/000-thumb.jpg", "steps/001.jpg", "steps/001-thumb.jpg", "steps/002-thumb.jpg"}, stepKeys(signing.take()),
+		"the page signs every step's thumbnail and the current step's screenshot only")
+	readBody(t, f.member.get(attemptURL(run.ID, ids[0])+"/steps/3"))
+	require.ElementsMatch(t, []string{"steps/002.jpg", "steps/002-thumb.jpg"}, stepKeys(signing.take()), "a step's panel signs its own images")
+	body = readBody(t, f.member.get(attemptURL(run.ID, ids[0])))
 	links := screenPattern.FindAllStringSubmatch(body, -1)
 	require.Len(t, links, 1, "the current step's screenshot; the others come with their steps")
 	signed, err := url.Parse(html.UnescapeString(links[0][1]))
@@ -285,6 +292,15 @@ func TestTimeline_ArtifactURLs(t *testing.T) {
 			})
 		}
 	}
+}
+
+// stepKeys trims artifact keys to their part after the attempt's folder.
+func stepKeys(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k[strings.LastIndex(k, "steps/"):]
+	}
+	return out
 }
 
 // TestTimeline_Viewer: the page shows every step in the filmstrip (thumbnails
