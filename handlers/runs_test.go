@@ -31,6 +31,7 @@ import (
 	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/stats"
+	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/storage/storagetest"
 	"proctor/vault"
@@ -48,11 +49,16 @@ type runsFixture struct {
 type runsOptions struct {
 	quota   int
 	noQueue bool
+	// db is the database to use; nil opens a SQLite one.
+	db *storage.DB
 }
 
 func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
 	t.Helper()
-	db := storagetest.OpenSQLite(t)
+	db := opts.db
+	if db == nil {
+		db = storagetest.OpenSQLite(t)
+	}
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
 	db.UseAgentSecrets(sealer)
