@@ -159,7 +159,7 @@ func (s *Server) serveBoardPage(c echo.Context, subset string) error {
 		if err := web.LeaderboardBody(web.LeaderboardView{Board: lb}).Render(ctx, &buf); err != nil {
 			return nil, err
 		}
-		return &boardAnswer{body: buf.Bytes()}, nil
+		return &boardAnswer{body: bytes.Clone(buf.Bytes())}, nil // no spare capacity kept
 	})
 	if err != nil {
 		untag(c)
@@ -225,7 +225,7 @@ func captureAnswer(c echo.Context, answer func() error) (*boardAnswer, error) {
 	}
 	header := maps.Clone(buf.header)
 	header.Del(echo.HeaderContentLength)
-	return &boardAnswer{header: header, body: buf.body.Bytes()}, nil
+	return &boardAnswer{header: header, body: bytes.Clone(buf.body.Bytes())}, nil
 }
 
 // bufferedWriter holds a response's status, headers and body.
