@@ -95,6 +95,7 @@ func untag(c echo.Context) {
 	h := c.Response().Header()
 	h.Del("ETag")
 	h.Del("Cache-Control")
+	h.Del("Vary")
 }
 
 // serveBoard answers a board's export, its table for htmx or the API's
