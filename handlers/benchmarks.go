@@ -21,6 +21,9 @@ type BenchmarkService interface {
 	// Leaderboard returns a benchmark's board for a subset, filtered, ranked
 	// and sorted by the query; ENOTFOUND for unknown or hidden boards.
 	Leaderboard(ctx context.Context, slug, subset string, q models.LeaderboardQuery) (*models.Leaderboard, error)
+	// BoardVersion returns where the benchmark's boards stand for the
+	// caller; it moves with every change they show.
+	BoardVersion(ctx context.Context, slug string) (models.BoardVersion, error)
 	ListBenchmarks(ctx context.Context) ([]models.BenchmarkListItem, error)
 	Benchmark(ctx context.Context, slug string) (*models.Benchmark, error)
 	BenchmarkDetail(ctx context.Context, slug string) (*models.BenchmarkDetail, error)

@@ -27,15 +27,16 @@ const (
 // leaderboardRoutes registers the leaderboard pages, their JSON and CSV
 // exports and the JSON API. Boards are public: they show only published runs,
 // and a board of an unpublished benchmark answers 404 to everyone but admins.
+// Each is rendered once per version of the board and kept (serveBoard), and
+// answers carry an ETag of that version: an unchanged board is a 304.
 func (s *Server) leaderboardRoutes(e *echo.Echo) {
-	// Answers carry an ETag of their content: an unchanged board is a 304.
-	e.GET("/benchmarks/:slug/leaderboard", s.showLeaderboard, conditionalGET)
-	e.GET("/benchmarks/:slug/leaderboard.json", s.showLeaderboard, conditionalGET)
-	e.GET("/benchmarks/:slug/leaderboard.csv", s.showLeaderboard, conditionalGET)
+	e.GET("/benchmarks/:slug/leaderboard", s.showLeaderboard)
+	e.GET("/benchmarks/:slug/leaderboard.json", s.showLeaderboard)
+	e.GET("/benchmarks/:slug/leaderboard.csv", s.showLeaderboard)
 	// The subset's name carries the export's extension (hard.csv): subset
 	// names are slugs, so a dot can only start one.
-	e.GET("/benchmarks/:slug/leaderboard/:subset", s.showLeaderboard, conditionalGET)
-	e.GET("/api/v1/benchmarks/:slug/leaderboard", s.apiLeaderboard, conditionalGET)
+	e.GET("/benchmarks/:slug/leaderboard/:subset", s.showLeaderboard)
+	e.GET("/api/v1/benchmarks/:slug/leaderboard", s.apiLeaderboard)
 }
 
 // boardTarget reads which subset's board a request asks for and in which format.
@@ -62,6 +63,15 @@ func boardTarget(c echo.Context) (subset, format string) {
 // and filters, or as a JSON or CSV export with the same filters and sort.
 func (s *Server) showLeaderboard(c echo.Context) error {
 	subset, format := boardTarget(c)
+	if format == boardHTML && !wantsFragment(c) {
+		return s.serveBoardPage(c, subset)
+	}
+	return s.serveBoard(c, subset, format == boardHTML, func() error { return s.answerLeaderboard(c, subset, format) })
+}
+
+// answerLeaderboard renders a board's export or its table for htmx, or a
+// refusal, without the kept boards.
+func (s *Server) answerLeaderboard(c echo.Context, subset, format string) error {
 	lb, err := s.leaderboard(c, subset)
 	if err != nil {
 		if format == boardJSON {
@@ -83,11 +93,16 @@ func (s *Server) showLeaderboard(c echo.Context) error {
 		c.Response().Header().Set("HX-Push-Url", web.LeaderboardURL(lb.BenchmarkSlug, lb.Subset, "", lb.Query))
 		return s.render(c, http.StatusOK, web.LeaderboardTable(v))
 	}
-	title := "Leaderboard of " + lb.BenchmarkName
-	if lb.Subset != models.SubsetFull {
-		title += " (" + lb.Subset + ")"
+	return s.render(c, http.StatusOK, web.LeaderboardPage(s.page(c, boardTitle(lb.BenchmarkName, lb.Subset)), v))
+}
+
+// boardTitle is a board page's title.
+func boardTitle(benchmark, subset string) string {
+	title := "Leaderboard of " + benchmark
+	if subset != models.SubsetFull {
+		title += " (" + subset + ")"
 	}
-	return s.render(c, http.StatusOK, web.LeaderboardPage(s.page(c, title), v))
+	return title
 }
 
 // apiLeaderboard is a board as JSON: ?subset= picks the subset (full by
@@ -97,11 +112,13 @@ func (s *Server) apiLeaderboard(c echo.Context) error {
 	if subset == "" {
 		subset = models.SubsetFull
 	}
-	lb, err := s.leaderboard(c, subset)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, s.toAPILeaderboard(c, lb))
+	return s.serveBoard(c, subset, false, func() error {
+		lb, err := s.leaderboard(c, subset)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, s.toAPILeaderboard(c, lb))
+	})
 }
 
 // leaderboard parses the board's query parameters and loads it.

@@ -58,7 +58,13 @@ func f64(v float64) *float64 { return &v }
 
 func newBoardFixture(t *testing.T) *boardFixture {
 	t.Helper()
-	f := &boardFixture{runsFixture: newRunsFixture(t, runsOptions{}), runs: map[string]*models.Run{}}
+	return newBoardFixtureOn(t, runsOptions{})
+}
+
+// newBoardFixtureOn is the board fixture with the runs fixture's options.
+func newBoardFixtureOn(t *testing.T, opts runsOptions) *boardFixture {
+	t.Helper()
+	f := &boardFixture{runsFixture: newRunsFixture(t, opts), runs: map[string]*models.Run{}}
 	day := func(d int) time.Time { return time.Date(2026, 3, d, 14, 30, 0, 0, time.UTC) }
 	agents := []boardAgent{
 		{team: "lab", name: "Navigator", model: "gpt-4o", origin: models.OriginExecuted, successes: 160, tasks: 200, judge: f64(4.21), rubric: f64(0.812), cost: 0.0231, steps: 11.5, tokens: 2_450_000, finished: day(2)},

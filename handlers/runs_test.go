@@ -32,6 +32,7 @@ import (
 	"proctor/service/servicetest"
 	"proctor/static"
 	"proctor/stats"
+	"proctor/storage"
 	"proctor/storage/artifact"
 	"proctor/storage/storagetest"
 	"proctor/vault"
@@ -49,6 +50,8 @@ type runsFixture struct {
 type runsOptions struct {
 	quota   int
 	noQueue bool
+	// db is the database to use; nil opens a SQLite one.
+	db *storage.DB
 	// signed, when set, records every artifact key whose URL a page signs.
 	signed *signedKeys
 }
@@ -78,7 +81,10 @@ func (s *signedKeys) take() []string {
 
 func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
 	t.Helper()
-	db := storagetest.OpenSQLite(t)
+	db := opts.db
+	if db == nil {
+		db = storagetest.OpenSQLite(t)
+	}
 	sealer, err := vault.New(strings.Repeat("k", vault.MinSecretLength))
 	require.NoError(t, err)
 	db.UseAgentSecrets(sealer)

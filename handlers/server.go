@@ -36,6 +36,9 @@ type Options struct {
 	// ServerJudge describes the server's LLM judge ("model at URL") for the
 	// judge settings page; "" when none is configured.
 	ServerJudge string
+	// BoardCacheBytes bounds the rendered leaderboards the server keeps
+	// (their bodies' bytes); 0 is 64 MiB, negative keeps none.
+	BoardCacheBytes int64
 }
 
 // Pinger is a dependency /readyz checks.
@@ -135,6 +138,8 @@ type Server struct {
 	assets  *assets
 	logins  *loginThrottle
 	signups *attemptLimiter
+	// boards are the rendered leaderboards, by variant and board version.
+	boards *boardCache
 }
 
 // New builds the server and its routes.
@@ -158,6 +163,7 @@ func New(opts Options, deps Deps) (*Server, error) {
 		echo: e, store: deps.Store, deps: deps, opts: opts, log: deps.Logger, assets: a,
 		logins:  newLoginThrottle(opts.LoginAttemptsPerMinute, deps.Now),
 		signups: newAttemptLimiter(opts.LoginAttemptsPerMinute, time.Minute, deps.Now),
+		boards:  newBoardCache(opts.BoardCacheBytes),
 	}
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = echo.ExtractIPDirect()

@@ -318,6 +318,31 @@ func (r LeaderboardRow) RankText() string {
 	return strconv.Itoa(r.Rank)
 }
 
+// BoardVersion is where a benchmark's boards stand: a value that moves
+// whenever anything they or their exports show changes (a run published,
+// withdrawn, hidden, shown again, verified or re-scored, its entries
+// recomputed, the benchmark's settings, versions or subsets changed, a team
+// or agent renamed), the same in every server process. A board rendered at
+// one version may be served again while the version stays.
+type BoardVersion struct {
+	// BenchmarkID is the benchmark's row: a benchmark removed and imported
+	// again under the same slug is another board.
+	BenchmarkID int64
+	// BenchmarkName is the benchmark's name, for a page's title.
+	BenchmarkName string
+	// Board moves with the benchmark's own boards; Shared with the names
+	// every board shows (teams and agents).
+	Board, Shared int64
+	// Scope is what the caller's reads of the benchmark include: a board
+	// rendered for one scope is never served to another.
+	Scope BenchmarkScope
+}
+
+// Key is the version as one string, for cache keys and entity tags.
+func (v BoardVersion) Key() string {
+	return fmt.Sprintf("%d.%d.%d.%t.%t", v.BenchmarkID, v.Board, v.Shared, v.Scope.Unpublished, v.Scope.Secrets)
+}
+
 // Leaderboard is one benchmark version's board for one subset, as a visitor
 // asked for it.
 type Leaderboard struct {

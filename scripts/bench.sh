@@ -22,7 +22,9 @@
 #                              the 4 MiB HAR's in the same run
 #   BenchmarkLeaderboardPage   the leaderboard page of 200 published runs,
 #                              each with its 812 attempts, against serving a
-#                              static file of the page's size, in the same run
+#                              static file of the page's size, in the same run:
+#                              the kept board, the first page after a change
+#                              (rendered) and a 304 revalidation
 #   BenchmarkIngest            the submission portal on a ~500 MB bundle
 #                              (PROCTOR_BENCH_BUNDLE_MB): validation and ingest
 #                              MB/s against copying the same bytes into the
@@ -165,6 +167,11 @@ awk '
 			printf "  %-46s %8.2f\n", "static file of the same size (ms)", v[l, "static-ms"]
 			printf "  %-46s %8.1f\n", "page size (KiB)", v[l, "page-KiB"]
 			printf "  %-46s %7.2fx\n", "page time / static file time", v[l, "x-static"]
+			if (has(l, "miss-ms")) {
+				printf "  %-46s %8.2f\n", "first page after a change, rendered (ms)", v[l, "miss-ms"]
+				printf "  %-46s %7.2fx\n", "first page after a change / static file", v[l, "x-static-miss"]
+				printf "  %-46s %8.3f\n", "revalidation of a current copy, 304 (ms)", v[l, "304-ms"]
+			}
 		}
 		tl = "BenchmarkTimeline200Steps"
 		if (has(tl, "ns/op")) {

@@ -15,6 +15,7 @@ import (
 // BenchmarkStore is what the benchmark service needs from storage.
 type BenchmarkStore interface {
 	Leaderboard(ctx context.Context, slug, subset string, q models.LeaderboardQuery, scope models.BenchmarkScope) (*models.Leaderboard, error)
+	BoardVersion(ctx context.Context, slug string, scope models.BenchmarkScope) (models.BoardVersion, error)
 	ListBenchmarks(ctx context.Context, scope models.BenchmarkScope) ([]models.BenchmarkListItem, error)
 	Benchmark(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.Benchmark, error)
 	BenchmarkDetail(ctx context.Context, slug string, scope models.BenchmarkScope) (*models.BenchmarkDetail, error)
@@ -184,6 +185,15 @@ func (s *Benchmarks) TaskDefects(ctx context.Context, slug string, t *models.Tas
 // but administrators.
 func (s *Benchmarks) Leaderboard(ctx context.Context, slug, subset string, q models.LeaderboardQuery) (*models.Leaderboard, error) {
 	return s.store.Leaderboard(ctx, slug, subset, q, scopeOf(ctx))
+}
+
+// BoardVersion returns where the benchmark's boards stand for the caller
+// (models.BoardVersion): it moves with every change they show, and carries
+// the caller's scope, so a board kept for one caller is served to another
+// only when they see the same. ENOTFOUND as Leaderboard for a benchmark the
+// caller may not see.
+func (s *Benchmarks) BoardVersion(ctx context.Context, slug string) (models.BoardVersion, error) {
+	return s.store.BoardVersion(ctx, slug, scopeOf(ctx))
 }
 
 // ListBenchmarks returns the benchmarks the caller may see (unpublished ones

@@ -186,3 +186,30 @@ func (db *DB) Leaderboard(ctx context.Context, slug, subset string, query models
 	lb.SetRows(rows)
 	return lb, nil
 }
+
+// BoardVersion returns where a benchmark's boards stand (models.BoardVersion)
+// in one query: the counters that the triggers of migration 0015 move in the
+// transaction of every change a board shows, whatever code path writes it.
+// ENOTFOUND for an unknown benchmark and for an unpublished one out of scope,
+// as Leaderboard. Read it before the board it stands for: a board read after
+// its version is at least as new as that version.
+func (db *DB) BoardVersion(ctx context.Context, slug string, scope models.BenchmarkScope) (models.BoardVersion, error) {
+	var row struct {
+		ID        int64
+		Name      string
+		Published bool
+		Board     int64
+		Shared    int64
+	}
+	err := db.q(ctx).Raw(`SELECT b.id, b.name, b.published,
+		COALESCE((SELECT v.version FROM board_versions v WHERE v.benchmark_id = b.id), 0) AS board,
+		COALESCE((SELECT v.version FROM board_versions v WHERE v.benchmark_id = 0), 0) AS shared
+		FROM benchmarks b WHERE b.slug = ?`, slug).Scan(&row).Error
+	if err != nil {
+		return models.BoardVersion{}, wrap(err, "board version")
+	}
+	if row.ID == 0 || (!row.Published && !scope.Unpublished) {
+		return models.BoardVersion{}, models.Errorf(models.ENOTFOUND, "benchmark %q not found.", slug)
+	}
+	return models.BoardVersion{BenchmarkID: row.ID, BenchmarkName: row.Name, Board: row.Board, Shared: row.Shared, Scope: scope}, nil
+}

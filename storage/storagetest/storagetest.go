@@ -57,6 +57,25 @@ func OpenSQLite(t testing.TB) *storage.DB {
 // dropped when the test ends.
 func OpenPostgres(t testing.TB) *storage.DB {
 	t.Helper()
+	return open(t, postgresSchema(t))
+}
+
+// OpenPostgresPair opens one migrated PostgreSQL database twice, each with
+// its own connections, as two server processes sharing it do.
+func OpenPostgresPair(t testing.TB) (*storage.DB, *storage.DB) {
+	t.Helper()
+	loc := postgresSchema(t)
+	first := open(t, loc)
+	second, err := storage.Open(context.Background(), loc)
+	require.NoError(t, err)
+	t.Cleanup(func() { second.Close() })
+	return first, second
+}
+
+// postgresSchema creates a fresh schema, dropped when the test ends, and
+// returns where a connection to it is.
+func postgresSchema(t testing.TB) storage.DatabaseLocation {
+	t.Helper()
 	base := os.Getenv("PROCTOR_TEST_DATABASE_URL")
 	testenv.SkipUnlessAvailable(t, "postgres", base != "", "PROCTOR_TEST_DATABASE_URL not set: PostgreSQL suite needs a server (make test starts one)")
 	ctx := context.Background()
@@ -74,7 +93,7 @@ func OpenPostgres(t testing.TB) *storage.DB {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	return open(t, storage.DatabaseLocation{Dialect: "postgres", DSN: u.String()})
+	return storage.DatabaseLocation{Dialect: "postgres", DSN: u.String()}
 }
 
 func open(t testing.TB, loc storage.DatabaseLocation) *storage.DB {
