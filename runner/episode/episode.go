@@ -385,25 +385,25 @@ func (r *runner) ended() bool { return r.res.ErrorClass != "" || r.res.Final != 
 //
 //  1. observe the active tab (URL, title, tabs, accessibility text,
 //     screenshot, downloads, last action's error);
-//  2. hand the screenshot and accessibility text to the persister, which
-//     makes the thumbnail and stores the three as artifacts while the agent
-//     thinks;
-//  3. wait until the previous step's row is committed (it was written while
-//     this step was observed, so this rarely waits), then ask the agent;
+//  2. wait until the previous step's row is committed (it was written while
+//     this step was observed, so this rarely waits), then hand the
+//     screenshot and accessibility text to the persister, which makes the
+//     thumbnail and stores the three as artifacts while the agent thinks;
+//  3. ask the agent;
 //  4. act;
 //  5. hand the Step row to the persister, once, with the observation, the
 //     action, the thought, the timings, tokens and cost; it is committed
 //     after the step's artifacts are stored, while the next step is observed.
 //
-// So a crash loses at most the step in flight: while the agent thinks about
-// step i, steps before i are committed; step i's row is missing, and its
-// artifacts (stored or not) are overwritten when the attempt restarts under
-// the same prefix, or orphaned under a new one.
+// So a crash loses at most the step in flight: no step's artifacts are
+// stored before every earlier row is committed, so only the last step can
+// have artifacts and no row. Its artifacts are overwritten when the attempt
+// restarts under the same prefix, or orphaned under a new one.
 //
-// Step timings: ObserveMS covers 1–3 up to the agent's call (Proctor's own
-// overhead per step, with any wait for the persister), AgentMS the agent's
-// call, ActMS 4 including the wait for the page's DOM, and PersistMS how long
-// the persister took over the step's artifacts, beside the agent.
+// Step timings: ObserveMS covers 1–2 (Proctor's own overhead per step, with
+// any wait for the persister), AgentMS 3, ActMS 4 including the wait for the
+// page's DOM, and PersistMS how long the persister took over the step's
+// artifacts, beside the agent.
 func (r *runner) loop(ctx context.Context) error {
 	if r.ended() {
 		return nil
@@ -441,9 +441,6 @@ func (r *runner) loop(ctx context.Context) error {
 				r.end(models.ErrorClassEnvironment, "the page could not be observed: "+cleanError(err))
 				return nil
 			}
-			return err
-		}
-		if err := r.persist.waitSaved(ctx, i); err != nil {
 			return err
 		}
 		step.ObserveMS = time.Since(t0).Milliseconds()

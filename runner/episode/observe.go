@@ -63,6 +63,11 @@ func (r *runner) observe(ctx context.Context, i int, lastErr string) (models.Obs
 		AXTreeKey:     base + ".txt",
 		Error:         lastErr,
 	}
+	// Step i's artifacts are stored only once the rows before it are
+	// committed, so a crash leaves at most one step without its row.
+	if err := r.persist.waitSaved(ctx, i); err != nil {
+		return obs, nil, r.platform(ctx, err)
+	}
 	if err := r.persist.artifacts(ctx, step, shot, obs.AXTree); err != nil {
 		return obs, nil, r.platform(ctx, err)
 	}

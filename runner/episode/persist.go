@@ -21,10 +21,10 @@ import (
 // stored, and rows are committed in step order. After the first failure it
 // does nothing more: no row is committed past a step that failed to store.
 //
-// The loop waits for step i-1's row before it asks the agent about step i
+// The loop waits for step i-1's row before it hands over step i's artifacts
 // (see waitSaved); the row has usually been written by then, as it is written
-// while step i is observed. So whenever the agent is thinking, every step
-// before the one in flight is committed, and a crash loses at most that one.
+// while step i is observed. So only the last step can have artifacts and no
+// row, every step before it is committed, and a crash loses at most that one.
 type persister struct {
 	store     artifact.Store
 	sink      StepSink

@@ -117,6 +117,9 @@ func TestRun_PersistsInStepOrderAfterArtifacts(t *testing.T) {
 			put, ok := pos[base+suffix]
 			require.True(t, ok, "%s%s stored: %v", base, suffix, events)
 			require.Less(t, put, row, "step %d's %s stored before its row: %v", i, suffix, events)
+			if i > 0 {
+				require.Greater(t, put, pos[fmt.Sprintf("row %d", i-1)], "step %d's %s stored after the previous row: %v", i, suffix, events)
+			}
 		}
 	}
 	// The agent was asked about step i only once step i-1's row was
