@@ -162,6 +162,7 @@ func (t floorTimes) perStep(d time.Duration) float64 {
 type goFloor struct {
 	bctx playwright.BrowserContext
 	page playwright.Page
+	cdp  playwright.CDPSession // the page's, for Chromium's own accessibility tree
 }
 
 func (w *benchWorld) openGoFloor(b *testing.B) *goFloor {
@@ -189,8 +190,28 @@ func (f *goFloor) open(u string) error {
 		return err
 	}
 	f.page = page
+	if f.cdp, err = f.bctx.NewCDPSession(page); err != nil {
+		return err
+	}
 	_, err = page.Goto(u, playwright.PageGotoOptions{WaitUntil: playwright.WaitUntilStateDomcontentloaded})
 	return err
+}
+
+// accessibility times the other ways to read the page's accessibility text,
+// for comparison with the aria snapshot: Proctor's axtree.js (a walk of the
+// DOM in the page) and Chromium's own tree over CDP
+// (Accessibility.getFullAXTree, which would still need formatting into text
+// and ids that actions can find).
+func (f *goFloor) accessibility() (axjs, cdp time.Duration, err error) {
+	t0 := time.Now()
+	if _, err := f.page.Evaluate(axtreeJS, map[string]any{"next": 1, "maxLines": maxAXTreeLines}); err != nil {
+		return 0, 0, err
+	}
+	t1 := time.Now()
+	if _, err := f.cdp.Send("Accessibility.getFullAXTree", nil); err != nil {
+		return 0, 0, err
+	}
+	return t1.Sub(t0), time.Since(t1), nil
 }
 
 // step is one floor step: the scroll Proctor's scroll action does (move the
@@ -401,6 +422,8 @@ type overheadAgent struct {
 
 	last     time.Time // when the agent last replied
 	critical time.Duration
+	axjs     time.Duration // axtree.js on the Go floor's page
+	cdpAX    time.Duration // Accessibility.getFullAXTree on it
 	goT      floorTimes
 	nodeT    floorTimes
 }
@@ -425,6 +448,12 @@ func (a *overheadAgent) Step(ctx context.Context, req *models.StepRequest) (*mod
 		return nil, fmt.Errorf("go floor, step %d: %w", i, err)
 	}
 	a.goT.add(t)
+	axjs, cdp, err := a.gf.accessibility()
+	if err != nil {
+		return nil, fmt.Errorf("go floor, step %d: %w", i, err)
+	}
+	a.axjs += axjs
+	a.cdpAX += cdp
 	if a.nf != nil {
 		t, err := a.nf.step(dy)
 		if err != nil {
@@ -440,10 +469,12 @@ func (*overheadAgent) WantsScreenshot() bool { return false }
 // overheadTotals sums BenchmarkStepOverhead's episodes.
 type overheadTotals struct {
 	critical       time.Duration
+	axjs, cdpAX    time.Duration
 	goT, nodeT     floorTimes
 	observe, act   int64 // ms, of the measured steps' rows
 	persist        int64
 	observed, acts int
+	persisted      int
 }
 
 // overheadEpisode runs one episode of n measured steps beside the floors,
@@ -483,8 +514,12 @@ func (w *benchWorld) overheadEpisode(b *testing.B, n int, gf *goFloor, nf *nodeF
 			tot.act += s.ActMS
 			tot.acts++
 		}
+		tot.persist += s.PersistMS
+		tot.persisted++
 	}
 	tot.critical += agent.critical
+	tot.axjs += agent.axjs
+	tot.cdpAX += agent.cdpAX
 	tot.goT.add(agent.goT)
 	tot.nodeT.add(agent.nodeT)
 }
@@ -503,6 +538,11 @@ func (w *benchWorld) overheadEpisode(b *testing.B, n int, gf *goFloor, nf *nodeF
 //	x-floor          proctor / floor
 //	observe-ms/step  Proctor's observe (Step.ObserveMS)
 //	act-ms/step      Proctor's scroll (Step.ActMS, with the wait for the DOM)
+//	persist-ms/step  Proctor's persistence of a step's artifacts
+//	                 (Step.PersistMS), beside the agent: not in proctor-ms
+//	axtreejs-ms      Proctor's axtree.js on the Go floor's page, and
+//	cdp-axtree-ms    Chromium's own tree over CDP, for comparison with
+//	                 floor-aria-ms (none of the three is in another figure)
 //	floor-*-ms       the floor's parts: act, shot, aria, meta (title and URL)
 //	node-ms/step     the same floor from a plain script in Node
 //	                 (scripts/stepfloor.js), and its parts node-*-ms
@@ -549,7 +589,12 @@ func BenchmarkStepOverhead(b *testing.B) {
 	if tot.acts > 0 {
 		b.ReportMetric(float64(tot.act)/float64(tot.acts), "act-ms/step")
 	}
+	if tot.persisted > 0 {
+		b.ReportMetric(float64(tot.persist)/float64(tot.persisted), "persist-ms/step")
+	}
 	reportParts(b, "floor", tot.goT)
+	b.ReportMetric(tot.goT.perStep(tot.axjs), "axtreejs-ms")
+	b.ReportMetric(tot.goT.perStep(tot.cdpAX), "cdp-axtree-ms")
 	if nf != nil {
 		nodeMS := tot.nodeT.perStep(tot.nodeT.total())
 		b.ReportMetric(nodeMS, "node-ms/step")
