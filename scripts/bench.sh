@@ -147,6 +147,8 @@ awk '
 			if (has(s, "persist-ms/step"))
 				printf "  %-46s %8.1f\n", "  persist (beside the agent, off the path)", v[s, "persist-ms/step"]
 			printf "  %-46s %7.2fx\n", "step: Proctor / floor", v[s, "x-floor"]
+			if (has(s, "x-strict-floor"))
+				printf "  %-46s %7.2fx\n", "step: Proctor / floor with axtree.js", v[s, "x-strict-floor"]
 		}
 		p = "BenchmarkEpisodesParallel/parallel="
 		if (has(p "1", "episodes/min")) {

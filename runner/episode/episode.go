@@ -34,6 +34,8 @@ type Agent interface {
 // StepSink persists the steps of an attempt.
 type StepSink interface {
 	// SaveStep stores one finished step; its artifacts are already stored.
+	// The episode's persister calls it, in step order and from one
+	// goroutine, beside the episode's loop.
 	SaveStep(ctx context.Context, s *models.Step) error
 }
 
