@@ -52,7 +52,7 @@ lint: deps-web
 	go tool staticcheck ./...
 
 ## bench: run the benchmarks only (installs the browser when missing) and
-## print a summary: Proctor's per-step overhead against raw Playwright, and
+## print a summary: Proctor's per-step overhead against the floor of the same work, and
 ## episodes per minute at 1, 2 and 4 parallel episodes.
 bench:
 	scripts/bench.sh

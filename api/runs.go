@@ -219,6 +219,7 @@ type TimelineStep struct {
 	ObserveMS       int64           `json:"observe_ms"`
 	AgentMS         int64           `json:"agent_ms"`
 	ActMS           int64           `json:"act_ms"`
+	PersistMS       int64           `json:"persist_ms"`
 	TokensIn        int64           `json:"tokens_in"`
 	TokensOut       int64           `json:"tokens_out"`
 	Cost            float64         `json:"cost"`

@@ -144,7 +144,7 @@ func toAPITimeline(tl *models.Timeline, urls map[string]string) api.Timeline {
 		step := api.TimelineStep{
 			Index: s.Index, Action: rawJSONOrNull(s.Action), Thought: s.Thought, URL: s.URL, Title: s.Title,
 			Error: s.Error, BlockedRequests: nonNil(st.Blocked), ObserveMS: s.ObserveMS, AgentMS: s.AgentMS, ActMS: s.ActMS,
-			TokensIn: s.TokensIn, TokensOut: s.TokensOut, Cost: s.Cost, CreatedAt: s.CreatedAt,
+			PersistMS: s.PersistMS, TokensIn: s.TokensIn, TokensOut: s.TokensOut, Cost: s.Cost, CreatedAt: s.CreatedAt,
 			ScreenshotURL: urls[s.ScreenshotKey], ThumbnailURL: urls[s.ThumbnailKey],
 		}
 		if st.Action != nil {

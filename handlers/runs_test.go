@@ -155,7 +155,7 @@ func (f *runsFixture) play(t *testing.T, attemptID int64, verdict, errorClass st
 	require.NoError(t, db.RecordStep(f.sys, &models.Step{
 		AttemptID: attemptID, Index: 0, Action: `{"type":"click","target":{"x":320,"y":600}}`, Thought: "The cheapest cable is first.",
 		URL: "http://shop.test/a1t1/", Title: "Shop home", ScreenshotKey: shot, ThumbnailKey: thumb,
-		BlockedRequests: `["http://tracker.test/pixel"]`, ObserveMS: 11, AgentMS: 22, ActMS: 33, TokensIn: 100, TokensOut: 7, Cost: 0.01,
+		BlockedRequests: `["http://tracker.test/pixel"]`, ObserveMS: 11, AgentMS: 22, ActMS: 33, PersistMS: 44, TokensIn: 100, TokensOut: 7, Cost: 0.01,
 	}, 1))
 	require.NoError(t, db.RecordStep(f.sys, &models.Step{AttemptID: attemptID, Index: 1, Action: `{"type":"answer","text":"USB-C cable, 4.99"}`, Title: "Cart"}, 1))
 	final := `{"type":"answer","text":"USB-C cable, 4.99"}`
@@ -549,7 +549,7 @@ func TestRuns_Timeline(t *testing.T) {
 	require.Contains(t, body, `data-testid="step-thought">The cheapest cable is first.<`)
 	require.Contains(t, body, `data-testid="step-url">http://shop.test/a1t1/<`)
 	require.Contains(t, body, `<li><code>http://tracker.test/pixel</code></li>`)
-	require.Contains(t, body, `data-testid="step-timings">observe 11 ms · agent 22 ms · act 33 ms<`)
+	require.Contains(t, body, `data-testid="step-timings">observe 11 ms · agent 22 ms · act 33 ms · persist 44 ms<`)
 	// The click point, drawn over the screenshot in viewport coordinates.
 	require.Contains(t, body, `data-x="25.00%" data-y="75.00%"`)
 	require.Contains(t, body, `<circle cx="320.0" cy="600.0"`)

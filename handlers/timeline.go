@@ -316,6 +316,7 @@ type archiveStep struct {
 	ObserveMS         int64           `json:"observe_ms"`
 	AgentMS           int64           `json:"agent_ms"`
 	ActMS             int64           `json:"act_ms"`
+	PersistMS         int64           `json:"persist_ms"`
 	TokensIn          int64           `json:"tokens_in"`
 	TokensOut         int64           `json:"tokens_out"`
 	Cost              float64         `json:"cost"`
@@ -359,7 +360,7 @@ func (a *attemptArchive) write(ctx context.Context, as *models.AttemptSteps) err
 		out := archiveStep{
 			Step: i + 1, Summary: "no action", Thought: st.Thought, URL: st.URL, Title: st.Title, Error: st.Error,
 			Action: rawJSON(st.Action), Tabs: rawJSON(st.Tabs), BlockedRequests: rawJSON(st.BlockedRequests),
-			ObserveMS: st.ObserveMS, AgentMS: st.AgentMS, ActMS: st.ActMS, TokensIn: st.TokensIn, TokensOut: st.TokensOut,
+			ObserveMS: st.ObserveMS, AgentMS: st.AgentMS, ActMS: st.ActMS, PersistMS: st.PersistMS, TokensIn: st.TokensIn, TokensOut: st.TokensOut,
 			Cost: st.Cost, StartedAt: models.StepStart(st).UTC(), SavedAt: st.CreatedAt.UTC(),
 		}
 		if act := models.DecodeAction(st.Action); act != nil {

@@ -225,10 +225,14 @@ type Step struct {
 	ObserveMS       int64
 	AgentMS         int64
 	ActMS           int64
-	TokensIn        int64
-	TokensOut       int64
-	Cost            float64
-	CreatedAt       time.Time
+	// PersistMS is how long storing the step's artifacts took, up to the
+	// writing of its row; it runs beside the agent's next step, so it is
+	// not part of StepStart's reckoning.
+	PersistMS int64
+	TokensIn  int64
+	TokensOut int64
+	Cost      float64
+	CreatedAt time.Time
 }
 
 // Evaluation kinds: an attempt has at most one current evaluation of each.

@@ -49,8 +49,10 @@ func redactEvaluations(red *vault.Redactor, b *models.EvaluationBatch) {
 	}
 }
 
-// SaveStep writes the step row of this attempt's try (episode.StepSink); a
-// superseded try writes nothing and stops (models.ErrTrySuperseded).
+// SaveStep writes the step row of this attempt's try (episode.StepSink),
+// with its timings (persist_ms among them) and the time the step ended; a
+// superseded try writes nothing and stops (models.ErrTrySuperseded). The
+// episode's persister calls it beside the episode's loop.
 func (e *episodeRecorder) SaveStep(ctx context.Context, step *models.Step) error {
 	step.AttemptID = e.attemptID
 	for _, field := range []*string{&step.Action, &step.Thought, &step.URL, &step.Title, &step.Tabs, &step.Error, &step.BlockedRequests} {

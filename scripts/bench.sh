@@ -2,10 +2,13 @@
 # What `make bench` runs: the Go benchmarks only (no tests), with the browser
 # installed when missing, then a short summary of the ratios.
 #
-#   BenchmarkStepOverhead      Proctor's per-step work (observe + persist, and
-#                              the action) against raw Playwright's screenshot
-#                              plus the same scroll, with a no-op agent on the
-#                              sandbox shop
+#   BenchmarkStepOverhead      Proctor's per-step critical path (act, then
+#                              observe) against the floor of the same work
+#                              (the scroll, a JPEG screenshot, an aria
+#                              snapshot, title and URL by plain Playwright
+#                              calls, from Go and from a Node script),
+#                              alternated step by step, with a no-op agent on
+#                              the sandbox shop
 #   BenchmarkEpisodesParallel  5-step no-op episodes per minute at 1, 2 and 4
 #                              episodes at a time on one browser
 #   BenchmarkWebArenaVerifiedEval  WebArena-Verified tasks graded per second on
@@ -129,13 +132,25 @@ awk '
 	function has(n, u) { return ((n, u) in v) }
 	END {
 		s = "BenchmarkStepOverhead"
-		if (has(s, "x-raw")) {
+		if (has(s, "x-floor")) {
 			print "Per step, no-op agent on the sandbox shop (ms/step):"
-			printf "  %-46s %8.1f\n", "raw Playwright: JPEG screenshot + scroll", v[s, "raw-ms/step"]
-			printf "  %-46s %8.1f\n", "Proctor observe + persist", v[s, "observe-ms/step"]
-			printf "  %-46s %8.1f\n", "Proctor act (scroll, wait for DOM)", v[s, "act-ms/step"]
-			printf "  %-46s %7.2fx\n", "overhead: (observe + persist) / raw", v[s, "observe-x-raw"]
-			printf "  %-46s %7.2fx\n", "step: (observe + persist + act) / raw", v[s, "x-raw"]
+			printf "  %-46s %8.1f\n", "floor (playwright-go): act + observe", v[s, "floor-ms/step"]
+			printf "  %-46s %8.1f\n", "  screenshot", v[s, "floor-shot-ms"]
+			printf "  %-46s %8.1f\n", "  aria snapshot", v[s, "floor-aria-ms"]
+			printf "  %-46s %8.1f\n", "  title + URL", v[s, "floor-meta-ms"]
+			printf "  %-46s %8.1f\n", "  move + wheel", v[s, "floor-act-ms"]
+			if (has(s, "node-ms/step")) {
+				printf "  %-46s %8.1f\n", "floor from a plain Node script", v[s, "node-ms/step"]
+				printf "  %-46s %7.2fx\n", "Go client: Go floor / Node floor", v[s, "floor-x-node"]
+			}
+			printf "  %-46s %8.1f\n", "Proctor critical path: act + observe", v[s, "proctor-ms/step"]
+			printf "  %-46s %8.1f\n", "  observe", v[s, "observe-ms/step"]
+			printf "  %-46s %8.1f\n", "  act (scroll, wait for DOM)", v[s, "act-ms/step"]
+			if (has(s, "persist-ms/step"))
+				printf "  %-46s %8.1f\n", "  persist (beside the agent, off the path)", v[s, "persist-ms/step"]
+			printf "  %-46s %7.2fx\n", "step: Proctor / floor", v[s, "x-floor"]
+			if (has(s, "x-strict-floor"))
+				printf "  %-46s %7.2fx\n", "step: Proctor / floor with axtree.js", v[s, "x-strict-floor"]
 		}
 		p = "BenchmarkEpisodesParallel/parallel="
 		if (has(p "1", "episodes/min")) {

@@ -239,7 +239,7 @@ func TestStore_AttemptTimeline(t *testing.T) {
 		require.NoError(t, db.RecordStep(f.system, &models.Step{AttemptID: first, Index: 1, Action: `{"type":"answer","text":"cable"}`, Thought: "done"}, 1))
 		require.NoError(t, db.RecordStep(f.system, &models.Step{AttemptID: first, Index: 0, Action: `{"type":"click","target":{"x":640,"y":400}}`,
 			URL: "http://shop.test/", Title: "Shop", ScreenshotKey: "s/0.jpg", ThumbnailKey: "s/0-thumb.jpg",
-			BlockedRequests: `["http://evil.test/x"]`, ObserveMS: 12, AgentMS: 34, ActMS: 56}, 1))
+			BlockedRequests: `["http://evil.test/x"]`, ObserveMS: 12, AgentMS: 34, ActMS: 56, PersistMS: 78}, 1))
 		require.NoError(t, db.FinishEpisode(f.system, first, spec.Try, models.EpisodeOutcome{Steps: 2, FinalAnswer: `{"type":"answer","text":"cable"}`},
 			func(context.Context, *sql.Tx) error { return nil }))
 		_, err = db.RecordEvaluation(f.system, first, &models.Evaluation{Evaluator: "webarena-verified", EvaluatorVersion: "1", Verdict: models.OutcomeFailure, Score: score(0),
@@ -269,6 +269,7 @@ func TestStore_AttemptTimeline(t *testing.T) {
 		require.Equal(t, []float64{640, 400}, []float64{x, y})
 		require.Equal(t, []string{"http://evil.test/x"}, tl.Steps[0].Blocked)
 		require.Equal(t, int64(56), tl.Steps[0].Step.ActMS)
+		require.Equal(t, int64(78), tl.Steps[0].Step.PersistMS)
 		_, _, ok = tl.Steps[1].Point()
 		require.False(t, ok)
 		require.Equal(t, models.ActAnswer, tl.FinalAction.Type)

@@ -104,7 +104,7 @@ func seedTimeline(t *testing.T, env testEnv, page playwright.Page, base string) 
 		require.NoError(t, app.DB.Gorm().Create(&models.Step{
 			AttemptID: attempt.ID, Index: i, Action: s.action, Thought: s.thought, URL: s.url, Title: "Sandbox shop",
 			ScreenshotKey: key + ".jpg", ThumbnailKey: key + "-thumb.jpg", AXTreeKey: key + ".txt",
-			ObserveMS: 400, AgentMS: 1800, ActMS: 600, TokensIn: 3500, TokensOut: 100, Cost: 0.001, CreatedAt: saved,
+			ObserveMS: 400, AgentMS: 1800, ActMS: 600, PersistMS: 25, TokensIn: 3500, TokensOut: 100, Cost: 0.001, CreatedAt: saved,
 		}).Error)
 		// The browser's requests during the step: the page and its stylesheet.
 		for j, u := range []string{s.url, base + "/sandbox/static/style.css"} {
@@ -175,7 +175,17 @@ func TestBrowser_TimelineKeyboard(t *testing.T) {
 	require.NoError(t, expect.Locator(page.GetByTestId("film-frame")).ToHaveCount(seed.steps))
 	require.NoError(t, expect.Locator(page.Locator("[data-keys-hint]")).ToBeVisible(), "the keys are explained once they work")
 	require.NoError(t, expect.Locator(current.GetByTestId("click-marker")).ToHaveCount(1))
+	// The step's time by phase, persistence (beside the agent) last.
+	timings := "observe 400 ms · agent 1800 ms · act 600 ms · persist 25 ms"
+	require.NoError(t, expect.Locator(current.GetByTestId("step-timings")).ToHaveText(timings))
+	require.NoError(t, expect.Locator(current.GetByTestId("step-timings")).ToBeVisible())
 	shot(t, page, "timeline-step-1")
+	// On a phone the line wraps and stays readable.
+	require.NoError(t, page.SetViewportSize(390, 844))
+	require.NoError(t, current.GetByTestId("step-timings").ScrollIntoViewIfNeeded())
+	require.NoError(t, expect.Locator(current.GetByTestId("step-timings")).ToBeInViewport())
+	shot(t, page, "timeline-timings-390")
+	require.NoError(t, page.SetViewportSize(1280, 900))
 
 	keys := []struct {
 		key  string
@@ -189,6 +199,8 @@ func TestBrowser_TimelineKeyboard(t *testing.T) {
 		switch k.want {
 		case 2:
 			require.NoError(t, expect.Locator(current.GetByTestId("action-label")).ToContainText(`typed "mechanical keyboard"`))
+			// A step loaded when shown has its timings too.
+			require.NoError(t, expect.Locator(current.GetByTestId("step-timings")).ToHaveText(timings))
 			shot(t, page, "timeline-step-2-typed")
 		case 4:
 			require.NoError(t, expect.Locator(current.GetByTestId("scroll-arrow")).ToHaveAttribute("data-direction", "down"))

@@ -34,6 +34,8 @@ type Agent interface {
 // StepSink persists the steps of an attempt.
 type StepSink interface {
 	// SaveStep stores one finished step; its artifacts are already stored.
+	// The episode's persister calls it, in step order and from one
+	// goroutine, beside the episode's loop.
 	SaveStep(ctx context.Context, s *models.Step) error
 }
 
@@ -205,9 +207,17 @@ func run(ctx context.Context, b *Browser, ep Episode, res *Result) error {
 	// Browser calls are cut to the time left, but a page can still hang one
 	// that takes no timeout; past the budget and a grace, close the context.
 	hard := time.AfterFunc(time.Until(r.deadline)+hardStopGrace, r.closeContext)
+	r.persist = newPersister(ctx, ep.Artifacts, ep.Steps, ep.AttemptID)
 	loopErr := r.setup(ctx)
 	if loopErr == nil {
 		loopErr = r.loop(ctx)
+	}
+	// Every step handed to the persister is stored before the episode ends;
+	// a failure to store one fails the episode as a platform error.
+	saved, persistErr := r.persist.drain()
+	res.Steps = saved
+	if loopErr == nil {
+		loopErr = persistErr
 	}
 	hard.Stop()
 	stop()
@@ -286,6 +296,8 @@ type runner struct {
 	blocked   blockedLog  // written by Playwright's goroutines
 	downloads downloads   // written by Playwright's goroutines
 	navs      navigations // written by Playwright's goroutines
+
+	persist *persister // stores the steps beside the loop
 
 	harPath   string
 	closeOnce sync.Once
@@ -374,20 +386,26 @@ func (r *runner) ended() bool { return r.res.ErrorClass != "" || r.res.Final != 
 // loop runs the steps. Each step goes:
 //
 //  1. observe the active tab (URL, title, tabs, accessibility text,
-//     screenshot and thumbnail, downloads, last action's error);
-//  2. persist the screenshot, thumbnail and accessibility text as artifacts,
-//     before anything else can go wrong;
+//     screenshot, downloads, last action's error);
+//  2. wait until the previous step's row is committed (it was written while
+//     this step was observed, so this rarely waits), then hand the
+//     screenshot and accessibility text to the persister, which makes the
+//     thumbnail and stores the three as artifacts while the agent thinks;
 //  3. ask the agent;
 //  4. act;
-//  5. save the Step row, once, with the observation, the action, the
-//     thought, the timings, tokens and cost.
+//  5. hand the Step row to the persister, once, with the observation, the
+//     action, the thought, the timings, tokens and cost; it is committed
+//     after the step's artifacts are stored, while the next step is observed.
 //
-// So a crash loses at most the step in flight: its row is missing, and its
-// artifacts (already stored) are overwritten when the attempt restarts under
-// the same prefix, or orphaned under a new one.
+// So a crash loses at most the step in flight: no step's artifacts are
+// stored before every earlier row is committed, so only the last step can
+// have artifacts and no row. Its artifacts are overwritten when the attempt
+// restarts under the same prefix, or orphaned under a new one.
 //
-// Step timings: ObserveMS covers 1–2 (Proctor's own overhead per step),
-// AgentMS 3, ActMS 4 including the wait for the page's DOM.
+// Step timings: ObserveMS covers 1–2 (Proctor's own overhead per step, with
+// any wait for the persister), AgentMS 3, ActMS 4 including the wait for the
+// page's DOM, and PersistMS how long the persister took over the step's
+// artifacts, beside the agent.
 func (r *runner) loop(ctx context.Context) error {
 	if r.ended() {
 		return nil
@@ -397,6 +415,9 @@ func (r *runner) loop(ctx context.Context) error {
 	failures := 0
 	for i := 0; ; i++ {
 		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := r.persist.failed(); err != nil {
 			return err
 		}
 		if r.timeUp() {
@@ -490,19 +511,15 @@ func (r *runner) record(step *models.Step, resp *models.StepResponse) {
 	r.res.Usage.Cost += resp.Usage.Cost
 }
 
-// save stores the step row with the requests blocked since the last one.
+// save hands the step row, with the requests blocked since the last one, to
+// the persister; the step ends now, which its row's time records (the row
+// itself is written later, beside the next step).
 func (r *runner) save(ctx context.Context, step *models.Step) error {
 	if urls := r.blocked.take(); len(urls) > 0 {
 		step.BlockedRequests = mustJSON(urls)
 	}
-	if err := r.ep.Steps.SaveStep(ctx, step); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("save step %d of attempt %d: %w", step.Index, r.ep.AttemptID, err)
-	}
-	r.res.Steps++
-	return nil
+	step.CreatedAt = time.Now().UTC()
+	return r.persist.row(ctx, step)
 }
 
 // ask sends the observation to the agent with the per-call time limit. An

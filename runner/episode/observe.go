@@ -1,7 +1,6 @@
 package episode
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/base64"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/mxschmitt/playwright-go"
 
-	"proctor/internal/jpegscale"
 	"proctor/models"
 )
 
@@ -21,9 +19,9 @@ import (
 //go:embed axtree.js
 var axtreeJS string
 
-// observe looks at the active tab and stores the step's artifacts. It returns
-// the observation for the agent and the step row filled with everything known
-// before the agent answers.
+// observe looks at the active tab and hands the step's artifacts to the
+// persister. It returns the observation for the agent and the step row
+// filled with everything known before the agent answers.
 func (r *runner) observe(ctx context.Context, i int, lastErr string) (models.Observation, *models.Step, error) {
 	if err := r.syncTabs(); err != nil {
 		return models.Observation{}, nil, r.platform(ctx, err)
@@ -36,17 +34,18 @@ func (r *runner) observe(ctx context.Context, i int, lastErr string) (models.Obs
 		AXTree:          r.axtree(),
 		LastActionError: lastErr,
 	}
-	obs.Title, _ = bounded(pageCallTimeout, r.page.Title)
+	// tabs read every tab's title, the active one's among them.
+	for _, t := range tabs {
+		if t.Active {
+			obs.Title = t.Title
+		}
+	}
 	shot, err := r.screenshot()
 	if err != nil {
 		if ctx.Err() == nil && r.browser.IsConnected() {
 			return obs, nil, &unobservableError{err}
 		}
 		return obs, nil, r.platform(ctx, err)
-	}
-	thumb, err := jpegscale.Scale(shot, thumbnailWidth, screenshotQuality)
-	if err != nil {
-		return obs, nil, fmt.Errorf("step %d: %w", i, err)
 	}
 	if obs.Downloads, err = r.downloads.collect(ctx, r.ep.Artifacts, r.ep.Prefix, 0); err != nil {
 		return obs, nil, r.platform(ctx, err)
@@ -64,17 +63,13 @@ func (r *runner) observe(ctx context.Context, i int, lastErr string) (models.Obs
 		AXTreeKey:     base + ".txt",
 		Error:         lastErr,
 	}
-	for _, a := range []struct {
-		key, contentType string
-		data             []byte
-	}{
-		{step.ScreenshotKey, "image/jpeg", shot},
-		{step.ThumbnailKey, "image/jpeg", thumb},
-		{step.AXTreeKey, "text/plain; charset=utf-8", []byte(obs.AXTree)},
-	} {
-		if err := r.ep.Artifacts.Put(ctx, a.key, bytes.NewReader(a.data), int64(len(a.data)), a.contentType); err != nil {
-			return obs, nil, r.platform(ctx, fmt.Errorf("store %s: %w", a.key, err))
-		}
+	// Step i's artifacts are stored only once the rows before it are
+	// committed, so a crash leaves at most one step without its row.
+	if err := r.persist.waitSaved(ctx, i); err != nil {
+		return obs, nil, r.platform(ctx, err)
+	}
+	if err := r.persist.artifacts(ctx, step, shot, obs.AXTree); err != nil {
+		return obs, nil, r.platform(ctx, err)
 	}
 	if r.ep.Agent.WantsScreenshot() {
 		obs.Screenshot = base64.StdEncoding.EncodeToString(shot)
