@@ -216,16 +216,54 @@ func (s *scanner) byte() (byte, error) {
 	return c, s.tookByte(c)
 }
 
+// skipSpace reads past white space and returns the byte after it. A run of
+// white space is read from the buffer in one step: indented HARs are a
+// third white space.
 func (s *scanner) skipSpace() (byte, error) {
 	for {
-		c, err := s.byte()
-		if err != nil {
-			return 0, err
+		buf := s.window()
+		if len(buf) == 0 {
+			c, err := s.byte() // the end of the input or a read error
+			if err != nil || !isSpace(c) {
+				return c, err
+			}
+			continue
 		}
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return c, nil
+		i := 0
+		for i < len(buf) && isSpace(buf[i]) {
+			i++
+		}
+		if i == len(buf) {
+			if err := s.consume(buf); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		c := buf[i]
+		return c, s.consume(buf[:i+1]) // the byte after the spaces is read with them
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// window returns the bytes buffered and not yet read, filling the buffer
+// when it is empty: empty only at the end of the input or on a read error,
+// which the next byte() reports. The bytes are valid until the next read.
+func (s *scanner) window() []byte {
+	if s.r.Buffered() == 0 {
+		if _, err := s.r.Peek(1); err != nil {
+			return nil
 		}
 	}
+	buf, _ := s.r.Peek(s.r.Buffered())
+	return buf
+}
+
+// consume reads p, the front of the window, in one step.
+func (s *scanner) consume(p []byte) error {
+	err := s.took(p)
+	_, _ = s.r.Discard(len(p))
+	return err
 }
 
 func (s *scanner) document() error {
@@ -514,11 +552,16 @@ func (s *scanner) str(key bool) error {
 	high := false // the last character was a \u escape of a high surrogate
 	var rb [utf8.UTFMax]byte
 	for {
-		if n, err := s.skipPlain(key); err != nil {
+		n, closed, err := s.skipPlain(key)
+		if err != nil {
 			return err
-		} else if n > 0 {
+		}
+		if n > 0 {
 			s.grow(n)
 			high = false
+		}
+		if closed {
+			return nil
 		}
 		c, err := s.byte()
 		if err != nil {
@@ -600,17 +643,16 @@ func (s *scanner) str(key bool) error {
 
 // skipPlain consumes the run of plain string bytes (no quote, escape or
 // control character; valid UTF-8) at the front of the buffer in one step
-// and says how many: HAR bodies are long strings, and byte-at-a-time reads
-// would make them the bottleneck.
-func (s *scanner) skipPlain(key bool) (int, error) {
+// and says how many, and whether the closing quote ended the run (it is then
+// read too): HAR bodies are long strings, and byte-at-a-time reads would
+// make them the bottleneck.
+func (s *scanner) skipPlain(key bool) (int, bool, error) {
 	total := 0
 	for {
-		if s.r.Buffered() == 0 {
-			if _, err := s.r.Peek(1); err != nil {
-				return total, nil // the next byte() reports it
-			}
+		buf := s.window()
+		if len(buf) == 0 {
+			return total, false, nil // the next byte() reports it
 		}
-		buf, _ := s.r.Peek(s.r.Buffered())
 		i := 0
 		for i < len(buf) {
 			c := buf[i]
@@ -630,16 +672,20 @@ func (s *scanner) skipPlain(key bool) (int, error) {
 		if key && len(s.key) < 64 {
 			s.key = append(s.key, buf[:min(i, 64-len(s.key))]...)
 		}
-		if err := s.took(buf[:i]); err != nil {
-			return total, err
+		closed := i < len(buf) && buf[i] == '"'
+		read := buf[:i]
+		if closed {
+			read = buf[:i+1]
 		}
-		_, _ = s.r.Discard(i)
+		if err := s.consume(read); err != nil {
+			return total, false, err
+		}
 		total += i
 		if i < len(buf) {
-			return total, nil
+			return total, closed, nil
 		}
 		if s.capturing && s.cut >= 0 && s.strLen+int64(total) > s.cut {
-			return total, nil // let grow stop the capture before the next buffer
+			return total, false, nil // let grow stop the capture before the next buffer
 		}
 	}
 }
@@ -689,14 +735,19 @@ func (s *scanner) number(c byte) error {
 func (s *scanner) digits() (int, error) {
 	n := 0
 	for {
-		c, err := s.peek()
-		if err != nil || c < '0' || c > '9' {
+		buf := s.window()
+		i := 0
+		for i < len(buf) && buf[i] >= '0' && buf[i] <= '9' {
+			i++
+		}
+		if err := s.consume(buf[:i]); err != nil {
 			return n, err
 		}
-		if _, err := s.byte(); err != nil {
+		n += i
+		if i < len(buf) || len(buf) == 0 {
+			_, err := s.peek() // a read error ends the number with it
 			return n, err
 		}
-		n++
 	}
 }
 
