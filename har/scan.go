@@ -101,7 +101,11 @@ type rawEntry struct {
 // held, whatever its size). With tee set, every byte outside the entries is
 // copied there as written.
 type scanner struct {
-	r       *bufio.Reader
+	src     io.Reader
+	buf     []byte // read from src; buf[pos:end] is not read yet
+	pos     int
+	end     int
+	srcErr  error // src's error, reported once buf is read
 	n       int64 // bytes read
 	limit   int64
 	readErr error
@@ -134,7 +138,7 @@ type scanner struct {
 // A problem with the document is an *Error; an error of r or of each is
 // returned as it is, r's wrapped with "read HAR".
 func walk(r io.Reader, o Options, tee *bufio.Writer, each func(*rawEntry) error) (*scanner, error) {
-	s := &scanner{r: bufio.NewReaderSize(r, 64<<10), limit: cmp.Or(o.MaxBytes, MaxBytes), opts: o, each: each, tee: tee, cut: -1, prune: tee == nil}
+	s := &scanner{src: r, buf: make([]byte, 64<<10), limit: cmp.Or(o.MaxBytes, MaxBytes), opts: o, each: each, tee: tee, cut: -1, prune: tee == nil}
 	err := s.document()
 	switch {
 	case errors.Is(err, errStop):
@@ -205,21 +209,49 @@ func (s *scanner) tooLarge() error {
 }
 
 func (s *scanner) byte() (byte, error) {
-	c, err := s.r.ReadByte()
-	if err != nil {
-		if err == io.EOF {
+	if s.pos == s.end && !s.fill() {
+		if s.srcErr == io.EOF {
 			return 0, io.ErrUnexpectedEOF
 		}
-		s.readErr = err
-		return 0, err
+		s.readErr = s.srcErr
+		return 0, s.srcErr
 	}
+	c := s.buf[s.pos]
+	s.pos++
 	return c, s.tookByte(c)
+}
+
+// fill reads more of the input once the buffer is read, and says whether
+// there is any: false at the end of the input or on a read error, which
+// stays in srcErr. A reader that keeps returning nothing is an error, as
+// bufio has it.
+func (s *scanner) fill() bool {
+	if s.pos < s.end {
+		return true
+	}
+	for range 100 {
+		if s.srcErr != nil {
+			return false
+		}
+		n, err := s.src.Read(s.buf)
+		s.pos, s.end, s.srcErr = 0, n, err
+		if n > 0 {
+			return true
+		}
+	}
+	s.srcErr = io.ErrNoProgress
+	return false
 }
 
 // skipSpace reads past white space and returns the byte after it. A run of
 // white space is read from the buffer in one step: indented HARs are a
 // third white space.
 func (s *scanner) skipSpace() (byte, error) {
+	if s.pos < s.end && !isSpace(s.buf[s.pos]) { // no white space: the common case
+		c := s.buf[s.pos]
+		s.pos++
+		return c, s.tookByte(c)
+	}
 	for {
 		buf := s.window()
 		if len(buf) == 0 {
@@ -250,20 +282,16 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 // when it is empty: empty only at the end of the input or on a read error,
 // which the next byte() reports. The bytes are valid until the next read.
 func (s *scanner) window() []byte {
-	if s.r.Buffered() == 0 {
-		if _, err := s.r.Peek(1); err != nil {
-			return nil
-		}
+	if !s.fill() {
+		return nil
 	}
-	buf, _ := s.r.Peek(s.r.Buffered())
-	return buf
+	return s.buf[s.pos:s.end]
 }
 
 // consume reads p, the front of the window, in one step.
 func (s *scanner) consume(p []byte) error {
-	err := s.took(p)
-	_, _ = s.r.Discard(len(p))
-	return err
+	s.pos += len(p)
+	return s.took(p)
 }
 
 func (s *scanner) document() error {
@@ -298,14 +326,15 @@ func (s *scanner) document() error {
 		return err
 	}
 	for {
-		c, err := s.r.ReadByte()
-		if err == io.EOF {
-			return nil
+		if !s.fill() {
+			if s.srcErr == io.EOF {
+				return nil
+			}
+			s.readErr = s.srcErr
+			return s.srcErr
 		}
-		if err != nil {
-			s.readErr = err
-			return err
-		}
+		c := s.buf[s.pos]
+		s.pos++
 		if err := s.tookByte(c); err != nil {
 			return err
 		}
@@ -753,15 +782,14 @@ func (s *scanner) digits() (int, error) {
 
 // peek returns the next byte without consuming it: 0 at the end of the input.
 func (s *scanner) peek() (byte, error) {
-	b, err := s.r.Peek(1)
-	if err == io.EOF {
-		return 0, nil
+	if !s.fill() {
+		if s.srcErr == io.EOF {
+			return 0, nil
+		}
+		s.readErr = s.srcErr
+		return 0, s.srcErr
 	}
-	if err != nil {
-		s.readErr = err
-		return 0, err
-	}
-	return b[0], nil
+	return s.buf[s.pos], nil
 }
 
 func (s *scanner) literal(rest string) error {
