@@ -139,12 +139,13 @@ func (d *entryDecoder) nameValues(out *[]NameValue) bool {
 		return false
 	}
 	d.i++
-	list := []NameValue{}
 	if d.next() == ']' {
 		d.i++
-		*out = list
+		*out = []NameValue{}
 		return true
 	}
+	list := make([]NameValue, 0, 8) // headers are a dozen or two
+
 	for {
 		var nv NameValue
 		if !d.null() && !d.object(func(key string) (int, bool) {
