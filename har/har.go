@@ -132,9 +132,12 @@ func Validate(r io.Reader, limit int64) (int, error) {
 
 // decode decodes an entry into an Entry.
 func (raw *rawEntry) decode() (*Entry, error) {
-	e := &Entry{}
-	if err := raw.unmarshal(e); err != nil {
-		return nil, err
+	e, ok := decodeEntry(raw.json)
+	if !ok { // encoding/json reads what decodeEntry does not, and words the errors
+		e = &Entry{}
+		if err := raw.unmarshal(e); err != nil {
+			return nil, err
+		}
 	}
 	e.Index = raw.index
 	if p := e.Request.PostData; p != nil {

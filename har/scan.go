@@ -101,7 +101,11 @@ type rawEntry struct {
 // held, whatever its size). With tee set, every byte outside the entries is
 // copied there as written.
 type scanner struct {
-	r       *bufio.Reader
+	src     io.Reader
+	buf     []byte // read from src; buf[pos:end] is not read yet
+	pos     int
+	end     int
+	srcErr  error // src's error, reported once buf is read
 	n       int64 // bytes read
 	limit   int64
 	readErr error
@@ -134,7 +138,7 @@ type scanner struct {
 // A problem with the document is an *Error; an error of r or of each is
 // returned as it is, r's wrapped with "read HAR".
 func walk(r io.Reader, o Options, tee *bufio.Writer, each func(*rawEntry) error) (*scanner, error) {
-	s := &scanner{r: bufio.NewReaderSize(r, 64<<10), limit: cmp.Or(o.MaxBytes, MaxBytes), opts: o, each: each, tee: tee, cut: -1, prune: tee == nil}
+	s := &scanner{src: r, buf: make([]byte, 64<<10), limit: cmp.Or(o.MaxBytes, MaxBytes), opts: o, each: each, tee: tee, cut: -1, prune: tee == nil}
 	err := s.document()
 	switch {
 	case errors.Is(err, errStop):
@@ -205,27 +209,89 @@ func (s *scanner) tooLarge() error {
 }
 
 func (s *scanner) byte() (byte, error) {
-	c, err := s.r.ReadByte()
-	if err != nil {
-		if err == io.EOF {
+	if s.pos == s.end && !s.fill() {
+		if s.srcErr == io.EOF {
 			return 0, io.ErrUnexpectedEOF
 		}
-		s.readErr = err
-		return 0, err
+		s.readErr = s.srcErr
+		return 0, s.srcErr
 	}
+	c := s.buf[s.pos]
+	s.pos++
 	return c, s.tookByte(c)
 }
 
-func (s *scanner) skipSpace() (byte, error) {
-	for {
-		c, err := s.byte()
-		if err != nil {
-			return 0, err
+// fill reads more of the input once the buffer is read, and says whether
+// there is any: false at the end of the input or on a read error, which
+// stays in srcErr. A reader that keeps returning nothing is an error, as
+// bufio has it.
+func (s *scanner) fill() bool {
+	if s.pos < s.end {
+		return true
+	}
+	for range 100 {
+		if s.srcErr != nil {
+			return false
 		}
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return c, nil
+		n, err := s.src.Read(s.buf)
+		s.pos, s.end, s.srcErr = 0, n, err
+		if n > 0 {
+			return true
 		}
 	}
+	s.srcErr = io.ErrNoProgress
+	return false
+}
+
+// skipSpace reads past white space and returns the byte after it. A run of
+// white space is read from the buffer in one step: indented HARs are a
+// third white space.
+func (s *scanner) skipSpace() (byte, error) {
+	if s.pos < s.end && !isSpace(s.buf[s.pos]) { // no white space: the common case
+		c := s.buf[s.pos]
+		s.pos++
+		return c, s.tookByte(c)
+	}
+	for {
+		buf := s.window()
+		if len(buf) == 0 {
+			c, err := s.byte() // the end of the input or a read error
+			if err != nil || !isSpace(c) {
+				return c, err
+			}
+			continue
+		}
+		i := 0
+		for i < len(buf) && isSpace(buf[i]) {
+			i++
+		}
+		if i == len(buf) {
+			if err := s.consume(buf); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		c := buf[i]
+		return c, s.consume(buf[:i+1]) // the byte after the spaces is read with them
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// window returns the bytes buffered and not yet read, filling the buffer
+// when it is empty: empty only at the end of the input or on a read error,
+// which the next byte() reports. The bytes are valid until the next read.
+func (s *scanner) window() []byte {
+	if !s.fill() {
+		return nil
+	}
+	return s.buf[s.pos:s.end]
+}
+
+// consume reads p, the front of the window, in one step.
+func (s *scanner) consume(p []byte) error {
+	s.pos += len(p)
+	return s.took(p)
 }
 
 func (s *scanner) document() error {
@@ -260,14 +326,15 @@ func (s *scanner) document() error {
 		return err
 	}
 	for {
-		c, err := s.r.ReadByte()
-		if err == io.EOF {
-			return nil
+		if !s.fill() {
+			if s.srcErr == io.EOF {
+				return nil
+			}
+			s.readErr = s.srcErr
+			return s.srcErr
 		}
-		if err != nil {
-			s.readErr = err
-			return err
-		}
+		c := s.buf[s.pos]
+		s.pos++
 		if err := s.tookByte(c); err != nil {
 			return err
 		}
@@ -514,11 +581,16 @@ func (s *scanner) str(key bool) error {
 	high := false // the last character was a \u escape of a high surrogate
 	var rb [utf8.UTFMax]byte
 	for {
-		if n, err := s.skipPlain(key); err != nil {
+		n, closed, err := s.skipPlain(key)
+		if err != nil {
 			return err
-		} else if n > 0 {
+		}
+		if n > 0 {
 			s.grow(n)
 			high = false
+		}
+		if closed {
+			return nil
 		}
 		c, err := s.byte()
 		if err != nil {
@@ -600,17 +672,16 @@ func (s *scanner) str(key bool) error {
 
 // skipPlain consumes the run of plain string bytes (no quote, escape or
 // control character; valid UTF-8) at the front of the buffer in one step
-// and says how many: HAR bodies are long strings, and byte-at-a-time reads
-// would make them the bottleneck.
-func (s *scanner) skipPlain(key bool) (int, error) {
+// and says how many, and whether the closing quote ended the run (it is then
+// read too): HAR bodies are long strings, and byte-at-a-time reads would
+// make them the bottleneck.
+func (s *scanner) skipPlain(key bool) (int, bool, error) {
 	total := 0
 	for {
-		if s.r.Buffered() == 0 {
-			if _, err := s.r.Peek(1); err != nil {
-				return total, nil // the next byte() reports it
-			}
+		buf := s.window()
+		if len(buf) == 0 {
+			return total, false, nil // the next byte() reports it
 		}
-		buf, _ := s.r.Peek(s.r.Buffered())
 		i := 0
 		for i < len(buf) {
 			c := buf[i]
@@ -630,16 +701,20 @@ func (s *scanner) skipPlain(key bool) (int, error) {
 		if key && len(s.key) < 64 {
 			s.key = append(s.key, buf[:min(i, 64-len(s.key))]...)
 		}
-		if err := s.took(buf[:i]); err != nil {
-			return total, err
+		closed := i < len(buf) && buf[i] == '"'
+		read := buf[:i]
+		if closed {
+			read = buf[:i+1]
 		}
-		_, _ = s.r.Discard(i)
+		if err := s.consume(read); err != nil {
+			return total, false, err
+		}
 		total += i
 		if i < len(buf) {
-			return total, nil
+			return total, closed, nil
 		}
 		if s.capturing && s.cut >= 0 && s.strLen+int64(total) > s.cut {
-			return total, nil // let grow stop the capture before the next buffer
+			return total, false, nil // let grow stop the capture before the next buffer
 		}
 	}
 }
@@ -689,28 +764,32 @@ func (s *scanner) number(c byte) error {
 func (s *scanner) digits() (int, error) {
 	n := 0
 	for {
-		c, err := s.peek()
-		if err != nil || c < '0' || c > '9' {
+		buf := s.window()
+		i := 0
+		for i < len(buf) && buf[i] >= '0' && buf[i] <= '9' {
+			i++
+		}
+		if err := s.consume(buf[:i]); err != nil {
 			return n, err
 		}
-		if _, err := s.byte(); err != nil {
+		n += i
+		if i < len(buf) || len(buf) == 0 {
+			_, err := s.peek() // a read error ends the number with it
 			return n, err
 		}
-		n++
 	}
 }
 
 // peek returns the next byte without consuming it: 0 at the end of the input.
 func (s *scanner) peek() (byte, error) {
-	b, err := s.r.Peek(1)
-	if err == io.EOF {
-		return 0, nil
+	if !s.fill() {
+		if s.srcErr == io.EOF {
+			return 0, nil
+		}
+		s.readErr = s.srcErr
+		return 0, s.srcErr
 	}
-	if err != nil {
-		s.readErr = err
-		return 0, err
-	}
-	return b[0], nil
+	return s.buf[s.pos], nil
 }
 
 func (s *scanner) literal(rest string) error {

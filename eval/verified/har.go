@@ -80,13 +80,37 @@ func (e *harEvent) staticAsset() bool {
 	if i := strings.IndexAny(p, "?#"); i >= 0 {
 		p = p[:i]
 	}
-	p = strings.ToLower(p)
-	for _, ext := range []string{".css", ".js", ".mjs", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".ico", ".webp", ".avif", ".map"} {
-		if strings.HasSuffix(p, ext) {
+	// The path's extension in any case: compared in ASCII, which is the
+	// same as lower-casing the path since no other letter lower-cases to
+	// one of theirs.
+	ext := p[strings.LastIndexByte(p, '.')+1:]
+	if len(ext) == len(p) {
+		return false
+	}
+	for _, known := range []string{"css", "js", "mjs", "png", "jpg", "jpeg", "gif", "svg", "woff", "woff2", "ttf", "otf", "eot", "ico", "webp", "avif", "map"} {
+		if asciiEqualFold(ext, known) {
 			return true
 		}
 	}
 	return false
+}
+
+// asciiEqualFold compares s with lower, which is in lower case, folding only
+// ASCII letters.
+func asciiEqualFold(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // navigation reports a top-level page load, as WebArena-Verified tells them: a

@@ -46,11 +46,13 @@ func (r *run) checkNetwork(s *networkSpec, events []harEvent) result {
 		}
 		for i := range events {
 			e := &events[i]
-			if e.static() || !strings.EqualFold(e.method, s.httpMethod) {
+			if !strings.EqualFold(e.method, s.httpMethod) || e.static() {
 				continue
 			}
-			u, err := act.parseURL(e.url, opts)
-			if err != nil || !anyBase(act, expURL, u) {
+			// The query is read only when the rest of the URL matches: a
+			// query that cannot be read still rules the request out.
+			u, query, err := act.parseBase(e.url, opts)
+			if err != nil || !anyBase(act, expURL, u) || u.query == nil && act.readQuery(u, query, opts) != nil {
 				continue
 			}
 			if ref, ok := e.header("referer"); ok && expReferer != nil && ref != "" {

@@ -39,16 +39,31 @@ type urlValue struct {
 // base64-encoded query segments (decode_base64_query) join the query, ignored
 // parameters go and the rest are lower-cased and sorted.
 func (n *normalizer) parseURL(s string, o urlOptions) (*urlValue, error) {
+	v, query, err := n.parseBase(s, o)
+	if err != nil || v.query != nil {
+		return v, err
+	}
+	if err := n.readQuery(v, query, o); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// parseBase is the first half of parseURL: the URL's base, and its query
+// string parts, which readQuery reads into the value when its query is nil
+// (a pattern's or an SSH URL's is read already). A caller that compares
+// bases first need not read the query of a URL whose base differs.
+func (n *normalizer) parseBase(s string, o urlOptions) (*urlValue, []string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return nil, fmt.Errorf("an empty URL")
+		return nil, nil, fmt.Errorf("an empty URL")
 	}
 	if isRegexp(s) {
 		content := s[1 : len(s)-1]
 		if ph := placeholderIn(content); ph != "" {
 			if _, ok := n.sites.render(content); !ok {
 				if n.strict {
-					return nil, fmt.Errorf("URL pattern %q: the URL of site %s is unknown", s, ph)
+					return nil, nil, fmt.Errorf("URL pattern %q: the URL of site %s is unknown", s, ph)
 				}
 			}
 		}
@@ -56,29 +71,29 @@ func (n *normalizer) parseURL(s string, o urlOptions) (*urlValue, error) {
 		if o.query != nil {
 			q, err := n.normalizeQuery(o.query, o)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			v.query = q
 		}
-		return v, nil
+		return v, nil, nil
 	}
 	s = strings.TrimRight(s, "/")
 	if strings.HasPrefix(s, "__") {
 		rendered, ok := n.sites.render(s)
 		if !ok && n.strict {
-			return nil, fmt.Errorf("URL %q: the URL of site %s is unknown (give the site URLs, or resolve the spec's placeholders)", s, placeholderIn(s))
+			return nil, nil, fmt.Errorf("URL %q: the URL of site %s is unknown (give the site URLs, or resolve the spec's placeholders)", s, placeholderIn(s))
 		}
 		s = rendered
 	}
 	if ssh, ok := sshBase(s); ok {
-		return &urlValue{n: n, base: ssh, query: map[string][]any{}}, nil
+		return &urlValue{n: n, base: ssh, query: map[string][]any{}}, nil, nil
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("URL %q: %v", s, err)
+		return nil, nil, fmt.Errorf("URL %q: %v", s, err)
 	}
 	if n.strict && (u.Scheme == "" || u.Host == "") && !strings.HasPrefix(s, "__") {
-		return nil, fmt.Errorf("URL %q is not absolute", s)
+		return nil, nil, fmt.Errorf("URL %q is not absolute", s)
 	}
 	scheme := strings.ToLower(u.Scheme)
 	host := dropDefaultPort(scheme, strings.ToLower(u.Host))
@@ -106,7 +121,12 @@ func (n *normalizer) parseURL(s string, o urlOptions) (*urlValue, error) {
 	if u.Fragment != "" {
 		base += "#" + u.Fragment
 	}
-	v := &urlValue{n: n, base: base}
+	return &urlValue{n: n, base: base}, parts, nil
+}
+
+// readQuery reads the query string parts parseBase left (or the options'
+// query, which replaces them) into v.
+func (n *normalizer) readQuery(v *urlValue, parts []string, o urlOptions) error {
 	raw := o.query
 	if raw == nil {
 		raw = parseQS(strings.Join(parts, "&"))
@@ -119,10 +139,9 @@ func (n *normalizer) parseURL(s string, o urlOptions) (*urlValue, error) {
 			raw[k] = vals
 		}
 	}
-	if v.query, err = n.normalizeQuery(raw, o); err != nil {
-		return nil, err
-	}
-	return v, nil
+	var err error
+	v.query, err = n.normalizeQuery(raw, o)
+	return err
 }
 
 // normalizeQuery drops ignored parameters, lower-cases, trims and sorts the
