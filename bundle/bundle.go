@@ -9,6 +9,7 @@ package bundle
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -173,17 +174,37 @@ type File struct {
 // progress, when not nil, is told how many compressed bytes were read.
 // A canceled or expired ctx stops it promptly with ctx's error.
 func Inspect(ctx context.Context, r io.ReaderAt, size int64, lim Limits, progress func(done, total int64)) (*Bundle, error) {
-	return inspect(ctx, r, size, lim, nil, progress)
+	return inspect(ctx, r, size, lim, nil, nil, progress)
 }
 
-func inspect(ctx context.Context, r io.ReaderAt, size int64, lim Limits, knownImages map[string]string, progress func(done, total int64)) (*Bundle, error) {
+// StoreFunc stores a file an inspection may keep (a screenshot or a HAR,
+// found by its name) as the inspection reads it: content holds size bytes
+// (the archive's claim, which the walk enforces), the path is the file's
+// archive path and contentType what its content shows it is. An error stops
+// the inspection and is returned as it is, unless the archive's own fault
+// (a refusal) caused it.
+type StoreFunc func(path, contentType string, size int64, content io.Reader) error
+
+// InspectStoring is Inspect that also hands every screenshot and HAR to
+// store while reading it, so that each byte of the archive is read once:
+// the files the bundle keeps (Files) are then stored already, and those it
+// does not (invalid, unreferenced) are the caller's to delete (Stored lists
+// what was handed over).
+func InspectStoring(ctx context.Context, r io.ReaderAt, size int64, lim Limits, store StoreFunc, progress func(done, total int64)) (*Bundle, error) {
+	if store == nil {
+		return nil, errors.New("bundle: InspectStoring without a store")
+	}
+	return inspect(ctx, r, size, lim, nil, store, progress)
+}
+
+func inspect(ctx context.Context, r io.ReaderAt, size int64, lim Limits, knownImages map[string]string, store StoreFunc, progress func(done, total int64)) (*Bundle, error) {
 	if lim.MaxMetadataBytes == 0 {
 		lim.MaxMetadataBytes = defaultMaxMetadataBytes
 	}
-	in := newInspector(ctx, lim)
+	in := newInspector(lim)
 	in.images.known = knownImages
+	in.store = store
 	w, err := walk(ctx, r, size, lim, progress, true, in.visit)
-	in.images.wait() // also after a refusal: no decoder outlives Inspect
 	if err != nil {
 		return nil, err
 	}
