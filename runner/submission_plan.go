@@ -87,7 +87,11 @@ func (fs *fileStore) put(archivePath, contentType string, size int64, content io
 	if fs.used[key] {
 		key = submissionFilesPrefix(fs.id) + "f-" + shortDigest(archivePath) + keySegment(path.Ext(archivePath))
 	}
-	if err := fs.r.artifacts.Put(fs.ctx, key, content, size, contentType); err != nil {
+	put := fs.r.artifacts.Put
+	if d, ok := fs.r.artifacts.(artifact.Deferred); ok {
+		put = d.PutUnsynced // made durable together, before the plan (sync)
+	}
+	if err := put(fs.ctx, key, content, size, contentType); err != nil {
 		return &storeError{err}
 	}
 	fs.stored[archivePath], fs.used[key], fs.sizes[key] = key, true, size
@@ -119,7 +123,27 @@ func (fs *fileStore) plan(bun *bundle.Bundle, catalog bundle.Catalog, sum string
 	if err := fs.dropUnkept(plan.Files); err != nil {
 		return nil, err
 	}
+	if err := fs.sync(plan.Files); err != nil {
+		return nil, err
+	}
 	return plan, nil
+}
+
+// sync makes the kept files durable, on a store that left it for later:
+// they must be on disk before the plan (and the run's rows) point at them.
+func (fs *fileStore) sync(keep map[string]int64) error {
+	d, ok := fs.r.artifacts.(artifact.Deferred)
+	if !ok || len(keep) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(keep))
+	for key := range keep {
+		keys = append(keys, key)
+	}
+	if err := d.SyncKeys(fs.ctx, keys); err != nil {
+		return &storeError{err}
+	}
+	return nil
 }
 
 // dropUnkept deletes the stored files not in keep.

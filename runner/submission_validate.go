@@ -58,6 +58,7 @@ func (w *validateSubmissionWorker) Work(ctx context.Context, job *river.Job[Vali
 	}
 	last := job.Attempt >= job.MaxAttempts
 	var refused *refusal
+	var stored *storeError
 	switch {
 	case errors.As(err, &refused):
 	case !last:
@@ -65,6 +66,9 @@ func (w *validateSubmissionWorker) Work(ctx context.Context, job *river.Job[Vali
 	case ctx.Err() != nil:
 		r.log.Error("submission validation ran out of time on its last try", "submission_id", s.ID, "error", err.Error())
 		refused = &refusal{r.lastTryMessage(ctx, "Validating the bundle")}
+	case errors.As(err, &stored):
+		r.log.Error("submission validation could not store the bundle's files on its last try", "submission_id", s.ID, "error", err.Error())
+		refused = &refusal{"Storing the bundle's screenshots and network logs failed; submit it again later or ask an administrator."}
 	default:
 		r.log.Error("submission validation failed on its last try", "submission_id", s.ID, "error", err.Error())
 		refused = &refusal{"Proctor could not read the bundle back from its storage; submit it again."}
