@@ -2,8 +2,9 @@
 // Proctor, uploaded as zip or tar.gz archives in one of the formats of
 // docs/bundle-formats.md. It never extracts to disk and never holds a bundle in
 // memory whole: Inspect streams the archive once to check every limit and
-// parse every file, Extract streams it again to hand the kept files (screenshots,
-// HARs) to the caller.
+// parse every file; InspectStoring does so while handing every screenshot and
+// HAR to the caller as it is read (one pass for validating and storing);
+// Extract streams it again to hand the kept files to the caller.
 package bundle
 
 import (
@@ -169,8 +170,9 @@ type File struct {
 // Inspect reads the archive in r (zip or tar.gz, told apart by content),
 // refusing it with a *RefusedError when it breaks a limit or is hostile,
 // detects its format, parses every JSON, JSON Lines and HAR file within the
-// size limits and decodes every screenshot. Per-file problems do not refuse
-// the bundle: they are listed in Report.InvalidFiles and on their task.
+// size limits and checks every screenshot (header and structure, not
+// decoded). Per-file problems do not refuse the bundle: they are listed in
+// Report.InvalidFiles and on their task.
 // progress, when not nil, is told how many compressed bytes were read.
 // A canceled or expired ctx stops it promptly with ctx's error.
 func Inspect(ctx context.Context, r io.ReaderAt, size int64, lim Limits, progress func(done, total int64)) (*Bundle, error) {
