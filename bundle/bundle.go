@@ -2,13 +2,15 @@
 // Proctor, uploaded as zip or tar.gz archives in one of the formats of
 // docs/bundle-formats.md. It never extracts to disk and never holds a bundle in
 // memory whole: Inspect streams the archive once to check every limit and
-// parse every file, Extract streams it again to hand the kept files (screenshots,
-// HARs) to the caller.
+// parse every file; InspectStoring does so while handing every screenshot and
+// HAR to the caller as it is read (one pass for validating and storing);
+// Extract streams it again to hand the kept files to the caller.
 package bundle
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -168,22 +170,43 @@ type File struct {
 // Inspect reads the archive in r (zip or tar.gz, told apart by content),
 // refusing it with a *RefusedError when it breaks a limit or is hostile,
 // detects its format, parses every JSON, JSON Lines and HAR file within the
-// size limits and decodes every screenshot. Per-file problems do not refuse
-// the bundle: they are listed in Report.InvalidFiles and on their task.
+// size limits and checks every screenshot (header and structure, not
+// decoded). Per-file problems do not refuse the bundle: they are listed in
+// Report.InvalidFiles and on their task.
 // progress, when not nil, is told how many compressed bytes were read.
 // A canceled or expired ctx stops it promptly with ctx's error.
 func Inspect(ctx context.Context, r io.ReaderAt, size int64, lim Limits, progress func(done, total int64)) (*Bundle, error) {
-	return inspect(ctx, r, size, lim, nil, progress)
+	return inspect(ctx, r, size, lim, nil, nil, progress)
 }
 
-func inspect(ctx context.Context, r io.ReaderAt, size int64, lim Limits, knownImages map[string]string, progress func(done, total int64)) (*Bundle, error) {
+// StoreFunc stores a file an inspection may keep (a screenshot or a HAR,
+// found by its name) as the inspection reads it: content holds size bytes
+// (the archive's claim, which the walk enforces), the path is the file's
+// archive path and contentType what its content shows it is. An error stops
+// the inspection and is returned as it is, unless the archive's own fault
+// (a refusal) caused it.
+type StoreFunc func(path, contentType string, size int64, content io.Reader) error
+
+// InspectStoring is Inspect that also hands every screenshot and HAR to
+// store while reading it, so that each byte of the archive is read once:
+// the files the bundle keeps (Files) are then stored already, and those it
+// does not (invalid, unreferenced) are the caller's to delete (Stored lists
+// what was handed over).
+func InspectStoring(ctx context.Context, r io.ReaderAt, size int64, lim Limits, store StoreFunc, progress func(done, total int64)) (*Bundle, error) {
+	if store == nil {
+		return nil, errors.New("bundle: InspectStoring without a store")
+	}
+	return inspect(ctx, r, size, lim, nil, store, progress)
+}
+
+func inspect(ctx context.Context, r io.ReaderAt, size int64, lim Limits, knownImages map[string]string, store StoreFunc, progress func(done, total int64)) (*Bundle, error) {
 	if lim.MaxMetadataBytes == 0 {
 		lim.MaxMetadataBytes = defaultMaxMetadataBytes
 	}
-	in := newInspector(ctx, lim)
+	in := newInspector(lim)
 	in.images.known = knownImages
+	in.store = store
 	w, err := walk(ctx, r, size, lim, progress, true, in.visit)
-	in.images.wait() // also after a refusal: no decoder outlives Inspect
 	if err != nil {
 		return nil, err
 	}

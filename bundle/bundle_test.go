@@ -34,6 +34,24 @@ func inspect(t testing.TB, path string, lim bundle.Limits) (*bundle.Bundle, erro
 	return bundle.Inspect(context.Background(), f, st.Size(), lim, nil)
 }
 
+// inspectStoring inspects an archive with InspectStoring, keeping what it
+// stores in memory by archive path.
+func inspectStoring(t testing.TB, path string, lim bundle.Limits) (*bundle.Bundle, map[string][]byte, error) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	st, err := f.Stat()
+	require.NoError(t, err)
+	stored := map[string][]byte{}
+	b, err := bundle.InspectStoring(context.Background(), f, st.Size(), lim, func(p, _ string, size int64, content io.Reader) error {
+		body, err := io.ReadAll(io.LimitReader(content, size))
+		stored[p] = body
+		return err
+	}, nil)
+	return b, stored, err
+}
+
 // mustInspect inspects an archive that must be accepted.
 func mustInspect(t testing.TB, path string) *bundle.Bundle {
 	t.Helper()
@@ -244,6 +262,11 @@ func TestInspect_Hostile(t *testing.T) {
 			require.ErrorAs(t, err, &refused)
 			require.Contains(t, err.Error(), c.Message)
 			require.True(t, strings.ToValidUTF8(err.Error(), "") == err.Error(), "the message is valid UTF-8")
+			// Storing as it reads refuses it the same way, however far it got.
+			b, _, err = inspectStoring(t, path, bundletest.Limits())
+			require.Nil(t, b)
+			require.ErrorAs(t, err, &refused)
+			require.Contains(t, err.Error(), c.Message)
 		})
 	}
 }
@@ -382,6 +405,11 @@ func TestInspect_InvalidFiles(t *testing.T) {
 	bigJPEG := bundletest.JPEG(2100, 2000) // 4.2 megapixels, over the test limit of 4
 	truncPNG := bundletest.PNG(64, 40)
 	truncPNG = truncPNG[:len(truncPNG)-20]
+	truncJPEG := bundletest.JPEG(64, 40)
+	truncJPEG = truncJPEG[:len(truncJPEG)-30]
+	flippedPNG := bundletest.PNG(64, 40)
+	flippedPNG[len(flippedPNG)/2] ^= 0x10
+	lyingPNG := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 64)...) // a PNG signature over garbage
 	wav := func(task bundletest.WAVTask) []bundletest.Entry {
 		return bundletest.WebArenaVerifiedEntries(bundletest.WAVTask{ID: "1"}, task)
 	}
@@ -427,6 +455,12 @@ func TestInspect_InvalidFiles(t *testing.T) {
 			Extra: []bundletest.Entry{{Name: "big.jpg", Body: bigJPEG}}}), "tasks/2/big.jpg", "2100×2000 pixels, over the limit of 4000000 pixels", nil},
 		{"truncated screenshot", proctor(bundletest.ProctorTask{ID: "2", StepsJSONL: `{"action": "x", "screenshot": "a.png"}`,
 			Extra: []bundletest.Entry{{Name: "a.png", Body: truncPNG}}}), "tasks/2/a.png", "invalid image/png image", nil},
+		{"truncated JPEG screenshot", proctor(bundletest.ProctorTask{ID: "2", StepsJSONL: `{"action": "x", "screenshot": "a.jpg"}`,
+			Extra: []bundletest.Entry{{Name: "a.jpg", Body: truncJPEG}}}), "tasks/2/a.jpg", "not a valid screenshot: invalid image/jpeg image: it does not end with the end-of-image marker (is it truncated?)", nil},
+		{"screenshot with a damaged chunk", proctor(bundletest.ProctorTask{ID: "2", StepsJSONL: `{"action": "x", "screenshot": "a.png"}`,
+			Extra: []bundletest.Entry{{Name: "a.png", Body: flippedPNG}}}), "tasks/2/a.png", "fails its checksum", nil},
+		{"screenshot with a signature over garbage", proctor(bundletest.ProctorTask{ID: "2", StepsJSONL: `{"action": "x", "screenshot": "a.png"}`,
+			Extra: []bundletest.Entry{{Name: "a.png", Body: lyingPNG}}}), "tasks/2/a.png", "not a valid screenshot: invalid image/png header", nil},
 		{"screenshot a step names that is absent", proctor(bundletest.ProctorTask{ID: "2", StepsJSONL: "{\"action\": \"x\"}\n{\"action\": \"y\", \"screenshot\": \"screenshots/9.png\"}\n"}),
 			"tasks/2/steps.jsonl", "line 2: screenshot screenshots/9.png is not in the bundle",
 			func(t *testing.T, task *bundle.Task) { require.Len(t, task.Steps, 2) }},
@@ -464,8 +498,16 @@ func TestInspect_InvalidFiles(t *testing.T) {
 		for _, kind := range kinds {
 			t.Run(c.name+"/"+string(kind), func(t *testing.T) {
 				t.Parallel()
-				b := mustInspect(t, bundletest.Write(t, filepath.Join(t.TempDir(), "b."+string(kind)), kind, c.entries))
+				path := bundletest.Write(t, filepath.Join(t.TempDir(), "b."+string(kind)), kind, c.entries)
+				b := mustInspect(t, path)
 				require.Len(t, b.Report.InvalidFiles, 1, "%+v", b.Report.InvalidFiles)
+				// Storing while inspecting finds the same, and stores every kept file.
+				withStore, stored, err := inspectStoring(t, path, bundletest.Limits())
+				require.NoError(t, err)
+				require.Equal(t, b.Report, withStore.Report)
+				for _, f := range withStore.Files() {
+					require.Len(t, stored[f.Path], int(f.Size), f.Path)
+				}
 				got := b.Report.InvalidFiles[0]
 				require.Equal(t, c.path, got.Path)
 				require.Contains(t, got.Problem, c.problem)

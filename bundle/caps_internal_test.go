@@ -65,9 +65,8 @@ func TestAssembly_StopsWhenCanceled(t *testing.T) {
 				files = append(files, layout(i)...)
 			}
 			archive := tarGz(t, files)
-			in := newInspector(t.Context(), DefaultLimits())
+			in := newInspector(DefaultLimits())
 			_, err := walk(t.Context(), bytes.NewReader(archive), int64(len(archive)), DefaultLimits(), nil, true, in.visit)
-			in.images.wait()
 			require.NoError(t, err)
 			detected, l := detect(in.files)
 			require.Equal(t, format, detected)
@@ -90,102 +89,69 @@ func pngOf(t testing.TB, img image.Image) []byte {
 	return buf.Bytes()
 }
 
-// TestDecodeCost: the estimate a decoder's memory is weighed by is never
-// below what decoding the image allocates for its pixels.
-func TestDecodeCost(t *testing.T) {
+// TestImageVerifier checks screenshots by header and structure, written
+// in pieces of every size: valid PNGs of each color model and JPEGs pass;
+// a truncated file, a flipped byte in a PNG, a lying signature, dimensions
+// over the cap and a header past its limit are named.
+func TestImageVerifier(t *testing.T) {
 	t.Parallel()
 	rect := image.Rect(0, 0, 300, 200)
 	var jpg bytes.Buffer
 	require.NoError(t, jpeg.Encode(&jpg, image.NewRGBA(rect), nil))
-	cases := map[string][]byte{
+	valid := map[string][]byte{
 		"16-bit RGBA PNG": pngOf(t, image.NewRGBA64(rect)),
 		"8-bit RGBA PNG":  pngOf(t, image.NewNRGBA(rect)),
 		"gray PNG":        pngOf(t, image.NewGray(rect)),
-		"16-bit gray PNG": pngOf(t, image.NewGray16(rect)),
 		"paletted PNG":    pngOf(t, image.NewPaletted(rect, color.Palette{color.Black, color.White})),
 		"JPEG":            jpg.Bytes(),
 	}
-	for name, content := range cases {
-		img, _, err := image.Decode(bytes.NewReader(content))
-		require.NoError(t, err, name)
-		pixels := pixelBytes(t, img)
-		require.GreaterOrEqual(t, decodeCost(content), int64(len(content)+pixels), name)
-	}
-	require.Equal(t, int64(9), decodeCost([]byte("not image")), "a file that is no image costs its bytes")
-}
-
-func pixelBytes(t *testing.T, img image.Image) int {
-	t.Helper()
-	switch img := img.(type) {
-	case *image.RGBA64:
-		return len(img.Pix)
-	case *image.NRGBA64:
-		return len(img.Pix)
-	case *image.NRGBA:
-		return len(img.Pix)
-	case *image.RGBA:
-		return len(img.Pix)
-	case *image.Gray:
-		return len(img.Pix)
-	case *image.Gray16:
-		return len(img.Pix)
-	case *image.Paletted:
-		return len(img.Pix)
-	case *image.YCbCr:
-		return len(img.Y) + len(img.Cb) + len(img.Cr)
-	}
-	t.Fatalf("unexpected image type %T", img)
-	return 0
-}
-
-// TestImageChecks_DecodeBudget decodes screenshots that weigh more together
-// than the decoding budget: the bytes in flight never pass it, an image
-// larger than the whole budget decodes alone, and every one is decoded.
-func TestImageChecks_DecodeBudget(t *testing.T) {
-	t.Parallel()
-	big := pngOf(t, image.NewRGBA64(image.Rect(0, 0, 400, 400)))
-	cost := decodeCost(big) // 400 × 400 × 8 × 2 bytes and the file: about 2.5 MiB
-	cases := []struct {
-		name   string
-		budget int64
-		peak   func(t *testing.T, peak int64)
+	flipped := bytes.Clone(valid["gray PNG"])
+	flipped[len(flipped)/2] ^= 0x40
+	// A JPEG whose metadata pushes its dimensions past the header limit.
+	bigHeader := append([]byte{0xFF, 0xD8}, bytes.Repeat(append([]byte{0xFF, 0xE1, 0xFF, 0xFF}, make([]byte, 0xFFFD)...), imageHeaderBytes/0xFFFF+1)...)
+	bigHeader = append(bigHeader, jpg.Bytes()[2:]...)
+	invalid := map[string]struct {
+		content []byte
+		problem string
 	}{
-		{"two fit at once", 2*cost + cost/2, func(t *testing.T, peak int64) {
-			require.LessOrEqual(t, peak, 2*cost+cost/2)
-			require.GreaterOrEqual(t, peak, cost)
-		}},
-		{"larger than the budget", cost / 3, func(t *testing.T, peak int64) {
-			require.Equal(t, cost/3, peak, "an image over the whole budget takes all of it, alone")
-		}},
+		"truncated PNG":       {valid["gray PNG"][:len(valid["gray PNG"])-20], "ends before its IEND chunk"},
+		"flipped PNG byte":    {flipped, "fails its checksum"},
+		"truncated JPEG":      {jpg.Bytes()[:jpg.Len()-100], "does not end with the end-of-image marker"},
+		"lying PNG":           {append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 64)...), "invalid image/png header"},
+		"JPEG over the cap":   {jpg.Bytes(), "300×200 pixels, over the limit of 100 pixels"},
+		"JPEG header too far": {bigHeader, "not within the first"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			checks := newImageChecks(t.Context(), 0, c.budget)
-			var recs []*record
-			for i := range 12 {
-				rec := &record{path: fmt.Sprintf("%d.png", i), role: roleImage, size: int64(len(big))}
-				recs = append(recs, rec)
-				checks.check(rec, bytes.NewReader(big))
-			}
-			checks.wait()
-			for _, rec := range recs {
-				require.Empty(t, rec.problem)
-				require.Equal(t, "image/png", rec.contentType)
-			}
-			c.peak(t, checks.budget.peak)
-			require.Zero(t, checks.budget.inUse, "every decoder gave its bytes back")
-		})
+	pieces := []int{1, 7, 4096, 1 << 30}
+	verify := func(content []byte, maxPixels int64, piece int) (string, error) {
+		_, contentType, err := imageMagic(bytes.NewReader(content))
+		require.NoError(t, err)
+		require.NotEmpty(t, contentType)
+		v := newImageVerifier(contentType, maxPixels)
+		for rest := content; len(rest) > 0; {
+			n := min(piece, len(rest))
+			_, err := v.Write(rest[:n])
+			require.NoError(t, err)
+			rest = rest[n:]
+		}
+		return contentType, v.finish()
 	}
-	t.Run("inline decodes take the whole budget", func(t *testing.T) {
-		t.Parallel()
-		checks := newImageChecks(t.Context(), 0, 4*cost)
-		rec := &record{path: "x.png", role: roleImage, size: -1}
-		checks.check(rec, bytes.NewReader(big))
-		checks.wait()
-		require.Empty(t, rec.problem)
-		require.Equal(t, 4*cost, checks.budget.peak)
-	})
+	for name, content := range valid {
+		for _, piece := range pieces {
+			contentType, err := verify(content, 0, piece)
+			require.NoError(t, err, "%s in pieces of %d", name, piece)
+			require.True(t, strings.HasPrefix(contentType, "image/"))
+		}
+	}
+	for name, c := range invalid {
+		maxPixels := int64(0)
+		if name == "JPEG over the cap" {
+			maxPixels = 100
+		}
+		for _, piece := range pieces {
+			_, err := verify(c.content, maxPixels, piece)
+			require.ErrorContains(t, err, c.problem, "%s in pieces of %d", name, piece)
+		}
+	}
 }
 
 func TestShorten(t *testing.T) {

@@ -30,11 +30,12 @@ type inspector struct {
 	files   []string // regular files, archive order
 	records map[string]*record
 	images  *imageChecks
-	meta    metadata // what files and records hold, against lim.MaxMetadataBytes
+	meta    metadata  // what files and records hold, against lim.MaxMetadataBytes
+	store   StoreFunc // InspectStoring's, or nil
 }
 
-func newInspector(ctx context.Context, lim Limits) *inspector {
-	return &inspector{lim: lim, records: map[string]*record{}, images: newImageChecks(ctx, lim.MaxImagePixels, decodeBudgetBytes),
+func newInspector(lim Limits) *inspector {
+	return &inspector{lim: lim, records: map[string]*record{}, images: newImageChecks(lim.MaxImagePixels),
 		meta: metadata{limit: lim.MaxMetadataBytes}}
 }
 

@@ -128,17 +128,21 @@ func (in *inspector) parse(rec *record, r io.Reader) error {
 	case roleMissing:
 		return nil
 	case roleImage:
-		in.images.check(rec, r)
-		return nil
+		return in.images.check(rec, r, in.store)
 	case roleHAR:
-		_, err := har.Validate(r, in.lim.MaxHARBytes)
+		rec.contentType = "application/json"
+		var err error
+		if in.store != nil {
+			err = in.storeHAR(rec, r)
+		} else {
+			_, err = har.Validate(r, in.lim.MaxHARBytes)
+		}
 		if err != nil && har.KindOf(err) == 0 {
 			return err
 		}
 		if err != nil {
 			rec.problem = err.Error()
 		}
-		rec.contentType = "application/json"
 		return nil
 	}
 	b, err := io.ReadAll(io.LimitReader(r, in.lim.MaxJSONBytes+1))
@@ -178,6 +182,27 @@ func (in *inspector) parse(rec *record, r io.Reader) error {
 		rec.problem = shorten(problem.Error(), maxProblemBytes) // it may quote the file
 	}
 	return nil
+}
+
+// storeHAR hands a HAR to the inspection's store while validating it: the
+// validator reads what the store reads, through a pipe, and the store gets
+// every byte even when the validator stops early at a problem. The error is
+// the store's, or the validator's (a HAR problem is an *har.Error).
+func (in *inspector) storeHAR(rec *record, r io.Reader) error {
+	pr, pw := io.Pipe()
+	validated := make(chan error, 1)
+	go func() {
+		_, err := har.Validate(pr, in.lim.MaxHARBytes)
+		_, _ = io.Copy(io.Discard, pr) // the rest still goes to the store
+		validated <- err
+	}()
+	err := in.store(rec.path, rec.contentType, rec.size, io.TeeReader(r, pw))
+	pw.CloseWithError(err) // nil: the validator reads to the end
+	verr := <-validated
+	if err != nil {
+		return err
+	}
+	return verr
 }
 
 func invalidUTF8At(b []byte) int {

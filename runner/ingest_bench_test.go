@@ -54,9 +54,11 @@ func TestMain(m *testing.M) {
 // 1280×720 JPEG screenshots. Each child process starts with an empty SQLite
 // database and local artifact store, uploads the bundle in parts, then
 //
-//   - validate: hashes, inspects (every screenshot decoded) and checks it;
-//   - ingest:   reads it again and stores every screenshot and HAR, then
-//     creates the run, its attempts and steps;
+//   - validate: reads it once, hashing and inspecting every byte (each
+//     screenshot checked by header and structure) and storing every
+//     screenshot and HAR as it is read, then checks it;
+//   - ingest:   creates the run, its attempts and steps from what the
+//     validation left, pointing at the files stored;
 //
 // against the baseline of copying the same bytes into the same store, in
 // the same run. Reported: MB/s of each, their ratio to the copy, and the

@@ -86,7 +86,8 @@ func (r *Runner) failIngest(ctx context.Context, s *models.Submission, cause err
 	if now.RunID != nil || now.Status != models.SubmissionIngesting {
 		return nil
 	}
-	if derr := r.deletePrefix(ctx, submissionTasksPrefix(s.ID)); derr != nil {
+	derr := errors.Join(r.deletePrefix(ctx, submissionTasksPrefix(s.ID)), r.deletePrefix(ctx, submissionFilesPrefix(s.ID)))
+	if derr != nil {
 		if !last {
 			return errors.Join(cause, derr) // retried: the files must go before the submission says failed
 		}
@@ -122,9 +123,30 @@ func (e *storeError) Unwrap() error { return e.err }
 // submissionTasksPrefix holds an ingested submission's task files.
 func submissionTasksPrefix(id int64) string { return models.SubmissionPrefix(id) + "tasks/" }
 
-// ingestSubmission reads the bundle twice — once to list its tasks and
-// files, once to store the files it keeps — then creates the run.
+// ingestSubmission creates the run of a validated submission from the plan
+// its validation left, whose files are stored already: it writes rows only.
+// A submission validated without a plan has its bundle read again.
 func (r *Runner) ingestSubmission(ctx context.Context, s *models.Submission) (*models.Run, error) {
+	plan, err := r.readIngestPlan(ctx, s)
+	if errors.Is(err, errNoPlan) {
+		return r.ingestFromBundle(ctx, s)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The bar shows the bytes of the run's files, stored already: it is
+	// full once the run's rows are written.
+	var stored int64
+	for _, size := range plan.Files {
+		stored += size
+	}
+	r.newProgressMeter(ctx, s.ID, max(stored, 1))
+	return r.db.CreateUploadedRun(ctx, s.ID, plan.Ingest, service.UploadedRunRules(), r.queue.insertUploadedEvaluations)
+}
+
+// ingestFromBundle reads the bundle twice — once to list its tasks and
+// files, once to store the files it keeps — then creates the run.
+func (r *Runner) ingestFromBundle(ctx context.Context, s *models.Submission) (*models.Run, error) {
 	if err := r.deletePrefix(ctx, submissionTasksPrefix(s.ID)); err != nil {
 		return nil, &storeError{err}
 	}

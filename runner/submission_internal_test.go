@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"proctor/bundle"
+	"proctor/bundle/bundletest"
 	"proctor/storage/artifact"
 )
 
@@ -174,6 +177,79 @@ func TestOpenBundle(t *testing.T) {
 			entries, err = os.ReadDir(tmp)
 			require.NoError(t, err)
 			require.Empty(t, entries, "the spool is removed on close")
+		})
+	}
+}
+
+// byteCounter is a ReaderAt that counts every byte read from it.
+type byteCounter struct {
+	r    io.ReaderAt
+	read atomic.Int64
+}
+
+func (c *byteCounter) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+// memStore keeps what InspectStoring hands it.
+type memStore map[string][]byte
+
+func (m memStore) put(path, _ string, size int64, content io.Reader) error {
+	b, err := io.ReadAll(io.LimitReader(content, size))
+	if err != nil {
+		return err
+	}
+	m[path] = b
+	return nil
+}
+
+// TestHashedBundle_ReadOnce: validating a bundle reads each of its bytes
+// once — hashing, inspecting and storing from the same reads — but for the
+// zip's directory, read again for the hash: the bytes read stay within a few
+// percent of the archive's size, the SHA-256 is the file's, and each stored
+// file holds the archive's content.
+func TestHashedBundle_ReadOnce(t *testing.T) {
+	t.Parallel()
+	shot := bundletest.JPEG(640, 360)
+	var tasks []bundletest.ProctorTask
+	for i := range 4 {
+		task := bundletest.ProctorTask{ID: fmt.Sprintf("t%d", i), HAR: true}
+		var lines strings.Builder
+		for s := range 10 {
+			name := fmt.Sprintf("screenshots/%02d.jpg", s)
+			task.Extra = append(task.Extra, bundletest.Entry{Name: name, Body: shot, Store: true})
+			lines.WriteString(bundletest.ProctorStepLine(s, name) + "\n")
+		}
+		task.Extra = append(task.Extra, bundletest.Entry{Name: "big.har", Open: bundletest.LargeHAR(1 << 20)})
+		task.StepsJSONL = lines.String()
+		tasks = append(tasks, task)
+	}
+	entries := bundletest.ProctorEntries(bundletest.ProctorManifest("b", ""), tasks...)
+	for _, kind := range []bundletest.Kind{bundletest.Zip, bundletest.TarGz} {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(bundletest.Write(t, t.TempDir()+"/b."+string(kind), kind, entries))
+			require.NoError(t, err)
+			src := &byteCounter{r: bytes.NewReader(data)}
+			h := &hashedBundle{src: src, size: int64(len(data)), h: sha256.New()}
+			stored := memStore{}
+			bun, err := bundle.InspectStoring(t.Context(), h, h.size, bundle.DefaultLimits(), stored.put, nil)
+			require.NoError(t, err)
+			sum, err := h.sum(t.Context())
+			require.NoError(t, err)
+			want := sha256.Sum256(data)
+			require.Equal(t, hex.EncodeToString(want[:]), sum)
+			size := int64(len(data))
+			require.LessOrEqual(t, src.read.Load(), size+size/20, "each byte is read about once (%d bytes read of %d)", src.read.Load(), size)
+			require.LessOrEqual(t, h.again, size/20, "read again for the hash alone")
+			require.Len(t, bun.Files(), 4*11, "every screenshot and HAR is kept")
+			for _, f := range bun.Files() {
+				require.Contains(t, stored, f.Path)
+				require.Equal(t, f.Size, int64(len(stored[f.Path])), f.Path)
+			}
+			require.Equal(t, shot, stored["tasks/t1/screenshots/03.jpg"])
 		})
 	}
 }

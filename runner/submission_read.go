@@ -274,3 +274,70 @@ func (m *progressMeter) write(done int64) {
 func systemContext(ctx context.Context) context.Context {
 	return models.WithActor(ctx, models.SystemActor())
 }
+
+// hashedBundle is a stored bundle whose SHA-256 is computed from the reads
+// the bundle reader makes anyway: bytes read in order are hashed as they go
+// by, so the bundle is read once for both. sum hashes what was not read in
+// order (the zip directory at the end, small gaps the reader skipped).
+type hashedBundle struct {
+	src  io.ReaderAt
+	size int64
+	mu   sync.Mutex
+	h    hash.Hash
+	next int64 // [0, next) is hashed
+	// again counts the bytes read a second time, for the hash alone.
+	again int64
+}
+
+// maxHashGap is the largest run of bytes the reader may skip between two
+// reads in order (an entry's data descriptor, say) that is read at once
+// to keep hashing in step; a larger jump (to the zip directory at the end)
+// leaves the hash behind until reads come back, or until sum.
+const maxHashGap = 64 << 10
+
+// openHashedBundle opens a stored bundle for the bundle reader, hashing it
+// as it is read.
+func (r *Runner) openHashedBundle(ctx context.Context, key string) (*storedBundle, *hashedBundle, error) {
+	b, _, err := r.openBundle(ctx, key, false, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	h := &hashedBundle{src: b.ReaderAt, size: b.size, h: sha256.New()}
+	b.ReaderAt = h
+	return b, h, nil
+}
+
+func (b *hashedBundle) ReadAt(p []byte, off int64) (int, error) {
+	n, err := b.src.ReadAt(p, off)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if off > b.next && off-b.next <= maxHashGap {
+		gap := make([]byte, off-b.next)
+		if m, gerr := b.src.ReadAt(gap, b.next); m == len(gap) && (gerr == nil || gerr == io.EOF) {
+			b.h.Write(gap)
+			b.next = off
+			b.again += int64(m)
+		}
+	}
+	if off <= b.next && off+int64(n) > b.next {
+		b.h.Write(p[b.next-off : n])
+		b.next = off + int64(n)
+	}
+	return n, err
+}
+
+// sum hashes the bytes not read in order yet and returns the bundle's
+// SHA-256 in hex.
+func (b *hashedBundle) sum(ctx context.Context) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.next < b.size {
+		rest := b.size - b.next
+		if err := copyCounted(ctx, b.h, io.NewSectionReader(b.src, b.next, rest), nil); err != nil {
+			return "", fmt.Errorf("hash the bundle: %w", err)
+		}
+		b.next = b.size
+		b.again += rest
+	}
+	return hex.EncodeToString(b.h.Sum(nil)), nil
+}

@@ -19,7 +19,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -624,32 +623,14 @@ func TestSubmission_Hostile(t *testing.T) {
 	})
 }
 
-// failingStore fails every Put of an ingested task file once armed, after
-// letting `after` of them through.
-type failingStore struct {
-	artifact.Store
-	armed atomic.Bool
-	after int64
-	puts  atomic.Int64
-}
-
-func (f *failingStore) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
-	if f.armed.Load() && strings.Contains(key, "/tasks/") && f.puts.Add(1) > f.after {
-		return errors.New("the disk is full")
-	}
-	return f.Store.Put(ctx, key, r, size, contentType)
-}
-
 // TestSubmission_BadUploads: each way an upload goes wrong gives a clear
 // message and keeps nothing it should not.
 func TestSubmission_BadUploads(t *testing.T) {
 	t.Parallel()
 	opts := portalOptions{
 		submissions: runner.SubmissionOptions{DailyQuota: 9, PartBytes: 64 << 10, Limits: bundletest.Limits()},
-		wrap:        func(s artifact.Store) artifact.Store { return &failingStore{Store: s, after: 2} },
 	}
 	forEachPortal(t, opts, func(t *testing.T, p *portal) {
-		fs := p.store.(*failingStore)
 		dir := t.TempDir()
 		// Three parts on the local store, one on S3.
 		proctorBundle := func(name string, m models.BundleManifest) bundleFile {
@@ -762,17 +743,21 @@ func TestSubmission_BadUploads(t *testing.T) {
 		t.Run("FailedIngestLeavesNoRun", func(t *testing.T) {
 			v := p.upload(t, p.member, good, request(sandbox.Slug, "", good))
 			p.wait(t, v.ID, models.SubmissionValidated)
-			fs.armed.Store(true)
-			_, err := p.svc.IngestSubmission(p.member, v.ID)
+			// The validation stored the run's files; one is lost before the ingest.
+			ctx := context.Background()
+			stored, err := p.store.List(ctx, models.SubmissionPrefix(v.ID)+"files/")
+			require.NoError(t, err)
+			require.NotEmpty(t, stored, "the validation stores the screenshots and network logs")
+			require.NoError(t, p.store.Delete(ctx, stored[0].Key))
+			_, err = p.svc.IngestSubmission(p.member, v.ID)
 			require.NoError(t, err)
 			v = p.wait(t, v.ID, models.SubmissionFailed)
-			fs.armed.Store(false)
-			require.Equal(t, "Storing the bundle's screenshots and network logs failed; try again later or ask an administrator.", v.Error)
+			require.Equal(t, fmt.Sprintf("1 of the %d screenshots and network logs stored when the bundle was validated are missing or changed; submit the bundle again.", len(stored)), v.Error)
 			require.Nil(t, v.RunID)
 			require.Zero(t, countSubmissionRuns(t, p.db), "no half-made run")
-			infos, err := p.store.List(context.Background(), models.SubmissionPrefix(v.ID)+"tasks/")
+			infos, err := p.store.List(ctx, models.SubmissionPrefix(v.ID)+"files/")
 			require.NoError(t, err)
-			require.Empty(t, infos, "the files stored before the failure are deleted")
+			require.Empty(t, infos, "the files stored by the validation are deleted")
 			var audits int64
 			require.NoError(t, p.db.Gorm().Model(&models.AuditEvent{}).Where("action = ? AND subject = ?", "submission.failed", fmt.Sprintf("submission %d", v.ID)).Count(&audits).Error)
 			require.Equal(t, int64(1), audits)
@@ -973,7 +958,7 @@ func TestSubmission_LastTryOutOfTime(t *testing.T) {
 		p.wait(t, ingesting.ID, models.SubmissionValidated)
 
 		store.stall(validating.StorageKey)
-		store.stall(models.SubmissionPrefix(ingesting.ID) + "tasks/")
+		store.stall(models.SubmissionPrefix(ingesting.ID) + "ingest-plan.json") // what the ingest reads
 		_, err = p.svc.CompleteSubmission(p.member, validating.ID)
 		require.NoError(t, err)
 		_, err = p.svc.IngestSubmission(p.member, ingesting.ID)
@@ -987,9 +972,11 @@ func TestSubmission_LastTryOutOfTime(t *testing.T) {
 		require.Contains(t, v.Error, "Ingesting the bundle took too long: its last try did not finish within the 1.5 seconds a try may take.")
 		require.Nil(t, v.RunID)
 		require.Zero(t, countSubmissionRuns(t, p.db))
-		infos, err := p.store.List(context.Background(), models.SubmissionPrefix(v.ID)+"tasks/")
-		require.NoError(t, err)
-		require.Empty(t, infos, "no task file is left")
+		for _, dir := range []string{"tasks/", "files/"} {
+			infos, err := p.store.List(context.Background(), models.SubmissionPrefix(v.ID)+dir)
+			require.NoError(t, err)
+			require.Empty(t, infos, "no task file is left")
+		}
 		again, resumed, err := p.svc.CreateSubmission(p.member, request(sandbox.Slug, "", fail))
 		require.NoError(t, err, "the same bundle may be submitted again")
 		require.False(t, resumed)

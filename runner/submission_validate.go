@@ -58,6 +58,7 @@ func (w *validateSubmissionWorker) Work(ctx context.Context, job *river.Job[Vali
 	}
 	last := job.Attempt >= job.MaxAttempts
 	var refused *refusal
+	var stored *storeError
 	switch {
 	case errors.As(err, &refused):
 	case !last:
@@ -65,6 +66,9 @@ func (w *validateSubmissionWorker) Work(ctx context.Context, job *river.Job[Vali
 	case ctx.Err() != nil:
 		r.log.Error("submission validation ran out of time on its last try", "submission_id", s.ID, "error", err.Error())
 		refused = &refusal{r.lastTryMessage(ctx, "Validating the bundle")}
+	case errors.As(err, &stored):
+		r.log.Error("submission validation could not store the bundle's files on its last try", "submission_id", s.ID, "error", err.Error())
+		refused = &refusal{"Storing the bundle's screenshots and network logs failed; submit it again later or ask an administrator."}
 	default:
 		r.log.Error("submission validation failed on its last try", "submission_id", s.ID, "error", err.Error())
 		refused = &refusal{"Proctor could not read the bundle back from its storage; submit it again."}
@@ -128,8 +132,12 @@ func (r *Runner) validateSubmission(ctx context.Context, s *models.Submission) e
 	if info.Size > limits.MaxBundleBytes {
 		return &refusal{fmt.Sprintf("the bundle is %d bytes, over the bundle size limit of %d bytes", info.Size, limits.MaxBundleBytes)}
 	}
-	meter := r.newProgressMeter(ctx, s.ID, 2*info.Size)
-	b, sum, err := r.openBundle(ctx, s.StorageKey, true, meter.pass(info.Size))
+	// A try before may have stored files: they go first.
+	if err := r.deletePrefix(ctx, submissionFilesPrefix(s.ID)); err != nil {
+		return err
+	}
+	meter := r.newProgressMeter(ctx, s.ID, info.Size)
+	b, hashed, err := r.openHashedBundle(ctx, s.StorageKey)
 	if errors.Is(err, artifact.ErrNotFound) {
 		return &refusal{"The bundle's bytes are no longer in storage; submit it again."}
 	}
@@ -137,10 +145,23 @@ func (r *Runner) validateSubmission(ctx context.Context, s *models.Submission) e
 		return err
 	}
 	defer b.Close()
+	// One pass: every byte is hashed, inspected and, for the screenshots and
+	// network logs, stored as it is read.
+	files := r.newFileStore(ctx, s.ID)
+	bun, inspectErr := bundle.InspectStoring(ctx, b, b.size, limits, files.put, readProgress(meter.pass(b.size)))
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	sum, err := hashed.sum(ctx)
+	if err != nil {
+		return err
+	}
+	// A bundle damaged on its way is said to be so before anything its
+	// damage may have caused.
 	if s.SHA256 != "" && sum != s.SHA256 {
 		return &refusal{fmt.Sprintf("the assembled bundle's SHA-256 is %s, but the upload declared %s: a part was corrupted or mixed up", sum, s.SHA256)}
 	}
-	bun, err := inspected(bundle.Inspect(ctx, b, b.size, limits, readProgress(meter.pass(b.size))))
+	bun, err = inspected(bun, inspectErr)
 	if err != nil {
 		return err
 	}
@@ -155,6 +176,20 @@ func (r *Runner) validateSubmission(ctx context.Context, s *models.Submission) e
 	}
 	if report.FormatName == "" {
 		report.FormatName = models.BundleFormatName(report.Format)
+	}
+	if len(report.Blocking) > 0 {
+		// Never ingested: nothing stored is kept.
+		if err := files.dropUnkept(nil); err != nil {
+			return err
+		}
+	} else {
+		plan, err := files.plan(bun, catalog, sum)
+		if err != nil {
+			return err
+		}
+		if err := r.writeIngestPlan(ctx, s.ID, plan); err != nil {
+			return err
+		}
 	}
 	_, err = r.db.FinishSubmissionValidation(ctx, s.ID, report, service.DuplicateBundleError)
 	if models.ErrorCode(err) == models.ECONFLICT {

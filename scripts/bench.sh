@@ -212,8 +212,8 @@ awk '
 			print ""
 			printf "Submission portal, a %.0f MB Proctor trajectory bundle (1280x720 JPEG screenshots, HARs):\n", v[g, "bundle-MB"]
 			printf "  %-46s %8.1f\n", "copy into the artifact store (MB/s)", v[g, "copy-MB/s"]
-			printf "  %-46s %8.1f\n", "validate: hash, inspect, decode images (MB/s)", v[g, "validate-MB/s"]
-			printf "  %-46s %8.1f\n", "ingest: re-read, store files, create run (MB/s)", v[g, "ingest-MB/s"]
+			printf "  %-46s %8.1f\n", "validate: hash, inspect, store files (MB/s)", v[g, "validate-MB/s"]
+			printf "  %-46s %8.1f\n", "ingest: create the run from the plan (MB/s)", v[g, "ingest-MB/s"]
 			printf "  %-46s %7.2fx\n", "ingest time / copy time", v[g, "ingest-x-copy"]
 			printf "  %-46s %7.2fx\n", "validate + ingest time / copy time", v[g, "total-x-copy"]
 			printf "  %-46s %8.1f\n", "peak memory of the ingesting process (MiB)", v[g, "ingest-peak-MB"]

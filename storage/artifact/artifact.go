@@ -42,6 +42,18 @@ type Store interface {
 	Multipart
 }
 
+// Deferred is implemented by stores that can write many artifacts and wait
+// for the disk once for all of them (the local store: a file system commits
+// many files' fsyncs together far faster than one after the other). S3
+// needs none: its Put is durable when it returns.
+type Deferred interface {
+	// PutUnsynced is Put, whose artifact may be lost in a crash until
+	// SyncKeys returns for its key.
+	PutUnsynced(ctx context.Context, key string, r io.Reader, size int64, contentType string) error
+	// SyncKeys makes the artifacts PutUnsynced wrote under keys durable.
+	SyncKeys(ctx context.Context, keys []string) error
+}
+
 // Info describes a stored artifact.
 type Info struct {
 	Key         string    // as given to Put, without any driver prefix

@@ -62,7 +62,10 @@ type Local struct {
 // holding the store has less than n bytes free for this process (0: never).
 func (l *Local) SetMinFreeBytes(n int64) { l.minFree.Store(n) }
 
-var _ Store = (*Local)(nil)
+var (
+	_ Store    = (*Local)(nil)
+	_ Deferred = (*Local)(nil)
+)
 
 type localMeta struct {
 	ContentType string `json:"content_type"`
@@ -111,7 +114,7 @@ func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64, co
 	if err := l.checkKey(key); err != nil {
 		return err
 	}
-	if err := l.put(ctx, key, r, size, orDefaultContentType(contentType)); err != nil {
+	if err := l.put(ctx, key, r, size, orDefaultContentType(contentType), true); err != nil {
 		l.prune(path.Dir(key)) // directories made for a failed Put
 		l.prune(path.Dir(metaPath(key)))
 		return fmt.Errorf("artifact: put %q: %w", key, err)
@@ -119,14 +122,97 @@ func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64, co
 	return nil
 }
 
-func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
+// PutUnsynced writes key as Put does (atomically: the bytes or nothing are
+// visible) but does not wait for them to reach the disk; see Deferred.
+func (l *Local) PutUnsynced(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
+	if err := l.checkKey(key); err != nil {
+		return err
+	}
+	if err := l.put(ctx, key, r, size, orDefaultContentType(contentType), false); err != nil {
+		l.prune(path.Dir(key))
+		l.prune(path.Dir(metaPath(key)))
+		return fmt.Errorf("artifact: put %q: %w", key, err)
+	}
+	return nil
+}
+
+// syncWorkers is how many fsyncs SyncKeys has in flight: the file system
+// commits concurrent ones together, where one after the other each waits
+// for a commit of its own.
+const syncWorkers = 16
+
+// SyncKeys makes the artifacts PutUnsynced wrote durable: every file, its
+// metadata, and the directories holding them (their renames); see Deferred.
+func (l *Local) SyncKeys(ctx context.Context, keys []string) error {
+	var files []string
+	dirs := map[string]bool{}
+	for _, key := range keys {
+		if err := l.checkKey(key); err != nil {
+			return err
+		}
+		files = append(files, key, metaPath(key))
+		dirs[path.Dir(key)], dirs[path.Dir(metaPath(key))] = true, true
+	}
+	if err := l.syncAll(ctx, files); err != nil {
+		return err
+	}
+	// Every parent up to the root: PutUnsynced may have made them.
+	for dir := range dirs {
+		for d := path.Dir(dir); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	dirs["."] = true
+	list := make([]string, 0, len(dirs))
+	for dir := range dirs {
+		list = append(list, dir)
+	}
+	return l.syncAll(ctx, list)
+}
+
+// syncAll fsyncs the named files or directories, syncWorkers at a time.
+func (l *Local) syncAll(ctx context.Context, names []string) error {
+	next := make(chan string)
+	errs := make(chan error, syncWorkers)
+	var wg sync.WaitGroup
+	for range min(syncWorkers, len(names)) {
+		wg.Go(func() {
+			var first error
+			for name := range next {
+				if first == nil {
+					first = l.syncDir(name)
+					if first != nil {
+						first = fmt.Errorf("artifact: sync %q: %w", name, mapNotExist(first))
+					}
+				}
+			}
+			errs <- first
+		})
+	}
+	for _, name := range names {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- name
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(append(all, ctx.Err())...)
+}
+
+func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, contentType string, durable bool) error {
 	if size < -1 {
 		return fmt.Errorf("negative size %d", size)
 	}
 	if fi, err := l.root.Lstat(key); err == nil && fi.IsDir() {
 		return errors.New("key is a directory (a prefix of other keys)")
 	}
-	dataTmp, err := l.writeTemp(path.Dir(key), func(f *os.File) error {
+	dataTmp, err := l.writeTemp(path.Dir(key), durable, func(f *os.File) error {
 		src := io.Reader(ctxReader{ctx: ctx, r: r})
 		if size >= 0 {
 			src = io.LimitReader(src, size)
@@ -149,7 +235,7 @@ func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, co
 	if err != nil {
 		return err
 	}
-	metaTmp, err := l.writeTemp(path.Dir(metaPath(key)), func(f *os.File) error {
+	metaTmp, err := l.writeTemp(path.Dir(metaPath(key)), durable, func(f *os.File) error {
 		_, err := f.Write(meta)
 		return err
 	})
@@ -169,6 +255,9 @@ func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, co
 	if err := l.root.Rename(dataTmp, key); err != nil {
 		return err
 	}
+	if !durable {
+		return nil // SyncKeys does the rest
+	}
 	if err := l.syncDir(path.Dir(metaPath(key))); err != nil {
 		return err
 	}
@@ -176,8 +265,8 @@ func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, co
 }
 
 // writeTemp creates a fresh temporary file in dir (inside the root), fills it
-// with fill, fsyncs and closes it, and returns its name.
-func (l *Local) writeTemp(dir string, fill func(*os.File) error) (string, error) {
+// with fill, fsyncs it (when durable) and closes it, and returns its name.
+func (l *Local) writeTemp(dir string, durable bool, fill func(*os.File) error) (string, error) {
 	var (
 		name string
 		f    *os.File
@@ -198,7 +287,7 @@ func (l *Local) writeTemp(dir string, fill func(*os.File) error) (string, error)
 		}
 	}
 	err = fill(f)
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

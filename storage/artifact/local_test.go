@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -306,4 +307,36 @@ func dirNames(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// TestLocal_Deferred writes artifacts without waiting for the disk, then
+// makes them durable together: each is readable with its content type at
+// once, a short body stores nothing, SyncKeys covers files in new folders,
+// and invalid keys are refused.
+func TestLocal_Deferred(t *testing.T) {
+	t.Parallel()
+	b := setupLocal(t)
+	ctx := t.Context()
+	var keys []string
+	for i := range 40 {
+		key := fmt.Sprintf("submissions/7/files/tasks/t%d/screenshots/%02d.jpg", i%5, i)
+		require.NoError(t, b.store.PutUnsynced(ctx, key, strings.NewReader("jpeg "+key), int64(len("jpeg "+key)), "image/jpeg"))
+		keys = append(keys, key)
+	}
+	require.Error(t, b.store.PutUnsynced(ctx, "submissions/7/files/short", strings.NewReader("x"), 5, ""))
+	_, err := b.store.Stat(ctx, "submissions/7/files/short")
+	require.ErrorIs(t, err, ErrNotFound, "a short body stores nothing")
+	require.NoError(t, b.store.SyncKeys(ctx, keys))
+	for _, key := range keys {
+		rc, info, err := b.store.Get(ctx, key)
+		require.NoError(t, err)
+		body, err := io.ReadAll(rc)
+		require.NoError(t, rc.Close())
+		require.NoError(t, err)
+		require.Equal(t, "jpeg "+key, string(body))
+		require.Equal(t, "image/jpeg", info.ContentType)
+	}
+	require.ErrorIs(t, b.store.PutUnsynced(ctx, "../x", strings.NewReader("x"), 1, ""), ErrInvalidKey)
+	require.ErrorIs(t, b.store.SyncKeys(ctx, []string{"a/../../x"}), ErrInvalidKey)
+	require.ErrorIs(t, b.store.SyncKeys(ctx, []string{"never/written"}), ErrNotFound)
 }
