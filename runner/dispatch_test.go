@@ -95,9 +95,18 @@ func TestRunner_QueuesEpisodesAsRoomFrees(t *testing.T) {
 			require.NoError(t, err)
 			return run.ID
 		}
+		// episodeJobs counts the episode jobs queued, less the copies of
+		// jobs offered again as lost (a loaded machine's worker may find a
+		// job whose end River has yet to record; its copy finds the
+		// attempt done and does nothing).
+		reoffered := "json_extract(metadata, '$.cancel_attempted_at') IS NOT NULL"
+		if db.Dialect() == "postgres" {
+			reoffered = "metadata->>'cancel_attempted_at' IS NOT NULL"
+		}
 		episodeJobs := func() int64 {
 			var n int64
-			require.NoError(t, db.Gorm().Raw("SELECT COUNT(*) FROM river_job WHERE kind = 'episode'").Scan(&n).Error)
+			require.NoError(t, db.Gorm().Raw("SELECT COUNT(*) - SUM(CASE WHEN "+reoffered+" THEN 1 ELSE 0 END) FROM river_job WHERE kind = 'episode'").
+				Scan(&n).Error)
 			return n
 		}
 
