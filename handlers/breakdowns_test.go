@@ -77,14 +77,16 @@ func (f *breakdownsFixture) gradedRun(t *testing.T, member *client, team, agent,
 	run, err := servicetest.QueueRun(actorCtx(member), db, models.RunRequest{TeamSlug: team, AgentSlug: agent, BenchmarkSlug: "mini", Subset: subset})
 	require.NoError(t, err)
 	var ids []int64
-	require.NoError(t, db.DispatchRun(f.sys, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))
+	require.NoError(t, db.DispatchRun(f.sys, run.ID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil }))
+	// Every attempt, queued or not: the test plays them itself.
+	require.NoError(t, db.Gorm().Model(&models.Attempt{}).Where("run_id = ?", run.ID).Order("id").Pluck("id", &ids).Error)
 	require.Len(t, ids, len(verdicts))
 	f.attempts[run.ID] = ids
 	for i, id := range ids {
 		status, spec, err := db.ClaimAttempt(f.sys, id, storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, models.ClaimOK, status)
-		require.NoError(t, db.FinishEpisode(f.sys, id, spec.Try, models.EpisodeOutcome{Steps: steps, Cost: cost}, func(context.Context, *sql.Tx) error { return nil }))
+		require.NoError(t, db.FinishEpisode(f.sys, id, spec.Try, models.EpisodeOutcome{Steps: steps, Cost: cost}, func(context.Context, *sql.Tx) error { return nil }, nil))
 		score := 0.0
 		_, err = db.RecordEvaluation(f.sys, id, &models.Evaluation{Evaluator: "webarena-verified", Verdict: verdicts[i], Score: &score})
 		require.NoError(t, err)

@@ -133,7 +133,9 @@ func (f *runsFixture) queue(t *testing.T, dispatch, published bool) (*models.Run
 		return run, nil
 	}
 	var ids []int64
-	require.NoError(t, db.DispatchRun(f.sys, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))
+	require.NoError(t, db.DispatchRun(f.sys, run.ID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil }))
+	// Every attempt, queued or not: the test plays them itself.
+	require.NoError(t, db.Gorm().Model(&models.Attempt{}).Where("run_id = ?", run.ID).Order("id").Pluck("id", &ids).Error)
 	return run, ids
 }
 
@@ -161,7 +163,7 @@ func (f *runsFixture) play(t *testing.T, attemptID int64, verdict, errorClass st
 	final := `{"type":"answer","text":"USB-C cable, 4.99"}`
 	require.NoError(t, db.FinishEpisode(f.sys, attemptID, spec.Try, models.EpisodeOutcome{
 		Steps: 2, FinalAnswer: final, Duration: 3 * time.Second, ErrorClass: errorClass, ErrorMessage: errorMessageFor(errorClass),
-	}, func(context.Context, *sql.Tx) error { return nil }))
+	}, func(context.Context, *sql.Tx) error { return nil }, nil))
 	score := 0.0
 	if verdict == models.OutcomeSuccess {
 		score = 1
@@ -439,7 +441,9 @@ func TestRuns_ProgressPolling(t *testing.T) {
 
 	// The dispatched run, two attempts done (one failed with an agent error).
 	var ids []int64
-	require.NoError(t, f.b.db.DispatchRun(f.sys, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))
+	require.NoError(t, f.b.db.DispatchRun(f.sys, run.ID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil }))
+	// Every attempt, queued or not: the test plays them itself.
+	require.NoError(t, f.b.db.Gorm().Model(&models.Attempt{}).Where("run_id = ?", run.ID).Order("id").Pluck("id", &ids).Error)
 	f.play(t, ids[0], models.OutcomeSuccess, "")
 	f.play(t, ids[1], models.OutcomeFailure, models.ErrorClassAgent)
 

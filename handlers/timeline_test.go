@@ -112,7 +112,7 @@ func (f *runsFixture) playTimeline(t testing.TB, attemptID int64, ep timelineEpi
 	require.NoError(t, db.FinishEpisode(f.sys, attemptID, spec.Try, models.EpisodeOutcome{
 		Steps: ep.steps, FinalAnswer: `{"type":"answer","text":"USB-C cable, 4.99"}`, Duration: 8 * time.Second,
 		HARKey: harKey, PageStateKey: stateKey,
-	}, func(context.Context, *sql.Tx) error { return nil }))
+	}, func(context.Context, *sql.Tx) error { return nil }, nil))
 	score := 0.0
 	_, err = db.RecordEvaluation(f.sys, attemptID, &models.Evaluation{
 		Evaluator: "webarena-verified", EvaluatorVersion: "sandbox-check@1", Verdict: models.OutcomeFailure, Score: &score,
@@ -701,7 +701,9 @@ func BenchmarkTimeline200Steps(b *testing.B) {
 	require.NoError(b, err)
 	require.NoError(b, db.Gorm().Model(&models.Run{}).Where("id = ?", run.ID).Update("published", true).Error)
 	var ids []int64
-	require.NoError(b, db.DispatchRun(sys, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))
+	require.NoError(b, db.DispatchRun(sys, run.ID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil }))
+	// Every attempt, queued or not: the test plays them itself.
+	require.NoError(b, db.Gorm().Model(&models.Attempt{}).Where("run_id = ?", run.ID).Order("id").Pluck("id", &ids).Error)
 	f := &runsFixture{agentFixture: &agentFixture{b: tb}, store: store, sys: sys}
 	f.playTimeline(b, ids[0], timelineEpisode{steps: 200})
 	thought := strings.Repeat("The page lists cables; the cheapest is further down, so scroll and compare prices. ", 3)

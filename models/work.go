@@ -11,7 +11,8 @@ import (
 // Claim results.
 const (
 	ClaimOK       = "ok"       // the attempt is ours to run
-	ClaimWait     = "wait"     // the run's parallelism, a site's cap or the team's share is full: try again soon
+	ClaimWait     = "wait"     // the run's parallelism, a site's cap or the team's share is full: offered again when room frees
+	ClaimHeld     = "held"     // another live worker runs the attempt: try again soon
 	ClaimFinished = "finished" // the attempt or run no longer needs an episode
 )
 

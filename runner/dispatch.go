@@ -16,7 +16,8 @@ type dispatchWorker struct {
 	r *Runner
 }
 
-// Work creates the run's attempts and enqueues their episodes in one transaction.
+// Work creates the run's attempts and queues the first of their episodes,
+// as many as the run's parallelism allows, in one transaction.
 func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs]) error {
 	ctx = models.WithActor(ctx, models.SystemActor())
 	return w.r.db.DispatchRun(ctx, job.Args.RunID, w.r.queue.RunEpisodes)

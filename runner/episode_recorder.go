@@ -61,11 +61,13 @@ func (e *episodeRecorder) SaveStep(ctx context.Context, step *models.Step) error
 	return e.db.RecordStep(ctx, step, e.try)
 }
 
-// finish records the episode's outcome and enqueues its evaluation.
-func (e *episodeRecorder) finish(ctx context.Context, out models.EpisodeOutcome, enqueue func(ctx context.Context, tx *sql.Tx) error) error {
+// finish records the episode's outcome, enqueues its evaluation and queues
+// the next episodes (offer).
+func (e *episodeRecorder) finish(ctx context.Context, out models.EpisodeOutcome, enqueue func(ctx context.Context, tx *sql.Tx) error,
+	offer func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error) error {
 	out.ErrorMessage = e.redact.Text(out.ErrorMessage)
 	out.FinalAnswer = e.redact.Text(out.FinalAnswer)
-	return e.db.FinishEpisode(ctx, e.attemptID, e.try, out, enqueue)
+	return e.db.FinishEpisode(ctx, e.attemptID, e.try, out, enqueue, offer)
 }
 
 // logger returns l with the agent's secrets redacted from every line.

@@ -40,9 +40,10 @@ func (w *episodeWorker) Timeout(job *river.Job[EpisodeArgs]) time.Duration {
 	return budget + min(max(budget/2, 15*time.Second), 90*time.Second)
 }
 
-// Work claims the attempt (or snoozes while the run's parallelism or a site's
-// cap is full), runs the episode and records its outcome with the evaluation
-// job in one transaction.
+// Work claims the attempt, runs the episode and records its outcome with
+// the evaluation job and the run's next episodes in one transaction. While
+// the run's parallelism, a site's cap or the team's share is full the job
+// ends: the episode that frees the room queues the attempt again.
 func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) error {
 	r := w.r
 	ctx = models.WithActor(ctx, models.SystemActor())
@@ -51,9 +52,11 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 		return err
 	}
 	switch status {
-	case models.ClaimWait:
-		return river.JobSnooze(time.Second)
-	case models.ClaimFinished:
+	case models.ClaimHeld:
+		// Another live worker runs it; should its lease lapse, this job
+		// takes the attempt over.
+		return river.JobSnooze(heldSnooze)
+	case models.ClaimWait, models.ClaimFinished:
 		return nil
 	}
 	defer r.queue.holdAttempt(spec.Attempt.ID)()
@@ -66,7 +69,9 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 	out, err := r.runEpisode(ctx, spec, secrets, rec, log)
 	if err != nil {
 		if errors.Is(err, errRunCanceled) {
-			return nil // canceling the run already closed its attempts
+			// Canceling the run already closed its attempts; the room this
+			// episode held goes to other runs' waiting episodes.
+			return r.db.OfferEpisodes(context.WithoutCancel(ctx), r.queue.RunEpisodes)
 		}
 		if ctx.Err() != nil {
 			// Shutting down or the run was canceled: hand the attempt back.
@@ -85,8 +90,12 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 	}
 	return rec.finish(ctx, out, func(ctx context.Context, tx *sql.Tx) error {
 		return r.queue.insertEvaluation(ctx, tx, spec.Attempt.ID)
-	})
+	}, r.queue.RunEpisodes)
 }
+
+// heldSnooze is how long an episode job waits for the live worker running
+// its attempt (a job offered twice, or retried after its worker lost track).
+const heldSnooze = 2 * time.Second
 
 // runEpisode prepares the agent and the sites, runs the browser episode while
 // watching for the run's cancellation, and summarises the result.

@@ -271,7 +271,8 @@ func (q *Queue) DispatchRun(ctx context.Context, tx *sql.Tx, runID int64) error 
 	return err
 }
 
-// RunEpisodes enqueues one episode job per attempt inside tx.
+// RunEpisodes enqueues one episode job per attempt inside tx; storage
+// decides which attempts, as room frees (storage.OfferFunc).
 func (q *Queue) RunEpisodes(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error {
 	if len(attemptIDs) == 0 {
 		return nil

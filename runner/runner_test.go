@@ -42,7 +42,7 @@ type runBundle struct {
 	system    context.Context
 }
 
-func browserOptions(t *testing.T) episode.BrowserOptions {
+func browserOptions(t testing.TB) episode.BrowserOptions {
 	t.Helper()
 	opts := episode.BrowserOptionsFromEnv(os.Getenv)
 	err := opts.Check()
@@ -54,26 +54,26 @@ func browserOptions(t *testing.T) episode.BrowserOptions {
 	return opts
 }
 
-func setupRun(t *testing.T, db *storage.DB, episodes int) *runBundle {
+func setupRun(t testing.TB, db *storage.DB, episodes int) *runBundle {
 	t.Helper()
 	return setupRunWith(t, db, episodes, nil)
 }
 
 // setupRunWith is setupRun with LLM judges (nil: none configured).
-func setupRunWith(t *testing.T, db *storage.DB, episodes int, judges runner.JudgeFactory) *runBundle {
+func setupRunWith(t testing.TB, db *storage.DB, episodes int, judges runner.JudgeFactory) *runBundle {
 	t.Helper()
 	return setupRunFrom(t, db, episodes, judges, evaltest.Registry(), sandbox.Benchmark())
 }
 
 // setupRunFrom is setupRunWith with the evaluator registry the import and
 // the runner use, and the benchmark file imported as the sandbox benchmark.
-func setupRunFrom(t *testing.T, db *storage.DB, episodes int, judges runner.JudgeFactory, kinds *eval.Registry, benchmark []byte) *runBundle {
+func setupRunFrom(t testing.TB, db *storage.DB, episodes int, judges runner.JudgeFactory, kinds *eval.Registry, benchmark []byte) *runBundle {
 	t.Helper()
 	return setupRunOn(t, db, episodes, judges, kinds, benchmark, browserOptions(t))
 }
 
 // setupRunOn is setupRunFrom with the runner's browser options.
-func setupRunOn(t *testing.T, db *storage.DB, episodes int, judges runner.JudgeFactory, kinds *eval.Registry, benchmark []byte, opts episode.BrowserOptions) *runBundle {
+func setupRunOn(t testing.TB, db *storage.DB, episodes int, judges runner.JudgeFactory, kinds *eval.Registry, benchmark []byte, opts episode.BrowserOptions) *runBundle {
 	t.Helper()
 	ctx := context.Background()
 	system := models.WithActor(ctx, models.SystemActor())

@@ -51,7 +51,8 @@ type EpisodeStore interface {
 	ClaimAttempt(ctx context.Context, attemptID int64, by models.Claimant) (string, *models.EpisodeSpec, error)
 	DispatchRun(ctx context.Context, runID int64, enqueue func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error) error
 	EvaluationSpec(ctx context.Context, attemptID int64) (*models.EpisodeSpec, error)
-	FinishEpisode(ctx context.Context, attemptID int64, try int, out models.EpisodeOutcome, enqueue func(ctx context.Context, tx *sql.Tx) error) error
+	FinishEpisode(ctx context.Context, attemptID int64, try int, out models.EpisodeOutcome, enqueue func(ctx context.Context, tx *sql.Tx) error, offer func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error) error
+	OfferEpisodes(ctx context.Context, offer func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error) error
 	RecordEvaluations(ctx context.Context, attemptID int64, b models.EvaluationBatch, refresh func(ctx context.Context, tx *sql.Tx, runID int64) error) (bool, error)
 	RecordStep(ctx context.Context, s *models.Step, try int) error
 	ReleaseAttempt(ctx context.Context, attemptID int64, try int) error

@@ -11,6 +11,10 @@
 #                              the sandbox shop
 #   BenchmarkEpisodesParallel  5-step no-op episodes per minute at 1, 2 and 4
 #                              episodes at a time on one browser
+#   BenchmarkRunParallel       the worker's real path (dispatch, claims, steps
+#                              and artifacts on SQLite, grading): runs of 12
+#                              5-step replay episodes at parallelism 1 and 2,
+#                              alternating, on one worker with two slots
 #   BenchmarkWebArenaVerifiedEval  WebArena-Verified tasks graded per second on
 #                              one core (812 synthetic outputs from the real
 #                              specs, demo-sized HARs) against only JSON-decoding
@@ -161,6 +165,14 @@ awk '
 				if (has(p k, "episodes/min"))
 					printf "  %-10s %14.1f %9.2fx\n", k, v[p k, "episodes/min"], v[p k, "x-parallel=1"]
 			}
+		}
+		rp = "BenchmarkRunParallel"
+		if (has(rp, "x-parallel=1")) {
+			print ""
+			print "5-step replay runs through the worker (SQLite, one worker, two slots):"
+			printf "  %-46s %8.1f\n", "parallelism 1 (episodes/min)", v[rp, "p1-episodes/min"]
+			printf "  %-46s %8.1f\n", "parallelism 2 (episodes/min)", v[rp, "p2-episodes/min"]
+			printf "  %-46s %7.2fx\n", "speed-up", v[rp, "x-parallel=1"]
 		}
 		w = "BenchmarkWebArenaVerifiedEval"
 		if (has(w, "tasks/s")) {

@@ -64,7 +64,7 @@ func (f *breakdownFixture) grade(t *testing.T, run *models.Run, verdicts []strin
 			status, spec, err := f.db.ClaimAttempt(f.system, id, storagetest.Claimant(time.Hour))
 			require.NoError(t, err)
 			require.Equal(t, models.ClaimOK, status)
-			require.NoError(t, f.db.FinishEpisode(f.system, id, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }))
+			require.NoError(t, f.db.FinishEpisode(f.system, id, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }, nil))
 			continue
 		}
 		f.finish(t, id, out, &models.Evaluation{Evaluator: "check", Verdict: verdicts[i], Score: score(0)})

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -27,8 +28,13 @@ import (
 
 // DB is an open Proctor database.
 type DB struct {
-	gorm    *gorm.DB
-	sql     *sql.DB
+	gorm *gorm.DB
+	sql  *sql.DB // the writer (SQLite) or the pool; River shares it
+	// read is SQLite's pool of read-only connections beside the writer:
+	// GORM's reads outside a transaction go there (routeReads), so pages
+	// and episodes' reads do not queue behind writes or River's polling.
+	// Nil on PostgreSQL, whose pool serves both.
+	read    *sql.DB
 	pool    *pgxpool.Pool // PostgreSQL only; River's pgx driver shares it
 	dialect string
 	now     func() time.Time
@@ -79,9 +85,24 @@ func Open(ctx context.Context, loc DatabaseLocation) (*DB, error) {
 		sqlDB.SetMaxOpenConns(1)
 		sqlDB.SetConnMaxIdleTime(0)
 		db.sql = sqlDB
-		gdb, err := gorm.Open(sqlite.New(sqlite.Config{Conn: sqlDB}), gcfg)
+		// Readers beside it: WAL lets them read the last commit while the
+		// writer writes. They never write (query_only) and never take the
+		// write lock (deferred transactions).
+		read, err := sql.Open("sqlite", "file:"+loc.Path+"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"+
+			"&_pragma=query_only(1)&_time_format=sqlite")
 		if err != nil {
 			sqlDB.Close()
+			return nil, fmt.Errorf("open database %s: %w", loc.Path, err)
+		}
+		read.SetMaxOpenConns(sqliteReaders)
+		read.SetMaxIdleConns(sqliteReaders)
+		db.read = read
+		gdb, err := gorm.Open(sqlite.New(sqlite.Config{Conn: sqlDB}), gcfg)
+		if err == nil {
+			err = routeReads(gdb, sqlDB, read)
+		}
+		if err != nil {
+			db.Close()
 			return nil, fmt.Errorf("open database %s: %w", loc.Path, err)
 		}
 		db.gorm = gdb
@@ -146,9 +167,47 @@ func (db *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
+// sqliteReaders is how many read connections SQLite has beside its writer.
+const sqliteReaders = 4
+
+// routeReads sends GORM's reads made outside a transaction to the read
+// pool: queries (Find, First, Count, Pluck …) and row reads (Scan, Rows)
+// whose statement is a SELECT. Writes, and every statement of a
+// transaction, stay on the writer, so a transaction reads its own writes.
+func routeReads(gdb *gorm.DB, writer, read *sql.DB) error {
+	toReader := func(tx *gorm.DB) {
+		if tx.Statement.ConnPool == writer {
+			tx.Statement.ConnPool = read
+		}
+	}
+	if err := gdb.Callback().Query().Before("gorm:query").Register("proctor:read_pool", toReader); err != nil {
+		return err
+	}
+	return gdb.Callback().Row().Before("gorm:row").Register("proctor:read_pool", func(tx *gorm.DB) {
+		// A raw statement may write (INSERT … RETURNING); one built from the
+		// model is a SELECT.
+		if raw := strings.TrimSpace(tx.Statement.SQL.String()); raw == "" || isSelect(raw) {
+			toReader(tx)
+		}
+	})
+}
+
+// isSelect reports whether a SQL statement only reads.
+func isSelect(stmt string) bool {
+	words := strings.Fields(stmt)
+	if len(words) == 0 {
+		return false
+	}
+	head := strings.ToUpper(words[0])
+	return head == "SELECT" || head == "WITH"
+}
+
 // Close releases the connections.
 func (db *DB) Close() error {
 	var errs []error
+	if db.read != nil {
+		errs = append(errs, db.read.Close())
+	}
 	if db.sql != nil {
 		errs = append(errs, db.sql.Close())
 	}

@@ -9,9 +9,12 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
+	"proctor/models"
 	"proctor/storage"
 	"proctor/storage/storagetest"
 )
@@ -57,4 +60,42 @@ func TestOpen_SQLiteFilesArePrivate(t *testing.T) {
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		require.Equal(t, fs.FileMode(0o600), mode(p), p)
 	}
+}
+
+// TestOpen_SQLiteReadsBesideTheWriter: on SQLite, reads outside a
+// transaction go to a pool of read connections, so they proceed while a
+// write transaction holds the one writer (and see only what it committed);
+// reads inside the transaction stay on the writer and see its writes.
+func TestOpen_SQLiteReadsBesideTheWriter(t *testing.T) {
+	t.Parallel()
+	db := storagetest.OpenSQLite(t)
+	ctx := context.Background()
+	count := func(q *gorm.DB) int64 {
+		t.Helper()
+		var n int64
+		require.NoError(t, q.Model(&models.WorkerLease{}).Count(&n).Error)
+		return n
+	}
+	lease := models.WorkerLease{ID: "w1", Host: "h", StartedAt: time.Now().UTC(), HeartbeatAt: time.Now().UTC()}
+	err := db.Gorm().WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		require.NoError(t, tx.Create(&lease).Error)
+		require.EqualValues(t, 1, count(tx), "the transaction reads its own write")
+		// The writer is held by this transaction: without the read pool,
+		// this read would wait for it, here for ever.
+		readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		require.EqualValues(t, 0, count(db.Gorm().WithContext(readCtx)), "a read beside it sees only what was committed")
+		leases, err := db.Leases(readCtx)
+		require.NoError(t, err)
+		require.Empty(t, leases)
+		var n int64
+		require.NoError(t, db.Gorm().WithContext(readCtx).Raw("SELECT COUNT(*) FROM worker_leases").Scan(&n).Error)
+		require.Zero(t, n)
+		return nil
+	})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, count(db.Gorm()), "committed: every read sees it")
+	// Writes outside a transaction still go to the writer.
+	require.NoError(t, db.DropLease(ctx, "w1"))
+	require.EqualValues(t, 0, count(db.Gorm()))
 }

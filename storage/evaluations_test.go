@@ -25,7 +25,7 @@ func (f *readFixture) evaluate(t *testing.T, attemptID int64, out models.Episode
 	status, spec, err := f.db.ClaimAttempt(f.system, attemptID, storagetest.Claimant(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, models.ClaimOK, status)
-	require.NoError(t, f.db.FinishEpisode(f.system, attemptID, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }))
+	require.NoError(t, f.db.FinishEpisode(f.system, attemptID, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }, nil))
 	var refreshed []int64
 	_, err = f.db.RecordEvaluations(f.system, attemptID, batch, func(_ context.Context, _ *sql.Tx, runID int64) error {
 		refreshed = append(refreshed, runID)
@@ -343,7 +343,7 @@ func TestStore_ConcurrentEvaluationsCompleteTheRun(t *testing.T) {
 				status, spec, err := db.ClaimAttempt(f.system, id, storagetest.Claimant(time.Hour))
 				require.NoError(t, err)
 				require.Equal(t, models.ClaimOK, status)
-				require.NoError(t, db.FinishEpisode(f.system, id, spec.Try, models.EpisodeOutcome{Steps: 1}, func(context.Context, *sql.Tx) error { return nil }))
+				require.NoError(t, db.FinishEpisode(f.system, id, spec.Try, models.EpisodeOutcome{Steps: 1}, func(context.Context, *sql.Tx) error { return nil }, nil))
 			}
 			errs := make(chan error, len(ids))
 			for _, id := range ids {

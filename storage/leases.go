@@ -146,7 +146,8 @@ func (db *DB) HeldAttempts(ctx context.Context, worker string, startedBefore tim
 }
 
 // releaseHeld puts the running attempts a worker holds (only those of ids,
-// when given) back to pending, and returns them.
+// when given) back to pending, and returns them. They stay queued: the
+// release offers their jobs again, or the jobs run again on their own.
 func releaseHeld(tx *gorm.DB, db *DB, worker string, ids []int64) ([]int64, error) {
 	q := lockRow(tx, db.dialect).Model(&models.Attempt{}).Where("status = ? AND worker_id = ?", models.AttemptRunning, worker)
 	if ids != nil {
@@ -160,7 +161,7 @@ func releaseHeld(tx *gorm.DB, db *DB, worker string, ids []int64) ([]int64, erro
 		return nil, nil
 	}
 	err := tx.Model(&models.Attempt{}).Where("id IN ?", held).Updates(map[string]any{
-		"status": models.AttemptPending, "worker_id": "", "updated_at": db.now(),
+		"status": models.AttemptPending, "worker_id": "", "queued": true, "updated_at": db.now(),
 	}).Error
 	return held, wrap(err, "attempts")
 }

@@ -41,7 +41,7 @@ func TestStore_WorkerLeases(t *testing.T) {
 
 		status, _, err = db.ClaimAttempt(f.system, ids[0], b)
 		require.NoError(t, err)
-		require.Equal(t, models.ClaimWait, status, "the attempt's holder renews its lease: it is not taken over")
+		require.Equal(t, models.ClaimHeld, status, "the attempt's holder renews its lease: it is not taken over")
 
 		// A release judged on a lapse the holder has since renewed does nothing.
 		long := time.Now().UTC().Add(-time.Hour)

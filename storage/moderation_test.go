@@ -32,7 +32,7 @@ func (f *readFixture) complete(t *testing.T, runID int64) []int64 {
 		status, spec, err := f.db.ClaimAttempt(f.system, id, storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, models.ClaimOK, status)
-		require.NoError(t, f.db.FinishEpisode(f.system, id, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }))
+		require.NoError(t, f.db.FinishEpisode(f.system, id, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }, nil))
 		_, err = f.db.RecordEvaluations(f.system, id, b, nil)
 		require.NoError(t, err)
 	}

@@ -129,13 +129,17 @@ func (db *DB) subsetTaskIDs(ctx context.Context, q *gorm.DB, versionID int64, su
 }
 
 // DispatchRun creates the run's attempts (idempotently: a re-delivered dispatch
-// job adds nothing twice), marks the run running and returns the attempts that
-// still wait for an episode. System actor only (the queue's workers).
-func (db *DB) DispatchRun(ctx context.Context, runID int64, enqueue func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error) error {
+// job adds nothing twice), marks the run running and queues the first of
+// its episodes, as many as its parallelism allows (offer; see
+// offerEpisodes). System actor only (the queue's workers).
+func (db *DB) DispatchRun(ctx context.Context, runID int64, offer OfferFunc) error {
 	if err := requireQueue(ctx, "dispatches runs"); err != nil {
 		return err
 	}
 	return db.tx(ctx, func(tx *gorm.DB) error {
+		if err := db.lockScheduling(tx); err != nil {
+			return err
+		}
 		var run models.Run
 		if err := lockRow(tx, db.dialect).First(&run, runID).Error; err != nil {
 			return wrap(err, "run")
@@ -158,15 +162,7 @@ func (db *DB) DispatchRun(ctx context.Context, runID int64, enqueue func(ctx con
 		if err := tx.Model(&run).Updates(map[string]any{"status": models.RunRunning, "started_at": now, "tasks_total": len(taskIDs)}).Error; err != nil {
 			return wrap(err, "run")
 		}
-		var pending []int64
-		if err := tx.Model(&models.Attempt{}).Where("run_id = ? AND status = ?", run.ID, models.AttemptPending).Order("id").Pluck("id", &pending).Error; err != nil {
-			return wrap(err, "attempts")
-		}
-		t, err := sqlTx(tx)
-		if err != nil {
-			return err
-		}
-		return enqueue(ctx, t, &run, pending)
+		return db.offerEpisodes(ctx, tx, offer)
 	})
 }
 
@@ -182,9 +178,12 @@ func lockRow(tx *gorm.DB, dialect string) *gorm.DB {
 // ClaimAttempt starts a try of an attempt if the run's parallelism and every
 // site's concurrency cap allow it (counted across all workers in the database).
 // A new try starts clean: steps of an earlier, interrupted try are deleted
-// and its artifacts left to housekeeping. An attempt another worker is
-// running waits while that worker's lease is renewed. It returns what the
-// worker needs, hidden task fields included. System actor only.
+// and its artifacts left to housekeeping. When the run, a site or the team's
+// share is full it answers models.ClaimWait and the attempt is no longer
+// queued: it is offered again when an episode ends. An attempt another
+// worker is running is models.ClaimHeld while that worker's lease is
+// renewed. It returns what the worker needs, hidden task fields included.
+// System actor only.
 func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by models.Claimant) (string, *models.EpisodeSpec, error) {
 	if err := requireQueue(ctx, "runs episodes"); err != nil {
 		return "", nil, err
@@ -192,6 +191,9 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by models.Claim
 	status := models.ClaimFinished
 	var spec models.EpisodeSpec
 	err := db.tx(ctx, func(tx *gorm.DB) error {
+		if err := db.lockScheduling(tx); err != nil {
+			return err
+		}
 		var a models.Attempt
 		if err := lockRow(tx, db.dialect).First(&a, attemptID).Error; err != nil {
 			return wrap(err, "attempt")
@@ -199,6 +201,13 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by models.Claim
 		var run models.Run
 		if err := lockRow(tx, db.dialect).First(&run, a.RunID).Error; err != nil {
 			return wrap(err, "run")
+		}
+		// wait gives the attempt up until room frees: its job ends, and the
+		// episode that frees the room offers it again.
+		wait := func() error {
+			status = models.ClaimWait
+			return wrap(tx.Model(&models.Attempt{}).Where("id = ? AND status = ?", a.ID, models.AttemptPending).
+				Update("queued", false).Error, "attempt")
 		}
 		if run.Finished() || a.Status == models.AttemptDone || a.Status == models.AttemptEvaluating {
 			return nil
@@ -217,7 +226,7 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by models.Claim
 		if a.Status == models.AttemptRunning {
 			live, err := liveHolder(tx, a.WorkerID, now, by.TTL)
 			if err != nil || live {
-				status = models.ClaimWait
+				status = models.ClaimHeld
 				return err
 			}
 		}
@@ -226,8 +235,7 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by models.Claim
 			return wrap(err, "attempts")
 		}
 		if running >= int64(run.Parallelism) {
-			status = models.ClaimWait
-			return nil
+			return wait()
 		}
 		for _, s := range sites {
 			if s.MaxConcurrency <= 0 || !containsString(task.Sites, s.Name) {
@@ -242,13 +250,14 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by models.Claim
 				return wrap(err, "site load")
 			}
 			if busy >= int64(s.MaxConcurrency) {
-				status = models.ClaimWait
-				return nil
+				return wait()
 			}
 		}
 		if over, err := db.overShare(tx, run.TeamID, a.ID, false, by, now); err != nil || over {
-			status = models.ClaimWait
-			return err
+			if err != nil {
+				return err
+			}
+			return wait()
 		}
 		if err := holdLease(tx, by.Lease, now); err != nil {
 			return err
@@ -265,8 +274,8 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by models.Claim
 		a.Steps, a.TokensIn, a.TokensOut, a.Cost, a.ErrorClass, a.ErrorMessage, a.HARKey, a.FinalAnswer = 0, 0, 0, 0, "", "", "", ""
 		err = tx.Model(&a).Updates(withColumns(map[string]any{
 			"tries": a.Tries, "status": a.Status, "started_at": now, "updated_at": now, "namespace": a.Namespace,
-			"worker_id": by.Lease.ID,
-			"steps":     0, "tokens_in": 0, "tokens_out": 0, "cost": 0,
+			"worker_id": by.Lease.ID, "queued": false,
+			"steps": 0, "tokens_in": 0, "tokens_out": 0, "cost": 0,
 			"har_key": "", "page_state_key": "", "final_answer": "",
 		}, noAttemptError())).Error
 		if err != nil {
@@ -327,13 +336,17 @@ func (db *DB) RecordStep(ctx context.Context, s *models.Step, try int) error {
 }
 
 // FinishEpisode records an episode's result and, in the same transaction,
-// enqueues its evaluation. A try that is no longer current (the attempt was
-// restarted elsewhere) is ignored. System actor only.
-func (db *DB) FinishEpisode(ctx context.Context, attemptID int64, try int, out models.EpisodeOutcome, enqueue func(ctx context.Context, tx *sql.Tx) error) error {
+// enqueues its evaluation and queues the next episodes the room it frees
+// allows (offer; see offerEpisodes). A try that is no longer current (the
+// attempt was restarted elsewhere) is ignored. System actor only.
+func (db *DB) FinishEpisode(ctx context.Context, attemptID int64, try int, out models.EpisodeOutcome, enqueue func(ctx context.Context, tx *sql.Tx) error, offer OfferFunc) error {
 	if err := requireQueue(ctx, "finishes episodes"); err != nil {
 		return err
 	}
 	return db.tx(ctx, func(tx *gorm.DB) error {
+		if err := db.lockScheduling(tx); err != nil {
+			return err
+		}
 		var a models.Attempt
 		if err := lockRow(tx, db.dialect).First(&a, attemptID).Error; err != nil {
 			return wrap(err, "attempt")
@@ -355,15 +368,19 @@ func (db *DB) FinishEpisode(ctx context.Context, attemptID int64, try int, out m
 		if err != nil {
 			return err
 		}
-		return enqueue(ctx, t)
+		if err := enqueue(ctx, t); err != nil {
+			return err
+		}
+		return db.offerEpisodes(ctx, tx, offer)
 	})
 }
 
 // ReleaseAttempt puts a running attempt back to pending (an environment error
 // to retry, or a worker shutting down), so it is not charged to the agent.
+// It stays queued: the job that ran it runs again.
 func (db *DB) ReleaseAttempt(ctx context.Context, attemptID int64, try int) error {
 	res := db.q(ctx).Model(&models.Attempt{}).Where("id = ? AND tries = ? AND status = ?", attemptID, try, models.AttemptRunning).
-		Updates(map[string]any{"status": models.AttemptPending, "worker_id": "", "updated_at": db.now()})
+		Updates(map[string]any{"status": models.AttemptPending, "worker_id": "", "queued": true, "updated_at": db.now()})
 	return wrap(res.Error, "attempt")
 }
 

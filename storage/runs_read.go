@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -558,14 +557,18 @@ func (db *DB) CancelRun(ctx context.Context, scope models.RunScope, runID int64,
 
 // ResetErroredAttempts puts a run's attempts that ended in an error (canceled
 // ones included) back to pending, clearing their outcome, score and error but
-// keeping their try count, reopens the run if it had finished, and enqueues
-// their episodes in the same transaction. It returns how many attempts it
+// keeping their try count, reopens the run if it had finished, and queues
+// their episodes in the same transaction as the run's parallelism allows
+// (offer; see offerEpisodes). It returns how many attempts it
 // reset (0 when none had failed). ENOTFOUND and mayManage's refusal as in
 // CancelRun.
 func (db *DB) ResetErroredAttempts(ctx context.Context, scope models.RunScope, runID int64, mayManage func(manage bool) error,
-	enqueue func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error) (int, error) {
+	offer OfferFunc) (int, error) {
 	n := 0
 	err := db.tx(ctx, func(tx *gorm.DB) error {
+		if err := db.lockScheduling(tx); err != nil {
+			return err
+		}
 		run, manage, err := db.runAccess(tx, scope, runID, true)
 		if err != nil {
 			return err
@@ -596,7 +599,7 @@ func (db *DB) ResetErroredAttempts(ctx context.Context, scope models.RunScope, r
 			}
 		}
 		err = tx.Model(&models.Attempt{}).Where("id IN ?", ids).Updates(withColumns(map[string]any{
-			"status": models.AttemptPending, "outcome": "", "score": nil,
+			"status": models.AttemptPending, "outcome": "", "score": nil, "queued": false,
 			"finished_at": nil, "duration_ms": 0, "updated_at": now,
 		}, noAttemptError())).Error
 		if err != nil {
@@ -608,11 +611,7 @@ func (db *DB) ResetErroredAttempts(ctx context.Context, scope models.RunScope, r
 		if err := db.auditTx(ctx, tx, "run.retried", "run "+strconv.FormatInt(run.ID, 10), fmt.Sprintf("%d attempts", len(ids)), &run.TeamID); err != nil {
 			return err
 		}
-		t, err := sqlTx(tx)
-		if err != nil {
-			return err
-		}
-		if err := enqueue(ctx, t, run, ids); err != nil {
+		if err := db.offerEpisodes(ctx, tx, offer); err != nil {
 			return err
 		}
 		n = len(ids)

@@ -46,7 +46,7 @@ func (f *readFixture) finish(t *testing.T, attemptID int64, out models.EpisodeOu
 	status, spec, err := f.db.ClaimAttempt(f.system, attemptID, storagetest.Claimant(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, models.ClaimOK, status)
-	require.NoError(t, f.db.FinishEpisode(f.system, attemptID, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }))
+	require.NoError(t, f.db.FinishEpisode(f.system, attemptID, spec.Try, out, func(context.Context, *sql.Tx) error { return nil }, nil))
 	_, err = f.db.RecordEvaluation(f.system, attemptID, ev)
 	require.NoError(t, err)
 }
@@ -241,7 +241,7 @@ func TestStore_AttemptTimeline(t *testing.T) {
 			URL: "http://shop.test/", Title: "Shop", ScreenshotKey: "s/0.jpg", ThumbnailKey: "s/0-thumb.jpg",
 			BlockedRequests: `["http://evil.test/x"]`, ObserveMS: 12, AgentMS: 34, ActMS: 56, PersistMS: 78}, 1))
 		require.NoError(t, db.FinishEpisode(f.system, first, spec.Try, models.EpisodeOutcome{Steps: 2, FinalAnswer: `{"type":"answer","text":"cable"}`},
-			func(context.Context, *sql.Tx) error { return nil }))
+			func(context.Context, *sql.Tx) error { return nil }, nil))
 		_, err = db.RecordEvaluation(f.system, first, &models.Evaluation{Evaluator: "webarena-verified", EvaluatorVersion: "1", Verdict: models.OutcomeFailure, Score: score(0),
 			Details: `{"status":"failure","evaluators_results":[{"evaluator_name":"AgentResponseEvaluator","actual":"cable","expected":{"retrieved_data":["SECRET-ANSWER-42"]},"assertions":[{"name":"match","passed":false,"message":"Expected SECRET-ANSWER-42, got cable"}]}]}`})
 		require.NoError(t, err)
@@ -351,7 +351,7 @@ func TestStore_CancelRun(t *testing.T) {
 		// The episode in flight finds nothing to record, and nothing is claimable.
 		require.NoError(t, db.FinishEpisode(f.system, ids[1], spec.Try, models.EpisodeOutcome{Steps: 5}, func(context.Context, *sql.Tx) error {
 			return errors.New("must not enqueue an evaluation")
-		}))
+		}, nil))
 		status, _, err = db.ClaimAttempt(f.system, ids[2], storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, models.ClaimFinished, status)

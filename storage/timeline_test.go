@@ -30,7 +30,7 @@ func TestStore_AttemptSteps(t *testing.T) {
 			require.NoError(t, db.RecordStep(f.system, &models.Step{AttemptID: ids[0], Index: i, AXTreeKey: "ax" + itoa(i), Action: `{"type":"stop"}`}, 1))
 		}
 		require.NoError(t, db.FinishEpisode(f.system, ids[0], spec.Try, models.EpisodeOutcome{Steps: 3, HARKey: "runs/x/network.har"},
-			func(context.Context, *sql.Tx) error { return nil }))
+			func(context.Context, *sql.Tx) error { return nil }, nil))
 
 		for name, tc := range map[string]struct {
 			ctx  context.Context

@@ -58,7 +58,9 @@ func seedBreakdownBoard(t *testing.T, app *App, agents []breakdownAgent) {
 		run, err := servicetest.QueueRun(member, app.DB, models.RunRequest{TeamSlug: teamSlug, AgentSlug: strings.ToLower(a.name), BenchmarkSlug: sandbox.Slug, Subset: a.subset})
 		require.NoError(t, err)
 		var ids []int64
-		require.NoError(t, app.DB.DispatchRun(system, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))
+		require.NoError(t, app.DB.DispatchRun(system, run.ID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil }))
+		// Every attempt, queued or not: the test plays them itself.
+		require.NoError(t, app.DB.Gorm().Model(&models.Attempt{}).Where("run_id = ?", run.ID).Order("id").Pluck("id", &ids).Error)
 		var tasks []models.Task
 		require.NoError(t, app.DB.Gorm().Table("tasks").Joins("JOIN attempts a ON a.task_id = tasks.id").Where("a.run_id = ?", run.ID).Order("a.id").Find(&tasks).Error)
 		require.Len(t, tasks, len(ids))
@@ -67,7 +69,7 @@ func seedBreakdownBoard(t *testing.T, app *App, agents []breakdownAgent) {
 			require.NoError(t, err)
 			require.Equal(t, models.ClaimOK, status)
 			steps := a.steps + i%5
-			require.NoError(t, app.DB.FinishEpisode(system, id, spec.Try, models.EpisodeOutcome{Steps: steps, Cost: a.cost * (0.8 + 0.1*float64(i%5))}, func(context.Context, *sql.Tx) error { return nil }))
+			require.NoError(t, app.DB.FinishEpisode(system, id, spec.Try, models.EpisodeOutcome{Steps: steps, Cost: a.cost * (0.8 + 0.1*float64(i%5))}, func(context.Context, *sql.Tx) error { return nil }, nil))
 			score := 0.0
 			_, err = app.DB.RecordEvaluation(system, id, &models.Evaluation{Evaluator: "webarena-verified", Verdict: breakdownVerdict(a.skill, tasks[i].Difficulty, i, ai), Score: &score})
 			require.NoError(t, err)

@@ -72,7 +72,9 @@ func seedComparedRuns(t *testing.T, env testEnv) (navigator, pathfinder, scout c
 		run, err := servicetest.QueueRun(as, db, models.RunRequest{TeamSlug: tm.Slug, AgentSlug: strings.ToLower(agent), BenchmarkSlug: "shop-forum"})
 		require.NoError(t, err)
 		var ids []int64
-		require.NoError(t, db.DispatchRun(sys, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))
+		require.NoError(t, db.DispatchRun(sys, run.ID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil }))
+		// Every attempt, queued or not: the test plays them itself.
+		require.NoError(t, db.Gorm().Model(&models.Attempt{}).Where("run_id = ?", run.ID).Order("id").Pluck("id", &ids).Error)
 		out := comparedRun{id: run.ID, attempts: map[string]int64{}}
 		for i, task := range ds.Tasks {
 			id := ids[i]
@@ -89,7 +91,7 @@ func seedComparedRuns(t *testing.T, env testEnv) (navigator, pathfinder, scout c
 			answer := `{"type":"answer","text":"done"}`
 			require.NoError(t, db.RecordStep(sys, &models.Step{AttemptID: id, Index: 1, Action: answer, Title: task.Intent, TokensIn: 950, TokensOut: 30, Cost: 0.002}, 1))
 			require.NoError(t, db.FinishEpisode(sys, id, spec.Try, models.EpisodeOutcome{Steps: 2, TokensIn: 1850, TokensOut: 70, Cost: 0.004,
-				FinalAnswer: answer, Duration: 4 * time.Second}, func(context.Context, *sql.Tx) error { return nil }))
+				FinalAnswer: answer, Duration: 4 * time.Second}, func(context.Context, *sql.Tx) error { return nil }, nil))
 			verdict, s := models.OutcomeFailure, 0.0
 			if solved[task.ExternalID] {
 				verdict, s = models.OutcomeSuccess, 1

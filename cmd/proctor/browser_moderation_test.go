@@ -39,14 +39,16 @@ func seedCompletedRun(t *testing.T, env testEnv) int64 {
 	run, err := servicetest.QueueRun(member, db, models.RunRequest{TeamSlug: "lab", AgentSlug: "walker", BenchmarkSlug: "sandbox", Subset: "hard"})
 	require.NoError(t, err)
 	var ids []int64
-	require.NoError(t, db.DispatchRun(sys, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))
+	require.NoError(t, db.DispatchRun(sys, run.ID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil }))
+	// Every attempt, queued or not: the test plays them itself.
+	require.NoError(t, db.Gorm().Model(&models.Attempt{}).Where("run_id = ?", run.ID).Order("id").Pluck("id", &ids).Error)
 	require.Len(t, ids, 6)
 	for i, id := range ids {
 		status, spec, err := db.ClaimAttempt(sys, id, storagetest.Claimant(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, models.ClaimOK, status)
 		require.NoError(t, db.FinishEpisode(sys, id, spec.Try, models.EpisodeOutcome{Steps: 3 + i, Duration: time.Duration(2+i) * time.Second},
-			func(context.Context, *sql.Tx) error { return nil }))
+			func(context.Context, *sql.Tx) error { return nil }, nil))
 		verdict, s := models.OutcomeSuccess, 1.0
 		if i < 2 {
 			verdict, s = models.OutcomeFailure, 0

@@ -37,11 +37,13 @@ func TestProgram_Rescore(t *testing.T) {
 	run, err := servicetest.QueueRun(member, app.DB, models.RunRequest{TeamSlug: "lab", AgentSlug: "replayer", BenchmarkSlug: sandbox.Slug, Subset: "hard"})
 	require.NoError(t, err)
 	var ids []int64
-	require.NoError(t, app.DB.DispatchRun(system, run.ID, func(_ context.Context, _ *sql.Tx, _ *models.Run, got []int64) error { ids = got; return nil }))
+	require.NoError(t, app.DB.DispatchRun(system, run.ID, func(context.Context, *sql.Tx, *models.Run, []int64) error { return nil }))
+	// Every attempt, queued or not: the test plays them itself.
+	require.NoError(t, app.DB.Gorm().Model(&models.Attempt{}).Where("run_id = ?", run.ID).Order("id").Pluck("id", &ids).Error)
 	status, spec, err := app.DB.ClaimAttempt(system, ids[0], storagetest.Claimant(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, models.ClaimOK, status)
-	require.NoError(t, app.DB.FinishEpisode(system, ids[0], spec.Try, models.EpisodeOutcome{Steps: 1}, func(context.Context, *sql.Tx) error { return nil }))
+	require.NoError(t, app.DB.FinishEpisode(system, ids[0], spec.Try, models.EpisodeOutcome{Steps: 1}, func(context.Context, *sql.Tx) error { return nil }, nil))
 	score := 1.0
 	_, err = app.DB.RecordEvaluation(system, ids[0], &models.Evaluation{Evaluator: "webarena-verified", Verdict: models.OutcomeSuccess, Score: &score})
 	require.NoError(t, err)
