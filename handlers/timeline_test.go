@@ -248,6 +248,7 @@ func TestTimeline_ArtifactURLs(t *testing.T) {
 	body := readBody(t, f.member.get(attemptURL(run.ID, ids[0])+"?step=2"))
 	require.ElementsMatch(t, []string{"steps/000-thumb.jpg", "steps/001.jpg", "steps/001-thumb.jpg", "steps/002-thumb.jpg"}, stepKeys(signing.take()),
 		"the page signs every step's thumbnail and the current step's screenshot only")
+	require.Contains(t, body, "steps/001.jpg?", "the current step's screenshot is on the page")
 	readBody(t, f.member.get(attemptURL(run.ID, ids[0])+"/steps/3"))
 	require.ElementsMatch(t, []string{"steps/002.jpg", "steps/002-thumb.jpg"}, stepKeys(signing.take()), "a step's panel signs its own images")
 	body = readBody(t, f.member.get(attemptURL(run.ID, ids[0])))
