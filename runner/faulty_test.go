@@ -20,6 +20,7 @@ import (
 
 	"proctor/importer"
 	"proctor/internal/evaltest"
+	"proctor/internal/testenv"
 	"proctor/migrations"
 	"proctor/models"
 	"proctor/runner"
@@ -441,7 +442,7 @@ func TestFaulty_Agents(t *testing.T) {
 		require.Equal(t, models.RunCanceled, status)
 		require.Eventually(t, func() bool {
 			return a.inFlight.Load() == 0 && !episodeRunning(t, f.db, attemptID)
-		}, 10*time.Second, 50*time.Millisecond, "the episode did not stop after its run was canceled")
+		}, testenv.Scaled(t, 10*time.Second), 50*time.Millisecond, "the episode did not stop after its run was canceled")
 		stopped := time.Since(canceled)
 		calls := a.calls.Load()
 		t.Logf("cancel: the episode stopped %s after the run was canceled, after %d agent calls", stopped.Round(time.Millisecond), calls)

@@ -30,6 +30,7 @@ import (
 	"proctor/hiddentest"
 	"proctor/importer"
 	"proctor/internal/evaltest"
+	"proctor/internal/testenv"
 	"proctor/migrations"
 	"proctor/models"
 	"proctor/netguard"
@@ -424,6 +425,7 @@ func (h *hiddenBundle) enqueue(t *testing.T, runID, attemptID int64, maxAttempts
 // would not complete in time).
 func (h *hiddenBundle) waitJob(t *testing.T, jobID int64, limit time.Duration) {
 	t.Helper()
+	limit = testenv.Scaled(t, limit)
 	require.Eventually(t, func() bool {
 		var state string
 		require.NoError(t, h.db.Gorm().Raw("SELECT state FROM river_job WHERE id = ?", jobID).Scan(&state).Error)

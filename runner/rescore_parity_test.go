@@ -54,7 +54,7 @@ func TestSubmission_RescoreWithTheOfficialReading(t *testing.T) {
 			require.NoError(t, p.db.Gorm().Model(&models.Evaluation{}).Joins("JOIN attempts a ON a.id = evaluations.attempt_id").
 				Where("a.run_id = ? AND evaluations.rescore = ?", run.ID, true).Count(&graded).Error)
 			return graded == 3
-		}, 2*time.Minute, 100*time.Millisecond, "every answer graded again")
+		}, testenv.Scaled(t, 2*time.Minute), 100*time.Millisecond, "every answer graded again")
 		require.Equal(t, models.OutcomeFailure, p.attemptsByTask(t, run.ID)["2"].Outcome, "an absent task keeps its outcome")
 
 		attempts := p.attemptsByTask(t, run.ID)
@@ -85,7 +85,7 @@ func TestSubmission_RescoreWithTheOfficialReading(t *testing.T) {
 			lb, err := p.db.Leaderboard(context.Background(), "webarena-verified", models.SubsetFull, models.LeaderboardQuery{}, models.BenchmarkScope{})
 			require.NoError(t, err)
 			return len(lb.Rows) == 1 && lb.Rows[0].Successes == 1 && lb.Rows[0].Rescore.SuccessDelta() == -2 && lb.Evaluator == models.EvaluatorWebArenaVerified
-		}, time.Minute, 100*time.Millisecond, "the board follows the re-scoring and marks the row")
+		}, testenv.Scaled(t, time.Minute), 100*time.Millisecond, "the board follows the re-scoring and marks the row")
 	})
 }
 

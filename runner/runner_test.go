@@ -123,6 +123,7 @@ func setupRunOn(t testing.TB, db *storage.DB, episodes int, judges runner.JudgeF
 // waitRun waits until the run reaches a final status and returns it.
 func (b *runBundle) waitRun(t *testing.T, runID int64, limit time.Duration) models.Run {
 	t.Helper()
+	limit = testenv.Scaled(t, limit) // the limit of an event's wait, not a duration measured
 	require.Eventually(t, func() bool {
 		status, err := b.db.RunStatus(b.system, runID)
 		require.NoError(t, err)

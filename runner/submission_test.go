@@ -309,7 +309,7 @@ func (p *portal) waitRun(t *testing.T, runID int64) models.Run {
 	require.Eventually(t, func() bool {
 		require.NoError(t, p.db.Gorm().First(&run, runID).Error)
 		return run.Status == models.RunCompleted || run.Status == models.RunFailed || run.Status == models.RunCanceled
-	}, 2*time.Minute, 50*time.Millisecond, "run %d did not finish", runID)
+	}, testenv.Scaled(t, 2*time.Minute), 50*time.Millisecond, "run %d did not finish", runID)
 	return run
 }
 
@@ -938,7 +938,7 @@ func TestSubmission_LastTryOutOfTime(t *testing.T) {
 				v, err = p.svc.Submission(p.member, id)
 				require.NoError(t, err)
 				return models.SubmissionFinished(v.Status)
-			}, 2*time.Minute, 100*time.Millisecond, "submission %d never finished", id)
+			}, testenv.Scaled(t, 2*time.Minute), 100*time.Millisecond, "submission %d never finished", id)
 			require.Equal(t, want, v.Status, v.Error)
 			return v
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"proctor/bundle/bundletest"
+	"proctor/internal/testenv"
 	"proctor/models"
 	"proctor/runner/episode"
 	"proctor/sandbox"
@@ -123,7 +124,7 @@ func submitBundle(t *testing.T, env *browserEnv, page playwright.Page, bundle st
 			n, err := page.GetByTestId("validation-report").Count()
 			require.NoError(t, err)
 			return n == 1
-		}, time.Minute, 250*time.Millisecond, "the report appears once validated")
+		}, testenv.Scaled(t, time.Minute), 250*time.Millisecond, "the report appears once validated")
 	}
 	require.NoError(t, expect.Locator(page.GetByTestId("submission-status-badge")).ToHaveText("validated"))
 	require.NoError(t, expect.Locator(page.GetByTestId("submission-format")).ToHaveText("WebArena-Verified submission"))
@@ -160,7 +161,7 @@ func ingestAndOpenRun(t *testing.T, page playwright.Page, javaScript bool, shots
 			n, err := page.GetByTestId("submission-run").Count()
 			require.NoError(t, err)
 			return n == 1
-		}, time.Minute, 250*time.Millisecond, "the run link appears once ingested")
+		}, testenv.Scaled(t, time.Minute), 250*time.Millisecond, "the run link appears once ingested")
 	}
 	require.NoError(t, expect.Locator(page.GetByTestId("submission-status-badge")).ToHaveText("ingested"))
 	require.NoError(t, expect.Locator(page.GetByTestId("submission-actions")).ToHaveCount(0), "nothing left to ingest or discard")

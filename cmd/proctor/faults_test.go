@@ -202,6 +202,7 @@ func (r *faultRig) waitInFlight(t testing.TB, runID int64) map[int64]int {
 // run works again after an outage) and returns how long that took.
 func (r *faultRig) waitStepAfter(t testing.TB, runID int64, since time.Time, within time.Duration) time.Duration {
 	t.Helper()
+	within = testenv.Scaled(t, within)
 	require.Eventually(t, func() bool {
 		var n int64
 		err := r.app.DB.Gorm().Model(&models.Step{}).
@@ -235,6 +236,7 @@ func (r *faultRig) waitHolding(t testing.TB, runID int64, p *proctorProcess) int
 // and returns how long that took from since.
 func (r *faultRig) waitReleased(t testing.TB, runID int64, p *proctorProcess, since time.Time, within time.Duration) time.Duration {
 	t.Helper()
+	within = testenv.Scaled(t, within)
 	require.Eventually(t, func() bool { return r.holding(t, runID, p) == 0 }, within, 50*time.Millisecond,
 		"the killed process's attempts were not released")
 	return time.Since(since)
@@ -245,6 +247,7 @@ func (r *faultRig) waitReleased(t testing.TB, runID int64, p *proctorProcess, si
 // parallelism slots), and returns how long that took.
 func (r *faultRig) waitContinued(t testing.TB, runID int64, since time.Time, within time.Duration) time.Duration {
 	t.Helper()
+	within = testenv.Scaled(t, within)
 	require.Eventually(t, func() bool {
 		var n int64
 		require.NoError(t, r.app.DB.Gorm().Model(&models.Attempt{}).Where("run_id = ? AND started_at > ?", runID, since.UTC()).Count(&n).Error)
@@ -256,6 +259,7 @@ func (r *faultRig) waitContinued(t testing.TB, runID int64, since time.Time, wit
 // waitFinished waits until the run is no longer queued or running.
 func (r *faultRig) waitFinished(t testing.TB, runID int64, within time.Duration) models.Run {
 	t.Helper()
+	within = testenv.Scaled(t, within)
 	var run models.Run
 	ok := assert.Eventually(t, func() bool {
 		require.NoError(t, r.app.DB.Gorm().First(&run, runID).Error)

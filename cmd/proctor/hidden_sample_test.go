@@ -15,6 +15,7 @@ import (
 
 	"proctor/hiddenbench"
 	"proctor/internal/hiddenfixture"
+	"proctor/internal/testenv"
 	"proctor/models"
 	"proctor/sandbox"
 	"proctor/service/servicetest"
@@ -184,6 +185,6 @@ func mustEntry(t *testing.T, db *storage.DB, runID int64) *models.LeaderboardEnt
 	var e models.LeaderboardEntry
 	require.Eventually(t, func() bool {
 		return db.Gorm().Where("run_id = ? AND subset_name = ? AND hidden_overall IS NOT NULL", runID, models.SubsetFull).Take(&e).Error == nil
-	}, time.Minute, 200*time.Millisecond, "the leaderboard entry of run %d", runID)
+	}, testenv.Scaled(t, time.Minute), 200*time.Millisecond, "the leaderboard entry of run %d", runID)
 	return &e
 }
