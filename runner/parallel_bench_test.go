@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"proctor/internal/evaltest"
+	"proctor/internal/testenv"
 	"proctor/models"
 	"proctor/sandbox"
 	"proctor/storage/storagetest"
@@ -73,17 +75,32 @@ func scrollBenchmark(t testing.TB, n int) []byte {
 //
 //	episodes/min  from queuing the run to its completion
 //	x-parallel=1  throughput over that of parallelism 1 in the same run
+//	p1-cores-busy the machine's busy cores during the parallelism-1 runs
+//	x-cpu-bound   the most x-parallel=1 could be: 2, or the machine's cores
+//	              over p1-cores-busy if fewer (see BenchmarkEpisodesParallel)
 //
 // The two parallelisms alternate run by run, so that a busy machine's ups
 // and downs fall on both.
 func BenchmarkRunParallel(b *testing.B) {
 	rb := setupRunFrom(b, storagetest.OpenSQLite(b), 2, nil, evaltest.Registry(), scrollBenchmark(b, benchRunEpisodes))
 	rounds := max(1, b.N/benchRunEpisodes)
-	var took [3]time.Duration
+	var (
+		took      [3]time.Duration
+		busy      [3]float64 // core-seconds
+		cpuErr    error
+		cpuBefore testenv.CPUTimes
+	)
 	b.ResetTimer()
 	for range rounds {
 		for _, p := range []int{1, 2} {
-			took[p] += rb.runEpisodes(b, p)
+			cpuBefore, cpuErr = testenv.ReadCPUTimes()
+			d := rb.runEpisodes(b, p)
+			took[p] += d
+			if cpuErr == nil {
+				if now, err := testenv.ReadCPUTimes(); err == nil {
+					busy[p] += cpuBefore.BusyCoresSince(now) * d.Seconds()
+				}
+			}
 		}
 	}
 	b.StopTimer()
@@ -91,6 +108,10 @@ func BenchmarkRunParallel(b *testing.B) {
 	b.ReportMetric(perMin(1), "p1-episodes/min")
 	b.ReportMetric(perMin(2), "p2-episodes/min")
 	b.ReportMetric(perMin(2)/perMin(1), "x-parallel=1")
+	if cores := busy[1] / took[1].Seconds(); cores > 0 {
+		b.ReportMetric(cores, "p1-cores-busy")
+		b.ReportMetric(min(2, float64(runtime.NumCPU())/cores), "x-cpu-bound")
+	}
 }
 
 // runEpisodes queues a run of the scroll subset at the given parallelism,

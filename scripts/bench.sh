@@ -160,10 +160,10 @@ awk '
 		if (has(p "1", "episodes/min")) {
 			print ""
 			print "5-step no-op episodes on one browser:"
-			printf "  %-10s %14s %10s\n", "parallel", "episodes/min", "speed-up"
+			printf "  %-10s %14s %10s %12s %12s\n", "parallel", "episodes/min", "speed-up", "busy cores", "CPU bound"
 			for (k = 1; k <= 4; k *= 2) {
 				if (has(p k, "episodes/min"))
-					printf "  %-10s %14.1f %9.2fx\n", k, v[p k, "episodes/min"], v[p k, "x-parallel=1"]
+					printf "  %-10s %14.1f %9.2fx %12.2f %11.2fx\n", k, v[p k, "episodes/min"], v[p k, "x-parallel=1"], v[p k, "cores-busy"], v[p k, "x-cpu-bound"]
 			}
 		}
 		rp = "BenchmarkRunParallel"
@@ -173,6 +173,10 @@ awk '
 			printf "  %-46s %8.1f\n", "parallelism 1 (episodes/min)", v[rp, "p1-episodes/min"]
 			printf "  %-46s %8.1f\n", "parallelism 2 (episodes/min)", v[rp, "p2-episodes/min"]
 			printf "  %-46s %7.2fx\n", "speed-up", v[rp, "x-parallel=1"]
+			if (has(rp, "x-cpu-bound")) {
+				printf "  %-46s %8.2f\n", "busy cores at parallelism 1", v[rp, "p1-cores-busy"]
+				printf "  %-46s %7.2fx\n", "CPU bound on the speed-up", v[rp, "x-cpu-bound"]
+			}
 		}
 		w = "BenchmarkWebArenaVerifiedEval"
 		if (has(w, "tasks/s")) {

@@ -99,6 +99,10 @@ type Goal struct {
 	Unit      string  `json:"unit"`
 	AtMost    bool    `json:"at_most"`
 	Target    float64 `json:"target"`
+	// BoundUnit, if set, is the benchmark's metric holding the best value
+	// this machine allows (a CPU-bound ratio, say), reported beside the
+	// figure so that a goal out of the machine's reach reads as such.
+	BoundUnit string `json:"bound_unit,omitempty"`
 }
 
 // GoalResult is a goal with the figure measured for it. Measured is false
@@ -109,6 +113,8 @@ type GoalResult struct {
 	Measured bool    `json:"measured"`
 	Value    float64 `json:"value"`
 	Met      bool    `json:"met"`
+	// Bound is the median of BoundUnit's figure, when measured.
+	Bound *float64 `json:"bound,omitempty"`
 }
 
 // Check compares each goal with its figure's median.
@@ -122,6 +128,10 @@ func Check(all map[string]Samples, goals []Goal) []GoalResult {
 			if g.AtMost {
 				r.Met = r.Value <= g.Target
 			}
+		}
+		if xs := all[g.Benchmark][g.BoundUnit]; g.BoundUnit != "" && len(xs) > 0 {
+			bound := stats.Median(xs)
+			r.Bound = &bound
 		}
 		out = append(out, r)
 	}

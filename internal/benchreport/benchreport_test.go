@@ -71,6 +71,26 @@ func TestCheck(t *testing.T) {
 		if rs[i].Measured != w.measured || rs[i].Met != w.met {
 			t.Errorf("%s: measured %v met %v, want %v %v", rs[i].What, rs[i].Measured, rs[i].Met, w.measured, w.met)
 		}
+		if rs[i].Bound != nil {
+			t.Errorf("%s: a bound %v without a bound unit", rs[i].What, *rs[i].Bound)
+		}
+	}
+}
+
+func TestCheck_Bound(t *testing.T) {
+	all, err := Parse(strings.NewReader(output))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := Check(all, []Goal{
+		{What: "bounded", Benchmark: "BenchmarkEntriesMemory/256MiB", Unit: "x-4MiB", Target: 1.7, BoundUnit: "x-4MiB"},
+		{What: "bound not measured", Benchmark: "BenchmarkEntriesMemory/256MiB", Unit: "x-4MiB", Target: 1.7, BoundUnit: "x-cpu-bound"},
+	})
+	if rs[0].Bound == nil || *rs[0].Bound != 1 || rs[0].Met {
+		t.Errorf("bounded: %+v, want the bound 1 (the median of 1.02 and 0.98) and the goal unmet", rs[0])
+	}
+	if rs[1].Bound != nil {
+		t.Errorf("bound not measured: bound %v", *rs[1].Bound)
 	}
 }
 

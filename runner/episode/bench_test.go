@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -627,27 +628,42 @@ func reportParts(b *testing.B, side string, t floorTimes) {
 //
 //	episodes/min  throughput
 //	x-parallel=1  throughput over that of parallel=1 in the same run
+//	cores-busy    the machine's busy cores meanwhile, whichever process (Linux)
+//	x-cpu-bound   the most x-parallel=1 could be: K, or the machine's cores
+//	              over parallel=1's busy cores if fewer
+//
+// A no-op agent answers at once, so one episode keeps Chromium, the driver and
+// the runner working without a pause; where that alone fills most of the
+// machine, running two at a time cannot do much better, and x-cpu-bound says
+// how much.
 func BenchmarkEpisodesParallel(b *testing.B) {
 	w := newBenchWorld(b)
 	// The sub-benchmarks run in order, so parallel=1 sets the base first.
-	base := 0.0
+	base, baseCores := 0.0, 0.0
 	for _, k := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("parallel=%d", k), func(b *testing.B) {
-			perMin := w.parallelEpisodes(b, k)
+			perMin, cores := w.parallelEpisodes(b, k)
 			if k == 1 {
-				base = perMin
+				base, baseCores = perMin, cores
 			}
 			b.ReportMetric(perMin, "episodes/min")
 			if base > 0 {
 				b.ReportMetric(perMin/base, "x-parallel=1")
+			}
+			if cores > 0 {
+				b.ReportMetric(cores, "cores-busy")
+			}
+			if baseCores > 0 {
+				b.ReportMetric(min(float64(k), float64(runtime.NumCPU())/baseCores), "x-cpu-bound")
 			}
 		})
 	}
 }
 
 // parallelEpisodes runs b.N no-op episodes, k at a time, and returns how many
-// finished per minute.
-func (w *benchWorld) parallelEpisodes(b *testing.B, k int) float64 {
+// finished per minute and how many of the machine's cores were busy
+// meanwhile (0 where that cannot be read).
+func (w *benchWorld) parallelEpisodes(b *testing.B, k int) (perMin, busyCores float64) {
 	ctx := context.Background()
 	var (
 		next atomic.Int64
@@ -656,6 +672,7 @@ func (w *benchWorld) parallelEpisodes(b *testing.B, k int) float64 {
 		errs []error
 	)
 	b.ResetTimer()
+	cpuStart, cpuErr := testenv.ReadCPUTimes()
 	start := time.Now()
 	for range k {
 		wg.Go(func() {
@@ -674,9 +691,14 @@ func (w *benchWorld) parallelEpisodes(b *testing.B, k int) float64 {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	if cpuErr == nil {
+		if now, err := testenv.ReadCPUTimes(); err == nil {
+			busyCores = cpuStart.BusyCoresSince(now)
+		}
+	}
 	b.StopTimer()
 	for _, err := range errs {
 		b.Error(err)
 	}
-	return float64(b.N) / elapsed.Minutes()
+	return float64(b.N) / elapsed.Minutes(), busyCores
 }
