@@ -192,14 +192,21 @@ func routeReads(gdb *gorm.DB, writer, read *sql.DB) error {
 	})
 }
 
-// isSelect reports whether a SQL statement only reads.
+// isSelect reports whether a SQL statement, trimmed of leading space, is a
+// SELECT. It looks at the first word only: a statement is routed on every
+// raw read, so it must not scan the whole text. A WITH statement is not
+// taken for a read, since its body may write.
 func isSelect(stmt string) bool {
-	words := strings.Fields(stmt)
-	if len(words) == 0 {
+	const word = "SELECT"
+	if len(stmt) < len(word) || !strings.EqualFold(stmt[:len(word)], word) {
 		return false
 	}
-	head := strings.ToUpper(words[0])
-	return head == "SELECT" || head == "WITH"
+	return len(stmt) == len(word) || !isWordByte(stmt[len(word)])
+}
+
+// isWordByte reports whether c can continue an SQL keyword.
+func isWordByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // Close releases the connections.
