@@ -3,8 +3,11 @@ package handlers
 import (
 	"container/list"
 	"context"
+	"errors"
 	"net/http"
 	"sync"
+
+	"proctor/models"
 )
 
 // defaultBoardCacheBytes bounds the rendered boards a server keeps when its
@@ -23,9 +26,10 @@ type boardAnswer struct {
 
 // boardCache keeps rendered boards, least recently used out first once
 // their bodies pass maxBytes. An entry is one variant of a board (its
-// address, query, format, and who may see it the same way) at one version of
-// the board (models.BoardVersion): a newer version replaces it. Renderings
-// of the same variant and version at once wait for the first one.
+// address, query, format, and the scope of reads it was rendered with) at
+// one version of the board (models.BoardVersion): a newer version replaces
+// it, an older one never does. Renderings of the same variant and version at
+// once wait for the first one.
 type boardCache struct {
 	maxBytes int64
 
@@ -37,16 +41,22 @@ type boardCache struct {
 }
 
 type boardEntry struct {
-	variant, version string
-	answer           *boardAnswer
+	variant string
+	version models.BoardVersion
+	answer  *boardAnswer
 }
+
+// errBoardRenderPanicked is what those waiting for a rendering get when it
+// panicked; the panic itself goes on up the renderer's own stack.
+var errBoardRenderPanicked = errors.New("the board's rendering panicked")
 
 // boardFlight is one rendering that others asking for the same variant
 // and version wait for.
 type boardFlight struct {
-	done   chan struct{}
-	answer *boardAnswer
-	err    error
+	done    chan struct{}
+	answer  *boardAnswer
+	err     error
+	waiters int // how many wait for it; under the cache's mu
 }
 
 func newBoardCache(maxBytes int64) *boardCache {
@@ -59,8 +69,9 @@ func newBoardCache(maxBytes int64) *boardCache {
 // get returns the variant's board at version, rendering it with render when
 // it is not kept (or is kept at another version). A failed rendering is not
 // kept: its error goes to the caller, and to those waiting for it.
-func (bc *boardCache) get(ctx context.Context, variant, version string, render func() (*boardAnswer, error)) (*boardAnswer, error) {
-	key := variant + "\x00" + version
+func (bc *boardCache) get(ctx context.Context, variant string, version models.BoardVersion, render func() (*boardAnswer, error)) (*boardAnswer, error) {
+	variant += "\x00" + version.ScopeKey()
+	key := variant + "\x00" + version.Key()
 	bc.mu.Lock()
 	if el, ok := bc.entries[variant]; ok {
 		if e := el.Value.(*boardEntry); e.version == version {
@@ -70,6 +81,7 @@ func (bc *boardCache) get(ctx context.Context, variant, version string, render f
 		}
 	}
 	if f, ok := bc.flights[key]; ok {
+		f.waiters++
 		bc.mu.Unlock()
 		select {
 		case <-f.done:
@@ -82,22 +94,35 @@ func (bc *boardCache) get(ctx context.Context, variant, version string, render f
 	bc.flights[key] = f
 	bc.mu.Unlock()
 
+	// The flight ends however render does, a panic included, so that no
+	// one waits for it forever.
+	rendered := false
+	defer func() {
+		if !rendered {
+			f.answer, f.err = nil, errBoardRenderPanicked
+		}
+		bc.mu.Lock()
+		delete(bc.flights, key)
+		if f.err == nil {
+			bc.put(variant, version, f.answer)
+		}
+		bc.mu.Unlock()
+		close(f.done)
+	}()
 	f.answer, f.err = render()
-	bc.mu.Lock()
-	delete(bc.flights, key)
-	if f.err == nil {
-		bc.put(variant, version, f.answer)
-	}
-	bc.mu.Unlock()
-	close(f.done)
+	rendered = true
 	return f.answer, f.err
 }
 
-// put keeps an answer, replacing the variant's at another version, and
-// drops the least recently used ones past the bound. A body larger than the
-// whole bound is not kept. Called with mu held.
-func (bc *boardCache) put(variant, version string, a *boardAnswer) {
+// put keeps an answer, replacing the variant's at another version unless
+// that one is newer (a rendering of an older version that finished last),
+// and drops the least recently used ones past the bound. A body larger than
+// the whole bound is not kept. Called with mu held.
+func (bc *boardCache) put(variant string, version models.BoardVersion, a *boardAnswer) {
 	if el, ok := bc.entries[variant]; ok {
+		if version.Before(el.Value.(*boardEntry).version) {
+			return
+		}
 		bc.remove(el)
 	}
 	n := int64(len(a.body))
@@ -115,6 +140,17 @@ func (bc *boardCache) remove(el *list.Element) {
 	e := bc.order.Remove(el).(*boardEntry)
 	delete(bc.entries, e.variant)
 	bc.size -= int64(len(e.answer.body))
+}
+
+// waiting is how many wait for renderings in flight, for tests.
+func (bc *boardCache) waiting() int {
+	bc.mu.Lock()
+	defer bc.mu.Unlock()
+	n := 0
+	for _, f := range bc.flights {
+		n += f.waiters
+	}
+	return n
 }
 
 // len is how many boards are kept, for tests.

@@ -117,7 +117,7 @@ func (s *Server) serveBoard(c echo.Context, subset string, html bool, answer fun
 	if notModified(c, tag, html) {
 		return c.NoContent(http.StatusNotModified)
 	}
-	a, err := s.boards.get(c.Request().Context(), variant, version, func() (*boardAnswer, error) { return captureAnswer(c, answer) })
+	a, err := s.boards.get(c.Request().Context(), variant, ver, func() (*boardAnswer, error) { return captureAnswer(c, answer) })
 	if err != nil {
 		untag(c)
 		return answer()
@@ -151,7 +151,7 @@ func (s *Server) serveBoardPage(c echo.Context, subset string) error {
 	if notModified(c, tag, true) {
 		return c.NoContent(http.StatusNotModified)
 	}
-	a, err := s.boards.get(ctx, variant, version, func() (*boardAnswer, error) {
+	a, err := s.boards.get(ctx, variant, ver, func() (*boardAnswer, error) {
 		lb, err := s.leaderboard(c, subset)
 		if err != nil {
 			return nil, err

@@ -343,6 +343,25 @@ func (v BoardVersion) Key() string {
 	return fmt.Sprintf("%d.%d.%d.%t.%t", v.BenchmarkID, v.Board, v.Shared, v.Scope.Unpublished, v.Scope.Secrets)
 }
 
+// ScopeKey is the scope alone as a string: boards rendered for different
+// scopes are different boards.
+func (v BoardVersion) ScopeKey() string {
+	return fmt.Sprintf("%t.%t", v.Scope.Unpublished, v.Scope.Secrets)
+}
+
+// Before reports whether v is an earlier version than w of the same
+// benchmark's boards: a benchmark imported again is a later one, and the
+// counters only grow. Versions of different scopes are not compared.
+func (v BoardVersion) Before(w BoardVersion) bool {
+	if v.Scope != w.Scope {
+		return false
+	}
+	if v.BenchmarkID != w.BenchmarkID {
+		return v.BenchmarkID < w.BenchmarkID
+	}
+	return v.Board <= w.Board && v.Shared <= w.Shared && (v.Board < w.Board || v.Shared < w.Shared)
+}
+
 // Leaderboard is one benchmark version's board for one subset, as a visitor
 // asked for it.
 type Leaderboard struct {

@@ -218,3 +218,28 @@ func TestLeaderboardQuery_Apply(t *testing.T) {
 		}
 	})
 }
+
+func TestBoardVersion_Before(t *testing.T) {
+	v := func(id, board, shared int64) models.BoardVersion {
+		return models.BoardVersion{BenchmarkID: id, Board: board, Shared: shared}
+	}
+	staff := v(1, 1, 1)
+	staff.Scope = models.BenchmarkScope{Unpublished: true}
+	for _, tc := range []struct {
+		name string
+		a, b models.BoardVersion
+		want bool
+	}{
+		{"the board moved", v(1, 1, 1), v(1, 2, 1), true},
+		{"the names moved", v(1, 1, 1), v(1, 1, 2), true},
+		{"both moved", v(1, 1, 1), v(1, 2, 2), true},
+		{"the same version", v(1, 1, 1), v(1, 1, 1), false},
+		{"a later version", v(1, 2, 1), v(1, 1, 1), false},
+		{"imported again", v(1, 9, 9), v(2, 0, 0), true},
+		{"another scope", v(1, 1, 1), staff, false},
+	} {
+		if got := tc.a.Before(tc.b); got != tc.want {
+			t.Errorf("%s: %v.Before(%v) = %v, want %v", tc.name, tc.a.Key(), tc.b.Key(), got, tc.want)
+		}
+	}
+}
