@@ -134,17 +134,26 @@ func stepIndex(c echo.Context, attemptID int64, steps int) (int, error) {
 // showStepPanel answers one step of the timeline in full, the fragment the
 // timeline page loads for a step it shows only by its heading. Pages link to
 // the step with ?step=N instead, so this is only ever read by timeline.js.
+//
+// It reads the attempt's steps, not its whole timeline (run, evaluations,
+// rubrics), since keyboard stepping asks for one at every key press; only
+// the step shown is decoded.
 func (s *Server) showStepPanel(c echo.Context) error {
-	tl, err := s.timelineOf(c)
+	as, err := s.attemptStepsOf(c)
 	if err != nil {
 		return err
 	}
-	i, err := stepIndex(c, tl.Attempt.ID, len(tl.Steps))
+	i, err := stepOf(c, as)
 	if err != nil {
 		return err
 	}
+	tl := models.Timeline{Attempt: as.Attempt, Task: as.Task, Steps: make([]models.TimelineStep, len(as.Steps))}
+	for j, st := range as.Steps {
+		tl.Steps[j].Step = st
+	}
+	tl.Steps[i] = models.TimelineStepOf(as.Steps[i])
 	urls := s.stepArtifactURLs(c.Request().Context(), tl.Steps[i:i+1])
-	v := web.TimelineView{Timeline: *tl, URLs: urls, Current: i, Admin: tl.MayRevealAnswer}
+	v := web.TimelineView{Timeline: tl, URLs: urls, Current: i}
 	return s.render(c, http.StatusOK, web.TimelineStepPanel(v, i))
 }
 

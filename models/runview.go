@@ -139,6 +139,16 @@ type TimelineStep struct {
 	Blocked []string // requests the browser blocked during the step
 }
 
+// TimelineStepOf is a stored step as the timeline shows it, its action and
+// blocked requests decoded.
+func TimelineStepOf(s Step) TimelineStep {
+	ts := TimelineStep{Step: s, Action: DecodeAction(s.Action)}
+	if s.BlockedRequests != "" {
+		_ = json.Unmarshal([]byte(s.BlockedRequests), &ts.Blocked)
+	}
+	return ts
+}
+
 // Point returns the action's viewport coordinates when it targets a point.
 func (s TimelineStep) Point() (x, y float64, ok bool) {
 	if s.Action == nil || s.Action.Target == nil || s.Action.Target.X == nil || s.Action.Target.Y == nil {

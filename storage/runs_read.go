@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -484,11 +483,7 @@ func (db *DB) AttemptTimeline(ctx context.Context, scope models.RunScope, attemp
 	}
 	tl.Steps = make([]models.TimelineStep, len(steps))
 	for i, s := range steps {
-		ts := models.TimelineStep{Step: s, Action: models.DecodeAction(s.Action)}
-		if s.BlockedRequests != "" {
-			_ = json.Unmarshal([]byte(s.BlockedRequests), &ts.Blocked)
-		}
-		tl.Steps[i] = ts
+		tl.Steps[i] = models.TimelineStepOf(s)
 	}
 	tl.FinalAction = models.DecodeAction(tl.Attempt.FinalAnswer)
 	var evs []models.Evaluation
