@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -670,6 +671,61 @@ func (s *scanner) str(key bool) error {
 	}
 }
 
+// plainPrefix is the length of the run of plain string bytes at the front
+// of buf: up to the first quote, backslash, control character, invalid
+// UTF-8 or rune cut by buf's end. The common case, a run of valid text up to
+// a quote or backslash, is found with vectorised searches; anything else is
+// settled byte by byte.
+func plainPrefix(buf []byte) int {
+	end := len(buf)
+	if q := bytes.IndexByte(buf, '"'); q >= 0 {
+		end = q
+	}
+	if b := bytes.IndexByte(buf[:end], '\\'); b >= 0 {
+		end = b
+	}
+	if span := buf[:end]; !hasControl(span) && utf8.Valid(span) {
+		return end
+	}
+	i := 0
+	for i < len(buf) {
+		c := buf[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRune(buf[i:])
+			if r == utf8.RuneError && size <= 1 {
+				break // invalid, or cut by the buffer's end: byte() decides
+			}
+			i += size
+			continue
+		}
+		if c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+		i++
+	}
+	return i
+}
+
+// hasControl reports whether p holds a byte below 0x20, eight bytes at a
+// time: a word has one exactly when subtracting 0x20 from every byte
+// borrows into the top bit of a byte whose own top bit was clear.
+func hasControl(p []byte) bool {
+	const ones, highs = 0x2020202020202020, 0x8080808080808080
+	for len(p) >= 8 {
+		x := binary.LittleEndian.Uint64(p)
+		if (x-ones)&^x&highs != 0 {
+			return true
+		}
+		p = p[8:]
+	}
+	for _, c := range p {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
 // skipPlain consumes the run of plain string bytes (no quote, escape or
 // control character; valid UTF-8) at the front of the buffer in one step
 // and says how many, and whether the closing quote ended the run (it is then
@@ -682,22 +738,7 @@ func (s *scanner) skipPlain(key bool) (int, bool, error) {
 		if len(buf) == 0 {
 			return total, false, nil // the next byte() reports it
 		}
-		i := 0
-		for i < len(buf) {
-			c := buf[i]
-			if c >= utf8.RuneSelf {
-				r, size := utf8.DecodeRune(buf[i:])
-				if r == utf8.RuneError && size <= 1 {
-					break // invalid, or cut by the buffer's end: byte() decides
-				}
-				i += size
-				continue
-			}
-			if c == '"' || c == '\\' || c < 0x20 {
-				break
-			}
-			i++
-		}
+		i := plainPrefix(buf)
 		if key && len(s.key) < 64 {
 			s.key = append(s.key, buf[:min(i, 64-len(s.key))]...)
 		}
