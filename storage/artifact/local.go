@@ -171,29 +171,28 @@ func (l *Local) SyncKeys(ctx context.Context, keys []string) error {
 }
 
 // syncAll fsyncs the named files or directories, syncWorkers at a time.
+// Names are synced in batches of one folder's entries, the folder opened
+// once for the batch.
 func (l *Local) syncAll(ctx context.Context, names []string) error {
-	next := make(chan string)
+	next := make(chan []string)
 	errs := make(chan error, syncWorkers)
 	var wg sync.WaitGroup
 	for range min(syncWorkers, len(names)) {
 		wg.Go(func() {
 			var first error
-			for name := range next {
+			for batch := range next {
 				if first == nil {
-					first = l.syncDir(name)
-					if first != nil {
-						first = fmt.Errorf("artifact: sync %q: %w", name, mapNotExist(first))
-					}
+					first = l.syncBatch(batch)
 				}
 			}
 			errs <- first
 		})
 	}
-	for _, name := range names {
+	for _, batch := range syncBatches(names) {
 		if ctx.Err() != nil {
 			break
 		}
-		next <- name
+		next <- batch
 	}
 	close(next)
 	wg.Wait()
@@ -205,14 +204,68 @@ func (l *Local) syncAll(ctx context.Context, names []string) error {
 	return errors.Join(append(all, ctx.Err())...)
 }
 
+// syncBatchSize bounds a batch, so that a folder of many files still has
+// its fsyncs spread over the workers.
+const syncBatchSize = 8
+
+// syncBatches groups names by folder, in batches of at most syncBatchSize.
+func syncBatches(names []string) [][]string {
+	byDir := map[string][]string{}
+	var dirs []string
+	for _, name := range names {
+		dir := path.Dir(name)
+		if _, ok := byDir[dir]; !ok {
+			dirs = append(dirs, dir)
+		}
+		byDir[dir] = append(byDir[dir], name)
+	}
+	var out [][]string
+	for _, dir := range dirs {
+		for group := range slices.Chunk(byDir[dir], syncBatchSize) {
+			out = append(out, group)
+		}
+	}
+	return out
+}
+
+// syncBatch fsyncs names, which share a folder.
+func (l *Local) syncBatch(names []string) error {
+	d, err := l.root.OpenRoot(path.Dir(names[0]))
+	if err != nil {
+		return fmt.Errorf("artifact: sync %q: %w", names[0], mapNotExist(err))
+	}
+	defer d.Close()
+	for _, name := range names {
+		if err := syncIn(d, path.Base(name)); err != nil {
+			return fmt.Errorf("artifact: sync %q: %w", name, mapNotExist(err))
+		}
+	}
+	return nil
+}
+
+// syncIn fsyncs the file or folder name in d.
+func syncIn(d *os.Root, name string) error {
+	f, err := d.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
 func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, contentType string, durable bool) error {
 	if size < -1 {
 		return fmt.Errorf("negative size %d", size)
 	}
-	if fi, err := l.root.Lstat(key); err == nil && fi.IsDir() {
-		return errors.New("key is a directory (a prefix of other keys)")
-	}
-	dataTmp, err := l.writeTemp(path.Dir(key), durable, func(f *os.File) error {
+	// Each file's folder is resolved once: every step below then names a
+	// single entry in it, where a path from the store's root would be
+	// walked again, folder by folder, at each step.
+	base, metaBase := path.Base(key), path.Base(metaPath(key))
+	var dataTmp, metaTmp string
+	dataDir, err := l.writeTemp(path.Dir(key), durable, func(dir *os.Root, f *os.File) error {
+		if fi, err := dir.Lstat(base); err == nil && fi.IsDir() {
+			return errors.New("key is a directory (a prefix of other keys)")
+		}
 		src := io.Reader(ctxReader{ctx: ctx, r: r})
 		if size >= 0 {
 			src = io.LimitReader(src, size)
@@ -225,68 +278,92 @@ func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, co
 			return fmt.Errorf("read %d of %d bytes: %w", n, size, io.ErrUnexpectedEOF)
 		}
 		return nil
-	})
+	}, &dataTmp)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = l.root.Remove(dataTmp) }() // no-op once renamed
+	defer dataDir.Close()
+	defer func() {
+		if dataTmp != "" {
+			_ = dataDir.Remove(dataTmp)
+		}
+	}()
 
 	meta, err := json.Marshal(localMeta{ContentType: contentType})
 	if err != nil {
 		return err
 	}
-	metaTmp, err := l.writeTemp(path.Dir(metaPath(key)), durable, func(f *os.File) error {
+	metaDir, err := l.writeTemp(path.Dir(metaPath(key)), durable, func(_ *os.Root, f *os.File) error {
 		_, err := f.Write(meta)
 		return err
-	})
+	}, &metaTmp)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = l.root.Remove(metaTmp) }()
+	defer metaDir.Close()
+	defer func() {
+		if metaTmp != "" {
+			_ = metaDir.Remove(metaTmp)
+		}
+	}()
 
 	mu := l.lock(key)
 	defer mu.Unlock()
 	// Metadata first: the data file decides whether the key exists, so a
 	// crash in between leaves the old artifact with the new content type at
 	// worst, never a visible artifact without metadata.
-	if err := l.root.Rename(metaTmp, metaPath(key)); err != nil {
+	if err := metaDir.Rename(metaTmp, metaBase); err != nil {
 		return err
 	}
-	if err := l.root.Rename(dataTmp, key); err != nil {
+	metaTmp = ""
+	if err := dataDir.Rename(dataTmp, base); err != nil {
 		return err
 	}
+	dataTmp = ""
 	if !durable {
 		return nil // SyncKeys does the rest
 	}
-	if err := l.syncDir(path.Dir(metaPath(key))); err != nil {
+	if err := syncRootDir(metaDir); err != nil {
 		return err
 	}
-	return l.syncDir(path.Dir(key))
+	return syncRootDir(dataDir)
 }
 
-// writeTemp creates a fresh temporary file in dir (inside the root), fills it
-// with fill, fsyncs it (when durable) and closes it, and returns its name.
-func (l *Local) writeTemp(dir string, durable bool, fill func(*os.File) error) (string, error) {
+// writeTemp creates a fresh temporary file in dir (inside the root, made if
+// missing), fills it with fill, fsyncs it (when durable) and closes it. It
+// sets *name to the file's name in dir and returns dir opened, which the
+// caller closes.
+func (l *Local) writeTemp(dir string, durable bool, fill func(*os.Root, *os.File) error, name *string) (*os.Root, error) {
 	var (
-		name string
-		f    *os.File
-		err  error
+		d   *os.Root
+		f   *os.File
+		err error
 	)
 	// A concurrent Delete may prune dir between MkdirAll and OpenFile; retry.
 	for attempt := 0; ; attempt++ {
-		if err := l.root.MkdirAll(dir, dirPerm); err != nil {
-			return "", err
+		// The folder usually exists: make it only when it does not.
+		d, err = l.root.OpenRoot(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := l.root.MkdirAll(dir, dirPerm); err != nil {
+				return nil, err
+			}
+			d, err = l.root.OpenRoot(dir)
 		}
-		name = path.Join(dir, tmpPrefix+randomHex())
-		f, err = l.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+		if err == nil {
+			*name = tmpPrefix + randomHex()
+			f, err = d.OpenFile(*name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+			if err != nil {
+				d.Close()
+			}
+		}
 		if err == nil {
 			break
 		}
 		if !errors.Is(err, fs.ErrNotExist) || attempt == 3 {
-			return "", err
+			return nil, err
 		}
 	}
-	err = fill(f)
+	err = fill(d, f)
 	if err == nil && durable {
 		err = f.Sync()
 	}
@@ -294,10 +371,17 @@ func (l *Local) writeTemp(dir string, durable bool, fill func(*os.File) error) (
 		err = cerr
 	}
 	if err != nil {
-		_ = l.root.Remove(name)
-		return "", err
+		_ = d.Remove(*name)
+		d.Close()
+		*name = ""
+		return nil, err
 	}
-	return name, nil
+	return d, nil
+}
+
+// syncRootDir fsyncs the folder d is opened on.
+func syncRootDir(d *os.Root) error {
+	return syncIn(d, ".")
 }
 
 func (l *Local) syncDir(dir string) error {

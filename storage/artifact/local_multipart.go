@@ -55,16 +55,19 @@ func (l *Local) PutPart(ctx context.Context, key, uploadID string, n int, r io.R
 	// The digest goes first and the data second, so a part is listed only
 	// once both exist; a crash in between leaves a stale digest that the next
 	// PutPart of the same number replaces.
-	tmp, err := l.writeTemp(dir, true, func(f *os.File) error {
+	var tmp string
+	d, err := l.writeTemp(dir, true, func(_ *os.Root, f *os.File) error {
 		got, err := io.Copy(f, src)
 		if err == nil && got < size {
 			err = fmt.Errorf("read %d of %d bytes: %w", got, size, io.ErrUnexpectedEOF)
 		}
 		return err
-	})
+	}, &tmp)
 	if err != nil {
 		return Part{}, fmt.Errorf("artifact: put part %d of %q: %w", n, key, err)
 	}
+	d.Close()
+	tmp = path.Join(dir, tmp)
 	defer func() { _ = l.root.Remove(tmp) }()
 	digest := hex.EncodeToString(sum.Sum(nil))
 	if err := l.writeFile(dir, name+".md5", strings.NewReader(digest), int64(len(digest))); err != nil {
@@ -170,15 +173,17 @@ func (l *Local) uploadDir(key, uploadID string) (string, error) {
 
 // writeFile writes a small file in dir atomically.
 func (l *Local) writeFile(dir, name string, r io.Reader, size int64) error {
-	tmp, err := l.writeTemp(dir, true, func(f *os.File) error {
+	var tmp string
+	d, err := l.writeTemp(dir, true, func(_ *os.Root, f *os.File) error {
 		_, err := io.CopyN(f, r, size)
 		return err
-	})
+	}, &tmp)
 	if err != nil {
 		return err
 	}
-	if err := l.root.Rename(tmp, path.Join(dir, name)); err != nil {
-		_ = l.root.Remove(tmp)
+	defer d.Close()
+	if err := d.Rename(tmp, name); err != nil {
+		_ = d.Remove(tmp)
 		return err
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"reflect"
 	"testing"
 	"time"
 
@@ -339,4 +340,17 @@ func TestLocal_Deferred(t *testing.T) {
 	require.ErrorIs(t, b.store.PutUnsynced(ctx, "../x", strings.NewReader("x"), 1, ""), ErrInvalidKey)
 	require.ErrorIs(t, b.store.SyncKeys(ctx, []string{"a/../../x"}), ErrInvalidKey)
 	require.ErrorIs(t, b.store.SyncKeys(ctx, []string{"never/written"}), ErrNotFound)
+}
+
+func TestSyncBatches(t *testing.T) {
+	names := []string{"a/1", "b/1", "a/2", ".", "a", "a/3", "a/4", "a/5", "a/6", "a/7", "a/8", "a/9"}
+	got := syncBatches(names)
+	want := [][]string{
+		{"a/1", "a/2", "a/3", "a/4", "a/5", "a/6", "a/7", "a/8"}, {"a/9"}, // a folder's, at most 8 at a time
+		{"b/1"},
+		{".", "a"}, // the root's own entries and the root itself
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("syncBatches = %q, want %q", got, want)
+	}
 }
