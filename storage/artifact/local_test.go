@@ -8,9 +8,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
-	"reflect"
 	"testing"
 	"time"
 
