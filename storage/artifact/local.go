@@ -384,15 +384,6 @@ func syncRootDir(d *os.Root) error {
 	return syncIn(d, ".")
 }
 
-func (l *Local) syncDir(dir string) error {
-	d, err := l.root.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
 // Get opens key; see Store.
 func (l *Local) Get(ctx context.Context, key string) (io.ReadCloser, Info, error) {
 	f, info, err := l.open(key)
