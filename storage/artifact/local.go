@@ -266,11 +266,17 @@ func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, co
 		if fi, err := dir.Lstat(base); err == nil && fi.IsDir() {
 			return errors.New("key is a directory (a prefix of other keys)")
 		}
-		src := io.Reader(ctxReader{ctx: ctx, r: r})
-		if size >= 0 {
-			src = io.LimitReader(src, size)
+		var n int64
+		var err error
+		if files, ok := r.(fileSource); ok && size >= 0 {
+			n, err = files.copyToFile(ctx, f, size)
+		} else {
+			src := io.Reader(ctxReader{ctx: ctx, r: r})
+			if size >= 0 {
+				src = io.LimitReader(src, size)
+			}
+			n, err = io.Copy(f, src)
 		}
-		n, err := io.Copy(f, src)
 		if err != nil {
 			return err
 		}
@@ -656,6 +662,13 @@ func randomHex() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // never returns an error (crypto/rand, Go 1.24+)
 	return hex.EncodeToString(b[:])
+}
+
+// fileSource is a reader of files in the store, which can copy up to
+// limit bytes of them into f inside the kernel (copy_file_range where the
+// system has it) instead of through a buffer.
+type fileSource interface {
+	copyToFile(ctx context.Context, f *os.File, limit int64) (int64, error)
 }
 
 // ctxReader stops a long copy when the context is cancelled.

@@ -261,6 +261,38 @@ func (r *partsReader) Read(p []byte) (int, error) {
 	}
 }
 
+// copyToFile copies the parts not yet read into f, each with f.ReadFrom,
+// which copies between files inside the kernel, checking ctx between parts.
+// It copies at most limit bytes.
+func (r *partsReader) copyToFile(ctx context.Context, f *os.File, limit int64) (int64, error) {
+	var total int64
+	for total < limit {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		if r.cur == nil {
+			if len(r.parts) == 0 {
+				break
+			}
+			part, err := r.l.root.Open(path.Join(r.dir, strconv.Itoa(r.parts[0].Number)))
+			if err != nil {
+				return total, err
+			}
+			r.cur, r.parts = part, r.parts[1:]
+		}
+		n, err := f.ReadFrom(io.LimitReader(r.cur, limit-total))
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if total < limit {
+			_ = r.cur.Close() // read to its end
+			r.cur = nil
+		}
+	}
+	return total, nil
+}
+
 // Close closes the part being read, if any.
 func (r *partsReader) Close() error {
 	if r.cur == nil {

@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"bytes"
+	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
@@ -79,6 +80,32 @@ func runMultipartSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		keys, err := s.List(ctx, "")
 		require.NoError(t, err)
 		require.Len(t, keys, 1, "no staging files are listed")
+	})
+
+	// A cancelled completion leaves no artifact, and the parts are still
+	// there to complete again (the local store checks between parts).
+	t.Run("CancelledCompleteKeepsParts", func(t *testing.T) {
+		t.Parallel()
+		ctx, s := t.Context(), newStore(t)
+		key := "submissions/3/bundle"
+		id, err := s.BeginMultipart(ctx, key)
+		require.NoError(t, err)
+		put(t, s, key, id, 1, chunk(1))
+		put(t, s, key, id, 2, chunk(2))
+		all := []Part{{Number: 1, Size: minPart}, {Number: 2, Size: minPart}}
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		require.ErrorIs(t, s.CompleteMultipart(cancelled, key, id, all), context.Canceled)
+		_, err = s.Stat(ctx, key)
+		require.ErrorIs(t, err, ErrNotFound)
+		require.NoError(t, s.CompleteMultipart(ctx, key, id, all))
+		rc, info, err := s.Get(ctx, key)
+		require.NoError(t, err)
+		defer rc.Close()
+		got, err := io.ReadAll(rc)
+		require.NoError(t, err)
+		require.Equal(t, int64(2*minPart), info.Size)
+		require.Equal(t, payload[:2*minPart], got)
 	})
 
 	t.Run("CompleteChecksSizesAndDigests", func(t *testing.T) {
