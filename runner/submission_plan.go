@@ -9,6 +9,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"sync/atomic"
 
 	"proctor/bundle"
 	"proctor/models"
@@ -69,6 +70,13 @@ func bundleFileKey(id int64, archivePath string) string {
 // fileStore stores a validation's files as the bundle reader hands them
 // over, remembering each one's key. Two archive paths that make the same key
 // (they differ in a character keys do not take) are told apart by digest.
+//
+// On a store that defers durability (the local one), a small file is read
+// into a buffer, then written by a goroutine of its own while the bundle
+// reader goes on to the next file: the store's file creation and copying
+// overlap the reading, hashing and checking. At most writeBuffers files are
+// held at once. wait ends the writing; it must be called before the stored
+// files are used or deleted.
 type fileStore struct {
 	r      *Runner
 	ctx    context.Context
@@ -76,32 +84,135 @@ type fileStore struct {
 	stored map[string]string // archive path → key
 	used   map[string]bool   // keys
 	sizes  map[string]int64  // key → size
+
+	writes  chan bufferedWrite // to the writer; nil until the first
+	buffers chan []byte        // free buffers, writeBuffers of them
+	written chan error         // the writer's first error, once it ends
+	failed  atomic.Pointer[error]
 }
+
+// bufferedWrite is one file read into a buffer, for the writer.
+type bufferedWrite struct {
+	key, contentType string
+	buf              []byte
+}
+
+const (
+	// bufferedWriteMax is the largest file written from a buffer; larger
+	// ones are streamed into the store as they are read.
+	bufferedWriteMax = 4 << 20
+	// writeBuffers bounds the files held in memory: one being read, one
+	// queued and one being written.
+	writeBuffers = 3
+)
 
 func (r *Runner) newFileStore(ctx context.Context, id int64) *fileStore {
 	return &fileStore{r: r, ctx: ctx, id: id, stored: map[string]string{}, used: map[string]bool{}, sizes: map[string]int64{}}
 }
 
 func (fs *fileStore) put(archivePath, contentType string, size int64, content io.Reader) error {
+	if err := fs.writeError(); err != nil {
+		return err
+	}
 	key := bundleFileKey(fs.id, archivePath)
 	if fs.used[key] {
 		key = submissionFilesPrefix(fs.id) + "f-" + shortDigest(archivePath) + keySegment(path.Ext(archivePath))
 	}
-	put := fs.r.artifacts.Put
-	if d, ok := fs.r.artifacts.(artifact.Deferred); ok {
-		put = d.PutUnsynced // made durable together, before the plan (sync)
-	}
-	if err := put(fs.ctx, key, content, size, contentType); err != nil {
-		return &storeError{err}
+	d, deferred := fs.r.artifacts.(artifact.Deferred)
+	switch {
+	case deferred && size >= 0 && size <= bufferedWriteMax:
+		// Made durable together, before the plan (sync).
+		if err := fs.putBuffered(key, contentType, size, content); err != nil {
+			return err
+		}
+	case deferred:
+		if err := d.PutUnsynced(fs.ctx, key, content, size, contentType); err != nil {
+			return &storeError{err}
+		}
+	default:
+		if err := fs.r.artifacts.Put(fs.ctx, key, content, size, contentType); err != nil {
+			return &storeError{err}
+		}
 	}
 	fs.stored[archivePath], fs.used[key], fs.sizes[key] = key, true, size
 	return nil
+}
+
+// putBuffered reads the file whole (the bundle reader checks it meanwhile)
+// and queues it for the writer.
+func (fs *fileStore) putBuffered(key, contentType string, size int64, content io.Reader) error {
+	if fs.writes == nil {
+		fs.startWriter()
+	}
+	var buf []byte
+	select {
+	case buf = <-fs.buffers:
+	case <-fs.ctx.Done():
+		return fs.ctx.Err()
+	}
+	buf = buf[:size]
+	if _, err := io.ReadFull(content, buf); err != nil {
+		fs.buffers <- buf
+		return &storeError{fmt.Errorf("artifact: put %q: %w", key, err)}
+	}
+	fs.writes <- bufferedWrite{key: key, contentType: contentType, buf: buf}
+	return nil
+}
+
+// startWriter starts the goroutine writing buffered files. After its first
+// failure it writes nothing more, and put reports the failure.
+func (fs *fileStore) startWriter() {
+	fs.writes = make(chan bufferedWrite, 1)
+	fs.buffers = make(chan []byte, writeBuffers)
+	for range writeBuffers {
+		fs.buffers <- make([]byte, 0, bufferedWriteMax)
+	}
+	fs.written = make(chan error, 1)
+	d := fs.r.artifacts.(artifact.Deferred)
+	writes, buffers, written := fs.writes, fs.buffers, fs.written
+	go func() {
+		var first error
+		for w := range writes {
+			if first == nil {
+				err := d.PutUnsynced(fs.ctx, w.key, bytes.NewReader(w.buf), int64(len(w.buf)), w.contentType)
+				if err != nil {
+					first = &storeError{err}
+					fs.failed.Store(&first)
+				}
+			}
+			buffers <- w.buf
+		}
+		written <- first
+	}()
+}
+
+// writeError is the writer's failure so far, if any.
+func (fs *fileStore) writeError() error {
+	if err := fs.failed.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// wait waits for the buffered files to be written and returns the first
+// failure. Only the first call waits; put must not be called afterwards.
+func (fs *fileStore) wait() error {
+	if fs.writes == nil {
+		return fs.writeError()
+	}
+	close(fs.writes)
+	fs.writes = nil
+	err := <-fs.written
+	return err
 }
 
 // plan builds the ingest plan of a checked bundle and deletes the stored
 // files the run does not keep (invalid, unreferenced, or of tasks outside
 // the subset).
 func (fs *fileStore) plan(bun *bundle.Bundle, catalog bundle.Catalog, sum string) (*ingestPlan, error) {
+	if err := fs.wait(); err != nil {
+		return nil, err
+	}
 	inSubset := make(map[string]bool, len(catalog.SubsetTaskIDs))
 	for _, id := range catalog.SubsetTaskIDs {
 		inSubset[id] = true
@@ -148,6 +259,9 @@ func (fs *fileStore) sync(keep map[string]int64) error {
 
 // dropUnkept deletes the stored files not in keep.
 func (fs *fileStore) dropUnkept(keep map[string]int64) error {
+	if err := fs.wait(); err != nil {
+		return err
+	}
 	for _, key := range fs.stored {
 		if _, ok := keep[key]; !ok {
 			if err := fs.r.artifacts.Delete(fs.ctx, key); err != nil {

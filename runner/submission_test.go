@@ -19,6 +19,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -981,6 +983,82 @@ func TestSubmission_LastTryOutOfTime(t *testing.T) {
 		require.NoError(t, err, "the same bundle may be submitted again")
 		require.False(t, resumed)
 		require.NotEqual(t, v.ID, again.ID)
+	})
+}
+
+// failingStore refuses to write keys containing failOn, whether written
+// at once (Put) or left to be made durable later (PutUnsynced).
+type failingStore struct {
+	artifact.Store
+	failOn string
+	failed atomic.Int64
+}
+
+func (s *failingStore) fails(key string) error {
+	if strings.Contains(key, s.failOn) {
+		s.failed.Add(1)
+		return fmt.Errorf("write %q: %w", key, syscall.ENOSPC)
+	}
+	return nil
+}
+
+func (s *failingStore) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
+	if err := s.fails(key); err != nil {
+		return err
+	}
+	return s.Store.Put(ctx, key, r, size, contentType)
+}
+
+// failingDeferredStore is a failingStore over a store that defers
+// durability (the local one), so the validation takes its buffered path.
+type failingDeferredStore struct{ *failingStore }
+
+func (s failingDeferredStore) PutUnsynced(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
+	if err := s.fails(key); err != nil {
+		return err
+	}
+	return s.Store.(artifact.Deferred).PutUnsynced(ctx, key, r, size, contentType)
+}
+
+func (s failingDeferredStore) SyncKeys(ctx context.Context, keys []string) error {
+	return s.Store.(artifact.Deferred).SyncKeys(ctx, keys)
+}
+
+// TestSubmission_StoreFailsWhileValidating: when the store refuses a
+// screenshot while the bundle is read, every try fails, the last one refuses
+// the submission saying so, and nothing of it is left.
+func TestSubmission_StoreFailsWhileValidating(t *testing.T) {
+	t.Parallel()
+	opts := portalOptions{wrap: func(s artifact.Store) artifact.Store {
+		f := &failingStore{Store: s, failOn: "/screenshots/0003"}
+		if _, ok := s.(artifact.Deferred); ok {
+			return failingDeferredStore{f}
+		}
+		return f
+	}}
+	forEachPortal(t, opts, func(t *testing.T, p *portal) {
+		f := fileOf(t, bundletest.Proctor(t, filepath.Join(t.TempDir(), "shots.zip"), bundletest.ProctorManifest(sandbox.Slug, "full"),
+			bundletest.ProctorTask{ID: "shop-keyboard-price", Steps: 6, HAR: true},
+			bundletest.ProctorTask{ID: "forum-top-post", Steps: 2},
+		))
+		v := p.upload(t, p.member, f, request(sandbox.Slug, "", f))
+		require.Eventually(t, func() bool {
+			var err error
+			v, err = p.svc.Submission(p.member, v.ID)
+			require.NoError(t, err)
+			return models.SubmissionFinished(v.Status)
+		}, testenv.Scaled(t, 2*time.Minute), 100*time.Millisecond, "submission %d never finished", v.ID) // three tries, River's backoff between them
+		require.Equal(t, models.SubmissionRefused, v.Status)
+		require.Equal(t, "Storing the bundle's screenshots and network logs failed; submit it again later or ask an administrator.", v.Error)
+		p.requireNothingStored(t, v.ID)
+		var failing *failingStore
+		switch s := p.store.(type) {
+		case failingDeferredStore:
+			failing = s.failingStore
+		case *failingStore:
+			failing = s
+		}
+		require.EqualValues(t, 3, failing.failed.Load(), "each of the three tries failed on the screenshot")
 	})
 }
 

@@ -148,6 +148,7 @@ func (r *Runner) validateSubmission(ctx context.Context, s *models.Submission) e
 	// One pass: every byte is hashed, inspected and, for the screenshots and
 	// network logs, stored as it is read.
 	files := r.newFileStore(ctx, s.ID)
+	defer files.wait() //nolint:errcheck // every path that keeps files checks it first
 	bun, inspectErr := bundle.InspectStoring(ctx, b, b.size, limits, files.put, readProgress(meter.pass(b.size)))
 	if ctx.Err() != nil {
 		return ctx.Err()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 	"time"
 	"unicode"
@@ -145,6 +146,24 @@ func shorten(s string) string {
 		return s
 	}
 	return s[:limit] + "..."
+}
+
+// impliedContentType is the content type Proctor stores keys with key's
+// extension under, or the default for other keys. The local store keeps no
+// metadata file for an artifact whose content type is the one its key
+// implies.
+func impliedContentType(key string) string {
+	switch path.Ext(key) {
+	case ".jpg", ".jpeg":
+		return "image/jpeg"
+	case ".png":
+		return "image/png"
+	case ".json", ".har":
+		return "application/json"
+	case ".txt":
+		return "text/plain; charset=utf-8"
+	}
+	return defaultContentType
 }
 
 func orDefaultContentType(ct string) string {

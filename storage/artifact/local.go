@@ -228,19 +228,34 @@ func syncBatches(names []string) [][]string {
 	return out
 }
 
-// syncBatch fsyncs names, which share a folder.
+// syncBatch fsyncs names, which share a folder. Names in the metadata tree
+// may be missing: an artifact whose content type is the one its key implies
+// has no metadata file, and its folder there may not exist.
 func (l *Local) syncBatch(names []string) error {
-	d, err := l.root.OpenRoot(path.Dir(names[0]))
+	dir := path.Dir(names[0])
+	d, err := l.root.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) && inMetaTree(dir) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("artifact: sync %q: %w", names[0], mapNotExist(err))
 	}
 	defer d.Close()
 	for _, name := range names {
-		if err := syncIn(d, path.Base(name)); err != nil {
+		err := syncIn(d, path.Base(name))
+		if errors.Is(err, fs.ErrNotExist) && inMetaTree(name) {
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("artifact: sync %q: %w", name, mapNotExist(err))
 		}
 	}
 	return nil
+}
+
+// inMetaTree reports whether name lies inside the metadata tree.
+func inMetaTree(name string) bool {
+	return strings.HasPrefix(name, metaDir+"/")
 }
 
 // syncIn fsyncs the file or folder name in d.
@@ -295,33 +310,49 @@ func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, co
 		}
 	}()
 
-	meta, err := json.Marshal(localMeta{ContentType: contentType})
-	if err != nil {
-		return err
-	}
-	metaDir, err := l.writeTemp(path.Dir(metaPath(key)), durable, func(_ *os.Root, f *os.File) error {
-		_, err := f.Write(meta)
-		return err
-	}, &metaTmp)
-	if err != nil {
-		return err
-	}
-	defer metaDir.Close()
-	defer func() {
-		if metaTmp != "" {
-			_ = metaDir.Remove(metaTmp)
+	// The metadata file is written only when the content type is not the
+	// one the key implies: most artifacts then cost one file, not two.
+	var metaDir *os.Root
+	if contentType != impliedContentType(key) {
+		meta, err := json.Marshal(localMeta{ContentType: contentType})
+		if err != nil {
+			return err
 		}
-	}()
+		metaDir, err = l.writeTemp(path.Dir(metaPath(key)), durable, func(_ *os.Root, f *os.File) error {
+			_, err := f.Write(meta)
+			return err
+		}, &metaTmp)
+		if err != nil {
+			return err
+		}
+		defer metaDir.Close()
+		defer func() {
+			if metaTmp != "" {
+				_ = metaDir.Remove(metaTmp)
+			}
+		}()
+	}
 
 	mu := l.lock(key)
 	defer mu.Unlock()
 	// Metadata first: the data file decides whether the key exists, so a
 	// crash in between leaves the old artifact with the new content type at
 	// worst, never a visible artifact without metadata.
-	if err := metaDir.Rename(metaTmp, metaBase); err != nil {
-		return err
+	metaRemoved := false
+	if metaDir != nil {
+		if err := metaDir.Rename(metaTmp, metaBase); err != nil {
+			return err
+		}
+		metaTmp = ""
+	} else {
+		// A metadata file left by an earlier Put of the key would outlive
+		// this one's content type.
+		err := l.root.Remove(metaPath(key))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		metaRemoved = err == nil
 	}
-	metaTmp = ""
 	if err := dataDir.Rename(dataTmp, base); err != nil {
 		return err
 	}
@@ -329,8 +360,15 @@ func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, co
 	if !durable {
 		return nil // SyncKeys does the rest
 	}
-	if err := syncRootDir(metaDir); err != nil {
-		return err
+	switch {
+	case metaDir != nil:
+		if err := syncRootDir(metaDir); err != nil {
+			return err
+		}
+	case metaRemoved:
+		if err := l.syncBatch([]string{path.Dir(metaPath(key))}); err != nil {
+			return err
+		}
 	}
 	return syncRootDir(dataDir)
 }
@@ -450,7 +488,7 @@ func (l *Local) describe(key string, stat func() (fs.FileInfo, error)) (Info, er
 func (l *Local) contentType(key string) (string, error) {
 	b, err := l.root.ReadFile(metaPath(key))
 	if errors.Is(err, fs.ErrNotExist) {
-		return defaultContentType, nil
+		return impliedContentType(key), nil
 	}
 	if err != nil {
 		return "", err

@@ -118,7 +118,42 @@ func TestLocal_Layout(t *testing.T) {
 			seen++
 			return nil
 		}))
-		require.Greater(t, seen, 5, "the store, its metadata folder, the key's folders, file and metadata")
+		require.Greater(t, seen, 5, "the store, its metadata folder, the key's folders and file")
+	})
+
+	t.Run("MetadataOnlyWhenNotImplied", func(t *testing.T) {
+		t.Parallel()
+		b := setupLocal(t)
+		ctx := t.Context()
+		metaFile := func(key string) string { return filepath.Join(b.dir, filepath.FromSlash(metaPath(key))) }
+		requireType := func(key, want string) {
+			t.Helper()
+			info, err := b.store.Stat(ctx, key)
+			require.NoError(t, err)
+			require.Equal(t, want, info.ContentType, key)
+		}
+
+		putString(t, b.store, "runs/1/shot.jpg", "x", "image/jpeg")
+		putString(t, b.store, "runs/1/blob", "x", "")
+		putString(t, b.store, "runs/1/ax.txt", "x", "text/plain; charset=utf-8")
+		require.Empty(t, dirNames(t, filepath.Join(b.dir, metaDir)), "each type is the one the key implies")
+		requireType("runs/1/shot.jpg", "image/jpeg")
+		requireType("runs/1/blob", "application/octet-stream")
+		requireType("runs/1/ax.txt", "text/plain; charset=utf-8")
+
+		putString(t, b.store, "runs/1/shot.jpg", "x", "image/png")
+		require.FileExists(t, metaFile("runs/1/shot.jpg"))
+		requireType("runs/1/shot.jpg", "image/png")
+		putString(t, b.store, "runs/1/shot.jpg", "x", "image/jpeg")
+		require.NoFileExists(t, metaFile("runs/1/shot.jpg"), "a replacement of the implied type removes the old metadata")
+		requireType("runs/1/shot.jpg", "image/jpeg")
+
+		require.NoError(t, b.store.PutUnsynced(ctx, "runs/2/report.csv", strings.NewReader("a,b"), 3, "text/csv"))
+		require.NoError(t, b.store.PutUnsynced(ctx, "runs/2/step.json", strings.NewReader("{}"), 2, "application/json"))
+		require.NoError(t, b.store.SyncKeys(ctx, []string{"runs/2/report.csv", "runs/2/step.json"}))
+		requireType("runs/2/report.csv", "text/csv")
+		requireType("runs/2/step.json", "application/json")
+		require.NoFileExists(t, metaFile("runs/2/step.json"))
 	})
 
 	t.Run("FileAndDirectoryConflict", func(t *testing.T) {
