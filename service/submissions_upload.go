@@ -45,7 +45,7 @@ func (s *Submissions) CreateSubmission(ctx context.Context, req models.Submissio
 	if sub.MultipartID == "" {
 		// A failure here leaves the submission uploading without an upload;
 		// creating it again resumes it and begins one.
-		uploadID, err := s.files.BeginMultipart(ctx, sub.StorageKey)
+		uploadID, err := s.beginUpload(ctx, sub)
 		if err != nil {
 			return nil, false, storeUnavailable("start the upload", err)
 		}
@@ -185,6 +185,16 @@ func (s *Submissions) SubmissionPartURL(ctx context.Context, id int64, n int) (s
 		return "", time.Time{}, storeUnavailable("sign the part's upload", err)
 	}
 	return u, expires, nil
+}
+
+// beginUpload starts the bundle's multipart upload; a store that can place
+// parts as they arrive (the local one) is told their size, so completing
+// the upload copies nothing.
+func (s *Submissions) beginUpload(ctx context.Context, sub *models.Submission) (string, error) {
+	if strided, ok := s.files.(artifact.StridedMultipart); ok {
+		return strided.BeginMultipartStrided(ctx, sub.StorageKey, sub.PartSize)
+	}
+	return s.files.BeginMultipart(ctx, sub.StorageKey)
 }
 
 // CompleteSubmission assembles the parts into the bundle and queues its

@@ -275,8 +275,8 @@ func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, co
 	// Each file's folder is resolved once: every step below then names a
 	// single entry in it, where a path from the store's root would be
 	// walked again, folder by folder, at each step.
-	base, metaBase := path.Base(key), path.Base(metaPath(key))
-	var dataTmp, metaTmp string
+	base := path.Base(key)
+	var dataTmp string
 	dataDir, err := l.writeTemp(path.Dir(key), durable, func(dir *os.Root, f *os.File) error {
 		if fi, err := dir.Lstat(base); err == nil && fi.IsDir() {
 			return errors.New("key is a directory (a prefix of other keys)")
@@ -304,15 +304,25 @@ func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, co
 		return err
 	}
 	defer dataDir.Close()
+	return l.commit(key, dataDir, dataTmp, contentType, durable)
+}
+
+// commit makes the temporary file tmp, in key's folder opened as dataDir,
+// key's content, with its metadata; on failure it removes tmp. When durable
+// it fsyncs the folders (the file itself is already synced); otherwise
+// SyncKeys does.
+func (l *Local) commit(key string, dataDir *os.Root, tmp, contentType string, durable bool) error {
+	dataTmp := tmp
 	defer func() {
 		if dataTmp != "" {
 			_ = dataDir.Remove(dataTmp)
 		}
 	}()
-
+	base, metaBase := path.Base(key), path.Base(metaPath(key))
 	// The metadata file is written only when the content type is not the
 	// one the key implies: most artifacts then cost one file, not two.
 	var metaDir *os.Root
+	var metaTmp string
 	if contentType != impliedContentType(key) {
 		meta, err := json.Marshal(localMeta{ContentType: contentType})
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -19,12 +20,40 @@ import (
 // uploadsDir holds the parts of unfinished multipart uploads, one directory
 // per upload: "key" names the artifact it is for, "<n>" holds part n and
 // "<n>.md5" its digest. Like the metadata tree, it can never collide with a key.
+//
+// A strided upload (BeginMultipartStrided) also has "stride", the size of
+// every part but the last, and "data", the artifact being assembled: part n
+// is written at offset (n-1)×stride, then "<n>.placed" records its size and
+// digest. "<n>.claim" marks the part's range taken; a part sent again while
+// its range is taken goes to "<n>" as in other uploads, and wins.
 const uploadsDir = reservedPrefix + "uploads"
 
-var _ Multipart = (*Local)(nil)
+const (
+	uploadKey    = "key"
+	uploadStride = "stride"
+	uploadData   = "data"
+)
+
+var (
+	_ Multipart        = (*Local)(nil)
+	_ StridedMultipart = (*Local)(nil)
+)
 
 // BeginMultipart starts an upload; see Multipart.
 func (l *Local) BeginMultipart(ctx context.Context, key string) (string, error) {
+	return l.beginMultipart(key, 0)
+}
+
+// BeginMultipartStrided starts an upload whose parts are written in place;
+// see StridedMultipart.
+func (l *Local) BeginMultipartStrided(ctx context.Context, key string, partSize int64) (string, error) {
+	if partSize <= 0 {
+		return "", fmt.Errorf("artifact: begin upload of %q: part size %d is not positive", key, partSize)
+	}
+	return l.beginMultipart(key, partSize)
+}
+
+func (l *Local) beginMultipart(key string, stride int64) (string, error) {
 	if err := l.checkKey(key); err != nil {
 		return "", err
 	}
@@ -33,11 +62,32 @@ func (l *Local) BeginMultipart(ctx context.Context, key string) (string, error) 
 	if err := l.root.MkdirAll(dir, dirPerm); err != nil {
 		return "", fmt.Errorf("artifact: begin upload of %q: %w", key, err)
 	}
-	if err := l.writeFile(dir, "key", strings.NewReader(key), int64(len(key))); err != nil {
+	err := l.writeFile(dir, uploadKey, strings.NewReader(key), int64(len(key)))
+	if err == nil && stride > 0 {
+		s := strconv.FormatInt(stride, 10)
+		err = l.writeFile(dir, uploadStride, strings.NewReader(s), int64(len(s)))
+	}
+	if err != nil {
 		_ = l.root.RemoveAll(dir)
 		return "", fmt.Errorf("artifact: begin upload of %q: %w", key, err)
 	}
 	return id, nil
+}
+
+// stride is the upload's part size when it is strided, else 0.
+func (l *Local) stride(dir string) (int64, error) {
+	b, err := l.root.ReadFile(path.Join(dir, uploadStride))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("upload part size %q is not a positive number", b)
+	}
+	return n, nil
 }
 
 // PutPart stores part n atomically with its digest; see Multipart.
@@ -48,6 +98,19 @@ func (l *Local) PutPart(ctx context.Context, key, uploadID string, n int, r io.R
 	}
 	if err := checkPart(n, size); err != nil {
 		return Part{}, fmt.Errorf("artifact: put part %d of %q: %w", n, key, err)
+	}
+	stride, err := l.stride(dir)
+	if err != nil {
+		return Part{}, fmt.Errorf("artifact: put part %d of %q: %w", n, key, err)
+	}
+	if stride > 0 && size <= stride {
+		p, placed, err := l.placePart(ctx, dir, n, r, size, stride)
+		if err != nil {
+			return Part{}, fmt.Errorf("artifact: put part %d of %q: %w", n, key, err)
+		}
+		if placed {
+			return p, nil
+		}
 	}
 	sum := md5.New()
 	src := io.TeeReader(ctxReader{ctx: ctx, r: io.LimitReader(r, size)}, sum)
@@ -79,6 +142,50 @@ func (l *Local) PutPart(ctx context.Context, key, uploadID string, n int, r io.R
 	return Part{Number: n, Size: size, MD5: digest}, nil
 }
 
+// placePart writes part n of a strided upload into its range of the data
+// file, unless that range is taken (placed is then false and nothing was
+// read). A part that fails leaves its range free again and is not listed.
+func (l *Local) placePart(ctx context.Context, dir string, n int, r io.Reader, size, stride int64) (p Part, placed bool, err error) {
+	name := strconv.Itoa(n)
+	claim := path.Join(dir, name+".claim")
+	c, err := l.root.OpenFile(claim, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if errors.Is(err, fs.ErrExist) {
+		return Part{}, false, nil
+	}
+	if err != nil {
+		return Part{}, false, err
+	}
+	_ = c.Close()
+	defer func() {
+		if err != nil {
+			_ = l.root.Remove(claim)
+		}
+	}()
+	f, err := l.root.OpenFile(path.Join(dir, uploadData), os.O_WRONLY|os.O_CREATE, filePerm)
+	if err != nil {
+		return Part{}, false, err
+	}
+	defer f.Close()
+	sum := md5.New()
+	src := io.TeeReader(ctxReader{ctx: ctx, r: io.LimitReader(r, size)}, sum)
+	got, err := io.Copy(io.NewOffsetWriter(f, int64(n-1)*stride), src)
+	if err == nil && got < size {
+		err = fmt.Errorf("read %d of %d bytes: %w", got, size, io.ErrUnexpectedEOF)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		return Part{}, false, err
+	}
+	digest := hex.EncodeToString(sum.Sum(nil))
+	record := strconv.FormatInt(size, 10) + " " + digest
+	if err := l.writeFile(dir, name+".placed", strings.NewReader(record), int64(len(record))); err != nil {
+		return Part{}, false, err
+	}
+	return Part{Number: n, Size: size, MD5: digest}, true, nil
+}
+
 // ListParts lists the stored parts by number; see Multipart.
 func (l *Local) ListParts(ctx context.Context, key, uploadID string) ([]Part, error) {
 	dir, err := l.uploadDir(key, uploadID)
@@ -89,8 +196,14 @@ func (l *Local) ListParts(ctx context.Context, key, uploadID string) ([]Part, er
 	if err != nil {
 		return nil, fmt.Errorf("artifact: list parts of %q: %w", key, mapNotExist(err))
 	}
-	var parts []Part
+	byNumber := map[int]Part{}
 	for _, e := range entries {
+		if p, ok := l.placedPart(dir, e); ok {
+			if _, sent := byNumber[p.Number]; !sent {
+				byNumber[p.Number] = p
+			}
+			continue
+		}
 		n, err := strconv.Atoi(e.Name())
 		if err != nil || !e.Type().IsRegular() {
 			continue // "key", digests and temporary files
@@ -103,10 +216,33 @@ func (l *Local) ListParts(ctx context.Context, key, uploadID string) ([]Part, er
 		if err != nil {
 			continue
 		}
-		parts = append(parts, Part{Number: n, Size: fi.Size(), MD5: string(digest)})
+		byNumber[n] = Part{Number: n, Size: fi.Size(), MD5: string(digest)} // a part sent again wins
 	}
+	parts := slices.Collect(maps.Values(byNumber))
 	slices.SortFunc(parts, func(a, b Part) int { return a.Number - b.Number })
 	return parts, nil
+}
+
+// placedPart reads a strided upload's "<n>.placed" record.
+func (l *Local) placedPart(dir string, e fs.DirEntry) (Part, bool) {
+	num, ok := strings.CutSuffix(e.Name(), ".placed")
+	if !ok || !e.Type().IsRegular() {
+		return Part{}, false
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil {
+		return Part{}, false
+	}
+	b, err := l.root.ReadFile(path.Join(dir, e.Name()))
+	if err != nil {
+		return Part{}, false
+	}
+	size, digest, ok := strings.Cut(string(b), " ")
+	held, err := strconv.ParseInt(size, 10, 64)
+	if !ok || err != nil {
+		return Part{}, false
+	}
+	return Part{Number: n, Size: held, MD5: digest}, true
 }
 
 // CompleteMultipart joins the parts into key and removes the upload; see Multipart.
@@ -126,12 +262,85 @@ func (l *Local) CompleteMultipart(ctx context.Context, key, uploadID string, par
 	for _, p := range parts {
 		total += p.Size
 	}
+	stride, err := l.stride(dir)
+	if err != nil {
+		return fmt.Errorf("artifact: complete upload of %q: %w", key, err)
+	}
+	if stride > 0 {
+		if err := l.completeStrided(ctx, key, dir, parts, stride, total); err != nil {
+			l.prune(path.Dir(key))
+			return fmt.Errorf("artifact: complete upload of %q: %w", key, err)
+		}
+		return l.AbortMultipart(ctx, key, uploadID)
+	}
 	joined := &partsReader{l: l, dir: dir, parts: parts}
 	defer joined.Close()
 	if err := l.Put(ctx, key, joined, total, ""); err != nil {
 		return err
 	}
 	return l.AbortMultipart(ctx, key, uploadID)
+}
+
+// completeStrided finishes a strided upload: parts sent again are copied
+// into their ranges of the data file, which is cut to the artifact's size,
+// synced and linked in as key. The upload is left whole for the caller to
+// remove, so a completion that fails can be tried again.
+func (l *Local) completeStrided(ctx context.Context, key, dir string, parts []Part, stride, total int64) error {
+	for i, p := range parts {
+		if p.Size > stride || (i < len(parts)-1 && p.Size != stride) {
+			return fmt.Errorf("part %d holds %d bytes: every part of this upload but the last holds %d", p.Number, p.Size, stride)
+		}
+	}
+	data, err := l.root.OpenFile(path.Join(dir, uploadData), os.O_RDWR|os.O_CREATE, filePerm)
+	if err != nil {
+		return err
+	}
+	defer data.Close()
+	for _, p := range parts {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sent, err := l.root.Open(path.Join(dir, strconv.Itoa(p.Number)))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // placed as it arrived
+		}
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.NewOffsetWriter(data, int64(p.Number-1)*stride), io.LimitReader(sent, p.Size))
+		_ = sent.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if err := data.Truncate(total); err != nil {
+		return err
+	}
+	if err := data.Sync(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	keyDir := path.Dir(key)
+	if err := l.root.MkdirAll(keyDir, dirPerm); err != nil {
+		return err
+	}
+	d, err := l.root.OpenRoot(keyDir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if fi, err := d.Lstat(path.Base(key)); err == nil && fi.IsDir() {
+		return errors.New("key is a directory (a prefix of other keys)")
+	}
+	// A second name for the data file, in key's folder: commit renames it
+	// into place, or removes it and leaves the upload as it was.
+	tmp := tmpPrefix + randomHex()
+	if err := l.root.Link(path.Join(dir, uploadData), path.Join(keyDir, tmp)); err != nil {
+		return err
+	}
+	return l.commit(key, d, tmp, defaultContentType, true)
 }
 
 // AbortMultipart removes the upload's parts; see Multipart.
@@ -164,7 +373,7 @@ func (l *Local) uploadDir(key, uploadID string) (string, error) {
 		return "", fmt.Errorf("artifact: upload %q of %q: %w", uploadID, key, ErrNotFound)
 	}
 	dir := path.Join(uploadsDir, uploadID)
-	owner, err := fs.ReadFile(l.root.FS(), path.Join(dir, "key"))
+	owner, err := fs.ReadFile(l.root.FS(), path.Join(dir, uploadKey))
 	if err != nil || string(owner) != key {
 		return "", fmt.Errorf("artifact: upload %q of %q: %w", uploadID, key, ErrNotFound)
 	}

@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -45,6 +46,80 @@ func setupLocal(t *testing.T) localBundle {
 func TestLocal_Store(t *testing.T) {
 	t.Parallel()
 	runStoreSuite(t, func(t *testing.T) Store { return setupLocal(t).store })
+}
+
+// stridedLocal begins every upload as a strided one of S3-sized parts, so
+// the multipart suite runs on the local store's in-place assembly.
+type stridedLocal struct{ *Local }
+
+func (s stridedLocal) BeginMultipart(ctx context.Context, key string) (string, error) {
+	return s.BeginMultipartStrided(ctx, key, minPart)
+}
+
+// TestLocal_StridedMultipart: an upload that says its part size meets the
+// multipart contract, completes by linking the file its parts were written
+// into (no byte copied), and refuses parts of other sizes.
+func TestLocal_StridedMultipart(t *testing.T) {
+	t.Parallel()
+	runMultipartSuite(t, func(t *testing.T) Store { return stridedLocal{setupLocal(t).store} })
+
+	const stride = 4
+	begin := func(t *testing.T) (localBundle, string, string) {
+		b := setupLocal(t)
+		id, err := b.store.BeginMultipartStrided(t.Context(), "submissions/9/bundle.zip", stride)
+		require.NoError(t, err)
+		return b, "submissions/9/bundle.zip", id
+	}
+	putPart := func(t *testing.T, b localBundle, key, id string, n int, body string) Part {
+		t.Helper()
+		p, err := b.store.PutPart(t.Context(), key, id, n, strings.NewReader(body), int64(len(body)))
+		require.NoError(t, err)
+		return p
+	}
+
+	t.Run("CompleteCopiesNothing", func(t *testing.T) {
+		t.Parallel()
+		b, key, id := begin(t)
+		parts := []Part{putPart(t, b, key, id, 3, "ij"), putPart(t, b, key, id, 1, "abcd"), putPart(t, b, key, id, 2, "efgh")}
+		parts[0], parts[1], parts[2] = parts[1], parts[2], parts[0]
+		data := filepath.Join(b.dir, uploadsDir, id, uploadData)
+		before, err := os.Stat(data)
+		require.NoError(t, err)
+		require.NoError(t, b.store.CompleteMultipart(t.Context(), key, id, parts))
+		after, err := os.Stat(filepath.Join(b.dir, filepath.FromSlash(key)))
+		require.NoError(t, err)
+		require.True(t, os.SameFile(before, after), "the artifact is the file the parts were written into")
+		require.Equal(t, "abcdefghij", getString(t, b.store, key))
+		require.NoDirExists(t, filepath.Join(b.dir, uploadsDir, id))
+	})
+
+	t.Run("PartSentAgainWins", func(t *testing.T) {
+		t.Parallel()
+		b, key, id := begin(t)
+		putPart(t, b, key, id, 1, "xxxx")
+		p1 := putPart(t, b, key, id, 1, "abcd")
+		p2 := putPart(t, b, key, id, 2, "ef")
+		listed, err := b.store.ListParts(t.Context(), key, id)
+		require.NoError(t, err)
+		require.Equal(t, []Part{p1, p2}, listed)
+		require.NoError(t, b.store.CompleteMultipart(t.Context(), key, id, listed))
+		require.Equal(t, "abcdef", getString(t, b.store, key))
+	})
+
+	t.Run("PartsOfOtherSizesRefused", func(t *testing.T) {
+		t.Parallel()
+		b, key, id := begin(t)
+		parts := []Part{putPart(t, b, key, id, 1, "abc"), putPart(t, b, key, id, 2, "defg")}
+		err := b.store.CompleteMultipart(t.Context(), key, id, parts)
+		require.ErrorContains(t, err, "part 1 holds 3 bytes: every part of this upload but the last holds 4")
+		_, err = b.store.Stat(t.Context(), key)
+		require.ErrorIs(t, err, ErrNotFound)
+		parts = []Part{putPart(t, b, key, id, 1, "abcd"), parts[1], putPart(t, b, key, id, 3, "hijkl")}
+		err = b.store.CompleteMultipart(t.Context(), key, id, parts)
+		require.ErrorContains(t, err, "part 3 holds 5 bytes: every part of this upload but the last holds 4")
+		_, err = b.store.BeginMultipartStrided(t.Context(), key, 0)
+		require.ErrorContains(t, err, "part size 0 is not positive")
+	})
 }
 
 func TestLocal_New(t *testing.T) {

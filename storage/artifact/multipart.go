@@ -33,6 +33,18 @@ type Multipart interface {
 	PartURL(ctx context.Context, key, uploadID string, n int, size int64, ttl time.Duration) (string, error)
 }
 
+// StridedMultipart is a Multipart that can be told, when an upload begins,
+// the size of every part but the last. The local store then writes each
+// part where it belongs in the finished artifact as it arrives, and
+// completing the upload copies nothing (the parts of an upload that did not
+// say are joined by copying them).
+type StridedMultipart interface {
+	// BeginMultipartStrided starts an upload to key as BeginMultipart does;
+	// CompleteMultipart refuses it unless every part but the last holds
+	// exactly partSize bytes, and the last at most that.
+	BeginMultipartStrided(ctx context.Context, key string, partSize int64) (uploadID string, err error)
+}
+
 // Part is one stored part of a multipart upload.
 type Part struct {
 	Number int
