@@ -687,6 +687,14 @@ func plainPrefix(buf []byte) int {
 	if span := buf[:end]; !hasControl(span) && utf8.Valid(span) {
 		return end
 	}
+	return plainPrefixBytewise(buf)
+}
+
+// plainPrefixBytewise is plainPrefix one byte (or rune) at a time: the
+// fallback for a run that holds a control byte or is not valid UTF-8, which
+// decides exactly where it stops, and the reference the fast path is tested
+// against.
+func plainPrefixBytewise(buf []byte) int {
 	i := 0
 	for i < len(buf) {
 		c := buf[i]
