@@ -276,8 +276,7 @@ func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, co
 	// single entry in it, where a path from the store's root would be
 	// walked again, folder by folder, at each step.
 	base := path.Base(key)
-	var dataTmp string
-	dataDir, err := l.writeTemp(path.Dir(key), durable, func(dir *os.Root, f *os.File) error {
+	dataDir, dataTmp, err := l.writeTemp(path.Dir(key), durable, func(dir *os.Root, f *os.File) error {
 		if fi, err := dir.Lstat(base); err == nil && fi.IsDir() {
 			return errors.New("key is a directory (a prefix of other keys)")
 		}
@@ -299,7 +298,7 @@ func (l *Local) put(ctx context.Context, key string, r io.Reader, size int64, co
 			return fmt.Errorf("read %d of %d bytes: %w", n, size, io.ErrUnexpectedEOF)
 		}
 		return nil
-	}, &dataTmp)
+	})
 	if err != nil {
 		return err
 	}
@@ -328,10 +327,10 @@ func (l *Local) commit(key string, dataDir *os.Root, tmp, contentType string, du
 		if err != nil {
 			return err
 		}
-		metaDir, err = l.writeTemp(path.Dir(metaPath(key)), durable, func(_ *os.Root, f *os.File) error {
+		metaDir, metaTmp, err = l.writeTemp(path.Dir(metaPath(key)), durable, func(_ *os.Root, f *os.File) error {
 			_, err := f.Write(meta)
 			return err
-		}, &metaTmp)
+		})
 		if err != nil {
 			return err
 		}
@@ -385,13 +384,13 @@ func (l *Local) commit(key string, dataDir *os.Root, tmp, contentType string, du
 
 // writeTemp creates a fresh temporary file in dir (inside the root, made if
 // missing), fills it with fill, fsyncs it (when durable) and closes it. It
-// sets *name to the file's name in dir and returns dir opened, which the
-// caller closes.
-func (l *Local) writeTemp(dir string, durable bool, fill func(*os.Root, *os.File) error, name *string) (*os.Root, error) {
+// returns dir opened, which the caller closes, and the file's name in it.
+func (l *Local) writeTemp(dir string, durable bool, fill func(*os.Root, *os.File) error) (*os.Root, string, error) {
 	var (
-		d   *os.Root
-		f   *os.File
-		err error
+		d    *os.Root
+		f    *os.File
+		name string
+		err  error
 	)
 	// A concurrent Delete may prune dir between MkdirAll and OpenFile; retry.
 	for attempt := 0; ; attempt++ {
@@ -399,13 +398,13 @@ func (l *Local) writeTemp(dir string, durable bool, fill func(*os.Root, *os.File
 		d, err = l.root.OpenRoot(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			if err := l.root.MkdirAll(dir, dirPerm); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			d, err = l.root.OpenRoot(dir)
 		}
 		if err == nil {
-			*name = tmpPrefix + randomHex()
-			f, err = d.OpenFile(*name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+			name = tmpPrefix + randomHex()
+			f, err = d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 			if err != nil {
 				d.Close()
 			}
@@ -414,7 +413,7 @@ func (l *Local) writeTemp(dir string, durable bool, fill func(*os.Root, *os.File
 			break
 		}
 		if !errors.Is(err, fs.ErrNotExist) || attempt == 3 {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	err = fill(d, f)
@@ -425,12 +424,11 @@ func (l *Local) writeTemp(dir string, durable bool, fill func(*os.Root, *os.File
 		err = cerr
 	}
 	if err != nil {
-		_ = d.Remove(*name)
+		_ = d.Remove(name)
 		d.Close()
-		*name = ""
-		return nil, err
+		return nil, "", err
 	}
-	return d, nil
+	return d, name, nil
 }
 
 // syncRootDir fsyncs the folder d is opened on.

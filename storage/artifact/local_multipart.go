@@ -118,14 +118,13 @@ func (l *Local) PutPart(ctx context.Context, key, uploadID string, n int, r io.R
 	// The digest goes first and the data second, so a part is listed only
 	// once both exist; a crash in between leaves a stale digest that the next
 	// PutPart of the same number replaces.
-	var tmp string
-	d, err := l.writeTemp(dir, true, func(_ *os.Root, f *os.File) error {
+	d, tmp, err := l.writeTemp(dir, true, func(_ *os.Root, f *os.File) error {
 		got, err := io.Copy(f, src)
 		if err == nil && got < size {
 			err = fmt.Errorf("read %d of %d bytes: %w", got, size, io.ErrUnexpectedEOF)
 		}
 		return err
-	}, &tmp)
+	})
 	if err != nil {
 		return Part{}, fmt.Errorf("artifact: put part %d of %q: %w", n, key, err)
 	}
@@ -382,11 +381,10 @@ func (l *Local) uploadDir(key, uploadID string) (string, error) {
 
 // writeFile writes a small file in dir atomically.
 func (l *Local) writeFile(dir, name string, r io.Reader, size int64) error {
-	var tmp string
-	d, err := l.writeTemp(dir, true, func(_ *os.Root, f *os.File) error {
+	d, tmp, err := l.writeTemp(dir, true, func(_ *os.Root, f *os.File) error {
 		_, err := io.CopyN(f, r, size)
 		return err
-	}, &tmp)
+	})
 	if err != nil {
 		return err
 	}
