@@ -85,22 +85,16 @@ func BenchmarkRunParallel(b *testing.B) {
 	rb := setupRunFrom(b, storagetest.OpenSQLite(b), 2, nil, evaltest.Registry(), scrollBenchmark(b, benchRunEpisodes))
 	rounds := max(1, b.N/benchRunEpisodes)
 	var (
-		took      [3]time.Duration
-		busy      [3]float64 // core-seconds
-		cpuErr    error
-		cpuBefore testenv.CPUTimes
+		took [3]time.Duration
+		busy [3]float64 // core-seconds
 	)
 	b.ResetTimer()
 	for range rounds {
 		for _, p := range []int{1, 2} {
-			cpuBefore, cpuErr = testenv.ReadCPUTimes()
-			d := rb.runEpisodes(b, p)
+			var d time.Duration
+			_, cores := testenv.MeasureBusyCores(func() { d = rb.runEpisodes(b, p) })
 			took[p] += d
-			if cpuErr == nil {
-				if now, err := testenv.ReadCPUTimes(); err == nil {
-					busy[p] += cpuBefore.BusyCoresSince(now) * d.Seconds()
-				}
-			}
+			busy[p] += cores * d.Seconds()
 		}
 	}
 	b.StopTimer()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // CPUTimes is a reading of the machine's CPU counters from /proc/stat, in
@@ -70,4 +71,22 @@ func (start CPUTimes) BusyCoresSince(now CPUTimes) float64 {
 		return 0
 	}
 	return float64(now.Busy-start.Busy) / float64(total) * float64(now.Cores)
+}
+
+// MeasureBusyCores runs fn and returns how long it took and how many cores
+// were busy on average meanwhile, by every process (0 where /proc/stat
+// cannot be read).
+func MeasureBusyCores(fn func()) (elapsed time.Duration, busyCores float64) {
+	before, beforeErr := ReadCPUTimes()
+	start := time.Now()
+	fn()
+	elapsed = time.Since(start)
+	if beforeErr != nil {
+		return elapsed, 0
+	}
+	after, err := ReadCPUTimes()
+	if err != nil {
+		return elapsed, 0
+	}
+	return elapsed, before.BusyCoresSince(after)
 }

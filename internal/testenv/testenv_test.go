@@ -83,3 +83,22 @@ func TestReadCPUTimes(t *testing.T) {
 		t.Errorf("ReadCPUTimes = %+v", c)
 	}
 }
+
+// TestMeasureBusyCores: work that keeps a core busy until the clock has
+// moved on by several of the kernel's ticks shows up as busy cores.
+func TestMeasureBusyCores(t *testing.T) {
+	if _, err := os.Stat("/proc/stat"); err != nil {
+		t.Skip("no /proc/stat here")
+	}
+	const spin = 100 * time.Millisecond
+	elapsed, cores := MeasureBusyCores(func() {
+		for start := time.Now(); time.Since(start) < spin; {
+		}
+	})
+	if elapsed < spin {
+		t.Errorf("elapsed %v, less than the %v spent", elapsed, spin)
+	}
+	if cores <= 0 {
+		t.Errorf("busy cores %v while one was spinning", cores)
+	}
+}

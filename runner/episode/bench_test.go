@@ -672,30 +672,24 @@ func (w *benchWorld) parallelEpisodes(b *testing.B, k int) (perMin, busyCores fl
 		errs []error
 	)
 	b.ResetTimer()
-	cpuStart, cpuErr := testenv.ReadCPUTimes()
-	start := time.Now()
-	for range k {
-		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
-				res, err := Run(ctx, w.browser, w.episode(benchEpisodeSteps, &memSink{}))
-				if err == nil && (res.ErrorClass != "" || res.Steps != benchEpisodeSteps) {
-					err = fmt.Errorf("episode ended badly: %d of %d steps, class %q: %s", res.Steps, benchEpisodeSteps, res.ErrorClass, res.ErrorMessage)
+	elapsed, busyCores := testenv.MeasureBusyCores(func() {
+		for range k {
+			wg.Go(func() {
+				for next.Add(1) <= int64(b.N) {
+					res, err := Run(ctx, w.browser, w.episode(benchEpisodeSteps, &memSink{}))
+					if err == nil && (res.ErrorClass != "" || res.Steps != benchEpisodeSteps) {
+						err = fmt.Errorf("episode ended badly: %d of %d steps, class %q: %s", res.Steps, benchEpisodeSteps, res.ErrorClass, res.ErrorMessage)
+					}
+					if err != nil {
+						mu.Lock()
+						errs = append(errs, err)
+						mu.Unlock()
+					}
 				}
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if cpuErr == nil {
-		if now, err := testenv.ReadCPUTimes(); err == nil {
-			busyCores = cpuStart.BusyCoresSince(now)
+			})
 		}
-	}
+		wg.Wait()
+	})
 	b.StopTimer()
 	for _, err := range errs {
 		b.Error(err)
