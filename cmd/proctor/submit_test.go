@@ -164,18 +164,31 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 
 // corruptStagedPart replaces the recorded digest of a staged part of the
 // server's local store, as a damaged disk would: the server then lists the
-// part with an MD5 the local file's chunk does not have.
+// part with an MD5 the local file's chunk does not have. A part sent once is
+// recorded in "<n>.placed" (its size and digest: the part itself is written
+// in place); one sent again in "<n>.md5".
 func corruptStagedPart(t *testing.T, dataDir string, n int) {
 	t.Helper()
 	var found []string
 	require.NoError(t, filepath.WalkDir(dataDir, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && d.Name() == fmt.Sprintf("%d.md5", n) && strings.HasSuffix(filepath.Base(filepath.Dir(filepath.Dir(path))), "uploads") {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if !d.IsDir() && (name == fmt.Sprintf("%d.md5", n) || name == fmt.Sprintf("%d.placed", n)) &&
+			strings.HasSuffix(filepath.Base(filepath.Dir(filepath.Dir(path))), "uploads") {
 			found = append(found, path)
 		}
-		return err
+		return nil
 	}))
 	require.Len(t, found, 1, "one staged upload holds part %d", n)
-	require.NoError(t, os.WriteFile(found[0], []byte(strings.Repeat("0", 32)), 0o644))
+	record, err := os.ReadFile(found[0])
+	require.NoError(t, err)
+	zeros := strings.Repeat("0", 32)
+	if size, _, ok := strings.Cut(string(record), " "); ok {
+		zeros = size + " " + zeros
+	}
+	require.NoError(t, os.WriteFile(found[0], []byte(zeros), 0o644))
 }
 
 // TestSubmit_ResumesAfterInterruption uploads a bundle of five parts through
