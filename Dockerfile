@@ -4,11 +4,12 @@
 #   docker run -p 8080:8080 -v proctor-data:/data proctor
 
 # Front-end files (htmx, Pico CSS) from package-lock.json, and the Playwright
-# driver (playwright-core + the Node.js it runs on) for the runtime image.
+# driver (playwright-core + the Node.js it runs on) for the runtime image. The
+# devDependencies are test programs only.
 FROM node:20-bookworm-slim AS node
 WORKDIR /src
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund \
+RUN npm ci --omit=dev --no-audit --no-fund \
  && mkdir -p /out/vendor \
  && cp node_modules/htmx.org/dist/htmx.min.js node_modules/@picocss/pico/css/pico.min.css /out/vendor/
 # Must match playwright-go's driver version (scripts/browser.sh does the same).

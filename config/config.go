@@ -40,6 +40,9 @@ const (
 	EnvRunQuota        = "PROCTOR_RUN_QUOTA"
 	EnvRescueAfter     = "PROCTOR_RESCUE_AFTER"
 	EnvWorkerLease     = "PROCTOR_WORKER_LEASE"
+	EnvEpisodeLease    = "PROCTOR_EPISODE_LEASE"
+	EnvWorkerAddr      = "PROCTOR_WORKER_ADDR"
+	EnvWorkerURL       = "PROCTOR_WORKER_URL"
 	EnvTeamEpisodes    = "PROCTOR_TEAM_EPISODES"
 	EnvTeamHiddenJobs  = "PROCTOR_TEAM_HIDDEN_JOBS"
 	EnvEnvRetries      = "PROCTOR_ENVIRONMENT_RETRIES"
@@ -104,6 +107,14 @@ type Config struct {
 	// WorkerLease is how long a worker process's lease lasts unrenewed before
 	// the other processes take its episodes and jobs over (a killed worker).
 	WorkerLease time.Duration
+	// EpisodeLease is how long a connecting agent's claim on an episode
+	// lasts without a heartbeat or call.
+	EpisodeLease time.Duration
+	// WorkerAddr is where a worker process serves the connecting agents'
+	// episodes it runs, to the serve processes that forward their calls;
+	// WorkerURL is the address they reach it at ("" : http:// and the
+	// address listened on).
+	WorkerAddr, WorkerURL string
 	// TeamEpisodes and TeamHiddenJobs are each team's fair share of the
 	// deployment while another team's work waits (0: half of the live
 	// workers' slots).

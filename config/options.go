@@ -148,6 +148,18 @@ func options() []option {
 			limits.MaxRatio, 1, func(c *Config) *float64 { return &c.Submission.Limits.MaxRatio }),
 		duration(option{name: EnvWorkerLease, doc: "how long a worker's lease lasts unrenewed before other workers take its episodes and jobs over"},
 			45*time.Second, 2*time.Second, func(c *Config) *time.Duration { return &c.WorkerLease }),
+		duration(option{name: EnvEpisodeLease, doc: "how long a connecting agent's claim on an episode lasts without a heartbeat or call before the episode ends and is offered again"},
+			time.Minute, time.Second, func(c *Config) *time.Duration { return &c.EpisodeLease }),
+		text(option{name: EnvWorkerAddr, def: "127.0.0.1:0", doc: "where a worker process serves the connecting agents' episodes it runs to the serve processes (proctor worker only)",
+			expect: "a host:port to listen on"}, func(c *Config) *string { return &c.WorkerAddr }),
+		text(option{name: EnvWorkerURL, doc: "the URL serve processes reach " + EnvWorkerAddr + " at (default: http:// and the address listened on)",
+			expect: "an http(s) URL such as http://worker-1:8081",
+			check: func(c *Config) error {
+				if c.WorkerURL == "" {
+					return nil
+				}
+				return checkHTTPURL(c.WorkerURL, "")
+			}}, func(c *Config) *string { return &c.WorkerURL }),
 		duration(option{name: EnvRescueAfter, doc: "how long a job may run before River rescues it as stuck (a process that hangs while its lease is renewed)"},
 			20*time.Minute, 5*time.Second, func(c *Config) *time.Duration { return &c.RescueAfter }),
 		whole(option{name: EnvTeamEpisodes, doc: "episodes one team runs at once while another team's wait (0: half of the live workers' slots)"},

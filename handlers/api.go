@@ -25,6 +25,7 @@ func (s *Server) apiRoutes(g *echo.Group) {
 	s.apiAgentRoutes(g)
 	s.apiBenchmarkRoutes(g)
 	s.apiRunRoutes(g)
+	s.apiEpisodeRoutes(g)
 	s.apiSubmissionRoutes(g)
 	s.apiStudyRoutes(g)
 	s.apiCandidateRoutes(g)

@@ -49,7 +49,7 @@ func TestBlindAnnotator_EveryReadPath(t *testing.T) {
 			case strings.Contains(path, "/submissions/"):
 				return []string{"1"}
 			}
-		case "attemptID":
+		case "attemptID", "episode":
 			return attempts
 		case "itemID":
 			return []string{strconv.FormatInt(f.mine[0], 10), strconv.FormatInt(f.theirs[0], 10)}

@@ -30,6 +30,8 @@ func statusOf(code string) int {
 		return http.StatusTooManyRequests
 	case models.EUNAVAILABLE:
 		return http.StatusServiceUnavailable
+	case models.EGONE:
+		return http.StatusGone
 	}
 	return http.StatusInternalServerError
 }

@@ -25,6 +25,9 @@ const (
 	ctxUser    = "proctor.user"
 	ctxCSRF    = "proctor.csrf"
 	ctxBearer  = "proctor.bearer"
+	// ctxEpisodeToken is an episode token (models.EpisodeTokenPrefix) sent
+	// as the bearer token: it opens one episode and makes nobody an actor.
+	ctxEpisodeToken = "proctor.episode_token"
 )
 
 // requestLogger returns the request-scoped logger carrying the request id.
@@ -120,6 +123,11 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			token, ok := strings.CutPrefix(auth, "Bearer ")
 			if !ok || token == "" {
 				return models.Errorf(models.EUNAUTHORIZED, "Authorization must be \"Bearer <token>\".")
+			}
+			if strings.HasPrefix(token, models.EpisodeTokenPrefix) {
+				c.Set(ctxEpisodeToken, strings.TrimSpace(token))
+				c.Set(ctxBearer, true)
+				return next(c)
 			}
 			u, err := s.deps.Teams.TokenUser(ctx, strings.TrimSpace(token))
 			if err != nil {

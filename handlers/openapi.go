@@ -54,6 +54,12 @@ const (
 	accessSignedIn
 )
 
+// The episode token's endpoints.
+const (
+	episodeHolder    = "the holder of the episode's token"
+	episodeTokenNote = "Authenticate with the episode token the claim returned (Authorization: Bearer pep_…), which opens this episode only while its lease lasts: 401 without it, 403 for another episode's, 410 once the episode is over or its lease lapsed. Every call renews the lease."
+)
+
 // apiOp is one documented operation of the JSON API.
 type apiOp struct {
 	Method      string
@@ -155,6 +161,7 @@ func apiTags() []struct{ Name, Description string } {
 		{"Agents", "The agent registry: every team's agents, with secrets that are write-only."},
 		{"Benchmarks", "Benchmarks, their tasks and imports."},
 		{"Runs", "Queuing runs and following their progress, attempts, timelines and metrics."},
+		{"Episodes", "Agents that connect to Proctor: claiming a run's episodes and driving their browsers over MCP or in pull mode."},
 		{"Moderation", "Publishing runs on the leaderboards and the administrators' moderation."},
 		{"Leaderboards", "Ranked published runs of a benchmark and the boards' public change log."},
 		{"Compare", "Two to four runs of one benchmark side by side."},
@@ -175,6 +182,8 @@ func apiOperations() []apiOp {
 	studyItem := []apiParam{studyID, inPath("item_id", "integer", "The study item's id (not the attempt's).", "31")}
 	partN := inPath("n", "integer", "The part's number, from 1 (400 otherwise).", "1")
 	runOnly := []apiParam{runID}
+	episodeParams := []apiParam{runID, inPath("episode", "integer", "The episode's id (its attempt's).", "345")}
+	episodeErrors := []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusGone, http.StatusTooManyRequests}
 	const (
 		teamMember   = "team member, admin"
 		studyManager = "the study's owner, admin"
@@ -388,6 +397,35 @@ func apiOperations() []apiOp {
 			Access:      accessSignedIn, Who: teamMember, Params: runOnly,
 			Replies: []apiReply{created[api.Run]("The new run.", "Location")},
 			Errors:  []int{http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable}},
+		// Episodes of connecting agents
+		{Method: http.MethodPost, Path: "/runs/{id}/episodes/claim", ID: "claimEpisode", Tag: "Episodes", Summary: "Claim an episode of a connecting agent's run",
+			Description: "For a run of an agent that connects (kind mcp, or an http agent with {\"pull\": true}): hands out one waiting episode under a lease, with the task (public fields), budgets, the episode's MCP, observation, action and heartbeat URLs and a token that opens that episode only. A long poll: 204 when no episode frees up within wait; 409 when the run is over or its agent does not connect. The run's parallelism bounds the leases out at once; renew the lease (a heartbeat or any call on the episode) within lease_seconds, or the episode ends and is offered again.",
+			Access:      accessSignedIn, Who: "member of the run's team",
+			Params:  []apiParam{runID, inQuery("wait", "integer", "Seconds to wait for an episode, 0 to 60 (default 30).")},
+			Replies: []apiReply{ok[api.EpisodeClaim]("The claimed episode."), noContent("No episode freed up within the wait: claim again.")},
+			Errors:  []int{http.StatusConflict, http.StatusServiceUnavailable}},
+		{Method: http.MethodPost, Path: "/runs/{id}/episodes/{episode}/heartbeat", ID: "episodeHeartbeat", Tag: "Episodes", Summary: "Renew an episode's lease",
+			Description: episodeTokenNote, Access: accessAnyone, Who: episodeHolder, Params: episodeParams,
+			Replies: []apiReply{ok[api.EpisodeHeartbeat]("The lease's new end.")}, Errors: episodeErrors},
+		{Method: http.MethodGet, Path: "/runs/{id}/episodes/{episode}/observation", ID: "episodeObservation", Tag: "Episodes", Summary: "Pull the observation waiting for an action",
+			Description: "Pull mode: the step waiting for an action, as push mode's request body (a long poll of up to 30 s; 204: ask again). " + episodeTokenNote,
+			Access:      accessAnyone, Who: episodeHolder,
+			Params:  append(append([]apiParam{}, episodeParams...), inQuery("after", "integer", "Only a step after this one (the last step you answered).")),
+			Replies: []apiReply{ok[models.StepRequest]("The step waiting for an action."), noContent("No step waited within 30 s: ask again.")},
+			Errors:  episodeErrors},
+		{Method: http.MethodPost, Path: "/runs/{id}/episodes/{episode}/action", ID: "episodeAction", Tag: "Episodes", Summary: "Answer the waiting step with an action",
+			Description: "Pull mode: push mode's response body for the step waiting; 409 when step names another step. " + episodeTokenNote,
+			Access:      accessAnyone, Who: episodeHolder,
+			Params:  append(append([]apiParam{}, episodeParams...), inQuery("step", "integer", "The step this action answers.")),
+			Body:    jsonBody[models.StepResponse](`{"action":{"type":"click","target":{"element_id":"e12"}},"thought":"open the product"}`, "action"),
+			Replies: []apiReply{{Status: http.StatusAccepted, Description: "The action was handed to the step.", Type: typeOf[api.ActionAccepted]()}},
+			Errors:  append([]int{http.StatusConflict}, episodeErrors...)},
+		{Method: http.MethodPost, Path: "/runs/{id}/episodes/{episode}/mcp", ID: "episodeMCP", Tag: "Episodes", Summary: "The episode's browser as an MCP server",
+			Description: "MCP's streamable HTTP transport (stateless, JSON answers): Playwright MCP's browser tools plus submit_answer and give_up; every tool call that acts is a recorded step. " + episodeTokenNote,
+			Access:      accessAnyone, Who: episodeHolder, Params: episodeParams,
+			Body:    &apiBody{ContentType: jsonMIME, Type: typeOf[api.MCPMessage](), Description: "A JSON-RPC message of the Model Context Protocol.", Example: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+			Replies: []apiReply{{Status: http.StatusOK, Description: "The JSON-RPC answer.", Type: typeOf[api.MCPMessage]()}},
+			Errors:  episodeErrors},
 		{Method: http.MethodGet, Path: "/runs/{id}/results.jsonl", ID: "exportRunResults", Tag: "Runs", Summary: "A run's results as JSON Lines",
 			Description: "One line per attempt in task order: the WebArena-Verified result shape (task_id, status, score, evaluators_results; the public view for non-admins) plus outcome, steps, tokens, cost, duration and judge score. Each line is a ResultLine.",
 			Access:      accessAnyone, Who: "who may see the run's attempts", Params: runOnly,
@@ -584,6 +622,8 @@ func errorMeaning(status int, op apiOp) string {
 		return "The current state forbids it, or it already exists."
 	case http.StatusRequestEntityTooLarge:
 		return "The body exceeds a size limit."
+	case http.StatusGone:
+		return "It is over: the episode ended or its lease lapsed."
 	case http.StatusTooManyRequests:
 		return "Over a quota; see Retry-After."
 	case http.StatusServiceUnavailable:
@@ -727,7 +767,7 @@ func buildAPIDocs() (*apiDocs, error) {
 	if err := checkHandWritten(reg.extra[schemaError], reg.extra[schemaPage]); err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
-	for _, status := range []int{400, 401, 403, 404, 409, 413, 429, 503} {
+	for _, status := range []int{400, 401, 403, 404, 409, 410, 413, 429, 503} {
 		spec.Components.Responses[errorResponseName(status)] = &openAPIResponse{
 			Description: http.StatusText(status),
 			Content:     map[string]openAPIMediaType{jsonMIME: {Schema: refTo(schemaError)}},
@@ -773,13 +813,13 @@ func refTo(name string) *jsonSchema { return &jsonSchema{Ref: componentsPrefix +
 // handleError encodes).
 func errorSchema() *jsonSchema {
 	codes := []string{models.EINVALID, models.EUNAUTHORIZED, models.EFORBIDDEN, models.ENOTFOUND, models.ECONFLICT,
-		models.ETOOLARGE, models.ERATELIMIT, models.EUNAVAILABLE, models.EINTERNAL}
+		models.ETOOLARGE, models.ERATELIMIT, models.EUNAVAILABLE, models.EINTERNAL, models.EGONE}
 	return &jsonSchema{
 		Type: "object", Required: []string{"error"}, Description: "Every error answer.",
 		Properties: map[string]*jsonSchema{"error": {
 			Type: "object", Required: []string{"code", "message"},
 			Properties: map[string]*jsonSchema{
-				"code":    {Type: "string", Enum: codes, Description: "Matches the HTTP status: invalid 400, unauthorized 401, forbidden 403, not_found 404, conflict 409, too_large 413, rate_limited 429, internal_error 500, unavailable 503."},
+				"code":    {Type: "string", Enum: codes, Description: "Matches the HTTP status: invalid 400, unauthorized 401, forbidden 403, not_found 404, conflict 409, gone 410, too_large 413, rate_limited 429, internal_error 500, unavailable 503."},
 				"message": {Type: "string", Description: "What went wrong, for a person to read."},
 				"field":   {Type: "string", Description: "The input field at fault, when there is one."},
 				"problems": {Type: "array", Description: "When input checked whole has several problems (a candidate run's candidates, for one): each with its field; the first is also code, message and field above.",

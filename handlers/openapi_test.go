@@ -529,6 +529,11 @@ func TestOpenAPI_AnswersMatchDocument(t *testing.T) {
 			if slices.Contains(op.Tags, "Studies") {
 				continue
 			}
+			// Episodes need a connecting run played by hand:
+			// TestEpisodes_ClaimPullAndMCP validates every one of them.
+			if slices.Contains(op.Tags, "Episodes") {
+				continue
+			}
 			if !d.checked[op.OperationID] {
 				missed = append(missed, op.OperationID)
 			}

@@ -28,6 +28,7 @@ import (
 	"proctor/handlers"
 	"proctor/internal/evaltest"
 	"proctor/models"
+	"proctor/runner/connect"
 	"proctor/service"
 	"proctor/service/servicetest"
 	"proctor/static"
@@ -45,6 +46,8 @@ type runsFixture struct {
 	*agentFixture
 	store *artifact.Local
 	sys   context.Context
+	// hub holds the mailboxes of the connecting episodes the test plays.
+	hub *connect.Hub
 }
 
 type runsOptions struct {
@@ -105,16 +108,20 @@ func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
 	} else {
 		deps.Runs = servicetest.Runs(db, opts.quota)
 	}
+	hub := connect.NewHub()
+	deps.Episodes = service.NewEpisodes(db, servicetest.NoJobs{}, service.EpisodeOptions{ClaimPoll: 20 * time.Millisecond})
+	deps.EpisodeGateway = connect.NewGateway(hub, db, deps.Logger)
 	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, deps)
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	b := &testBundle{srv: srv, db: db, app: h}
 	b.admin = b.newUser(t, "admin@example.org", true)
-	f := &runsFixture{agentFixture: newAgentFixture(t, b), store: store, sys: models.WithActor(context.Background(), models.SystemActor())}
+	f := &runsFixture{agentFixture: newAgentFixture(t, b), store: store, sys: models.WithActor(context.Background(), models.SystemActor()), hub: hub}
 	importBench(t, b, "mini")
 	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.member), "lab", &models.Agent{Name: "Walker", Kind: models.AgentReplay, Config: `{"actions":[{"type":"stop","reason":"fixture"}]}`}, nil))
 	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.member), "lab", &models.Agent{Name: "Uploader", Kind: models.AgentUpload}, nil))
+	require.NoError(t, servicetest.CreateAgent(db, actorCtx(f.member), "lab", &models.Agent{Name: "Connector", Kind: models.AgentMCP}, nil))
 	return f
 }
 

@@ -66,6 +66,11 @@ type Deps struct {
 	// Runs is the run service; it answers 503 to queuing when this process
 	// has no queue.
 	Runs RunService
+	// Episodes hands out the episodes of connecting agents (service.Episodes)
+	// and EpisodeGateway serves the calls on them (connect.Gateway); nil
+	// serves none.
+	Episodes       EpisodeService
+	EpisodeGateway EpisodeGateway
 	// Benchmarks is the benchmark service (service.Benchmarks).
 	Benchmarks BenchmarkService
 	// Teams is the team service: teams, memberships, API tokens and agents.

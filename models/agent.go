@@ -13,10 +13,13 @@ const (
 	AgentOpenAI = "openai" // the built-in LLM agent over an OpenAI-compatible endpoint
 	AgentReplay = "replay" // plays a scripted action list
 	AgentUpload = "upload" // results are only uploaded, never executed here
+	AgentMCP    = "mcp"    // the agent claims episodes and drives each one's browser over MCP
 )
 
 // AgentKinds lists the valid agent kinds in display order.
-func AgentKinds() []string { return []string{AgentHTTP, AgentOpenAI, AgentReplay, AgentUpload} }
+func AgentKinds() []string {
+	return []string{AgentHTTP, AgentMCP, AgentOpenAI, AgentReplay, AgentUpload}
+}
 
 // Agent is a team-owned entry in the agent registry.
 type Agent struct {
@@ -264,10 +267,10 @@ func (a *Agent) Validate() error {
 	}
 	switch a.Kind {
 	case AgentHTTP:
-		if a.EndpointURL == "" {
-			return FieldError("endpoint_url", "an http agent needs an endpoint URL")
+		if a.EndpointURL == "" && !ConfigPulls(a.Config) {
+			return FieldError("endpoint_url", "an http agent needs an endpoint URL, or {\"pull\": true} in its configuration to fetch its observations itself")
 		}
-	case AgentOpenAI, AgentReplay, AgentUpload:
+	case AgentMCP, AgentOpenAI, AgentReplay, AgentUpload:
 	default:
 		return FieldError("kind", "kind must be one of %s", strings.Join(AgentKinds(), ", "))
 	}

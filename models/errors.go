@@ -18,6 +18,7 @@ const (
 	ETOOLARGE     = "too_large"      // the input exceeds a size limit
 	ERATELIMIT    = "rate_limited"   // too many attempts; try again later
 	EUNAVAILABLE  = "unavailable"    // a dependency is not reachable
+	EGONE         = "gone"           // the thing existed but is over (an ended episode)
 	EINTERNAL     = "internal_error" // a bug or an unexpected failure; details are logged, not shown
 )
 

@@ -24,6 +24,7 @@ const (
 	ActNewTab    = "new_tab"
 	ActSwitchTab = "switch_tab"
 	ActCloseTab  = "close_tab"
+	ActWait      = "wait"
 	ActAnswer    = "answer"
 	ActStop      = "stop"
 	// ActRecorded is an action recorded elsewhere and uploaded as its own
@@ -34,7 +35,7 @@ const (
 // ActionTypes lists the protocol's action types.
 func ActionTypes() []string {
 	return []string{ActClick, ActFill, ActPress, ActSelect, ActHover, ActScroll, ActGoto, ActGoBack,
-		ActGoForward, ActNewTab, ActSwitchTab, ActCloseTab, ActAnswer, ActStop}
+		ActGoForward, ActNewTab, ActSwitchTab, ActCloseTab, ActWait, ActAnswer, ActStop}
 }
 
 // Target says which element an action applies to: an element id from the
@@ -58,11 +59,18 @@ type Action struct {
 	Tab    *int     `json:"tab,omitempty"`    // switch_tab, close_tab: the tab index from the observation
 	DeltaX float64  `json:"delta_x,omitempty"`
 	DeltaY float64  `json:"delta_y,omitempty"` // scroll: pixels, positive is down
+	// Seconds is how long a wait lasts: the whole wait, or at most this long
+	// for Text to appear (the text, for a wait) or TextGone to disappear.
+	Seconds  float64 `json:"seconds,omitempty"`
+	TextGone string  `json:"text_gone,omitempty"`
 	// Response is a structured final answer; the WebArena-Verified agent_response
 	// shape {"task_type", "status", "retrieved_data", "error_details"} is accepted.
 	Response json.RawMessage `json:"response,omitempty"`
 	Reason   string          `json:"reason,omitempty"` // stop: why the agent gives up
 }
+
+// MaxWaitSeconds bounds one wait action.
+const MaxWaitSeconds = 30
 
 // Final reports whether the action ends the episode.
 func (a Action) Final() bool { return a.Type == ActAnswer || a.Type == ActStop }
@@ -116,6 +124,16 @@ func (a Action) Validate() error {
 		if a.Tab == nil || *a.Tab < 0 {
 			return bad("tab", "%s needs a tab index from the observation", a.Type)
 		}
+	case ActWait:
+		if a.Seconds < 0 || a.Seconds > MaxWaitSeconds {
+			return bad("seconds", "a wait lasts 0 to %d seconds, not %g", MaxWaitSeconds, a.Seconds)
+		}
+		if a.Seconds == 0 && a.Text == "" && a.TextGone == "" {
+			return bad("seconds", "wait needs seconds, text or text_gone")
+		}
+		if a.Text != "" && a.TextGone != "" {
+			return bad("text_gone", "wait for text or for text_gone, not both")
+		}
 	case ActScroll:
 		if a.DeltaX == 0 && a.DeltaY == 0 {
 			return bad("delta_y", "scroll needs delta_x or delta_y")
@@ -155,6 +173,15 @@ func (a Action) Summary() string {
 		fmt.Fprintf(&b, " %s", a.Key)
 	case a.Type == ActAnswer && a.Text == "" && len(a.Response) > 0:
 		fmt.Fprintf(&b, " %s", a.Response)
+	case a.Type == ActWait:
+		switch {
+		case a.Text != "":
+			fmt.Fprintf(&b, " for %q", a.Text)
+		case a.TextGone != "":
+			fmt.Fprintf(&b, " until %q is gone", a.TextGone)
+		default:
+			fmt.Fprintf(&b, " %gs", a.Seconds)
+		}
 	case a.Type == ActFill || a.Type == ActAnswer:
 		fmt.Fprintf(&b, " %q", a.Text)
 	case a.Type == ActRecorded:

@@ -73,15 +73,19 @@ type Run struct {
 	MaxAgentCallSeconds int
 	MaxCost             *float64
 	Parallelism         int
-	Notes               string
-	Published           bool
-	Verified            bool
-	CreatedBy           *int64
-	CreatedAt           time.Time
-	StartedAt           *time.Time
-	FinishedAt          *time.Time
-	RescoredAt          *time.Time
-	RescoredWith        string // the evaluators of the last re-scoring, e.g. "webarena-verified@2"
+	// AgentConnects is set for a run of an agent that connects to Proctor (kind
+	// mcp, or an http agent in pull mode): its episodes wait for the agent's
+	// claims instead of being queued for a worker to call it.
+	AgentConnects bool
+	Notes         string
+	Published     bool
+	Verified      bool
+	CreatedBy     *int64
+	CreatedAt     time.Time
+	StartedAt     *time.Time
+	FinishedAt    *time.Time
+	RescoredAt    *time.Time
+	RescoredWith  string // the evaluators of the last re-scoring, e.g. "webarena-verified@2"
 	// RescoreID is the last re-scoring request; RescoreSuccessesBefore the
 	// run's successes before it graded its first attempt (nil before any
 	// re-scoring), RescoreChanged how many attempts' outcomes it changed.

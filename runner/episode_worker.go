@@ -19,6 +19,7 @@ import (
 	"proctor/eval"
 	"proctor/models"
 	"proctor/runner/agent"
+	"proctor/runner/connect"
 	"proctor/runner/episode"
 )
 
@@ -56,8 +57,12 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 		// Another live worker runs it; should its lease lapse, this job
 		// takes the attempt over.
 		return river.JobSnooze(heldSnooze)
-	case models.ClaimWait, models.ClaimFinished:
-		return nil
+	case models.ClaimWait:
+		// A connecting agent's claim that cannot start yet: the attempt waits
+		// for the next claim.
+		return r.db.EndAttemptLeases(ctx, job.Args.AttemptID, "the episode could not start: the run's parallelism or a site's cap is full; claim again")
+	case models.ClaimFinished:
+		return r.db.EndAttemptLeases(ctx, job.Args.AttemptID, "the attempt is finished or its run is over")
 	}
 	defer r.queue.holdAttempt(spec.Attempt.ID)()
 	secrets, err := r.db.AgentSecrets(ctx, spec.Agent.ID)
@@ -73,6 +78,12 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 			// episode held goes to other runs' waiting episodes.
 			return r.db.OfferEpisodes(context.WithoutCancel(ctx), r.queue.RunEpisodes)
 		}
+		if errors.Is(err, errLeaseLapsed) || errors.Is(err, errNotClaimed) {
+			// The connecting agent is gone: not the agent's failure, nor the
+			// attempt's. The attempt waits for the next claim.
+			log.Warn("the connecting agent's lease lapsed: the attempt waits for the next claim", "error", err.Error())
+			return r.returnClaimed(context.WithoutCancel(ctx), spec)
+		}
 		if ctx.Err() != nil {
 			// Shutting down or the run was canceled: hand the attempt back.
 			_ = r.db.ReleaseAttempt(context.WithoutCancel(ctx), spec.Attempt.ID, spec.Try)
@@ -83,6 +94,9 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 	}
 	if out.ErrorClass == models.ErrorClassEnvironment && spec.Try < r.opts.EnvironmentRetries+1 {
 		log.Warn("environment error: retrying the attempt", "error", out.ErrorMessage)
+		if spec.Agent.Connects() {
+			return r.returnClaimed(ctx, spec)
+		}
 		if err := r.db.ReleaseAttempt(ctx, spec.Attempt.ID, spec.Try); err != nil {
 			return err
 		}
@@ -93,6 +107,15 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 	}, r.queue.RunEpisodes)
 }
 
+// returnClaimed hands a connecting agent's attempt back to the claims and
+// offers the room it held to other runs.
+func (r *Runner) returnClaimed(ctx context.Context, spec *models.EpisodeSpec) error {
+	if err := r.db.ReturnClaimedAttempt(ctx, spec.Attempt.ID, spec.Try); err != nil {
+		return err
+	}
+	return r.db.OfferEpisodes(ctx, r.queue.RunEpisodes)
+}
+
 // heldSnooze is how long an episode job waits for the live worker running
 // its attempt (a job offered twice, or retried after its worker lost track).
 const heldSnooze = 2 * time.Second
@@ -100,7 +123,7 @@ const heldSnooze = 2 * time.Second
 // runEpisode prepares the agent and the sites, runs the browser episode while
 // watching for the run's cancellation, and summarises the result.
 func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, secrets map[string]string, rec *episodeRecorder, log *slog.Logger) (models.EpisodeOutcome, error) {
-	sites, err := resolveSites(spec.Sites, spec.Namespace)
+	sites, err := models.ResolveSites(spec.Sites, spec.Namespace)
 	if err != nil {
 		return models.EpisodeOutcome{ErrorClass: models.ErrorClassEnvironment, ErrorMessage: err.Error()}, nil
 	}
@@ -111,31 +134,47 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, secre
 		return models.EpisodeOutcome{ErrorClass: models.ErrorClassEnvironment, ErrorMessage: err.Error()}, nil
 	}
 	callTimeout := time.Duration(spec.Run.MaxAgentCallSeconds) * time.Second
-	ag, err := agent.New(agent.Config{
-		Kind: spec.Agent.Kind, EndpointURL: spec.Agent.EndpointURL, Model: spec.Agent.Model,
-		Secrets: secrets, Settings: spec.Agent.Config,
-		ReferenceActions: json.RawMessage(sites.resolve(spec.Task.ReferenceActions)),
-		HTTPClient:       r.agentClient(callTimeout), CallTimeout: callTimeout,
-	})
-	if err != nil {
-		return models.EpisodeOutcome{ErrorClass: models.ErrorClassAgent, ErrorMessage: models.ErrorMessage(err)}, nil
-	}
 	b, err := r.sharedBrowser()
 	if err != nil {
 		return models.EpisodeOutcome{}, err
 	}
+	var ag episode.Agent
+	var box *connect.Mailbox
+	var lease *models.EpisodeLease
+	if spec.Agent.Connects() {
+		box = connect.NewMailbox(spec.Run.ID, spec.Attempt.ID, spec.Try)
+		defer r.hub.Add(box)()
+		if lease, err = r.db.StartEpisodeLease(ctx, spec.Attempt.ID, spec.Try, r.episodeURL); err != nil {
+			return models.EpisodeOutcome{}, err
+		}
+		if lease == nil {
+			return models.EpisodeOutcome{}, errNotClaimed
+		}
+		ag = box
+	} else {
+		called, err := agent.New(agent.Config{
+			Kind: spec.Agent.Kind, EndpointURL: spec.Agent.EndpointURL, Model: spec.Agent.Model,
+			Secrets: secrets, Settings: spec.Agent.Config,
+			ReferenceActions: json.RawMessage(sites.Resolve(spec.Task.ReferenceActions)),
+			HTTPClient:       r.agentClient(callTimeout), CallTimeout: callTimeout,
+		})
+		if err != nil {
+			return models.EpisodeOutcome{ErrorClass: models.ErrorClassAgent, ErrorMessage: models.ErrorMessage(err)}, nil
+		}
+		ag = called
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go r.watchCancellation(ctx, cancel, spec.Run.ID)
+	go r.watchCancellation(ctx, cancel, spec.Run.ID, lease)
 
 	prefix := fmt.Sprintf("runs/%d/attempts/%d/try-%d", spec.Run.ID, spec.Attempt.ID, spec.Try)
 	res, err := episode.Run(ctx, b, episode.Episode{
 		RunID: spec.Run.ID, AttemptID: spec.Attempt.ID,
 		Task: models.StepTask{
 			ID: spec.Task.ExternalID, Goal: spec.Task.Intent,
-			StartURLs: sites.resolveAll(spec.Task.StartURLs), Sites: spec.Task.Sites,
+			StartURLs: sites.ResolveAll(spec.Task.StartURLs), Sites: spec.Task.Sites,
 		},
-		AllowedOrigins: sites.allowed,
+		AllowedOrigins: sites.Allowed,
 		Proxy:          r.browserProxy(),
 		Agent:          ag,
 		Budget: episode.Budget{
@@ -148,7 +187,17 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, secre
 		Steps:     rec,
 		Logger:    log,
 	})
+	if box != nil {
+		how := endingOf(res, err, context.Cause(ctx))
+		box.End(how)
+		if endErr := r.db.EndEpisodeLease(context.WithoutCancel(ctx), lease.ID, how); endErr != nil {
+			log.Warn("end the episode lease", "error", endErr.Error())
+		}
+	}
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errLeaseLapsed) {
+			return models.EpisodeOutcome{}, cause
+		}
 		if cause := context.Cause(ctx); errors.Is(cause, errRunCanceled) {
 			return models.EpisodeOutcome{}, cause
 		}
@@ -181,10 +230,10 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, secre
 // page at the end of the episode, as its registry record says (original
 // WebArena's program_html checks). Other evaluators read none: the probes'
 // page loads would land in the HAR that WebArena-Verified checks.
-func (r *Runner) pageProbes(spec *models.EpisodeSpec, sites *siteMap, log *slog.Logger) []eval.PageProbe {
+func (r *Runner) pageProbes(spec *models.EpisodeSpec, sites *models.SiteMap, log *slog.Logger) []eval.PageProbe {
 	task := spec.Task
-	task.EvalSpec = sites.resolve(task.EvalSpec)
-	task.StartURLs = sites.resolveAll(task.StartURLs)
+	task.EvalSpec = sites.Resolve(task.EvalSpec)
+	task.StartURLs = sites.ResolveAll(task.StartURLs)
 	probes, err := r.evaluators.Probes(spec.Evaluator, &task)
 	if err != nil {
 		// The evaluator reports the same spec problem as an error verdict.
@@ -214,8 +263,17 @@ func (r *Runner) storePageState(ctx context.Context, prefix string, state *eval.
 // errRunCanceled ends episodes of a run that was canceled.
 var errRunCanceled = errors.New("the run was canceled")
 
-// watchCancellation stops an episode within seconds of its run being canceled.
-func (r *Runner) watchCancellation(ctx context.Context, cancel context.CancelCauseFunc, runID int64) {
+// errLeaseLapsed ends the episode of a connecting agent that stopped
+// renewing its lease; errNotClaimed an episode whose claim lapsed before it
+// started.
+var (
+	errLeaseLapsed = errors.New("the agent's lease on the episode lapsed: it sent no heartbeat or call in time")
+	errNotClaimed  = errors.New("no live claim holds this try: its lease lapsed before the episode started")
+)
+
+// watchCancellation stops an episode within seconds of its run being
+// canceled, or of its connecting agent's lease (when it has one) lapsing.
+func (r *Runner) watchCancellation(ctx context.Context, cancel context.CancelCauseFunc, runID int64, lease *models.EpisodeLease) {
 	t := time.NewTicker(r.opts.CancelPoll)
 	defer t.Stop()
 	for {
@@ -228,8 +286,33 @@ func (r *Runner) watchCancellation(ctx context.Context, cancel context.CancelCau
 				cancel(errRunCanceled)
 				return
 			}
+			if lease == nil {
+				continue
+			}
+			l, err := r.db.EpisodeLease(ctx, lease.ID)
+			if err == nil && !l.Live(time.Now()) {
+				cancel(errLeaseLapsed)
+				return
+			}
 		}
 	}
+}
+
+// endingOf says how a connecting agent's episode ended, for the agent.
+func endingOf(res *episode.Result, err, cause error) string {
+	switch {
+	case errors.Is(cause, errRunCanceled):
+		return "the run was canceled"
+	case errors.Is(cause, errLeaseLapsed):
+		return "the lease lapsed: no heartbeat or call came in time"
+	case err != nil || res == nil:
+		return "the episode failed in the platform; the attempt is retried or reported as a platform error"
+	case res.Final != nil && res.Final.Type == models.ActAnswer:
+		return "the answer was submitted and will be evaluated"
+	case res.Final != nil:
+		return "the agent gave up"
+	}
+	return fmt.Sprintf("it ended (%s): %s", res.ErrorClass, res.ErrorMessage)
 }
 
 // siteResetTimeout bounds one site's reset hook.

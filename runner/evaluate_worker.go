@@ -244,9 +244,9 @@ func (r *Runner) evaluationInput(ctx context.Context, spec *models.EpisodeSpec) 
 	sum := sha256.New()
 	hashPart(sum, "eval_spec", []byte(spec.Task.EvalSpec))
 	task := spec.Task
-	if sites, err := resolveSites(spec.Sites, spec.Namespace); err == nil {
-		task.EvalSpec = sites.resolve(task.EvalSpec)
-		task.ReferenceAnswers = sites.resolve(task.ReferenceAnswers)
+	if sites, err := models.ResolveSites(spec.Sites, spec.Namespace); err == nil {
+		task.EvalSpec = sites.Resolve(task.EvalSpec)
+		task.ReferenceAnswers = sites.Resolve(task.ReferenceAnswers)
 	}
 	hashPart(sum, "resolved_eval_spec", []byte(task.EvalSpec))
 	hashPart(sum, "reference_answers", []byte(task.ReferenceAnswers))

@@ -120,7 +120,7 @@ func (w *hiddenTestsWorker) Work(ctx context.Context, job *river.Job[HiddenTests
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go r.watchCancellation(runCtx, cancel, spec.Run.ID)
+	go r.watchCancellation(runCtx, cancel, spec.Run.ID, nil)
 	exec := &hiddenExecution{
 		r: r, suite: suite, prefix: prefix, browser: browser,
 		candidate: hidden.Candidate{BaseURL: spec.Candidate.BaseURL, RestartURL: spec.Candidate.RestartURL, HealthURL: spec.Candidate.HealthURL},

@@ -14,6 +14,7 @@ import (
 	"proctor/eval"
 	"proctor/models"
 	"proctor/netguard"
+	"proctor/runner/connect"
 	"proctor/runner/episode"
 	"proctor/service"
 	"proctor/storage/artifact"
@@ -40,6 +41,13 @@ type Config struct {
 	// built and which page probes its episodes read. Required.
 	Evaluators *eval.Registry
 	Logger     *slog.Logger
+	// Hub holds the mailboxes of the connecting agents' episodes this process
+	// runs; the serve process's gateway shares it (nil: a hub of its own).
+	Hub *connect.Hub
+	// EpisodeURL is where this process serves its connecting episodes to the
+	// serve processes that forward calls to it ("" when they run in the
+	// serve process itself).
+	EpisodeURL string
 }
 
 // Runner executes runs: it owns the queue, the workers and this process's browser.
@@ -62,6 +70,10 @@ type Runner struct {
 	evaluators *eval.Registry
 	// metrics computes runs' leaderboard rows for the metrics job.
 	metrics *service.Metrics
+	// hub holds the mailboxes of the connecting episodes running here, served
+	// at episodeURL.
+	hub        *connect.Hub
+	episodeURL string
 }
 
 // New builds the runner and its queue.
@@ -77,7 +89,10 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r := &Runner{db: cfg.DB, artifacts: cfg.Artifacts, log: cfg.Logger, browserOp: cfg.Browser, agentClient: cfg.AgentClient,
 		guard: cfg.Guard, evaluators: cfg.Evaluators,
-		judges: judgeCache{factory: cfg.Judges}, metrics: service.NewMetrics(cfg.DB)}
+		judges: judgeCache{factory: cfg.Judges}, metrics: service.NewMetrics(cfg.DB), hub: cfg.Hub, episodeURL: cfg.EpisodeURL}
+	if r.hub == nil {
+		r.hub = connect.NewHub()
+	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &dispatchWorker{r: r})
 	river.AddWorker(workers, &episodeWorker{r: r})
@@ -102,6 +117,9 @@ func New(cfg Config) (*Runner, error) {
 	r.queue, r.opts = q, q.opts
 	return r, nil
 }
+
+// Hub holds the mailboxes of the connecting episodes this process runs.
+func (r *Runner) Hub() *connect.Hub { return r.hub }
 
 // Start starts the workers of this process.
 func (r *Runner) Start(ctx context.Context) error { return r.queue.Start(ctx) }

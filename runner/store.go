@@ -57,6 +57,17 @@ type EpisodeStore interface {
 	RecordStep(ctx context.Context, s *models.Step, try int) error
 	ReleaseAttempt(ctx context.Context, attemptID int64, try int) error
 	RunStatus(ctx context.Context, runID int64) (string, error)
+	ConnectStore
+}
+
+// ConnectStore is what running a connecting agent's episode reads and
+// writes: the lease its claim holds.
+type ConnectStore interface {
+	StartEpisodeLease(ctx context.Context, attemptID int64, try int, workerURL string) (*models.EpisodeLease, error)
+	EpisodeLease(ctx context.Context, id int64) (*models.EpisodeLease, error)
+	EndEpisodeLease(ctx context.Context, id int64, reason string) error
+	EndAttemptLeases(ctx context.Context, attemptID int64, reason string) error
+	ReturnClaimedAttempt(ctx context.Context, attemptID int64, try int) error
 }
 
 // HiddenTestStore is what a hidden-tests job reads and writes.

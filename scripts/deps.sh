@@ -3,7 +3,10 @@
 #
 # Usage: scripts/deps.sh [PART...]      PART is one of
 #   web        npm ci (when node_modules is missing or older than package-lock.json)
-#              and copy htmx and Pico CSS into static/vendor/ (gitignored, embedded)
+#              and copy htmx and Pico CSS into static/vendor/ (gitignored, embedded);
+#              npm ci also installs the devDependencies that the MCP tests run
+#              (Playwright MCP, the MCP Inspector CLI: internal/mcpref), which
+#              have no install scripts and so download no browser
 #   browser    Debian's Chromium and the Playwright driver (scripts/browser.sh install)
 #   postgres   the PostgreSQL server (scripts/postgres.sh install)
 #   versitygw  the S3 server for the tests (scripts/versitygw.sh install)

@@ -211,7 +211,7 @@ func (s *Runs) create(ctx context.Context, p runPlan) (*models.Run, error) {
 		TeamID: p.team.ID, AgentID: p.agentID, VersionID: p.versionID, SubsetName: p.subset,
 		Status: models.RunQueued, Origin: models.OriginExecuted, AgentSnapshot: p.snapshot,
 		MaxSteps: b.MaxSteps, MaxEpisodeSeconds: b.MaxEpisodeSeconds, MaxAgentCallSeconds: b.MaxAgentCallSeconds,
-		MaxCost: b.MaxCost, Parallelism: b.Parallelism, Notes: b.Notes,
+		MaxCost: b.MaxCost, Parallelism: b.Parallelism, Notes: b.Notes, AgentConnects: p.agent.Connects(),
 		CreatedAt: s.opts.Now().UTC(), TasksTotal: len(taskIDs),
 	}
 	if p.actor.UserID != 0 {

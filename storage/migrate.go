@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
@@ -56,8 +57,31 @@ func (db *DB) Migrate(ctx context.Context, log *slog.Logger) (MigrationStatus, e
 	return status, nil
 }
 
+// foreignKeysOff marks an SQLite migration that rebuilds a table other
+// tables refer to (SQLite changes a CHECK constraint no other way): it runs
+// with foreign keys off, so that dropping the old table neither cascades
+// nor fails, and the foreign keys are checked before it commits.
+const foreignKeysOff = "-- proctor:foreign-keys-off"
+
 func (db *DB) applyMigration(ctx context.Context, m migrations.Migration) (bool, error) {
-	tx, err := db.sql.BeginTx(ctx, nil)
+	var tx *sql.Tx
+	var err error
+	rebuild := db.dialect == migrations.SQLite && strings.HasPrefix(m.SQL, foreignKeysOff)
+	if rebuild {
+		conn, cerr := db.sql.Conn(ctx)
+		if cerr != nil {
+			return false, fmt.Errorf("migrate %04d: connection: %w", m.Version, cerr)
+		}
+		defer conn.Close()
+		// Not inside a transaction: SQLite ignores the pragma there.
+		if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
+			return false, fmt.Errorf("migrate %04d: foreign keys off: %w", m.Version, err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON") //nolint:errcheck // the connection is closed next
+		tx, err = conn.BeginTx(ctx, nil)
+	} else {
+		tx, err = db.sql.BeginTx(ctx, nil)
+	}
 	if err != nil {
 		return false, fmt.Errorf("migrate %04d: begin: %w", m.Version, err)
 	}
@@ -78,6 +102,17 @@ func (db *DB) applyMigration(ctx context.Context, m migrations.Migration) (bool,
 	}
 	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return false, fmt.Errorf("migrate %04d_%s: %w", m.Version, m.Name, err)
+	}
+	if rebuild {
+		rows, err := tx.QueryContext(ctx, "PRAGMA foreign_key_check")
+		if err != nil {
+			return false, fmt.Errorf("migrate %04d_%s: check foreign keys: %w", m.Version, m.Name, err)
+		}
+		broken := rows.Next()
+		rows.Close()
+		if broken {
+			return false, fmt.Errorf("migrate %04d_%s: the rebuilt tables break a foreign key", m.Version, m.Name)
+		}
 	}
 	ins := `INSERT INTO schema_migrations (version, name) VALUES (` + db.placeholder(1) + `, ` + db.placeholder(2) + `)`
 	if _, err := tx.ExecContext(ctx, ins, m.Version, m.Name); err != nil {

@@ -59,7 +59,8 @@ type siteLoad struct {
 
 // offerEpisodes queues, inside tx (holding the scheduling lock), episodes
 // for the waiting attempts (pending, not queued) of every running run
-// Proctor executes, oldest run and attempt first: while the run has fewer
+// Proctor executes and calls the agent of (a connecting agent's claims
+// queue its own: see ClaimEpisode), oldest run and attempt first: while the run has fewer
 // than its parallelism running or queued, and every capped site of the
 // attempt's task has fewer than its cap running or queued across its
 // benchmark's runs. The claim checks again, exactly (and the team's share);
@@ -70,8 +71,8 @@ func (db *DB) offerEpisodes(ctx context.Context, tx *gorm.DB, offer OfferFunc) e
 		return nil // the caller queues no episodes (tests of other things)
 	}
 	var runs []models.Run
-	err := tx.Where("status = ? AND origin = ? AND id IN (SELECT run_id FROM attempts WHERE status = ? AND queued = ?)",
-		models.RunRunning, models.OriginExecuted, models.AttemptPending, false).Order("id").Find(&runs).Error
+	err := tx.Where("status = ? AND origin = ? AND agent_connects = ? AND id IN (SELECT run_id FROM attempts WHERE status = ? AND queued = ?)",
+		models.RunRunning, models.OriginExecuted, false, models.AttemptPending, false).Order("id").Find(&runs).Error
 	if err != nil {
 		return wrap(err, "runs")
 	}

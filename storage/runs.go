@@ -270,7 +270,7 @@ func (db *DB) ClaimAttempt(ctx context.Context, attemptID int64, by models.Claim
 		}
 		a.Tries++
 		a.Status, a.StartedAt, a.UpdatedAt, a.WorkerID = models.AttemptRunning, &now, now, by.Lease.ID
-		a.Namespace = fmt.Sprintf("a%dt%d", a.ID, a.Tries)
+		a.Namespace = models.Namespace(a.ID, a.Tries)
 		a.Steps, a.TokensIn, a.TokensOut, a.Cost, a.ErrorClass, a.ErrorMessage, a.HARKey, a.FinalAnswer = 0, 0, 0, 0, "", "", "", ""
 		err = tx.Model(&a).Updates(withColumns(map[string]any{
 			"tries": a.Tries, "status": a.Status, "started_at": now, "updated_at": now, "namespace": a.Namespace,

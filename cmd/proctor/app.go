@@ -15,6 +15,7 @@ import (
 	"proctor/models"
 	"proctor/netguard"
 	"proctor/runner"
+	"proctor/runner/connect"
 	"proctor/runner/episode"
 	"proctor/service"
 	"proctor/storage"
@@ -165,11 +166,12 @@ func newLogger(w io.Writer, cfg *config.Config) *slog.Logger {
 }
 
 // newRunner builds the queue and workers of this process; episodes 0 makes it
-// insert jobs only.
-func (p *Program) newRunner(app *App, episodes int) (*runner.Runner, error) {
+// insert jobs only. episodeURL is where it serves its connecting episodes to
+// serve processes ("": it is the serve process).
+func (p *Program) newRunner(app *App, episodes int, episodeURL string) (*runner.Runner, error) {
 	guard := netguard.New(app.Config.AgentAllowHosts, nil)
 	return runner.New(runner.Config{
-		DB: app.DB, Artifacts: app.Artifacts, Logger: app.Log,
+		DB: app.DB, Artifacts: app.Artifacts, Logger: app.Log, EpisodeURL: episodeURL,
 		Browser:     episode.BrowserOptionsFromEnv(p.Getenv),
 		AgentClient: guard.Client,
 		Guard:       guard,
@@ -236,6 +238,18 @@ func (app *App) candidateService(run *runner.Runner) *service.Candidates {
 // through run's queue.
 func (app *App) runService(run *runner.Runner) *service.Runs {
 	return service.NewRuns(app.DB, run.Jobs(), service.RunOptions{DailyRunQuota: app.Config.RunQuota})
+}
+
+// episodeService hands out and opens the episodes of connecting agents,
+// queuing them through run's queue.
+func (app *App) episodeService(run *runner.Runner) *service.Episodes {
+	return service.NewEpisodes(app.DB, run.Jobs(), service.EpisodeOptions{LeaseTTL: app.Config.EpisodeLease})
+}
+
+// episodeGateway serves the calls on connecting episodes: from run's hub,
+// or forwarded to the worker running the episode.
+func (app *App) episodeGateway(run *runner.Runner) *connect.Gateway {
+	return connect.NewGateway(run.Hub(), app.DB, app.Log)
 }
 
 // benchmarkService is the benchmark service over this process's database.

@@ -91,7 +91,7 @@ func newFaultRig(t testing.TB, env testEnv) *faultRig {
 	require.NoError(t, err)
 	require.NoError(t, servicetest.CreateAgent(app.DB, member, "faults", &models.Agent{Name: "Replayer", Kind: models.AgentReplay}, nil))
 	p := &Program{Getenv: func(k string) string { return env[k] }}
-	q, err := p.newRunner(app, 0)
+	q, err := p.newRunner(app, 0, "")
 	require.NoError(t, err)
 	return &faultRig{env: env, app: app, queue: q, member: member, system: system}
 }

@@ -55,7 +55,7 @@ func (p *Program) rescore(ctx context.Context, args []string) error {
 	case *all:
 		what = "every benchmark"
 	}
-	run, err := p.newRunner(app, 0) // queues only; the workers grade
+	run, err := p.newRunner(app, 0, "") // queues only; the workers grade
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer app.Close()
-	run, err := p.newRunner(app, app.Config.Episodes)
+	run, err := p.newRunner(app, app.Config.Episodes, "")
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func (p *Program) serve(ctx context.Context, args []string) error {
 		Static: static.Files(), Docs: docs.Files(), Logger: app.Log,
 		ArtifactURLs: app.Artifacts, Runs: app.runService(run), Benchmarks: app.benchmarkService(), Submissions: app.submissionService(run), Studies: app.studyService(run), QueueUI: queueUI,
 		Teams: app.teamService(), Accounts: app.accountService(), Candidates: app.candidateService(run), Moderation: app.moderationService(),
-		Evaluators: app.Evaluators,
+		Evaluators: app.Evaluators, Episodes: app.episodeService(run), EpisodeGateway: app.episodeGateway(run),
 	})
 	if err != nil {
 		return err

@@ -54,6 +54,31 @@ func (r *runner) act(ctx context.Context, a models.Action) string {
 	return msg
 }
 
+// wait waits for a text to appear or disappear on the active tab, for at
+// most a's seconds (the action timeout when none are given), or for a's
+// seconds; always within the episode's time.
+func (r *runner) wait(a models.Action) string {
+	d := time.Duration(a.Seconds * float64(time.Second))
+	if a.Text != "" || a.TextGone != "" {
+		text, state := a.Text, playwright.WaitForSelectorStateVisible
+		if text == "" {
+			text, state = a.TextGone, playwright.WaitForSelectorStateHidden
+		}
+		if d <= 0 {
+			d = actionTimeout
+		}
+		err := r.page.GetByText(text).First().WaitFor(playwright.LocatorWaitForOptions{State: state, Timeout: r.timeout(d)})
+		return errText(err)
+	}
+	t := time.NewTimer(min(d, time.Until(r.deadline)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.closed:
+	}
+	return ""
+}
+
 // offSite is the error for a navigation the allowlist refused.
 func offSite(u string) string {
 	return fmt.Sprintf("blocked: %s is not one of the benchmark's sites", u)
@@ -151,6 +176,9 @@ func (r *runner) do(a models.Action) string {
 		}
 		_, err := p.Goto(u, playwright.PageGotoOptions{Timeout: r.timeout(navigationTimeout), WaitUntil: playwright.WaitUntilStateDomcontentloaded})
 		return errText(err)
+
+	case models.ActWait:
+		return r.wait(a)
 
 	case models.ActGoBack:
 		_, err := p.GoBack(playwright.PageGoBackOptions{Timeout: r.timeout(navigationTimeout), WaitUntil: playwright.WaitUntilStateDomcontentloaded})
