@@ -85,16 +85,19 @@ type RunState struct {
 	Benchmark string `json:"benchmark"`
 	Subset    string `json:"subset"`
 	RunBudgets
-	Published     bool           `json:"published"`
-	TasksTotal    int            `json:"tasks_total"`
-	Pending       int            `json:"pending"`
-	Running       int            `json:"running"`
-	Done          int            `json:"done"`
-	Percent       int            `json:"percent"`
-	Successes     int            `json:"successes"`
-	Failures      int            `json:"failures"`
-	Errors        int            `json:"errors"`
-	ErrorsByClass map[string]int `json:"errors_by_class"`
+	Published  bool `json:"published"`
+	TasksTotal int  `json:"tasks_total"`
+	Pending    int  `json:"pending"`
+	// WaitingForAgent counts, for a run of an agent that connects (kind mcp,
+	// or an http agent in pull mode), the episodes waiting for its claims.
+	WaitingForAgent int            `json:"waiting_for_agent"`
+	Running         int            `json:"running"`
+	Done            int            `json:"done"`
+	Percent         int            `json:"percent"`
+	Successes       int            `json:"successes"`
+	Failures        int            `json:"failures"`
+	Errors          int            `json:"errors"`
+	ErrorsByClass   map[string]int `json:"errors_by_class"`
 	// ResultsWithheld: successes, failures and errors read 0 because the
 	// caller annotates some of the run's attempts in an open blind study.
 	ResultsWithheld bool       `json:"results_withheld,omitempty"`

@@ -60,7 +60,7 @@ func toAPIProgress(p *models.RunProgress) api.RunState {
 		ID: r.ID, Status: r.Status, Finished: r.Finished(), Origin: r.Origin, Team: p.TeamSlug, TeamName: p.TeamName,
 		Agent: models.RunAgentSnapshot(&r).Slug, AgentName: p.AgentName, Benchmark: p.Benchmark, Subset: r.SubsetName,
 		RunBudgets: toAPIRunBudgets(&r), Published: r.Published, TasksTotal: r.TasksTotal,
-		Pending: p.Pending, Running: p.Running, Done: p.Done, Percent: p.Percent(), Successes: r.Successes,
+		Pending: p.Pending, WaitingForAgent: p.WaitingForAgent, Running: p.Running, Done: p.Done, Percent: p.Percent(), Successes: r.Successes,
 		Failures: r.Failures, Errors: r.Errors, ErrorsByClass: p.ErrorsBy, ResultsWithheld: p.Blind, Steps: r.StepsSum, TokensIn: r.TokensIn,
 		TokensOut: r.TokensOut, Cost: r.Cost, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		URL: runPath(r.ID), AttemptsURL: apiRunPath(r.ID) + "/attempts",

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,6 +96,15 @@ func (f *runsFixture) startEpisode(t *testing.T, claim *api.EpisodeClaim) *playe
 	return p
 }
 
+// mustRequest is a bodiless request with a bearer token.
+func mustRequest(t *testing.T, method, url, token string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	return req
+}
+
 // mcpCall sends one JSON-RPC message to the episode's MCP endpoint.
 func mcpCall(t *testing.T, d *docChecker, c *client, path, method string, params any) map[string]any {
 	t.Helper()
@@ -135,8 +145,16 @@ func TestEpisodes_ClaimPullAndMCP(t *testing.T) {
 	member := withToken(t, f.b, f.member)
 	d := newDocChecker(t, f.b.anonymous(t))
 	run, attempts := f.connectingRun(t)
+	waiting := func() string {
+		body := readBody(t, f.member.get("/runs/"+strconv.FormatInt(run.ID, 10)))
+		m := regexp.MustCompile(`(?s)data-testid="run-waiting-for-agent">\s*(\d+)`).FindStringSubmatch(body)
+		require.NotNil(t, m, "the run page says how many episodes wait for the agent")
+		return m[1]
+	}
+	require.Equal(t, strconv.Itoa(len(attempts)), waiting())
 
 	claim := claimAs(t, d, member, run.ID, http.StatusOK)
+	require.Equal(t, strconv.Itoa(len(attempts)-1), waiting(), "the claimed episode no longer waits")
 	require.Equal(t, attempts[0], claim.EpisodeID, "the first waiting attempt")
 	require.Equal(t, 1, claim.Try)
 	require.True(t, strings.HasPrefix(claim.Token, models.EpisodeTokenPrefix))
@@ -245,6 +263,19 @@ func TestEpisodes_Authorization(t *testing.T) {
 	d.send(ep, apiRequest{method: http.MethodPost, path: other + "heartbeat"}, http.StatusForbidden)
 	d.send(ep, apiRequest{method: http.MethodPost, path: fmt.Sprintf("/api/v1/runs/%d/episodes/%d/heartbeat", called.ID, claim.EpisodeID)}, http.StatusForbidden)
 	d.send(ep, apiRequest{method: http.MethodPost, path: base + "heartbeat"}, http.StatusOK)
+
+	// Calls on one episode are bounded: a burst beyond the allowance is refused.
+	limited := 0
+	for range 3 * 20 {
+		res := ep.do(mustRequest(t, http.MethodPost, ep.base+base+"heartbeat", ep.token))
+		res.Body.Close()
+		if res.StatusCode == http.StatusTooManyRequests {
+			limited++
+			require.NotEmpty(t, res.Header.Get("Retry-After"))
+		}
+	}
+	require.Positive(t, limited, "60 calls at once on one episode meet its rate limit")
+	time.Sleep(2 * time.Second) // the allowance refills
 
 	// A lapsed lease opens nothing, and a heartbeat does not revive it.
 	require.NoError(t, f.b.db.Gorm().Model(&models.EpisodeLease{}).Where("attempt_id = ?", claim.EpisodeID).

@@ -82,6 +82,30 @@ func TestAgent_Validate(t *testing.T) {
 	}
 }
 
+func TestAgent_ValidateConnecting(t *testing.T) {
+	t.Parallel()
+	push := models.Agent{Name: "Pusher", Kind: models.AgentHTTP}
+	err := push.Validate()
+	require.Equal(t, "endpoint_url", models.ErrorField(err), "a push-mode http agent needs its endpoint")
+	require.Contains(t, models.ErrorMessage(err), `{"pull": true}`, "and the error says how to pull instead")
+
+	pull := models.Agent{Name: "Puller", Kind: models.AgentHTTP, Config: `{"pull": true, "screenshot": false}`}
+	require.NoError(t, pull.Validate())
+	require.True(t, models.SnapshotOf(&pull).Connects())
+	mcp := models.Agent{Name: "Browser", Kind: models.AgentMCP}
+	require.NoError(t, mcp.Validate())
+	require.True(t, models.SnapshotOf(&mcp).Connects())
+	for _, called := range []models.Agent{
+		{Kind: models.AgentHTTP, EndpointURL: "https://agent.example.com/step"},
+		{Kind: models.AgentHTTP, Config: `{"pull": false}`},
+		{Kind: models.AgentHTTP, Config: `{"pull": "yes"}`},
+		{Kind: models.AgentReplay, Config: `{"pull": true}`},
+		{Kind: models.AgentOpenAI},
+	} {
+		require.False(t, models.SnapshotOf(&called).Connects(), "%s %s", called.Kind, called.Config)
+	}
+}
+
 func TestAgent_SecretStatus(t *testing.T) {
 	t.Parallel()
 	a := models.Agent{Kind: models.AgentOpenAI, SecretNames: "EXTRA"}

@@ -129,11 +129,14 @@ type JudgeSettings struct {
 
 // RunProgress is a run's live state for its page.
 type RunProgress struct {
-	Run      Run
-	Pending  int
-	Running  int
-	Done     int
-	ErrorsBy map[string]int // by error class
+	Run     Run
+	Pending int
+	// WaitingForAgent counts, for a run whose agent connects, the pending
+	// attempts no claim has taken yet.
+	WaitingForAgent int
+	Running         int
+	Done            int
+	ErrorsBy        map[string]int // by error class
 	// OutOfBudget counts the failures whose episodes ran out of budget.
 	OutOfBudget int
 	ETA         time.Duration // zero when unknown

@@ -143,6 +143,7 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, secre
 	var lease *models.EpisodeLease
 	if spec.Agent.Connects() {
 		box = connect.NewMailbox(spec.Run.ID, spec.Attempt.ID, spec.Try)
+		box.NoScreenshot = spec.Agent.Kind == models.AgentHTTP && !agent.PullScreenshots(spec.Agent.Config)
 		defer r.hub.Add(box)()
 		if lease, err = r.db.StartEpisodeLease(ctx, spec.Attempt.ID, spec.Try, r.episodeURL); err != nil {
 			return models.EpisodeOutcome{}, err

@@ -49,6 +49,10 @@
 #                              (-benchtime 1x), with a throwaway PostgreSQL and
 #                              versitygw, when no packages are named or
 #                              PROCTOR_BENCH_RECOVERY=1
+#   BenchmarkMCPStep           a step driven through the episode's MCP server
+#                              (the Go SDK's client over loopback HTTP) against
+#                              a step driven by an agent in the process, on the
+#                              same browser, episodes alternated
 #   BenchmarkWebLoad           the web tier under load: 50 clients for 30 s on
 #                              loopback asking for a leaderboard, a run page and
 #                              a timeline while a run executes: requests/s,
@@ -234,6 +238,14 @@ awk '
 			printf "  %-46s %7.2fx\n", "validate + ingest time / copy time", v[g, "total-x-copy"]
 			printf "  %-46s %8.1f\n", "peak memory of the ingesting process (MiB)", v[g, "ingest-peak-MB"]
 			printf "  %-46s %8.1f\n", "peak memory of the copying process (MiB)", v[g, "copy-peak-MB"]
+		}
+		mc = "BenchmarkMCPStep"
+		if (has(mc, "x-driven")) {
+			print ""
+			print "A step driven through the episode'"'"'s MCP server (Go SDK client over HTTP) vs in the process:"
+			printf "  %-46s %8.1f\n", "driven step, agent in the process (ms)", v[mc, "driven-ms/step"]
+			printf "  %-46s %8.1f\n", "MCP step: tool call, action, snapshot (ms)", v[mc, "mcp-ms/step"]
+			printf "  %-46s %7.2fx\n", "MCP step / driven step", v[mc, "x-driven"]
 		}
 		wl = "BenchmarkWebLoad/"
 		if (has(wl "sqlite", "req/s") || has(wl "postgres", "req/s")) {

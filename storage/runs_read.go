@@ -209,14 +209,15 @@ func progressOf(q *gorm.DB, run *models.Run) (*models.RunProgress, error) {
 	}
 	var groups []struct {
 		Status, Outcome, ErrorClass string
+		Queued                      bool
 		N                           int
 		DurationSum                 int64
 		Timed                       int
 	}
-	err = q.Model(&models.Attempt{}).Select(`status, outcome, error_class, COUNT(*) AS n,
+	err = q.Model(&models.Attempt{}).Select(`status, outcome, error_class, queued, COUNT(*) AS n,
 		COALESCE(SUM(CASE WHEN status = 'done' AND duration_ms > 0 THEN duration_ms ELSE 0 END), 0) AS duration_sum,
 		COALESCE(SUM(CASE WHEN status = 'done' AND duration_ms > 0 THEN 1 ELSE 0 END), 0) AS timed`).
-		Where("run_id = ?", run.ID).Group("status, outcome, error_class").Scan(&groups).Error
+		Where("run_id = ?", run.ID).Group("status, outcome, error_class, queued").Scan(&groups).Error
 	if err != nil {
 		return nil, wrap(err, "attempts")
 	}
@@ -227,6 +228,9 @@ func progressOf(q *gorm.DB, run *models.Run) (*models.RunProgress, error) {
 		switch g.Status {
 		case models.AttemptPending:
 			p.Pending += g.N
+			if run.AgentConnects && !g.Queued {
+				p.WaitingForAgent += g.N
+			}
 		case models.AttemptRunning, models.AttemptEvaluating:
 			p.Running += g.N
 		case models.AttemptDone:
@@ -243,6 +247,9 @@ func progressOf(q *gorm.DB, run *models.Run) (*models.RunProgress, error) {
 	}
 	if attempts == 0 && !run.Finished() {
 		p.Pending = run.TasksTotal // not dispatched yet
+		if run.AgentConnects {
+			p.WaitingForAgent = run.TasksTotal
+		}
 	}
 	if left := p.Pending + p.Running; !run.Finished() && timed > 0 && left > 0 {
 		mean := time.Duration(durationSum/int64(timed)) * time.Millisecond

@@ -31,6 +31,7 @@ func goals() []benchreport.Goal {
 		{What: "portal: ingest time / copy time", Benchmark: "BenchmarkIngest", Unit: "ingest-x-copy", AtMost: true, Target: 1.5},
 		{What: "portal: (validate + ingest) time / copy time", Benchmark: "BenchmarkIngest", Unit: "total-x-copy", AtMost: true, Target: 3},
 		{What: "WebArena-Verified grading, tasks/s on one core", Benchmark: "BenchmarkWebArenaVerifiedEval", Unit: "tasks/s", Target: 500},
+		{What: "a step driven through the episode's MCP server / a step driven in the process", Benchmark: "BenchmarkMCPStep", Unit: "x-driven", AtMost: true, Target: 1.5},
 		{What: "HAR read without bodies: peak heap, 256 MiB / 4 MiB HAR", Benchmark: "BenchmarkEntriesMemory/256MiB", Unit: "x-4MiB", AtMost: true, Target: 1.5},
 	}
 }

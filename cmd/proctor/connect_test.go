@@ -73,19 +73,19 @@ func (b connectBundle) queue(t *testing.T, subset string, parallelism int) int64
 // claim asks for an episode of run; nil when none came within wait seconds.
 func (b connectBundle) claim(t *testing.T, runID int64, wait int) (*api.EpisodeClaim, int) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/api/v1/runs/%d/episodes/claim?wait=%d", b.server, runID, wait), nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	if res.StatusCode != http.StatusOK {
-		return nil, res.StatusCode
+	return claimOn(t, b.server, b.token, runID, wait)
+}
+
+// claimOn asks server for an episode of run with an API token.
+func claimOn(t *testing.T, server, token string, runID int64, wait int) (*api.EpisodeClaim, int) {
+	t.Helper()
+	status, body := pullCall(t, http.MethodPost, fmt.Sprintf("%s/api/v1/runs/%d/episodes/claim?wait=%d", server, runID, wait), token, nil)
+	if status != http.StatusOK {
+		return nil, status
 	}
 	var c api.EpisodeClaim
 	require.NoError(t, json.Unmarshal(body, &c), string(body))
-	return &c, res.StatusCode
+	return &c, status
 }
 
 // bearer sends a bearer token with every request.
@@ -209,6 +209,17 @@ func (b connectBundle) waitRun(t *testing.T, runID int64, within time.Duration) 
 		return run.Finished()
 	}, testenv.Scaled(t, within), 200*time.Millisecond, "run %d did not finish", runID)
 	return &run
+}
+
+// waitAttemptDone waits until an attempt is graded and returns it.
+func waitAttemptDone(t *testing.T, app *App, id int64) models.Attempt {
+	t.Helper()
+	var attempt models.Attempt
+	require.Eventually(t, func() bool {
+		require.NoError(t, app.DB.Gorm().First(&attempt, id).Error)
+		return attempt.Status == models.AttemptDone
+	}, testenv.Scaled(t, time.Minute), 100*time.Millisecond, "attempt %d was not graded", id)
+	return attempt
 }
 
 // TestConnect_MCPReplaysHardSubset claims every episode of a run of the
@@ -514,11 +525,7 @@ func TestConnect_InspectorCLI(t *testing.T) {
 	require.False(t, isError, done)
 	require.Contains(t, done, "answer was submitted")
 
-	var attempt models.Attempt
-	require.Eventually(t, func() bool {
-		require.NoError(t, b.app.DB.Gorm().First(&attempt, c.EpisodeID).Error)
-		return attempt.Status == models.AttemptDone
-	}, testenv.Scaled(t, time.Minute), 100*time.Millisecond)
+	attempt := waitAttemptDone(t, b.app, c.EpisodeID)
 	require.Equal(t, models.OutcomeSuccess, attempt.Outcome, "the attempt passes its check: %s %s", attempt.ErrorClass, attempt.ErrorMessage)
 	var steps []models.Step
 	require.NoError(t, b.app.DB.Gorm().Where("attempt_id = ?", c.EpisodeID).Order("step_index").Find(&steps).Error)
@@ -540,5 +547,72 @@ func TestConnect_InspectorCLI(t *testing.T) {
 		require.True(t, strings.HasPrefix(timeline.Steps[i].Summary, want), "step %d: %s", i, timeline.Steps[i].Summary)
 	}
 	status, body := pullCall(t, http.MethodPost, fmt.Sprintf("%s/api/v1/runs/%d/cancel", b.server, runID), b.token, nil)
+	require.Equal(t, http.StatusNoContent, status, "%s", body)
+}
+
+// TestConnect_LeaseLapses: an agent that stops renewing its lease loses the
+// episode without being charged; the episode is offered again as a new try
+// with a new token, and a second agent completes it. The run is queued with
+// `proctor queue`, its progress counts the episodes waiting for the agent,
+// and a navigation off the benchmark's sites is refused through the tools.
+func TestConnect_LeaseLapses(t *testing.T) {
+	t.Parallel()
+	b := setupConnect(t, map[string]string{"PROCTOR_EPISODE_LEASE": "2s"})
+	code, stdout, stderr := b.cli(t, "queue", "--team", "lab", "--agent", "browser-agent", "--benchmark", sandbox.Slug,
+		"--subset", "hard", "--parallelism", "1", "--json")
+	require.Equal(t, exitOK, code, stderr)
+	var queued api.Run
+	require.NoError(t, json.Unmarshal([]byte(stdout), &queued), stdout)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scaled(t, 3*time.Minute))
+	defer cancel()
+
+	first, status := b.claim(t, queued.ID, 30)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, 1, first.Try)
+	var state api.RunState
+	require.NoError(t, b.client.Get(ctx, fmt.Sprintf("/runs/%d", queued.ID), nil, &state))
+	require.Equal(t, state.TasksTotal-1, state.WaitingForAgent, "every episode but the claimed one waits for the agent")
+
+	cs, err := mcpSession(ctx, first)
+	require.NoError(t, err)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "browser_navigate", Arguments: map[string]any{"url": "https://example.org/"}})
+	require.NoError(t, err)
+	require.True(t, res.IsError, "an off-site navigation fails")
+	require.Contains(t, resultText(res), "blocked: https://example.org/ is not one of the benchmark's sites")
+	require.NoError(t, cs.Close())
+
+	// The agent goes silent: the lease lapses and the attempt waits again.
+	var attempt models.Attempt
+	require.Eventually(t, func() bool {
+		var row struct {
+			Status string
+			Tries  int
+			Queued bool
+		}
+		require.NoError(t, b.app.DB.Gorm().Table("attempts").Select("status, tries, queued").Where("id = ?", first.EpisodeID).Scan(&row).Error)
+		return row.Status == models.AttemptPending && row.Tries == 1 && !row.Queued
+	}, testenv.Scaled(t, 30*time.Second), 100*time.Millisecond, "the lapsed try is handed back to the claims")
+	status, body := pullCall(t, http.MethodPost, first.HeartbeatURL, first.Token, nil)
+	require.Equal(t, http.StatusGone, status, "%s", body)
+
+	second, status := b.claim(t, queued.ID, 30)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, first.EpisodeID, second.EpisodeID, "the same episode is offered again")
+	require.Equal(t, 2, second.Try)
+	require.NotEqual(t, first.Token, second.Token)
+	status, _ = pullCall(t, http.MethodPost, first.HeartbeatURL, first.Token, nil)
+	require.Equal(t, http.StatusGone, status, "the first try's token opens nothing")
+
+	cs, err = mcpSession(ctx, second)
+	require.NoError(t, err)
+	actions := sandboxReference(t)[second.Task.ID]
+	_, err = replayOverMCP(ctx, cs, actions, siteResolver(b.server, second))
+	require.NoError(t, err)
+	require.NoError(t, cs.Close())
+	attempt = waitAttemptDone(t, b.app, first.EpisodeID)
+	require.Equal(t, models.OutcomeSuccess, attempt.Outcome, "the lapse was not charged to the agent: %s %s", attempt.ErrorClass, attempt.ErrorMessage)
+	require.Equal(t, 2, attempt.Tries)
+	require.Equal(t, len(actions), attempt.Steps, "the new try started clean: the lapsed try's step is gone")
+	status, body = pullCall(t, http.MethodPost, fmt.Sprintf("%s/api/v1/runs/%d/cancel", b.server, queued.ID), b.token, nil)
 	require.Equal(t, http.StatusNoContent, status, "%s", body)
 }

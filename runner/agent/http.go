@@ -24,6 +24,16 @@ const (
 // are the team's own and are ignored.
 type httpSettings struct {
 	Screenshot *bool `json:"screenshot"`
+	// Pull makes the agent fetch its observations and post its actions
+	// (docs/agent-protocol.md, pull mode) instead of being called.
+	Pull bool `json:"pull"`
+}
+
+// PullScreenshots reports whether a pull-mode http agent's observations
+// carry the screenshot: the "screenshot" setting, true unless set to false.
+func PullScreenshots(settings json.RawMessage) bool {
+	s, err := parseHTTPSettings(settings)
+	return err != nil || s.Screenshot == nil || *s.Screenshot
 }
 
 // parseHTTPSettings reads an http agent's settings.

@@ -28,6 +28,9 @@ var ErrOutOfTurn = errors.New("that step is not waiting for an action")
 type Mailbox struct {
 	RunID, AttemptID int64
 	Try              int
+	// NoScreenshot leaves the screenshot out of observations (a pull-mode
+	// agent that asked for none); MCP agents always get it.
+	NoScreenshot bool
 
 	mu      sync.Mutex
 	pending *models.StepRequest // the observation waiting for an action; nil while acting
@@ -54,9 +57,9 @@ func NewMailbox(runID, attemptID int64, try int) *Mailbox {
 		changed: make(chan struct{}), actions: make(chan *models.StepResponse), turn: make(chan struct{}, 1)}
 }
 
-// WantsScreenshot is true: MCP agents may ask for the screenshot, and pull
-// agents get it as push agents do by default.
-func (m *Mailbox) WantsScreenshot() bool { return true }
+// WantsScreenshot is true unless NoScreenshot is set: MCP agents may ask
+// for the screenshot, and pull agents get it as push agents do.
+func (m *Mailbox) WantsScreenshot() bool { return !m.NoScreenshot }
 
 // Step publishes req as the pending observation and waits for the agent's
 // action, or ctx (the idle limit, the episode's end).
