@@ -60,6 +60,8 @@ func wireValues() []struct {
 		{"HiddenTask", api.HiddenTask{}}, {"HiddenSite", api.HiddenSite{}}, {"HiddenTests", api.HiddenTests{}},
 		{"HiddenTest", api.HiddenTest{}}, {"HiddenTestRun", api.HiddenTestRun{}}, {"HiddenTestStep", api.HiddenTestStep{}},
 		{"HiddenCheckpoint", api.HiddenCheckpoint{}},
+		{"EpisodeClaim", api.EpisodeClaim{}}, {"EpisodeHeartbeat", api.EpisodeHeartbeat{}}, {"ActionAccepted", api.ActionAccepted{}},
+		{"MCPMessage", api.MCPMessage{}},
 		{"Submission", api.Submission{}}, {"SubmissionRequest", api.SubmissionRequest{}}, {"SubmissionPart", api.SubmissionPart{}},
 		{"SubmissionCreated", api.SubmissionCreated{}}, {"PresignedPart", api.PresignedPart{}},
 		{"StudyInput", api.StudyInput{}}, {"StudyLabelInput", api.StudyLabelInput{}}, {"Study", api.Study{}},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"golang.org/x/time/rate"
 
 	"proctor/api"
 	"proctor/models"
@@ -40,10 +41,6 @@ const (
 // defaultClaimWait is a claim's long poll when ?wait= is not given.
 const defaultClaimWait = 30 * time.Second
 
-// episodeCallsPerSecond bounds the calls on one episode (with a burst of
-// twice as many): an agent takes a step at a time.
-const episodeCallsPerSecond = 20
-
 // apiEpisodeRoutes registers the endpoints of connecting agents. The claim
 // takes an API token of a member of the run's team; the rest take the
 // episode token the claim returned.
@@ -55,22 +52,36 @@ func (s *Server) apiEpisodeRoutes(g *echo.Group) {
 // episodeEndpoints registers the episode token's endpoints; local serves
 // only the episodes this process runs (a worker's internal address).
 func (s *Server) episodeEndpoints(g *echo.Group, local bool) {
-	limit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
-		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-			Rate: episodeCallsPerSecond, Burst: 2 * episodeCallsPerSecond, ExpiresIn: time.Minute}),
-		IdentifierExtractor: func(c echo.Context) (string, error) { return c.Param("id") + "/" + c.Param("episode"), nil },
-		ErrorHandler: func(c echo.Context, err error) error {
-			return models.Errorf(models.EINVALID, "The request names no episode.")
-		},
-		DenyHandler: func(c echo.Context, _ string, _ error) error {
-			return models.RateLimited(time.Second, "Too many calls on this episode: at most %d a second.", episodeCallsPerSecond)
-		},
-	})
-	g.POST("/runs/:id/episodes/:episode/heartbeat", s.apiEpisodeHeartbeat, limit)
-	g.GET("/runs/:id/episodes/:episode/observation", s.episodeCall(episodeObservation, local), limit)
-	g.POST("/runs/:id/episodes/:episode/action", s.episodeCall(episodeAction, local), limit)
+	g.POST("/runs/:id/episodes/:episode/heartbeat", s.apiEpisodeHeartbeat)
+	g.GET("/runs/:id/episodes/:episode/observation", s.episodeCall(episodeObservation, local))
+	g.POST("/runs/:id/episodes/:episode/action", s.episodeCall(episodeAction, local))
 	// A stateless MCP server: POST only (no event stream, no session to end).
-	g.POST("/runs/:id/episodes/:episode/mcp", s.episodeCall(episodeMCP, local), limit)
+	g.POST("/runs/:id/episodes/:episode/mcp", s.episodeCall(episodeMCP, local))
+}
+
+// episodeLimits bound the calls on episodes: per address before the token
+// is looked up (so guessing costs the guesser), then per episode, once the
+// token opened it (so nobody else can spend an episode's allowance).
+type episodeLimits struct {
+	byAddress, byEpisode *middleware.RateLimiterMemoryStore
+	// claims bounds each user's claims: each one is a transaction under
+	// the scheduling lock.
+	claims *middleware.RateLimiterMemoryStore
+}
+
+// Rates of episodeLimits, a second; bursts are twice as many.
+const (
+	episodeCallsPerSecond = 20
+	addressCallsPerSecond = 100
+	userClaimsPerSecond   = 5
+)
+
+func newEpisodeLimits() *episodeLimits {
+	store := func(perSecond int) *middleware.RateLimiterMemoryStore {
+		return middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
+			Rate: rate.Limit(perSecond), Burst: 2 * perSecond, ExpiresIn: time.Minute})
+	}
+	return &episodeLimits{byAddress: store(addressCallsPerSecond), byEpisode: store(episodeCallsPerSecond), claims: store(userClaimsPerSecond)}
 }
 
 // episodeClaim is the claim's answer with the episode's addresses.
@@ -100,6 +111,11 @@ func (s *Server) apiClaimEpisode(c echo.Context) error {
 	id, err := int64Param(c, "id")
 	if err != nil {
 		return err
+	}
+	if u := currentUser(c); u != nil {
+		if ok, _ := s.episodeLimits.claims.Allow(strconv.FormatInt(u.ID, 10)); !ok {
+			return models.RateLimited(time.Second, "Too many claims: at most %d a second for each user. A claim waits for an episode by itself (?wait=).", userClaimsPerSecond)
+		}
 	}
 	wait := defaultClaimWait
 	if v := c.QueryParam("wait"); v != "" {
@@ -134,8 +150,18 @@ func (s *Server) openEpisode(c echo.Context) (*models.EpisodeLease, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ok, _ := s.episodeLimits.byAddress.Allow(c.RealIP()); !ok {
+		return nil, models.RateLimited(time.Second, "Too many calls on episodes from this address: at most %d a second.", addressCallsPerSecond)
+	}
 	token, _ := c.Get(ctxEpisodeToken).(string)
-	return s.deps.Episodes.Open(c.Request().Context(), runID, episodeID, token)
+	lease, err := s.deps.Episodes.Open(c.Request().Context(), runID, episodeID, token)
+	if err != nil {
+		return nil, err
+	}
+	if ok, _ := s.episodeLimits.byEpisode.Allow(strconv.FormatInt(lease.ID, 10)); !ok {
+		return nil, models.RateLimited(time.Second, "Too many calls on this episode: at most %d a second.", episodeCallsPerSecond)
+	}
+	return lease, nil
 }
 
 func (s *Server) apiEpisodeHeartbeat(c echo.Context) error {
@@ -166,7 +192,7 @@ func (s *Server) episodeCall(endpoint string, local bool) echo.HandlerFunc {
 func NewEpisodeServer(episodes EpisodeService, gateway EpisodeGateway, log *slog.Logger) http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	s := &Server{echo: e, log: log, deps: Deps{Episodes: episodes, EpisodeGateway: gateway, Logger: log}}
+	s := &Server{echo: e, log: log, deps: Deps{Episodes: episodes, EpisodeGateway: gateway, Logger: log}, episodeLimits: newEpisodeLimits()}
 	e.HTTPErrorHandler = s.handleError
 	e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {

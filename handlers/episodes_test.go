@@ -264,6 +264,14 @@ func TestEpisodes_Authorization(t *testing.T) {
 	d.send(ep, apiRequest{method: http.MethodPost, path: fmt.Sprintf("/api/v1/runs/%d/episodes/%d/heartbeat", called.ID, claim.EpisodeID)}, http.StatusForbidden)
 	d.send(ep, apiRequest{method: http.MethodPost, path: base + "heartbeat"}, http.StatusOK)
 
+	// Calls with a wrong token do not spend the episode's allowance.
+	for range 3 * 20 {
+		res := anon.do(mustRequest(t, http.MethodPost, ep.base+base+"heartbeat", forged.Token))
+		res.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	}
+	d.send(ep, apiRequest{method: http.MethodPost, path: base + "heartbeat"}, http.StatusOK)
+
 	// Calls on one episode are bounded: a burst beyond the allowance is refused.
 	limited := 0
 	for range 3 * 20 {

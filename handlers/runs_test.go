@@ -110,7 +110,7 @@ func newRunsFixture(t *testing.T, opts runsOptions) *runsFixture {
 	}
 	hub := connect.NewHub()
 	deps.Episodes = service.NewEpisodes(db, servicetest.NoJobs{}, service.EpisodeOptions{ClaimPoll: 20 * time.Millisecond})
-	deps.EpisodeGateway = connect.NewGateway(hub, db, deps.Logger)
+	deps.EpisodeGateway = connect.NewGateway(hub, db, service.DefaultEpisodeLeaseTTL, deps.Logger)
 	h, err := handlers.New(handlers.Options{LoginAttemptsPerMinute: 1000}, deps)
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)

@@ -145,6 +145,8 @@ type Server struct {
 	signups *attemptLimiter
 	// boards are the rendered leaderboards, by variant and board version.
 	boards *boardCache
+	// episodeLimits bound the calls on connecting agents' episodes.
+	episodeLimits *episodeLimits
 }
 
 // New builds the server and its routes.
@@ -169,6 +171,8 @@ func New(opts Options, deps Deps) (*Server, error) {
 		logins:  newLoginThrottle(opts.LoginAttemptsPerMinute, deps.Now),
 		signups: newAttemptLimiter(opts.LoginAttemptsPerMinute, time.Minute, deps.Now),
 		boards:  newBoardCache(opts.BoardCacheBytes),
+
+		episodeLimits: newEpisodeLimits(),
 	}
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = echo.ExtractIPDirect()

@@ -60,11 +60,21 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 	case models.ClaimWait:
 		// A connecting agent's claim that cannot start yet: the attempt waits
 		// for the next claim.
-		return r.db.EndAttemptLeases(ctx, job.Args.AttemptID, "the episode could not start: the run's parallelism or a site's cap is full; claim again")
+		return r.db.EndAttemptLeases(ctx, job.Args.AttemptID, 0, "the episode could not start: the run's parallelism, a site's cap or the team's share is full; claim again")
 	case models.ClaimFinished:
-		return r.db.EndAttemptLeases(ctx, job.Args.AttemptID, "the attempt is finished or its run is over")
+		return r.db.EndAttemptLeases(ctx, job.Args.AttemptID, 0, "the attempt is finished or its run is over")
 	}
 	defer r.queue.holdAttempt(spec.Attempt.ID)()
+	if spec.Run.AgentConnects {
+		// However this try ends, no lease of it or of an earlier try (a
+		// worker that died holding it) opens the episode afterwards: the agent
+		// is told it is over instead of waiting for it.
+		defer func() {
+			if err := r.db.EndAttemptLeases(context.WithoutCancel(ctx), spec.Attempt.ID, spec.Try, "the episode is over"); err != nil {
+				r.log.Warn("end the episode's leases", "attempt_id", spec.Attempt.ID, "error", err.Error())
+			}
+		}()
+	}
 	secrets, err := r.db.AgentSecrets(ctx, spec.Agent.ID)
 	if err != nil {
 		return fmt.Errorf("agent secrets: %w", err)
@@ -94,7 +104,7 @@ func (w *episodeWorker) Work(ctx context.Context, job *river.Job[EpisodeArgs]) e
 	}
 	if out.ErrorClass == models.ErrorClassEnvironment && spec.Try < r.opts.EnvironmentRetries+1 {
 		log.Warn("environment error: retrying the attempt", "error", out.ErrorMessage)
-		if spec.Agent.Connects() {
+		if spec.Run.AgentConnects {
 			return r.returnClaimed(ctx, spec)
 		}
 		if err := r.db.ReleaseAttempt(ctx, spec.Attempt.ID, spec.Try); err != nil {
@@ -141,7 +151,7 @@ func (r *Runner) runEpisode(ctx context.Context, spec *models.EpisodeSpec, secre
 	var ag episode.Agent
 	var box *connect.Mailbox
 	var lease *models.EpisodeLease
-	if spec.Agent.Connects() {
+	if spec.Run.AgentConnects {
 		box = connect.NewMailbox(spec.Run.ID, spec.Attempt.ID, spec.Try)
 		box.NoScreenshot = spec.Agent.Kind == models.AgentHTTP && !agent.PullScreenshots(spec.Agent.Config)
 		defer r.hub.Add(box)()

@@ -66,7 +66,7 @@ type ConnectStore interface {
 	StartEpisodeLease(ctx context.Context, attemptID int64, try int, workerURL string) (*models.EpisodeLease, error)
 	EpisodeLease(ctx context.Context, id int64) (*models.EpisodeLease, error)
 	EndEpisodeLease(ctx context.Context, id int64, reason string) error
-	EndAttemptLeases(ctx context.Context, attemptID int64, reason string) error
+	EndAttemptLeases(ctx context.Context, attemptID int64, upTo int, reason string) error
 	ReturnClaimedAttempt(ctx context.Context, attemptID int64, try int) error
 }
 

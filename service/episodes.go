@@ -12,7 +12,7 @@ import (
 type EpisodeStore interface {
 	VisibleRun(ctx context.Context, scope models.RunScope, runID int64) (*models.Run, error)
 	Membership(ctx context.Context, teamID, userID int64) (*models.Membership, error)
-	ClaimEpisode(ctx context.Context, runID int64, tokenHash string, ttl time.Duration,
+	ClaimEpisode(ctx context.Context, runID int64, tokenHash string, ttl time.Duration, share models.Claimant,
 		offer func(ctx context.Context, tx *sql.Tx, run *models.Run, attemptIDs []int64) error) (*models.ClaimedEpisode, error)
 	EpisodeLeaseByToken(ctx context.Context, tokenHash string) (*models.EpisodeLease, error)
 	RenewEpisodeLease(ctx context.Context, id int64, until time.Time) (bool, error)
@@ -24,7 +24,11 @@ type EpisodeOptions struct {
 	LeaseTTL time.Duration
 	// ClaimPoll is how often a waiting claim looks for an episode (default 500 ms).
 	ClaimPoll time.Duration
-	Now       func() time.Time
+	// Share is how each team's fair share of the workers is counted (the
+	// workers' lease TTL and PROCTOR_TEAM_EPISODES), as for the episodes
+	// Proctor starts itself.
+	Share models.Claimant
+	Now   func() time.Time
 }
 
 // DefaultEpisodeLeaseTTL is how long an episode lease lasts unrenewed.
@@ -85,7 +89,7 @@ func (s *Episodes) Claim(ctx context.Context, runID int64, wait time.Duration) (
 	deadline := s.opts.Now().Add(wait)
 	for {
 		token, hash := models.NewToken(models.EpisodeTokenPrefix)
-		claimed, err := s.store.ClaimEpisode(ctx, runID, hash, s.opts.LeaseTTL, s.jobs.RunEpisodes)
+		claimed, err := s.store.ClaimEpisode(ctx, runID, hash, s.opts.LeaseTTL, s.opts.Share, s.jobs.RunEpisodes)
 		if err != nil || claimed != nil {
 			return claimed, token, err
 		}

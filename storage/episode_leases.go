@@ -21,7 +21,7 @@ import (
 // is running, queued or done, or the run's parallelism or a site's cap is
 // full), and ECONFLICT when the run is over or its agent does not connect.
 // The caller checks the actor may act for the run's team.
-func (db *DB) ClaimEpisode(ctx context.Context, runID int64, tokenHash string, ttl time.Duration, offer OfferFunc) (*models.ClaimedEpisode, error) {
+func (db *DB) ClaimEpisode(ctx context.Context, runID int64, tokenHash string, ttl time.Duration, share models.Claimant, offer OfferFunc) (*models.ClaimedEpisode, error) {
 	var out *models.ClaimedEpisode
 	err := db.tx(ctx, func(tx *gorm.DB) error {
 		if err := db.lockScheduling(tx); err != nil {
@@ -60,6 +60,12 @@ func (db *DB) ClaimEpisode(ctx context.Context, runID int64, tokenHash string, t
 		if err := tx.First(&a, ids[0]).Error; err != nil {
 			return wrap(err, "attempt")
 		}
+		now := db.now()
+		// The team's fair share holds for claims as for the episodes Proctor
+		// starts itself: over it, nothing is handed out while another team waits.
+		if over, err := db.overShare(tx, run.TeamID, a.ID, false, share, now); err != nil || over {
+			return err
+		}
 		var task models.Task
 		if err := tx.First(&task, a.TaskID).Error; err != nil {
 			return wrap(err, "task")
@@ -67,7 +73,6 @@ func (db *DB) ClaimEpisode(ctx context.Context, runID int64, tokenHash string, t
 		if err := tx.Model(&a).Update("queued", true).Error; err != nil {
 			return wrap(err, "attempt")
 		}
-		now := db.now()
 		lease := &models.EpisodeLease{RunID: run.ID, AttemptID: a.ID, Try: a.Tries + 1, TokenHash: tokenHash,
 			Status: models.LeaseClaimed, ExpiresAt: now.Add(ttl), CreatedAt: now, UpdatedAt: now}
 		if err := tx.Create(lease).Error; err != nil {
@@ -177,10 +182,14 @@ func (db *DB) WaitingForAgent(ctx context.Context, runID int64) (int64, error) {
 	return n, wrap(err, "attempts")
 }
 
-// EndAttemptLeases ends every lease of an attempt not ended yet, with the
-// reason agents are shown (its episode could not start, or the run ended).
-func (db *DB) EndAttemptLeases(ctx context.Context, attemptID int64, reason string) error {
-	now := db.now()
-	return wrap(db.q(ctx).Model(&models.EpisodeLease{}).Where("attempt_id = ? AND status <> ?", attemptID, models.LeaseEnded).
-		Updates(map[string]any{"status": models.LeaseEnded, "ended_reason": reason, "updated_at": now}).Error, "episode lease")
+// EndAttemptLeases ends the leases of an attempt not ended yet, those of
+// tries up to upTo (0: every one), with the reason agents are shown. A
+// lease a claim made meanwhile may end too: its agent is told to claim
+// again, and its episode job finds no lease and hands the attempt back.
+func (db *DB) EndAttemptLeases(ctx context.Context, attemptID int64, upTo int, reason string) error {
+	q := db.q(ctx).Model(&models.EpisodeLease{}).Where("attempt_id = ? AND status <> ?", attemptID, models.LeaseEnded)
+	if upTo > 0 {
+		q = q.Where("try <= ?", upTo)
+	}
+	return wrap(q.Updates(map[string]any{"status": models.LeaseEnded, "ended_reason": reason, "updated_at": db.now()}).Error, "episode lease")
 }

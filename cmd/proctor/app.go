@@ -243,13 +243,14 @@ func (app *App) runService(run *runner.Runner) *service.Runs {
 // episodeService hands out and opens the episodes of connecting agents,
 // queuing them through run's queue.
 func (app *App) episodeService(run *runner.Runner) *service.Episodes {
-	return service.NewEpisodes(app.DB, run.Jobs(), service.EpisodeOptions{LeaseTTL: app.Config.EpisodeLease})
+	return service.NewEpisodes(app.DB, run.Jobs(), service.EpisodeOptions{LeaseTTL: app.Config.EpisodeLease,
+		Share: models.Claimant{TTL: app.Config.WorkerLease, TeamEpisodes: app.Config.TeamEpisodes}})
 }
 
 // episodeGateway serves the calls on connecting episodes: from run's hub,
 // or forwarded to the worker running the episode.
 func (app *App) episodeGateway(run *runner.Runner) *connect.Gateway {
-	return connect.NewGateway(run.Hub(), app.DB, app.Log)
+	return connect.NewGateway(run.Hub(), app.DB, app.Config.EpisodeLease, app.Log)
 }
 
 // benchmarkService is the benchmark service over this process's database.

@@ -557,7 +557,7 @@ func TestConnect_InspectorCLI(t *testing.T) {
 // and a navigation off the benchmark's sites is refused through the tools.
 func TestConnect_LeaseLapses(t *testing.T) {
 	t.Parallel()
-	b := setupConnect(t, map[string]string{"PROCTOR_EPISODE_LEASE": "2s"})
+	b := setupConnect(t, map[string]string{"PROCTOR_EPISODE_LEASE": "3s"})
 	code, stdout, stderr := b.cli(t, "queue", "--team", "lab", "--agent", "browser-agent", "--benchmark", sandbox.Slug,
 		"--subset", "hard", "--parallelism", "1", "--json")
 	require.Equal(t, exitOK, code, stderr)

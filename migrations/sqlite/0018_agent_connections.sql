@@ -28,7 +28,10 @@ CREATE INDEX episode_leases_run_status ON episode_leases(run_id, status);
 
 -- Agent kind mcp. SQLite changes a CHECK constraint only by rebuilding the
 -- table (with foreign keys off, so that runs and submissions keep pointing
--- at the same agent ids); its triggers are made again.
+-- at the same agent ids); its triggers are made again, and its id counter
+-- keeps its high-water mark, so the id of an agent deleted before never
+-- comes back.
+CREATE TEMP TABLE agents_seq AS SELECT seq FROM sqlite_sequence WHERE name = 'agents';
 CREATE TABLE agents_new (
     id                 INTEGER PRIMARY KEY AUTOINCREMENT,
     team_id            INTEGER NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
@@ -55,6 +58,9 @@ INSERT INTO agents_new (id, team_id, slug, name, description, model, framework, 
         kind, endpoint_url, config, secrets_ciphertext, secret_names, created_at, updated_at FROM agents;
 DROP TABLE agents;
 ALTER TABLE agents_new RENAME TO agents;
+DELETE FROM sqlite_sequence WHERE name = 'agents' AND EXISTS (SELECT 1 FROM agents_seq);
+INSERT INTO sqlite_sequence (name, seq) SELECT 'agents', seq FROM agents_seq;
+DROP TABLE agents_seq;
 CREATE TRIGGER board_agents_update AFTER UPDATE ON agents
 WHEN OLD.name IS NOT NEW.name OR OLD.slug IS NOT NEW.slug OR OLD.model IS NOT NEW.model
     OR OLD.open_source IS NOT NEW.open_source OR OLD.team_id IS NOT NEW.team_id

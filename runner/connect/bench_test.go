@@ -81,7 +81,7 @@ func newBenchRig(b *testing.B) *benchRig {
 	}
 	b.Cleanup(func() { store.Close() })
 	r.store = store
-	r.gateway = NewGateway(NewHub(), nil, nil)
+	r.gateway = NewGateway(NewHub(), nil, 0, nil)
 	r.mcpSrv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		var attempt int64
 		fmt.Sscanf(req.URL.Path, "/episodes/%d/mcp", &attempt)

@@ -37,9 +37,11 @@ const (
 	startWait = 20 * time.Second
 )
 
-// Leases reads the lease of an episode again while its episode starts.
+// Leases reads the lease of an episode again while its episode starts, and
+// renews it while a call on the episode lasts.
 type Leases interface {
 	EpisodeLease(ctx context.Context, id int64) (*models.EpisodeLease, error)
+	RenewEpisodeLease(ctx context.Context, id int64, until time.Time) (bool, error)
 }
 
 // Gateway serves the calls on connecting episodes, once the caller's
@@ -52,15 +54,25 @@ type Gateway struct {
 	log    *slog.Logger
 	mcp    http.Handler
 	poll   time.Duration
+	ttl    time.Duration
 }
 
 // NewGateway returns the gateway over hub (nil in a process that runs no
-// episodes: every call is forwarded).
-func NewGateway(hub *Hub, leases Leases, log *slog.Logger) *Gateway {
+// episodes: every call is forwarded). While a call lasts (a tool that
+// waits for the page, a long poll) it renews the episode's lease, whose
+// length is ttl, so that no call outlives the lease it came with.
+func NewGateway(hub *Hub, leases Leases, ttl time.Duration, log *slog.Logger) *Gateway {
 	if hub == nil {
 		hub = NewHub()
 	}
-	g := &Gateway{hub: hub, leases: leases, log: log, proxy: &http.Client{}, poll: 200 * time.Millisecond}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// Calls are forwarded to workers on the deployment's own network, never
+	// through an egress proxy the environment may name.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.Proxy = nil
+	g := &Gateway{hub: hub, leases: leases, log: log, proxy: &http.Client{Transport: transport}, poll: 200 * time.Millisecond, ttl: ttl}
 	g.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if m, ok := r.Context().Value(mailboxKey{}).(*Mailbox); ok {
 			return m.server()
@@ -85,6 +97,7 @@ type mailboxKey struct{}
 // Local selects whether the call may be forwarded: a worker's own endpoint
 // serves only its episodes. Errors are *models.Error for the caller.
 func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, lease *models.EpisodeLease, endpoint string, local bool) error {
+	defer g.keepLease(r.Context(), lease.ID)()
 	m, err := g.find(r.Context(), lease, local)
 	if err != nil {
 		return err
@@ -103,6 +116,30 @@ func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, lease *models.Ep
 		return serveAction(w, r, m)
 	}
 	return models.Errorf(models.ENOTFOUND, "There is nothing at this address.")
+}
+
+// keepLease renews a lease every third of its length until the returned
+// function is called.
+func (g *Gateway) keepLease(ctx context.Context, id int64) (stop func()) {
+	if g.ttl <= 0 || g.leases == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		t := time.NewTicker(g.ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := g.leases.RenewEpisodeLease(ctx, id, time.Now().Add(g.ttl)); err != nil && ctx.Err() == nil {
+					g.log.Warn("renew an episode lease during a call", "lease_id", id, "error", err.Error())
+				}
+			}
+		}
+	}()
+	return cancel
 }
 
 // find returns the local mailbox of lease's episode, nil when another
