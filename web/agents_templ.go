@@ -1241,7 +1241,7 @@ func AgentFormPage(p Page, v AgentFormView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = TextArea(v.Form, "config", "Configuration as a JSON object (optional; for replay agents, the script)").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = TextArea(v.Form, "config", "Configuration as a JSON object (optional; for replay agents, the script; {\"pull\": true} for an http agent that fetches its work)").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mxschmitt/playwright-go"
 	"github.com/stretchr/testify/require"
 
 	"proctor/api"
@@ -615,4 +616,43 @@ func TestConnect_LeaseLapses(t *testing.T) {
 	require.Equal(t, len(actions), attempt.Steps, "the new try started clean: the lapsed try's step is gone")
 	status, body = pullCall(t, http.MethodPost, fmt.Sprintf("%s/api/v1/runs/%d/cancel", b.server, queued.ID), b.token, nil)
 	require.Equal(t, http.StatusNoContent, status, "%s", body)
+}
+
+// TestBrowser_ConnectingAgentRegisteredAndWaiting registers an MCP agent
+// through the agent form, queues a run of it, and looks at the run page at
+// 1280 and 390 px: it says how many episodes wait for the agent and links
+// to how agents connect.
+func TestBrowser_ConnectingAgentRegisteredAndWaiting(t *testing.T) {
+	t.Parallel()
+	b := setupConnect(t, map[string]string{"PROCTOR_EPISODES": "0"})
+	br := launchBrowser(t)
+	page := newBrowserPage(t, br, 1280, 900)
+	expect := browserExpect(t)
+	signIn(t, page, b.server, "ci@example.org", "correct horse battery")
+
+	_, err := page.Goto(b.server + "/teams/lab/agents/new")
+	require.NoError(t, err)
+	form := page.GetByTestId("agent-form")
+	require.NoError(t, form.GetByLabel("Name", playwright.LocatorGetByLabelOptions{Exact: playwright.Bool(true)}).Fill("Claude over MCP"))
+	_, err = form.GetByLabel("Kind").SelectOption(playwright.SelectOptionValues{Values: &[]string{models.AgentMCP}})
+	require.NoError(t, err)
+	shot(t, page, "connect-agent-form")
+	require.NoError(t, form.GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Register agent"}).Click())
+	require.NoError(t, expect.Locator(page.GetByTestId("agent-name")).ToHaveText("Claude over MCP"))
+
+	in := api.RunInput{Team: "lab", Agent: "claude-over-mcp", Benchmark: sandbox.Slug, Subset: "hard"}
+	run, err := b.client.QueueRun(context.Background(), in)
+	require.NoError(t, err)
+	for _, width := range []int{1280, 390} {
+		require.NoError(t, page.SetViewportSize(width, 900))
+		_, err = page.Goto(fmt.Sprintf("%s/runs/%d", b.server, run.ID))
+		require.NoError(t, err)
+		waiting := page.GetByTestId("run-waiting-for-agent")
+		require.NoError(t, expect.Locator(waiting).ToContainText("6"))
+		require.NoError(t, expect.Locator(waiting.GetByRole("link", playwright.LocatorGetByRoleOptions{Name: "how agents connect"})).ToBeVisible())
+		overflow, err := page.Evaluate("() => document.documentElement.scrollWidth > document.documentElement.clientWidth")
+		require.NoError(t, err)
+		require.Equal(t, false, overflow, "the run page fits %d px", width)
+		shot(t, page, fmt.Sprintf("connect-run-waiting-%d", width))
+	}
 }
